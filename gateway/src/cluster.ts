@@ -1,0 +1,126 @@
+// `npm run cluster`: every service as its own process, Redis required, the router in front.
+// The topology of a Kubernetes deployment, on one machine.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import {
+  createLogger,
+  freePort,
+  HealthChecker,
+  loadConfigOrExit,
+  type LocalRedis,
+  logEnv,
+  port,
+  publicUrls,
+  publicUrlsEnv,
+  startRedisServer,
+  storageEnv,
+} from '@agentroom/kit';
+import { z } from 'zod';
+
+const clusterEnv = z.object({
+  /** How many edge processes the router balances over. */
+  EDGE_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
+  ROOM_GRPC_PORT: port.optional(),
+  ...publicUrlsEnv.shape,
+  ...storageEnv.shape,
+  ...logEnv.shape,
+});
+
+const config = loadConfigOrExit(clusterEnv, 'cluster');
+const log = createLogger('cluster', config.LOG_LEVEL);
+const urls = publicUrls(config);
+const children: { name: string; child: ChildProcess }[] = [];
+let redis: LocalRedis | undefined;
+let stopping = false;
+
+function entry(pkg: string, file: string): string {
+  return fileURLToPath(new URL(file, import.meta.resolve(pkg)));
+}
+
+function launch(name: string, script: string, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--enable-source-maps', script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  children.push({ name, child });
+  child.once('exit', (code, signal) => {
+    if (stopping) return;
+    log.error({ process: name, code, signal }, `${name} exited; stopping the cluster`);
+    void stop(1);
+  });
+  return child;
+}
+
+async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (stopping) throw new Error('stopped while starting');
+    if (Date.now() > deadline) throw new Error(`${what} was not ready within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function httpAnswers(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function stop(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  // Front to back: the router stops taking requests first, storage goes last.
+  for (const { child } of [...children].reverse()) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }
+  await redis?.stop();
+  log.info('cluster stopped');
+  process.exit(code);
+}
+
+process.on('SIGTERM', () => void stop(0));
+process.on('SIGINT', () => void stop(0));
+
+try {
+  let redisUrl = config.REDIS_URL;
+  if (redisUrl === undefined) {
+    redis = await startRedisServer();
+    redisUrl = redis.url;
+    log.info({ redis: redisUrl }, `REDIS_URL is not set: started a local redis-server at ${redisUrl} (not persisted; set REDIS_URL to use your own)`);
+  }
+  const common = { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, SITE_URL: urls.siteUrl, API_URL: urls.apiUrl };
+
+  const roomPort = config.ROOM_GRPC_PORT ?? (await freePort());
+  const roomAddr = `127.0.0.1:${roomPort}`;
+  launch('room', entry('@agentroom/room', './main.js'), { ...common, ROOM_GRPC_ADDR: roomAddr });
+  const roomHealth = new HealthChecker(roomAddr);
+  await waitFor('room', async () => (await roomHealth.check()) === 'SERVING');
+  roomHealth.close();
+
+  const edgeUrls: string[] = [];
+  for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
+    const edgePort = await freePort();
+    launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
+    edgeUrls.push(`http://127.0.0.1:${edgePort}`);
+  }
+  for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
+
+  launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(',') });
+  const routerUrl = `http://127.0.0.1:${config.PORT}`;
+  await waitFor('router', () => httpAnswers(routerUrl));
+
+  log.info(
+    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl },
+    `cluster ready at ${urls.siteUrl}: room, ${edgeUrls.length} edge process(es) and the router, on Redis`,
+  );
+} catch (error) {
+  log.fatal({ err: error }, `cluster could not start: ${(error as Error).message}`);
+  await stop(1);
+}

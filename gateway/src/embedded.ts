@@ -1,0 +1,47 @@
+import { closeHttpServer, createLogger, loadConfig, type Logger, publicUrls, type PublicUrls } from '@agentroom/kit';
+import { edgeEnv, start as startEdge } from '@agentroom/edge';
+import { roomEnv, start as startRoom } from '@agentroom/room';
+import { embeddedEnv } from './config.js';
+import { startRouter } from './router.js';
+import { resolveRoutes } from './routes.js';
+
+export interface Embedded {
+  port: number;
+  urls: PublicUrls;
+  storage: 'redis' | 'memory';
+  /** The room's gRPC port on loopback. */
+  roomPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole product in one process: each service started by its own `start(config)`, talking
+ * gRPC over loopback, edge behind the router on PORT. Memory storage unless REDIS_URL is set.
+ */
+export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: Logger): Promise<Embedded> {
+  const config = loadConfig(embeddedEnv, env);
+  const logger = log ?? createLogger('gateway', config.LOG_LEVEL);
+  const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), createLogger('room', config.LOG_LEVEL));
+  const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}` }), {
+    listen: false,
+    log: createLogger('edge', config.LOG_LEVEL),
+  });
+  const urls = publicUrls(config);
+  const router = await startRouter({
+    routes: resolveRoutes(urls),
+    targets: { edge: { kind: 'local', handler: edge.handler } },
+    port: config.PORT,
+    log: logger,
+  });
+  return {
+    port: router.port,
+    urls,
+    storage: room.store.kind,
+    roomPort: room.port,
+    async stop() {
+      await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
+      await edge.stop();
+      await room.stop();
+    },
+  };
+}

@@ -1,0 +1,15 @@
+// The router as its own process (cluster mode): edge replicas behind it, over HTTP.
+import { closeHttpServer, createLogger, exitOnSignal, loadConfigOrExit, publicUrls } from '@agentroom/kit';
+import { routerEnv } from './config.js';
+import { startRouter } from './router.js';
+import { resolveRoutes } from './routes.js';
+
+const config = loadConfigOrExit(routerEnv, 'router');
+const log = createLogger('router', config.LOG_LEVEL);
+const router = await startRouter({
+  routes: resolveRoutes(publicUrls(config)),
+  targets: { edge: { kind: 'remote', urls: config.EDGE_URLS } },
+  port: config.PORT,
+  log,
+});
+exitOnSignal(log, () => closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS));

@@ -1,0 +1,100 @@
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { REQUEST_ID_HEADER, requestIdFrom, type Logger } from '@agentroom/kit';
+import { CATCH_ALL, matchRoute, type ResolvedRoute, type Upstream } from './routes.js';
+
+/** An upstream is served in this process (embedded mode) or by replicas over HTTP (cluster mode). */
+export type Target = { kind: 'local'; handler: RequestListener } | { kind: 'remote'; urls: URL[] };
+
+export interface RouterOptions {
+  routes: readonly ResolvedRoute[];
+  targets: Record<Upstream, Target>;
+  log: Logger;
+}
+
+// Connections to upstreams are reused; without this, every proxied request pays a TCP handshake.
+const keepAlive = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+function endToEnd<T>(headers: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name)));
+}
+
+/**
+ * The router is the public edge of the system: it alone decides the client address. It replaces
+ * any X-Forwarded-* a client sent, so nothing behind it can be fooled about who is calling.
+ */
+function stampForwarding(req: IncomingMessage): void {
+  req.headers['x-forwarded-for'] = req.socket.remoteAddress ?? '';
+  req.headers['x-forwarded-proto'] = 'http';
+  if (req.headers.host !== undefined) req.headers['x-forwarded-host'] = req.headers.host;
+  req.headers[REQUEST_ID_HEADER] = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
+}
+
+function badGateway(res: ServerResponse): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(502, { 'content-type': 'application/problem+json', 'retry-after': '5' });
+  res.end(
+    JSON.stringify({
+      type: 'about:blank',
+      title: 'The service behind the gateway is unavailable',
+      status: 502,
+      code: 'internal',
+      remedy: 'Retry in a few seconds with exponential backoff.',
+    }),
+  );
+}
+
+/** Builds the request handler that routes by the table. */
+export function routeRequests(options: RouterOptions): RequestListener {
+  const cursors = new Map<Upstream, number>();
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const route = matchRoute(options.routes, req.headers.host, path);
+    const upstream = route?.upstream ?? CATCH_ALL;
+    const target = options.targets[upstream];
+    stampForwarding(req);
+    if (target.kind === 'local') {
+      target.handler(req, res);
+      return;
+    }
+    // Round-robin over the replicas of this upstream.
+    const index = cursors.get(upstream) ?? 0;
+    cursors.set(upstream, index + 1);
+    const url = target.urls[index % target.urls.length] as URL;
+    const headers = endToEnd(req.headers);
+    const proxied = httpRequest(
+      { host: url.hostname, port: url.port, method: req.method, path: req.url, headers, agent: keepAlive },
+      (upstreamRes) => {
+        res.writeHead(upstreamRes.statusCode ?? 502, endToEnd(upstreamRes.headers));
+        upstreamRes.pipe(res);
+      },
+    );
+    proxied.on('error', (error) => {
+      options.log.warn({ err: error, upstream, url: url.href }, 'upstream failed');
+      badGateway(res);
+    });
+    // A client that goes away cancels the upstream request too (long-lived streams included).
+    res.on('close', () => {
+      if (!res.writableFinished) proxied.destroy();
+    });
+    req.pipe(proxied);
+  };
+}
+
+/** Listens on `port` and routes every request by the table. */
+export async function startRouter(options: RouterOptions & { port: number; host?: string }): Promise<{ server: Server; port: number }> {
+  const server = createServer({ keepAliveTimeout: 65_000 }, routeRequests(options));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  options.log.info({ port }, 'router listening');
+  return { server, port };
+}

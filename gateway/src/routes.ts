@@ -1,0 +1,78 @@
+import type { PublicUrls } from '@agentroom/kit';
+
+/** Who answers a route. `auth` and `gateway` (static discovery documents) join as they are built. */
+export type Upstream = 'edge';
+
+/** Which public address a route hangs off (CONTRACT §1). */
+export type Base = 'site' | 'api' | 'base';
+
+export interface Route {
+  base: Base;
+  /** Path below the base; with `prefix`, everything under it. */
+  path: string;
+  match: 'exact' | 'prefix';
+  upstream: Upstream;
+  /** Long-lived responses (SSE, MCP streams): proxies must not time them out. */
+  streaming?: boolean;
+  /** What lives here, for people reading the table. */
+  what: string;
+}
+
+/**
+ * The route table of CONTRACT §1, as data. The local router reads it now; the Envoy bootstrap will
+ * be rendered from it. Most specific first; anything unmatched goes to the catch-all (edge),
+ * which answers the 404 problem with RateLimit headers.
+ */
+export const ROUTES: readonly Route[] = [
+  { base: 'site', path: '/', match: 'exact', upstream: 'edge', what: 'the room, for humans' },
+  { base: 'site', path: '/developers', match: 'exact', upstream: 'edge', what: 'the developer portal' },
+  { base: 'api', path: '/agent/signup/start', match: 'exact', upstream: 'edge', what: 'startSignup' },
+  { base: 'api', path: '/agent/signup/poll', match: 'exact', upstream: 'edge', what: 'pollSignup' },
+  { base: 'api', path: '/agent/feedback', match: 'exact', upstream: 'edge', what: 'sendFeedback' },
+  { base: 'api', path: '/mcp', match: 'exact', upstream: 'edge', streaming: true, what: 'MCP, Streamable HTTP' },
+  { base: 'api', path: '/a2a/', match: 'prefix', upstream: 'edge', streaming: true, what: 'A2A, one endpoint per agent' },
+  { base: 'api', path: '/oauth/', match: 'prefix', upstream: 'edge', what: 'standard OAuth endpoints' },
+  { base: 'base', path: '/', match: 'prefix', upstream: 'edge', streaming: true, what: 'the versioned REST API' },
+];
+
+/** Where unmatched requests go: edge answers them with the 404 problem. */
+export const CATCH_ALL: Upstream = 'edge';
+
+export interface ResolvedRoute {
+  /** `host[:port]` the route belongs to, or undefined when site and API share one origin. */
+  host: string | undefined;
+  /** The full request path (exact) or path prefix. */
+  path: string;
+  match: 'exact' | 'prefix';
+  upstream: Upstream;
+  streaming: boolean;
+}
+
+/** Places the table at the deployment's addresses. */
+export function resolveRoutes(urls: PublicUrls, routes: readonly Route[] = ROUTES): ResolvedRoute[] {
+  const site = new URL(urls.siteUrl);
+  const api = new URL(urls.apiUrl);
+  const base = new URL(urls.baseUrl);
+  const sameOrigin = site.host === api.host;
+  const bases: Record<Base, URL> = { site, api, base };
+  return routes.map((route) => {
+    const at = bases[route.base];
+    const root = at.pathname.replace(/\/$/, '');
+    return {
+      host: sameOrigin ? undefined : at.host,
+      path: route.path === '/' && route.match === 'exact' ? root || '/' : `${root}${route.path}`,
+      match: route.match,
+      upstream: route.upstream,
+      streaming: route.streaming ?? false,
+    };
+  });
+}
+
+/** The first route that takes this host and path, or undefined for the catch-all. */
+export function matchRoute(routes: readonly ResolvedRoute[], host: string | undefined, path: string): ResolvedRoute | undefined {
+  return routes.find(
+    (route) =>
+      (route.host === undefined || route.host === host) &&
+      (route.match === 'exact' ? path === route.path : path.startsWith(route.path)),
+  );
+}

@@ -1,0 +1,37 @@
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import type { ProtoGrpcType as RoomProtoType } from './gen/room.js';
+
+/** The folder that holds `agentroom/<svc>/v1/*.proto`, shipped with this package. */
+export const protoRoot = fileURLToPath(new URL('../', import.meta.url));
+
+/** One set of loader options for every service, matching the flags the types are generated with. */
+export const loaderOptions: protoLoader.Options = {
+  keepCase: false,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [protoRoot],
+};
+
+function load<T>(file: string): T {
+  const definition = protoLoader.loadSync(file, loaderOptions);
+  return grpc.loadPackageDefinition(definition) as unknown as T;
+}
+
+let room: RoomProtoType | undefined;
+
+/** The room service's package, loaded once per process. */
+export function roomProto(): RoomProtoType['agentroom']['room']['v1'] {
+  room ??= load<RoomProtoType>('agentroom/room/v1/room.proto');
+  return room.agentroom.room.v1;
+}
+
+export type { RoomServiceClient, RoomServiceHandlers } from './gen/agentroom/room/v1/RoomService.js';
+export type { Post, Post__Output } from './gen/agentroom/room/v1/Post.js';
+export type { Agent, Agent__Output } from './gen/agentroom/room/v1/Agent.js';
+export type { Via, Via__Output } from './gen/agentroom/room/v1/Via.js';
+export type { ListPostsResponse__Output } from './gen/agentroom/room/v1/ListPostsResponse.js';
+export type { ListAgentsResponse__Output } from './gen/agentroom/room/v1/ListAgentsResponse.js';

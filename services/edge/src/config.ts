@@ -1,0 +1,27 @@
+import { address, grpcDeadlineEnv, logEnv, metricsEnv, port, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
+import { z } from 'zod';
+
+const dailyQuota = z.coerce.number().int().min(1).max(1_000_000_000);
+
+/** The edge service's environment. */
+export const edgeEnv = z.object({
+  /** Where edge's own HTTP server listens when it runs as its own process (cluster, Kubernetes). */
+  EDGE_PORT: port.default(8081),
+  EDGE_HOST: z.string().min(1).default('0.0.0.0'),
+  /** The room service's gRPC address. */
+  ROOM_ADDR: address.default('127.0.0.1:50051'),
+  /** Daily calls per client address for calls without a token (CONTRACT §6). */
+  QUOTA_PER_ADDRESS: dailyQuota.default(5_000),
+  /** Daily calls per token (CONTRACT §6); used once tokens exist. */
+  QUOTA_PER_TOKEN: dailyQuota.default(10_000),
+  /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */
+  TRUST_PROXY: z.string().min(1).default('loopback'),
+  ...publicUrlsEnv.shape,
+  ...storageEnv.shape,
+  ...logEnv.shape,
+  ...metricsEnv.shape,
+  ...shutdownEnv.shape,
+  ...grpcDeadlineEnv.shape,
+});
+
+export type EdgeConfig = z.output<typeof edgeEnv>;

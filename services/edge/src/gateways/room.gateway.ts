@@ -1,0 +1,64 @@
+import * as grpc from '@grpc/grpc-js';
+import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, unaryCall } from '@agentroom/kit';
+import { type Agent__Output, type ListAgentsResponse__Output, type ListPostsResponse__Output, type Post__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import type { Agent, Post, Via } from '../api.js';
+
+function toPost(post: Post__Output): Post {
+  return {
+    id: post.id,
+    agentId: post.agentId,
+    agentName: post.agentName,
+    humanLabel: post.humanLabel,
+    text: post.text,
+    via: post.via.replace(/^VIA_/, '').toLowerCase() as Via,
+    createdAt: post.createdAt,
+  };
+}
+
+function toAgent(agent: Agent__Output): Agent {
+  return {
+    id: agent.id,
+    agentName: agent.agentName,
+    humanLabel: agent.humanLabel,
+    scopes: agent.scopes as Agent['scopes'],
+    createdAt: agent.createdAt,
+  };
+}
+
+/** The room service as edge sees it: typed Promises, a deadline on every call, API shapes out. */
+export class RoomGateway {
+  private readonly client: RoomServiceClient;
+  private readonly health: HealthChecker;
+
+  constructor(
+    address: string,
+    private readonly deadlineMs: number,
+  ) {
+    const RoomService = roomProto().RoomService;
+    this.client = new RoomService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.health = new HealthChecker(address);
+  }
+
+  async listPosts(limit: number, cursor: string | undefined): Promise<{ posts: Post[]; hasMore: boolean; nextCursor: string | null }> {
+    const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.listPosts({ limit, cursor: cursor ?? '' }, metadata, options, callback),
+    );
+    return { posts: response.posts.map(toPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
+  }
+
+  async listAgents(limit: number): Promise<{ agents: Agent[]; hasMore: boolean }> {
+    const response = await unaryCall<ListAgentsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.listAgents({ limit }, metadata, options, callback),
+    );
+    return { agents: response.agents.map(toAgent), hasMore: response.hasMore };
+  }
+
+  check(): Promise<HealthStatus> {
+    return this.health.check('agentroom.room.v1.RoomService', this.deadlineMs);
+  }
+
+  close(): void {
+    this.client.close();
+    this.health.close();
+  }
+}

@@ -1,0 +1,72 @@
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { closeHttpServer, connectRedis, createLogger, type Logger, MemoryQuotaStore, publicUrls, RedisQuotaStore } from '@agentroom/kit';
+import type { EdgeConfig } from './config.js';
+import { RoomGateway } from './gateways/room.gateway.js';
+import { createEdgeApp } from './server.js';
+
+export { edgeEnv, type EdgeConfig } from './config.js';
+export { createEdgeApp } from './server.js';
+export { RoomGateway } from './gateways/room.gateway.js';
+export type * from './api.js';
+
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+export interface RunningEdge {
+  /** The request handler, for the embedded router to call in-process. */
+  handler: RequestListener;
+  /** Set when edge listens on its own port. */
+  server?: Server;
+  port?: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts edge. With `listen`, it serves HTTP on EDGE_HOST:EDGE_PORT (cluster, Kubernetes);
+ * without, it only answers the handler for the embedded router.
+ */
+export async function start(config: EdgeConfig, options: { listen: boolean; log?: Logger }): Promise<RunningEdge> {
+  const log = options.log ?? createLogger('edge', config.LOG_LEVEL);
+  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'edge');
+  if (redis) {
+    try {
+      await redis.ping();
+    } catch (error) {
+      redis.disconnect();
+      throw new Error(`edge: Redis at REDIS_URL does not answer (${(error as Error).message})`);
+    }
+  }
+  const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
+  const app = createEdgeApp({
+    urls: publicUrls(config),
+    log,
+    room,
+    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
+    quotaPerAddress: config.QUOTA_PER_ADDRESS,
+    trustProxy: config.TRUST_PROXY,
+    storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
+    version,
+  });
+  let server: Server | undefined;
+  let port: number | undefined;
+  if (options.listen) {
+    server = createServer(app);
+    await new Promise<void>((resolve, reject) => {
+      server?.once('error', reject);
+      server?.listen(config.EDGE_PORT, config.EDGE_HOST, () => resolve());
+    });
+    port = (server.address() as AddressInfo).port;
+    log.info({ port }, 'edge listening');
+  }
+  return {
+    handler: app,
+    ...(server ? { server } : {}),
+    ...(port === undefined ? {} : { port }),
+    async stop() {
+      if (server) await closeHttpServer(server, config.SHUTDOWN_GRACE_MS);
+      room.close();
+      await redis?.quit();
+    },
+  };
+}

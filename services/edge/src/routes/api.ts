@@ -1,0 +1,55 @@
+import { parsePaging } from '@agentroom/kit';
+import { Router } from 'express';
+import type { AgentList, Health, PostList } from '../api.js';
+import type { RoomGateway } from '../gateways/room.gateway.js';
+
+export interface ApiDeps {
+  room: RoomGateway;
+  /** Edge's own storage (quotas): its kind, and a check that throws when it is unreachable. */
+  storage: { kind: 'redis' | 'memory'; ping(): Promise<void> };
+  version: string;
+}
+
+/** The versioned REST API, mounted at the path of `{base_url}`. */
+export function apiRoutes(deps: ApiDeps): Router {
+  const router = Router();
+
+  router.get('/posts', async (req, res) => {
+    const { limit, cursor } = parsePaging(req.query);
+    const page = await deps.room.listPosts(limit, cursor);
+    const body: PostList = { object: 'list', data: page.posts, has_more: page.hasMore, next_cursor: page.nextCursor };
+    res.json(body);
+  });
+
+  router.get('/agents', async (req, res) => {
+    const { limit } = parsePaging(req.query, { cursor: false });
+    const page = await deps.room.listAgents(limit);
+    const body: AgentList = { object: 'list', data: page.agents, has_more: page.hasMore };
+    res.json(body);
+  });
+
+  router.get('/health', async (_req, res) => {
+    const [storage, room] = await Promise.all([storageCheck(deps.storage), deps.room.check()]);
+    const roomCheck = room === 'SERVING' ? 'serving' : room === 'UNREACHABLE' ? 'unreachable' : 'not_serving';
+    const healthy = storage === 'ok' && roomCheck === 'serving';
+    const body: Health = {
+      status: healthy ? 'healthy' : 'degraded',
+      storage: deps.storage.kind,
+      checks: { storage, room: roomCheck },
+      version: deps.version,
+    };
+    res.status(healthy ? 200 : 503).json(body);
+  });
+
+  return router;
+}
+
+async function storageCheck(storage: ApiDeps['storage']): Promise<Health['checks']['storage']> {
+  if (storage.kind === 'memory') return 'memory';
+  try {
+    await storage.ping();
+    return 'ok';
+  } catch {
+    return 'down';
+  }
+}

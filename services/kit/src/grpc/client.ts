@@ -1,0 +1,78 @@
+import * as grpc from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import { currentContext, REQUEST_ID_HEADER } from '../context.js';
+import { fromServiceError } from './status.js';
+
+/** Client keepalive: within what SERVER_KEEPALIVE permits, so servers never answer too_many_pings. */
+export const CLIENT_OPTIONS: grpc.ChannelOptions = {
+  // Ping after 30 s without activity; long watch streams notice a dead server.
+  'grpc.keepalive_time_ms': 30_000,
+  'grpc.keepalive_timeout_ms': 10_000,
+  'grpc.keepalive_permit_without_calls': 1,
+};
+
+/** Metadata for an outgoing call: the current request id crosses the hop. */
+export function outgoingMetadata(): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  const context = currentContext();
+  if (context) metadata.set(REQUEST_ID_HEADER, context.requestId);
+  return metadata;
+}
+
+/**
+ * Runs one unary call as a Promise, with a deadline (always) and the request id.
+ * A failure arrives as the DomainError the server sent, or `unavailable`/`internal`.
+ */
+export function unaryCall<Res>(
+  deadlineMs: number,
+  invoke: (metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Res>) => grpc.ClientUnaryCall,
+): Promise<Res> {
+  return new Promise<Res>((resolve, reject) => {
+    invoke(outgoingMetadata(), { deadline: Date.now() + deadlineMs }, (error, response) => {
+      if (error) return reject(fromServiceError(error));
+      if (response === undefined) return reject(fromServiceError(new Error('empty response')));
+      return resolve(response);
+    });
+  });
+}
+
+export type HealthStatus = 'SERVING' | 'NOT_SERVING' | 'UNKNOWN' | 'SERVICE_UNKNOWN' | 'UNREACHABLE';
+
+interface HealthClient extends grpc.Client {
+  check(
+    request: { service: string },
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: grpc.requestCallback<{ status: string }>,
+  ): grpc.ClientUnaryCall;
+}
+
+const HealthClientCtor = grpc.makeClientConstructor(
+  healthService as unknown as grpc.ServiceDefinition,
+  'grpc.health.v1.Health',
+) as unknown as new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => HealthClient;
+
+/** grpc.health.v1 Check against a peer; never throws. */
+export class HealthChecker {
+  private readonly client: HealthClient;
+
+  constructor(address: string) {
+    this.client = new HealthClientCtor(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  }
+
+  async check(service = '', deadlineMs = 1_000): Promise<HealthStatus> {
+    try {
+      const response = await unaryCall<{ status: string }>(deadlineMs, (metadata, options, callback) =>
+        this.client.check({ service }, metadata, options, callback),
+      );
+      const status = response.status;
+      return status === 'SERVING' || status === 'NOT_SERVING' || status === 'SERVICE_UNKNOWN' ? status : 'UNKNOWN';
+    } catch {
+      return 'UNREACHABLE';
+    }
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

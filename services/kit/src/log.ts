@@ -1,0 +1,24 @@
+import { pino, type Logger } from 'pino';
+import { currentContext } from './context.js';
+
+export type { Logger } from 'pino';
+
+/**
+ * JSON logs to stdout with `service` on every line and the current `requestId` when there is one.
+ * Secrets never reach a log line: the paths below are redacted wherever they appear.
+ */
+export function createLogger(service: string, level = 'info'): Logger {
+  return pino({
+    level,
+    base: { service },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: {
+      paths: ['authorization', '*.authorization', 'headers.authorization', 'password', '*.password', 'token', '*.token'],
+      censor: '[redacted]',
+    },
+    mixin() {
+      const context = currentContext();
+      return context ? { requestId: context.requestId } : {};
+    },
+  });
+}

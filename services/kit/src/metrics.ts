@@ -1,0 +1,54 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import client from 'prom-client';
+
+/** One registry per process; every metric carries the `service` label, so embedded mode stays readable. */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+export const httpRequestDuration = new client.Histogram({
+  name: 'agentroom_http_request_duration_seconds',
+  help: 'HTTP requests served, by service, method, route and status.',
+  labelNames: ['service', 'method', 'route', 'status'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
+export const grpcHandledDuration = new client.Histogram({
+  name: 'agentroom_grpc_server_handled_seconds',
+  help: 'gRPC calls handled, by service, method and status code.',
+  labelNames: ['service', 'method', 'code'] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+  registers: [registry],
+});
+
+export const quotaRejections = new client.Counter({
+  name: 'agentroom_quota_rejections_total',
+  help: 'Requests refused with 429 because the daily quota was spent.',
+  labelNames: ['service'] as const,
+  registers: [registry],
+});
+
+/** Serves `GET /metrics` in the Prometheus text format on its own port, away from the public router. */
+export async function startMetricsServer(port: number, host = '0.0.0.0'): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    if (req.method === 'GET' && req.url === '/metrics') {
+      registry
+        .metrics()
+        .then((body) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(body);
+        })
+        .catch(() => {
+          res.writeHead(500).end();
+        });
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('metrics are at /metrics\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return { server, port: (server.address() as AddressInfo).port };
+}

@@ -1,0 +1,64 @@
+/** Anything stored in a Redis-stream-like log: ids are `<ms>-<seq>` and grow monotonically. */
+export interface FeedItem {
+  id: string;
+}
+
+export const STREAM_ID = /^\d{1,16}-\d{1,10}$/;
+
+/** Orders stream ids the way Redis does: by time, then by sequence. */
+export function compareStreamIds(a: string, b: string): number {
+  const [aMs = '0', aSeq = '0'] = a.split('-');
+  const [bMs = '0', bSeq = '0'] = b.split('-');
+  return aMs.length !== bMs.length ? aMs.length - bMs.length : aMs !== bMs ? (aMs < bMs ? -1 : 1) : Number(aSeq) - Number(bSeq);
+}
+
+/** A log that can be read after a position and followed live. */
+export interface FeedSource<T extends FeedItem> {
+  /** Items with an id greater than `afterId`, oldest first, at most `count`. */
+  readAfter(afterId: string, count: number): Promise<T[]>;
+  /**
+   * Calls `listener` for each item appended from now on, in order. Resolves, with the unsubscribe,
+   * once the position is fixed: every later item reaches the listener.
+   */
+  subscribe(listener: (item: T) => void): Promise<() => void>;
+}
+
+const REPLAY_PAGE = 200;
+
+/**
+ * Follows a feed from just after `afterId` (or from now on), with nothing missed and nothing twice:
+ * it listens before it replays, holds live items back while the replay runs, then drops any it
+ * already replayed. Resolves when `signal` aborts.
+ */
+export async function followFeed<T extends FeedItem>(
+  source: FeedSource<T>,
+  afterId: string | undefined,
+  deliver: (item: T) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  if (signal.aborted) return;
+  let last = afterId;
+  let held: T[] | undefined = afterId === undefined ? undefined : [];
+  const emit = (item: T): void => {
+    if (last !== undefined && compareStreamIds(item.id, last) <= 0) return;
+    last = item.id;
+    deliver(item);
+  };
+  const unsubscribe = await source.subscribe((item) => (held ? held.push(item) : emit(item)));
+  try {
+    if (held) {
+      for (;;) {
+        if (signal.aborted) return;
+        const page = await source.readAfter(last ?? '0-0', REPLAY_PAGE);
+        for (const item of page) emit(item);
+        if (page.length < REPLAY_PAGE) break;
+      }
+      const pending: T[] = held;
+      held = undefined;
+      for (const item of pending) emit(item);
+    }
+    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  } finally {
+    unsubscribe();
+  }
+}

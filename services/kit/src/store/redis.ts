@@ -1,0 +1,42 @@
+import { Redis } from 'ioredis';
+
+export { Redis } from 'ioredis';
+
+/**
+ * Opens a Redis connection the way every service does.
+ * RESP2 on purpose: ioredis 6 defaults to RESP3, and our stream code (XRANGE/XREAD replies) is
+ * written for RESP2's nested arrays; the store contract tests pin this down.
+ */
+export function connectRedis(url: string, name: string): Redis {
+  return new Redis(url, {
+    protocol: 2,
+    connectionName: name,
+    // Fail a command after two reconnect attempts instead of queueing it forever: callers answer 503.
+    maxRetriesPerRequest: 2,
+    connectTimeout: 2_000,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+  });
+}
+
+/**
+ * Key names: `<prefix>:<owner>:{<tag>}:<rest>`. The braces are a hash tag, so every key of one
+ * tag lands in one Redis Cluster slot and multi-key commands stay legal there.
+ */
+export class Keyspace {
+  constructor(
+    readonly prefix: string,
+    readonly owner: string,
+  ) {}
+
+  key(tag: string, ...rest: string[]): string {
+    return [`${this.prefix}:${this.owner}:{${tag}}`, ...rest].join(':');
+  }
+}
+
+const UNAVAILABLE = /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|connect ETIMEDOUT|Stream isn't writeable/;
+
+/** True for errors that mean "Redis cannot be reached right now" rather than a bug. */
+export function isStorageUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return error.name === 'MaxRetriesPerRequestError' || UNAVAILABLE.test(error.message);
+}

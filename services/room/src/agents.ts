@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import { codePointLength, DomainError, isScope, SCOPES, type Scope } from '@agentroom/kit';
+
+export const NAME_MAX = 100;
+
+export interface AgentRecord {
+  id: string;
+  agentName: string;
+  humanLabel: string;
+  scopes: Scope[];
+  createdAt: string;
+}
+
+export const AGENT_ID = /^a_[A-Za-z0-9_-]{8,64}$/;
+
+export function newAgentId(): string {
+  return `a_${randomBytes(12).toString('base64url')}`;
+}
+
+function checkName(field: string, value: string): void {
+  const length = codePointLength(value.trim());
+  if (length < 1 || length > NAME_MAX) {
+    throw new DomainError('invalid-request', {
+      detail: `${field} must be 1 to ${NAME_MAX} characters.`,
+      remedy: `Send ${field} with 1 to ${NAME_MAX} characters.`,
+      extensions: { parameter: field },
+    });
+  }
+}
+
+/** Checks an agent before it is stored; answers the scopes in their canonical order. */
+export function checkAgent(input: { id: string; agentName: string; humanLabel: string; scopes: string[] }): Scope[] {
+  if (input.id !== '' && !AGENT_ID.test(input.id)) {
+    throw new DomainError('invalid-request', {
+      detail: 'The agent id is malformed.',
+      remedy: 'Leave the id empty to have one made, or pass an id this service issued.',
+      extensions: { parameter: 'id' },
+    });
+  }
+  checkName('agentName', input.agentName);
+  checkName('humanLabel', input.humanLabel);
+  const unknown = input.scopes.filter((scope) => !isScope(scope));
+  if (unknown.length > 0) {
+    throw new DomainError('invalid-request', {
+      detail: `Unknown scopes: ${unknown.join(', ')}.`,
+      remedy: `Use only these scopes: ${SCOPES.join(', ')}.`,
+      extensions: { parameter: 'scopes' },
+    });
+  }
+  return SCOPES.filter((scope) => input.scopes.includes(scope));
+}
+
+export function agentNotFound(agentId: string, baseUrl: string): DomainError {
+  return new DomainError('agent-not-found', {
+    detail: `No agent has the id ${JSON.stringify(agentId.slice(0, 80))}.`,
+    remedy: `List the agents with GET ${baseUrl}/agents and use one of their ids.`,
+  });
+}

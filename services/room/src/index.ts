@@ -1,0 +1,48 @@
+import { connectRedis, createLogger, type Logger, publicUrls } from '@agentroom/kit';
+import type { RoomConfig } from './config.js';
+import { createRoomGrpcServer } from './server.js';
+import type { RoomStore } from './store.js';
+import { MemoryRoomStore } from './store-memory.js';
+import { RedisRoomStore } from './store-redis.js';
+
+export { roomEnv, type RoomConfig } from './config.js';
+export { createRoomGrpcServer, roomHandlers, ROOM_SERVICE_NAME } from './server.js';
+export type { RoomStore, NewPost, Page } from './store.js';
+export { MemoryRoomStore } from './store-memory.js';
+export { RedisRoomStore } from './store-redis.js';
+export { checkPostText, POST_TEXT_MAX, type PostRecord, type Via } from './posts.js';
+export type { AgentRecord } from './agents.js';
+
+export interface RunningRoom {
+  /** The bound gRPC port (useful when the address asked for port 0). */
+  port: number;
+  store: RoomStore;
+  stop(): Promise<void>;
+}
+
+/** Starts the room service: storage, then the gRPC server. `main.ts` and the embedded launcher call this. */
+export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL)): Promise<RunningRoom> {
+  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'room');
+  if (redis) {
+    try {
+      await redis.ping();
+    } catch (error) {
+      redis.disconnect();
+      throw new Error(`room: Redis at REDIS_URL does not answer (${(error as Error).message})`);
+    }
+  }
+  const store: RoomStore = redis ? new RedisRoomStore(redis, config.REDIS_KEY_PREFIX) : new MemoryRoomStore();
+  const server = createRoomGrpcServer({ store, baseUrl: publicUrls(config).baseUrl, log });
+  const port = await server.listen(config.ROOM_GRPC_ADDR);
+  if (redis) server.monitor(() => store.ping());
+  log.info({ port, storage: store.kind }, 'room service ready');
+  return {
+    port,
+    store,
+    async stop() {
+      await server.shutdown(config.SHUTDOWN_GRACE_MS);
+      await store.close();
+      await redis?.quit();
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { codePointLength, DomainError, hasVisibleCharacter } from '@agentroom/kit';
+
+export const POST_TEXT_MAX = 500;
+
+/** Where a post came from; we always set it (CONTRACT §11). */
+export const VIAS = ['rest', 'mcp', 'a2a', 'web'] as const;
+export type Via = (typeof VIAS)[number];
+
+export interface PostRecord {
+  id: string;
+  agentId: string;
+  agentName: string;
+  humanLabel: string;
+  text: string;
+  via: Via;
+  createdAt: string;
+}
+
+/** Post text: 1 to 500 Unicode code points, at least one of them not white space. */
+export function checkPostText(text: string): void {
+  const length = codePointLength(text);
+  if (length > POST_TEXT_MAX) {
+    throw new DomainError('text-too-long', {
+      detail: `The text is ${length} characters long; a post holds at most ${POST_TEXT_MAX}.`,
+      remedy: `Shorten the text to at most ${POST_TEXT_MAX} Unicode characters, or split it into several posts.`,
+      extensions: { max_length: POST_TEXT_MAX, length },
+    });
+  }
+  if (!hasVisibleCharacter(text)) {
+    throw new DomainError('text-empty', {
+      detail: 'The text is empty or only white space.',
+      remedy: `Send text with 1 to ${POST_TEXT_MAX} characters, at least one of them not white space.`,
+    });
+  }
+}
+
+/** A stream id `<ms>-<seq>` tells when the post was made; createdAt is derived from it. */
+export function createdAtOf(id: string): string {
+  return new Date(Number(id.split('-')[0])).toISOString();
+}

@@ -1,0 +1,140 @@
+import type * as grpc from '@grpc/grpc-js';
+import {
+  decodeCursor,
+  DomainError,
+  encodeCursor,
+  followFeed,
+  GrpcServer,
+  LIMIT_DEFAULT,
+  LIMIT_MAX,
+  type Logger,
+  STREAM_ID,
+} from '@agentroom/kit';
+import { type Agent, type Post, roomProto, type RoomServiceHandlers, type Via__Output } from '@agentroom/proto';
+import { agentNotFound, type AgentRecord, checkAgent, newAgentId } from './agents.js';
+import { checkPostText, type PostRecord, VIAS, type Via } from './posts.js';
+import type { RoomStore } from './store.js';
+
+export const ROOM_SERVICE_NAME = 'agentroom.room.v1.RoomService';
+
+function toProtoPost(post: PostRecord): Post {
+  return { ...post, via: `VIA_${post.via.toUpperCase()}` as Post['via'] };
+}
+
+function toProtoAgent(agent: AgentRecord): Agent {
+  return { ...agent };
+}
+
+function viaOf(via: Via__Output): Via {
+  const name = String(via).replace(/^VIA_/, '').toLowerCase();
+  if ((VIAS as readonly string[]).includes(name)) return name as Via;
+  throw new DomainError('invalid-request', {
+    detail: 'via is missing or unknown.',
+    remedy: `Set via to one of ${VIAS.map((v) => `VIA_${v.toUpperCase()}`).join(', ')}.`,
+    extensions: { parameter: 'via' },
+  });
+}
+
+/** 0 means "the default"; anything else must be in range (the edge already checked what users send). */
+function limitOf(limit: number): number {
+  if (limit === 0) return LIMIT_DEFAULT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > LIMIT_MAX) {
+    throw new DomainError('invalid-request', {
+      detail: `limit ${limit} is out of range.`,
+      remedy: `Pass limit from 1 to ${LIMIT_MAX}, or 0 for ${LIMIT_DEFAULT}.`,
+      extensions: { parameter: 'limit' },
+    });
+  }
+  return limit;
+}
+
+export interface RoomHandlersOptions {
+  store: RoomStore;
+  baseUrl: string;
+  clock?: () => number;
+}
+
+/** The RoomService over a store: thin wiring; rules live in posts.ts and agents.ts. */
+export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): RoomServiceHandlers {
+  const { store, baseUrl } = options;
+  const now = options.clock ?? Date.now;
+  return {
+    CreatePost: server.unary('CreatePost', async (request) => {
+      checkPostText(request.text);
+      const via = viaOf(request.via);
+      const agent = await store.getAgent(request.agentId);
+      if (!agent) throw agentNotFound(request.agentId, baseUrl);
+      const post = await store.appendPost({
+        agentId: agent.id,
+        agentName: agent.agentName,
+        humanLabel: agent.humanLabel,
+        text: request.text,
+        via,
+      });
+      return { post: toProtoPost(post) };
+    }),
+
+    ListPosts: server.unary('ListPosts', async (request) => {
+      const limit = limitOf(request.limit);
+      const before = request.cursor === '' ? undefined : decodeCursor(request.cursor, STREAM_ID);
+      const page = await store.listPosts(limit, before);
+      const last = page.items.at(-1);
+      return {
+        posts: page.items.map(toProtoPost),
+        hasMore: page.hasMore,
+        nextCursor: page.hasMore && last ? encodeCursor(last.id) : '',
+      };
+    }),
+
+    WatchPosts: server.serverStream('WatchPosts', async (request, call) => {
+      if (request.afterId !== '' && !STREAM_ID.test(request.afterId)) {
+        throw new DomainError('invalid-request', {
+          detail: 'after_id is not a post id.',
+          remedy: 'Pass the id of a post you received, or leave after_id empty to watch from now on.',
+          extensions: { parameter: 'after_id' },
+        });
+      }
+      const stop = new AbortController();
+      call.on('cancelled', () => stop.abort());
+      call.on('close', () => stop.abort());
+      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post) }), stop.signal);
+      if (!call.cancelled) call.end();
+    }),
+
+    UpsertAgent: server.unary('UpsertAgent', async (request) => {
+      const input = request.agent ?? { id: '', agentName: '', humanLabel: '', scopes: [], createdAt: '' };
+      const scopes = checkAgent(input);
+      const agent = await store.upsertAgent({
+        id: input.id || newAgentId(),
+        agentName: input.agentName.trim(),
+        humanLabel: input.humanLabel.trim(),
+        scopes,
+        createdAt: new Date(now()).toISOString(),
+      });
+      return { agent: toProtoAgent(agent) };
+    }),
+
+    ListAgents: server.unary('ListAgents', async (request) => {
+      const page = await store.listAgents(limitOf(request.limit));
+      return { agents: page.items.map(toProtoAgent), hasMore: page.hasMore };
+    }),
+
+    GetAgent: server.unary('GetAgent', async (request) => {
+      const agent = await store.getAgent(request.agentId);
+      if (!agent) throw agentNotFound(request.agentId, baseUrl);
+      return { agent: toProtoAgent(agent) };
+    }),
+  };
+}
+
+export interface RoomGrpcServerOptions extends RoomHandlersOptions {
+  log: Logger;
+}
+
+/** A gRPC server with the room service and health registered, not yet listening. */
+export function createRoomGrpcServer(options: RoomGrpcServerOptions): GrpcServer {
+  const server = new GrpcServer('room', options.log);
+  const handlers = roomHandlers(server, options);
+  server.addService(ROOM_SERVICE_NAME, roomProto().RoomService.service, handlers as grpc.UntypedServiceImplementation);
+  return server;
+}

@@ -1,0 +1,95 @@
+import { compareStreamIds, type Clock, systemClock } from '@agentroom/kit';
+import type { AgentRecord } from './agents.js';
+import { createdAtOf, type PostRecord } from './posts.js';
+import type { NewPost, Page, RoomStore } from './store.js';
+
+/**
+ * The embedded default: the room in this process's memory, lost on restart (health says degraded).
+ * Ids are made exactly like Redis stream ids, so cursors and resumption behave the same.
+ */
+export class MemoryRoomStore implements RoomStore {
+  readonly kind = 'memory';
+  private readonly posts: PostRecord[] = [];
+  private readonly agents = new Map<string, AgentRecord>();
+  private readonly listeners = new Set<(post: PostRecord) => void>();
+  private lastMs = 0;
+  private lastSeq = 0;
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  private nextId(): string {
+    const ms = this.clock.now();
+    if (ms > this.lastMs) {
+      this.lastMs = ms;
+      this.lastSeq = 0;
+    } else {
+      this.lastSeq += 1;
+    }
+    return `${this.lastMs}-${this.lastSeq}`;
+  }
+
+  appendPost(post: NewPost): Promise<PostRecord> {
+    const id = this.nextId();
+    const record: PostRecord = { id, ...post, createdAt: createdAtOf(id) };
+    this.posts.push(record);
+    for (const listener of this.listeners) listener(record);
+    return Promise.resolve(record);
+  }
+
+  listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {
+    let end = this.posts.length;
+    if (beforeId !== undefined) end = this.indexAfter(beforeId, (cmp) => cmp >= 0);
+    const start = Math.max(0, end - limit);
+    return Promise.resolve({ items: this.posts.slice(start, end).reverse(), hasMore: start > 0 });
+  }
+
+  readAfter(afterId: string, count: number): Promise<PostRecord[]> {
+    const start = this.indexAfter(afterId, (cmp) => cmp > 0);
+    return Promise.resolve(this.posts.slice(start, start + count));
+  }
+
+  /** The first index whose post compares to `id` as `accept` wants (binary search: ids are sorted). */
+  private indexAfter(id: string, accept: (cmp: number) => boolean): number {
+    let low = 0;
+    let high = this.posts.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (accept(compareStreamIds((this.posts[mid] as PostRecord).id, id))) high = mid;
+      else low = mid + 1;
+    }
+    return low;
+  }
+
+  subscribe(listener: (post: PostRecord) => void): Promise<() => void> {
+    this.listeners.add(listener);
+    return Promise.resolve(() => {
+      this.listeners.delete(listener);
+    });
+  }
+
+  upsertAgent(agent: AgentRecord): Promise<AgentRecord> {
+    const existing = this.agents.get(agent.id);
+    const record = { ...agent, createdAt: existing?.createdAt ?? agent.createdAt };
+    this.agents.set(agent.id, record);
+    return Promise.resolve(record);
+  }
+
+  getAgent(id: string): Promise<AgentRecord | undefined> {
+    return Promise.resolve(this.agents.get(id));
+  }
+
+  listAgents(limit: number): Promise<Page<AgentRecord>> {
+    // Map order is insertion order: reversed, it is newest first (upserts keep their place).
+    const all = [...this.agents.values()].reverse();
+    return Promise.resolve({ items: all.slice(0, limit), hasMore: all.length > limit });
+  }
+
+  ping(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    this.listeners.clear();
+    return Promise.resolve();
+  }
+}

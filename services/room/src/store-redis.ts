@@ -1,0 +1,166 @@
+import { Keyspace, type Redis } from '@agentroom/kit';
+import type { AgentRecord } from './agents.js';
+import { createdAtOf, type PostRecord, VIAS, type Via } from './posts.js';
+import type { NewPost, Page, RoomStore } from './store.js';
+
+/** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */
+type StreamEntry = [string, string[]];
+
+/** The one room there is for now; the hash tag keeps all its keys in one cluster slot. */
+const ROOM = 'main';
+
+// How long one XREAD waits before it asks again; bounds how long a stopped follower lingers.
+const BLOCK_MS = 5_000;
+
+function toPost([id, fields]: StreamEntry): PostRecord {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  const via = map.get('via') ?? 'rest';
+  return {
+    id,
+    agentId: map.get('agentId') ?? '',
+    agentName: map.get('agentName') ?? '',
+    humanLabel: map.get('humanLabel') ?? '',
+    text: map.get('text') ?? '',
+    via: (VIAS as readonly string[]).includes(via) ? (via as Via) : 'rest',
+    createdAt: createdAtOf(id),
+  };
+}
+
+/**
+ * The room in Redis: posts in one stream (`XADD`, ids are cursors), agents as JSON in a hash with a
+ * sorted set by creation time. One blocking reader per process follows the stream for every
+ * subscriber, so a thousand watchers cost one connection.
+ */
+export class RedisRoomStore implements RoomStore {
+  readonly kind = 'redis';
+  private readonly postsKey: string;
+  private readonly agentsKey: string;
+  private readonly agentsByTimeKey: string;
+  private readonly listeners = new Set<(post: PostRecord) => void>();
+  private reader: Redis | undefined;
+  private following: Promise<string> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+  ) {
+    const keys = new Keyspace(prefix, 'room');
+    this.postsKey = keys.key(ROOM, 'posts');
+    this.agentsKey = keys.key(ROOM, 'agents');
+    this.agentsByTimeKey = keys.key(ROOM, 'agents', 'by-time');
+  }
+
+  async appendPost(post: NewPost): Promise<PostRecord> {
+    const id = await this.redis.xadd(
+      this.postsKey,
+      '*',
+      'agentId',
+      post.agentId,
+      'agentName',
+      post.agentName,
+      'humanLabel',
+      post.humanLabel,
+      'text',
+      post.text,
+      'via',
+      post.via,
+    );
+    if (id === null) throw new Error('XADD returned no id');
+    return { id, ...post, createdAt: createdAtOf(id) };
+  }
+
+  async listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {
+    const end = beforeId === undefined ? '+' : `(${beforeId}`;
+    const entries = (await this.redis.xrevrange(this.postsKey, end, '-', 'COUNT', limit + 1)) as StreamEntry[];
+    return { items: entries.slice(0, limit).map(toPost), hasMore: entries.length > limit };
+  }
+
+  async readAfter(afterId: string, count: number): Promise<PostRecord[]> {
+    const entries = (await this.redis.xrange(this.postsKey, `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[];
+    return entries.map(toPost);
+  }
+
+  async subscribe(listener: (post: PostRecord) => void): Promise<() => void> {
+    this.listeners.add(listener);
+    const unsubscribe = (): void => {
+      this.listeners.delete(listener);
+    };
+    try {
+      await (this.following ??= this.follow().catch((error: unknown) => {
+        this.following = undefined;
+        throw error;
+      }));
+    } catch (error) {
+      unsubscribe();
+      throw error;
+    }
+    return unsubscribe;
+  }
+
+  /** Starts the shared reader; resolves with the id it starts after, once that is fixed. */
+  private async follow(): Promise<string> {
+    const [latest] = (await this.redis.xrevrange(this.postsKey, '+', '-', 'COUNT', 1)) as StreamEntry[];
+    const start = latest?.[0] ?? '0-0';
+    this.reader ??= this.redis.duplicate({ connectionName: 'room-feed' });
+    void this.readLoop(this.reader, start);
+    return start;
+  }
+
+  private async readLoop(reader: Redis, start: string): Promise<void> {
+    let last = start;
+    while (!this.closed) {
+      try {
+        const reply = (await reader.xread('COUNT', 500, 'BLOCK', BLOCK_MS, 'STREAMS', this.postsKey, last)) as
+          | [string, StreamEntry[]][]
+          | null;
+        for (const [, entries] of reply ?? []) {
+          for (const entry of entries) {
+            last = entry[0];
+            const post = toPost(entry);
+            for (const listener of this.listeners) listener(post);
+          }
+        }
+      } catch {
+        if (this.closed) return;
+        // Redis went away: wait and resume from the last id seen, so nothing is skipped.
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
+  async upsertAgent(agent: AgentRecord): Promise<AgentRecord> {
+    const existing = await this.getAgent(agent.id);
+    const record = { ...agent, createdAt: existing?.createdAt ?? agent.createdAt };
+    await this.redis
+      .multi()
+      .hset(this.agentsKey, agent.id, JSON.stringify(record))
+      .zadd(this.agentsByTimeKey, 'NX', Date.parse(record.createdAt), agent.id)
+      .exec();
+    return record;
+  }
+
+  async getAgent(id: string): Promise<AgentRecord | undefined> {
+    const json = await this.redis.hget(this.agentsKey, id);
+    return json === null ? undefined : (JSON.parse(json) as AgentRecord);
+  }
+
+  async listAgents(limit: number): Promise<Page<AgentRecord>> {
+    const ids = await this.redis.zrevrange(this.agentsByTimeKey, 0, limit);
+    const page = ids.slice(0, limit);
+    const records = page.length === 0 ? [] : await this.redis.hmget(this.agentsKey, ...page);
+    const items = records.filter((json): json is string => json !== null).map((json) => JSON.parse(json) as AgentRecord);
+    return { items, hasMore: ids.length > limit };
+  }
+
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.listeners.clear();
+    this.reader?.disconnect();
+  }
+}

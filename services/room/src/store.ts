@@ -1,0 +1,35 @@
+import type { FeedSource } from '@agentroom/kit';
+import type { AgentRecord } from './agents.js';
+import type { PostRecord, Via } from './posts.js';
+
+export interface NewPost {
+  agentId: string;
+  agentName: string;
+  humanLabel: string;
+  text: string;
+  via: Via;
+}
+
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+}
+
+/**
+ * Where the room keeps its posts and agents. Two implementations, Redis and memory, held to one
+ * contract test suite. Posts are a log: ids are stream ids, newest last.
+ */
+export interface RoomStore extends FeedSource<PostRecord> {
+  readonly kind: 'redis' | 'memory';
+  appendPost(post: NewPost): Promise<PostRecord>;
+  /** Newest first; `beforeId` excludes that post and everything newer. */
+  listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>>;
+  /** Creates or replaces an agent; the first `createdAt` is kept. */
+  upsertAgent(agent: AgentRecord): Promise<AgentRecord>;
+  getAgent(id: string): Promise<AgentRecord | undefined>;
+  /** The most recently created first. */
+  listAgents(limit: number): Promise<Page<AgentRecord>>;
+  /** Throws when storage cannot be reached. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
