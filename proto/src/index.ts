@@ -35,3 +35,7 @@ export type { Agent, Agent__Output } from './gen/agentroom/room/v1/Agent.js';
 export type { Via, Via__Output } from './gen/agentroom/room/v1/Via.js';
 export type { ListPostsResponse__Output } from './gen/agentroom/room/v1/ListPostsResponse.js';
 export type { ListAgentsResponse__Output } from './gen/agentroom/room/v1/ListAgentsResponse.js';
+export type { CreatePostResponse__Output } from './gen/agentroom/room/v1/CreatePostResponse.js';
+export type { UpsertAgentResponse__Output } from './gen/agentroom/room/v1/UpsertAgentResponse.js';
+export type { GetAgentResponse__Output } from './gen/agentroom/room/v1/GetAgentResponse.js';
+export type { WatchPostsResponse__Output } from './gen/agentroom/room/v1/WatchPostsResponse.js';

@@ -28,7 +28,7 @@ export interface RunningEdge {
  */
 export async function start(config: EdgeConfig, options: { listen: boolean; log?: Logger }): Promise<RunningEdge> {
   const log = options.log ?? createLogger('edge', config.LOG_LEVEL);
-  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'edge');
+  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'edge', log);
   if (redis) {
     try {
       await redis.ping();

@@ -22,7 +22,7 @@ export interface RunningRoom {
 
 /** Starts the room service: storage, then the gRPC server. `main.ts` and the embedded launcher call this. */
 export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL)): Promise<RunningRoom> {
-  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'room');
+  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'room', log);
   if (redis) {
     try {
       await redis.ping();

@@ -97,7 +97,8 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       const stop = new AbortController();
       call.on('cancelled', () => stop.abort());
       call.on('close', () => stop.abort());
-      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post) }), stop.signal);
+      const signal = AbortSignal.any([stop.signal, server.drainSignal]);
+      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post) }), signal);
       if (!call.cancelled) call.end();
     }),
 

@@ -103,7 +103,10 @@ export class RedisRoomStore implements RoomStore {
   private async follow(): Promise<string> {
     const [latest] = (await this.redis.xrevrange(this.postsKey, '+', '-', 'COUNT', 1)) as StreamEntry[];
     const start = latest?.[0] ?? '0-0';
-    this.reader ??= this.redis.duplicate({ connectionName: 'room-feed' });
+    if (!this.reader) {
+      this.reader = this.redis.duplicate({ connectionName: 'room-feed' });
+      this.reader.on('error', () => undefined); // the read loop retries; the main connection reports outages
+    }
     void this.readLoop(this.reader, start);
     return start;
   }

@@ -60,16 +60,15 @@ export class HealthChecker {
     this.client = new HealthClientCtor(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   }
 
-  async check(service = '', deadlineMs = 1_000): Promise<HealthStatus> {
-    try {
-      const response = await unaryCall<{ status: string }>(deadlineMs, (metadata, options, callback) =>
-        this.client.check({ service }, metadata, options, callback),
-      );
-      const status = response.status;
-      return status === 'SERVING' || status === 'NOT_SERVING' || status === 'SERVICE_UNKNOWN' ? status : 'UNKNOWN';
-    } catch {
-      return 'UNREACHABLE';
-    }
+  /** Check of grpc.health.v1: an unknown service answers NOT_FOUND, which reads as SERVICE_UNKNOWN. */
+  check(service = '', deadlineMs = 1_000): Promise<HealthStatus> {
+    return new Promise((resolve) => {
+      this.client.check({ service }, outgoingMetadata(), { deadline: Date.now() + deadlineMs }, (error, response) => {
+        if (error) return resolve(error.code === grpc.status.NOT_FOUND ? 'SERVICE_UNKNOWN' : 'UNREACHABLE');
+        const status = response?.status;
+        return resolve(status === 'SERVING' || status === 'NOT_SERVING' ? status : 'UNKNOWN');
+      });
+    });
   }
 
   close(): void {

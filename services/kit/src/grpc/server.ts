@@ -28,6 +28,7 @@ export class GrpcServer {
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly serviceNames: string[] = [];
   private monitorTimer: NodeJS.Timeout | undefined;
+  private readonly draining = new AbortController();
   private stopping = false;
 
   constructor(
@@ -126,10 +127,16 @@ export class GrpcServer {
    * NOT_SERVING first (so balancers stop sending), then let in-flight calls finish;
    * past the grace period the rest are cancelled.
    */
+  /** Aborts when shutdown begins: long-lived streams end cleanly (clients resume) instead of holding it up. */
+  get drainSignal(): AbortSignal {
+    return this.draining.signal;
+  }
+
   async shutdown(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.monitorTimer);
     this.setStatus('NOT_SERVING');
+    this.draining.abort();
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.log.warn({ graceMs }, 'gRPC calls still running after the grace period; cancelling them');

@@ -91,7 +91,7 @@ export function fromServiceError(error: unknown): DomainError {
     if (error.code === grpc.status.UNAVAILABLE || error.code === grpc.status.DEADLINE_EXCEEDED) {
       return new DomainError('unavailable', {
         detail: error.code === grpc.status.DEADLINE_EXCEEDED ? 'An internal service did not answer in time.' : 'An internal service is unreachable.',
-        remedy: 'Retry in a few seconds with exponential backoff; if it persists, check GET /api/v1/health.',
+        remedy: 'Retry in a few seconds with exponential backoff.',
       });
     }
   }

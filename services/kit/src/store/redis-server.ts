@@ -41,6 +41,7 @@ export async function startRedisServer(): Promise<LocalRedis> {
   const url = `redis://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const probe = new Redis(url, { protocol: 2, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined); // refused connects are expected until the server is up
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
 
 export { Redis } from 'ioredis';
 
@@ -7,8 +8,8 @@ export { Redis } from 'ioredis';
  * RESP2 on purpose: ioredis 6 defaults to RESP3, and our stream code (XRANGE/XREAD replies) is
  * written for RESP2's nested arrays; the store contract tests pin this down.
  */
-export function connectRedis(url: string, name: string): Redis {
-  return new Redis(url, {
+export function connectRedis(url: string, name: string, log?: Logger): Redis {
+  const redis = new Redis(url, {
     protocol: 2,
     connectionName: name,
     // Fail a command after two reconnect attempts instead of queueing it forever: callers answer 503.
@@ -16,6 +17,17 @@ export function connectRedis(url: string, name: string): Redis {
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
   });
+  // Connection trouble is reported once per state change; commands fail on their own and answer 503.
+  let reported = false;
+  redis.on('error', (error: Error) => {
+    if (!reported) log?.warn({ err: error, connection: name }, 'Redis connection failed; retrying');
+    reported = true;
+  });
+  redis.on('ready', () => {
+    if (reported) log?.info({ connection: name }, 'Redis connection restored');
+    reported = false;
+  });
+  return redis;
 }
 
 /**
