@@ -12,8 +12,6 @@ export const edgeEnv = z.object({
   ROOM_ADDR: address.default('127.0.0.1:50051'),
   /** Daily calls per client address for calls without a token (CONTRACT §6). */
   QUOTA_PER_ADDRESS: dailyQuota.default(5_000),
-  /** Daily calls per token (CONTRACT §6); used once tokens exist. */
-  QUOTA_PER_TOKEN: dailyQuota.default(10_000),
   /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */
   TRUST_PROXY: z.string().min(1).default('loopback'),
   ...publicUrlsEnv.shape,

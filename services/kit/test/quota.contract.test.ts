@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, type LocalRedis, MemoryQuotaStore, nextUtcMidnight, type QuotaStore, Redis, RedisQuotaStore, startRedisServer } from '../src/index.js';
+import { connectRedis, type LocalRedis, MemoryQuotaStore, nextUtcMidnight, type QuotaStore, type Redis, RedisQuotaStore, startRedisServer } from '../src/index.js';
 
 /** A clock the test moves by hand. */
 function manualClock(start: number): { now(): number; set(t: number): void } {

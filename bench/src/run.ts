@@ -1,0 +1,226 @@
+// `npm run bench`: each scenario measures a route of Agent Room against a bare node:http server
+// answering the same bytes, with the same autocannon load, and prints both and their ratio.
+import { arch, availableParallelism, cpus, platform, totalmem } from 'node:os';
+import autocannon from 'autocannon';
+import { BARE_ENV, killServerChildrenNow, SEEDED_POSTS, type ServerChild, startServerChild } from './children.js';
+
+/** The same load for every target, so the figures compare. */
+const LOAD = { connections: 50, pipelining: 1, warmupSeconds: 3, measureSeconds: 10 } as const;
+/** Starting the product and seeding 1,000 posts takes a few seconds; a hung child must not hang us. */
+const READY_TIMEOUT_MS = 60_000;
+
+/** One HTTP request that autocannon repeats. */
+interface LoadTarget {
+  label: string;
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/** One response, byte for byte, as the bare server must replay it. */
+interface CapturedResponse {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+interface Context {
+  /** The product in embedded mode, seeded with SEEDED_POSTS posts. */
+  embedded: ServerChild;
+  /** A bare node:http server (its own process) answering every request with `response`. */
+  startBare(name: string, response: CapturedResponse): Promise<ServerChild>;
+}
+
+/** What a scenario loads: the product (subject) and a bare server (baseline). */
+interface Prepared {
+  subject: LoadTarget;
+  baseline: LoadTarget;
+  /** What the response is, for the reader: size and content type. */
+  note: string;
+}
+
+/** A route to measure against a bare server that sends the same bytes. */
+interface Scenario {
+  title: string;
+  subjectName: string;
+  /** The share of the baseline's req/s the subject should reach. */
+  targetRatio: number;
+  prepare(context: Context): Promise<Prepared>;
+}
+
+// ---- scenarios ---------------------------------------------------------------------------------
+
+const LIST_POSTS_PATH = '/api/v1/posts?limit=20';
+
+const listPosts: Scenario = {
+  title: `GET ${LIST_POSTS_PATH} (embedded mode, ${SEEDED_POSTS.toLocaleString('en-US')} posts in the room)`,
+  subjectName: 'listPosts',
+  targetRatio: 0.5,
+  async prepare({ embedded, startBare }) {
+    const url = `${embedded.origin}${LIST_POSTS_PATH}`;
+    const response = await capture(url);
+    if (response.status !== 200) throw new Error(`GET ${url} answered ${response.status}: ${response.body.toString('utf8').slice(0, 500)}`);
+    const page = JSON.parse(response.body.toString('utf8')) as { data?: unknown };
+    const count = Array.isArray(page.data) ? page.data.length : -1;
+    if (count !== 20) throw new Error(`GET ${url} answered ${count} posts, expected 20`);
+    const bare = await startBare('bare-posts', response);
+    return {
+      subject: { label: 'listPosts (embedded)', url },
+      baseline: { label: 'bare node:http, same bytes', url: `${bare.origin}${LIST_POSTS_PATH}` },
+      note: `${integer(response.body.length)} bytes, ${response.contentType}`,
+    };
+  },
+};
+
+/** Later: POST /posts with a token, SSE fan-out. */
+const SCENARIOS: readonly Scenario[] = [listPosts];
+
+// ---- measuring ---------------------------------------------------------------------------------
+
+async function capture(url: string, init?: RequestInit): Promise<CapturedResponse> {
+  const response = await fetch(url, init);
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type') ?? 'application/octet-stream',
+    body: Buffer.from(await response.arrayBuffer()),
+  };
+}
+
+function cannon(target: LoadTarget, seconds: number): Promise<autocannon.Result> {
+  return autocannon({
+    url: target.url,
+    method: target.method ?? 'GET',
+    headers: target.headers,
+    body: target.body,
+    connections: LOAD.connections,
+    pipelining: LOAD.pipelining,
+    duration: seconds,
+  });
+}
+
+/** A warm-up run (JIT, connection pools, caches) that is thrown away, then the measured run. */
+async function measure(target: LoadTarget): Promise<autocannon.Result> {
+  process.stderr.write(`  ${target.label}: warm-up ${LOAD.warmupSeconds} s, measuring ${LOAD.measureSeconds} s…\n`);
+  await cannon(target, LOAD.warmupSeconds);
+  return cannon(target, LOAD.measureSeconds);
+}
+
+/** What makes a run's figures untrustworthy, in words; empty when the run was clean. */
+function problemsOf(label: string, result: autocannon.Result): string[] {
+  const problems: string[] = [];
+  if (result.non2xx > 0) {
+    const codes = Object.entries(result.statusCodeStats ?? {})
+      .filter(([code]) => !code.startsWith('2'))
+      .map(([code, stats]) => `${code} ×${stats.count ?? 0}`)
+      .join(', ');
+    const hint = codes.includes('429') ? ' — 429 means the QUOTA_PER_ADDRESS override did not reach edge' : '';
+    problems.push(`${label}: ${result.non2xx} non-2xx responses (${codes || 'codes unknown'})${hint}`);
+  }
+  if (result.errors > 0) problems.push(`${label}: ${result.errors} connection errors (${result.timeouts} of them timeouts)`);
+  if (result.requests.total === 0) problems.push(`${label}: no request completed`);
+  return problems;
+}
+
+// ---- printing ----------------------------------------------------------------------------------
+
+function integer(value: number): string {
+  return Math.round(value).toLocaleString('en-US');
+}
+
+/** autocannon's latency histogram holds whole milliseconds. */
+function ms(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')).join('\n');
+}
+
+function printMachine(): void {
+  const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  console.log(`machine: node ${process.version}, ${platform()} ${arch()}, ${cpus().length} CPUs (${availableParallelism()} usable, ${cpu}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM`);
+  console.log(
+    `load:    autocannon, ${LOAD.connections} connections, pipelining ${LOAD.pipelining}, ${LOAD.warmupSeconds} s warm-up (discarded) then ${LOAD.measureSeconds} s measured (latency in whole ms); every server in its own process`,
+  );
+}
+
+function printScenario(scenario: Scenario, prepared: Prepared, subject: autocannon.Result, baseline: autocannon.Result): void {
+  const row = (label: string, r: autocannon.Result): string[] => [label, integer(r.requests.average), ms(r.latency.p50), ms(r.latency.p99), String(r.non2xx), String(r.errors)];
+  const ratio = subject.requests.average / baseline.requests.average;
+  const met = ratio >= scenario.targetRatio;
+  console.log('');
+  console.log(scenario.title);
+  console.log(`  response: ${prepared.note}`);
+  const header = ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors'];
+  console.log(table([header, row(prepared.subject.label, subject), row(prepared.baseline.label, baseline)]).replace(/^/gm, '  '));
+  console.log(
+    `  ratio ${scenario.subjectName}/bare: ${(ratio * 100).toFixed(1)} % of req/s — target >= ${scenario.targetRatio * 100} %: ${met ? 'MET' : 'NOT MET'}`,
+  );
+}
+
+// ---- main --------------------------------------------------------------------------------------
+
+async function main(children: ServerChild[]): Promise<string[]> {
+  printMachine();
+  process.stderr.write(`starting the embedded server and seeding ${SEEDED_POSTS} posts…\n`);
+  const embedded = await startServerChild('embedded', './embedded-server.js', process.env, READY_TIMEOUT_MS);
+  children.push(embedded);
+
+  const context: Context = {
+    embedded,
+    async startBare(name, response) {
+      const env = {
+        ...process.env,
+        [BARE_ENV.body]: response.body.toString('base64'),
+        [BARE_ENV.contentType]: response.contentType,
+        [BARE_ENV.status]: String(response.status),
+      };
+      const bare = await startServerChild(name, './bare-server.js', env, READY_TIMEOUT_MS);
+      children.push(bare);
+      // The baseline is only fair if it sends exactly what the product sent.
+      const replay = await capture(bare.origin);
+      if (!replay.body.equals(response.body) || replay.contentType !== response.contentType) throw new Error(`${name} does not replay the captured response`);
+      return bare;
+    },
+  };
+
+  const problems: string[] = [];
+  for (const scenario of SCENARIOS) {
+    process.stderr.write(`\n${scenario.title}\n`);
+    const prepared = await scenario.prepare(context);
+    const subject = await measure(prepared.subject);
+    const baseline = await measure(prepared.baseline);
+    problems.push(...problemsOf(prepared.subject.label, subject), ...problemsOf(prepared.baseline.label, baseline));
+    for (const child of children) {
+      const exited = child.exited();
+      if (exited !== undefined) problems.push(`${child.name} exited during the run (${exited})`);
+    }
+    printScenario(scenario, prepared, subject, baseline);
+  }
+  return problems;
+}
+
+const children: ServerChild[] = [];
+// Whatever happens, no server is left behind: a signal, an exception, or a normal end.
+process.on('exit', killServerChildrenNow);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    killServerChildrenNow();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
+try {
+  const problems = await main(children);
+  if (problems.length > 0) {
+    console.log('\nINVALID RUN — the figures above cannot be trusted:');
+    for (const problem of problems) console.log(`  - ${problem}`);
+    process.exitCode = 1;
+  }
+} catch (error) {
+  console.error(`\nbench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+} finally {
+  await Promise.all(children.map((child) => child.stop()));
+}
