@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { closeHttpServer, freePort, type LocalRedis, startMetricsServer, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { RoomClient } from './support/room-client.js';
@@ -153,6 +153,16 @@ describe('REST through the router (embedded, memory storage)', () => {
     const a = Number((await fetch(`${base}/posts?limit=1`)).headers.get('ratelimit-remaining'));
     const b = Number((await fetch(`${base}/nope`)).headers.get('ratelimit-remaining'));
     expect(b).toBe(a - 1);
+  });
+
+  it('counts requests in Prometheus metrics by service, route and status', async () => {
+    await fetch(`${base}/posts?limit=1`);
+    const metrics = await startMetricsServer(0, '127.0.0.1');
+    const text = await (await fetch(`http://127.0.0.1:${metrics.port}/metrics`)).text();
+    await closeHttpServer(metrics.server, 1_000);
+    expect(text).toMatch(/agentroom_http_request_duration_seconds_count\{service="edge",method="GET",route="\/api\/v1\/posts",status="200"\} [1-9]/);
+    expect(text).toMatch(/agentroom_grpc_server_handled_seconds_count\{service="room",method="ListPosts",code="OK"\} [1-9]/);
+    expect(text).toContain('process_cpu_seconds_total');
   });
 
   it('renders the room page with posts as text, never HTML', async () => {

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { createLogger, DomainError, fromServiceError, freePort, HealthChecker, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit';
+import { createLogger, DomainError, fromServiceError, freePort, HealthChecker, runWithContext, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit';
 import {
   type CreatePostResponse__Output,
   type ListPostsResponse__Output,
@@ -182,5 +182,21 @@ describe('graceful shutdown', () => {
     // Well inside the grace period: the stream did not hold shutdown up.
     expect(Date.now() - started).toBeLessThan(2_000);
     target.close();
+  });
+});
+
+describe('request ids', () => {
+  it('cross the gRPC hop: the room logs the caller\'s requestId with its own service name', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger('room', 'debug', { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), baseUrl: 'http://room.test/api/v1', log });
+    const port = await own.listen('127.0.0.1:0');
+    const target = newClient(`127.0.0.1:${port}`);
+    await runWithContext({ requestId: 'req-from-edge-42' }, () =>
+      unaryCall<ListPostsResponse__Output>(DEADLINE, (metadata, options, callback) => target.listPosts({ limit: 1, cursor: '' }, metadata, options, callback)),
+    );
+    target.close();
+    await own.shutdown(1_000);
+    expect(lines).toContainEqual(expect.objectContaining({ service: 'room', requestId: 'req-from-edge-42', method: 'ListPosts', code: 'OK', msg: 'gRPC call handled' }));
   });
 });

@@ -79,7 +79,10 @@ export class GrpcServer {
 
   private observe(method: string, started: bigint, code: grpc.status): void {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    grpcHandledDuration.observe({ service: this.service, method, code: grpc.status[code] }, seconds);
+    const status = grpc.status[code];
+    grpcHandledDuration.observe({ service: this.service, method, code: status }, seconds);
+    // Inside the call's context, so the line carries the caller's requestId.
+    this.log.debug({ method, code: status, ms: Math.round(seconds * 1e4) / 10 }, 'gRPC call handled');
   }
 
   addService(fullName: string, definition: grpc.ServiceDefinition, handlers: grpc.UntypedServiceImplementation): void {
