@@ -1,4 +1,4 @@
-import { address, grpcDeadlineEnv, logEnv, metricsEnv, port, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
+import { address, port, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 const dailyQuota = z.coerce.number().int().min(1).max(1_000_000_000);
@@ -14,12 +14,7 @@ export const edgeEnv = z.object({
   QUOTA_PER_ADDRESS: dailyQuota.default(5_000),
   /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */
   TRUST_PROXY: z.string().min(1).default('loopback'),
-  ...publicUrlsEnv.shape,
-  ...storageEnv.shape,
-  ...logEnv.shape,
-  ...metricsEnv.shape,
-  ...shutdownEnv.shape,
-  ...grpcDeadlineEnv.shape,
+  ...serviceEnv.shape,
 });
 
 export type EdgeConfig = z.output<typeof edgeEnv>;

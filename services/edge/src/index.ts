@@ -1,7 +1,7 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { closeHttpServer, connectRedis, createLogger, type Logger, MemoryQuotaStore, publicUrls, RedisQuotaStore } from '@agentroom/kit';
+import { closeHttpServer, openRedis, createLogger, type Logger, MemoryQuotaStore, publicUrls, RedisQuotaStore } from '@agentroom/kit';
 import type { EdgeConfig } from './config.js';
 import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
@@ -28,15 +28,7 @@ export interface RunningEdge {
  */
 export async function start(config: EdgeConfig, options: { listen: boolean; log?: Logger }): Promise<RunningEdge> {
   const log = options.log ?? createLogger('edge', config.LOG_LEVEL);
-  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'edge', log);
-  if (redis) {
-    try {
-      await redis.ping();
-    } catch (error) {
-      redis.disconnect();
-      throw new Error(`edge: Redis at REDIS_URL does not answer (${(error as Error).message})`);
-    }
-  }
+  const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const app = createEdgeApp({
     urls: publicUrls(config),

@@ -1,4 +1,4 @@
-import { createHttpApp, finishHttpApp, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
+import { createHttpApp, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
 import type { Express } from 'express';
 import type { RoomGateway } from './gateways/room.gateway.js';
 import { apiRoutes, type ApiDeps } from './routes/api.js';
@@ -17,7 +17,7 @@ export interface EdgeAppOptions {
 
 /** Builds edge's express app: the HTTP contract around the REST API and the room page. */
 export function createEdgeApp(options: EdgeAppOptions): Express {
-  const app = createHttpApp({
+  const { app, finish } = createHttpApp({
     service: 'edge',
     siteUrl: options.urls.siteUrl,
     log: options.log,
@@ -30,6 +30,6 @@ export function createEdgeApp(options: EdgeAppOptions): Express {
   const basePath = new URL(options.urls.baseUrl).pathname;
   app.use(basePath, apiRoutes({ room: options.room, storage: options.storage, version: options.version }));
   app.use(sitePath || '/', roomPage({ room: options.room, apiUrl: options.urls.apiUrl, baseUrl: options.urls.baseUrl }));
-  finishHttpApp(app);
+  finish();
   return app;
 }

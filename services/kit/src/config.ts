@@ -95,3 +95,13 @@ export function loadConfigOrExit<S extends z.ZodType>(schema: S, service: string
     process.exit(2);
   }
 }
+
+/** What every service reads: addresses, storage, logs, metrics, shutdown and gRPC deadlines. */
+export const serviceEnv = z.object({
+  ...publicUrlsEnv.shape,
+  ...storageEnv.shape,
+  ...logEnv.shape,
+  ...metricsEnv.shape,
+  ...shutdownEnv.shape,
+  ...grpcDeadlineEnv.shape,
+});

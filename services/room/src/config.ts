@@ -1,16 +1,11 @@
-import { address, grpcDeadlineEnv, logEnv, metricsEnv, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
+import { address, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The room service's environment. */
 export const roomEnv = z.object({
   /** Where the RoomService gRPC server listens. */
   ROOM_GRPC_ADDR: address.default('0.0.0.0:50051'),
-  ...publicUrlsEnv.shape,
-  ...storageEnv.shape,
-  ...logEnv.shape,
-  ...metricsEnv.shape,
-  ...shutdownEnv.shape,
-  ...grpcDeadlineEnv.shape,
+  ...serviceEnv.shape,
 });
 
 export type RoomConfig = z.output<typeof roomEnv>;

@@ -1,4 +1,4 @@
-import { connectRedis, createLogger, type Logger, publicUrls } from '@agentroom/kit';
+import { openRedis, createLogger, type Logger, publicUrls } from '@agentroom/kit';
 import type { RoomConfig } from './config.js';
 import { createRoomGrpcServer } from './server.js';
 import type { RoomStore } from './store.js';
@@ -22,15 +22,7 @@ export interface RunningRoom {
 
 /** Starts the room service: storage, then the gRPC server. `main.ts` and the embedded launcher call this. */
 export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL)): Promise<RunningRoom> {
-  const redis = config.REDIS_URL === undefined ? undefined : connectRedis(config.REDIS_URL, 'room', log);
-  if (redis) {
-    try {
-      await redis.ping();
-    } catch (error) {
-      redis.disconnect();
-      throw new Error(`room: Redis at REDIS_URL does not answer (${(error as Error).message})`);
-    }
-  }
+  const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'room', log);
   const store: RoomStore = redis ? new RedisRoomStore(redis, config.REDIS_KEY_PREFIX) : new MemoryRoomStore();
   const server = createRoomGrpcServer({ store, baseUrl: publicUrls(config).baseUrl, log });
   const port = await server.listen(config.ROOM_GRPC_ADDR);

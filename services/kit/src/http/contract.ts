@@ -28,17 +28,22 @@ export interface HttpContractOptions {
   notFoundRemedy: string;
 }
 
+export interface HttpApp {
+  app: Express;
+  /** Adds the 404 problem for unknown routes and the error handler; call after the routes. */
+  finish(): void;
+}
+
 /**
  * An express app with the product's HTTP contract around whatever routes the service adds:
  * request ids, metrics, the daily quota with RateLimit headers on every response, a 64 KiB body
- * limit, JSON parse errors as problems. Call `finishHttpApp` after adding routes.
+ * limit, JSON parse errors as problems.
  */
-export function createHttpApp(options: HttpContractOptions): Express {
+export function createHttpApp(options: HttpContractOptions): HttpApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', options.trustProxy);
-  app.locals.contract = options;
 
   app.use(requestContext(options.service));
   app.use(quota(options));
@@ -47,14 +52,13 @@ export function createHttpApp(options: HttpContractOptions): Express {
     // Any other body still counts against the limit, so 413 holds whatever the content type.
     express.raw({ limit: BODY_LIMIT_BYTES, type: () => true }),
   );
-  return app;
-}
-
-/** Adds the 404 problem for unknown routes and the error handler; call last. */
-export function finishHttpApp(app: Express): void {
-  const options = app.locals.contract as HttpContractOptions;
-  app.use(notFound(options.notFoundRemedy));
-  app.use(errorHandler(options));
+  return {
+    app,
+    finish() {
+      app.use(notFound(options.notFoundRemedy));
+      app.use(errorHandler(options));
+    },
+  };
 }
 
 function requestContext(service: string): RequestHandler {

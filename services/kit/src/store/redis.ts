@@ -31,6 +31,21 @@ export function connectRedis(url: string, name: string, log?: Logger): Redis {
 }
 
 /**
+ * Connects and checks that Redis answers, so a service with a wrong REDIS_URL refuses to start
+ * with a readable message instead of failing its first requests.
+ */
+export async function openRedis(url: string, name: string, log?: Logger): Promise<Redis> {
+  const redis = connectRedis(url, name, log);
+  try {
+    await redis.ping();
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(`${name}: Redis at REDIS_URL does not answer (${(error as Error).message})`);
+  }
+  return redis;
+}
+
+/**
  * Key names: `<prefix>:<owner>:{<tag>}:<rest>`. The braces are a hash tag, so every key of one
  * tag lands in one Redis Cluster slot and multi-key commands stay legal there.
  */
