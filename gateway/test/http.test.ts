@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { closeHttpServer, freePort, type LocalRedis, startMetricsServer, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
@@ -237,24 +239,36 @@ describe('with Redis', () => {
   });
 });
 
-describe('a request in flight during shutdown', () => {
-  it('completes before the server closes', async () => {
-    const app = await startApp();
-    // Send the headers and half the body, stop the server, then send the rest.
-    const socket = connect(app.port, '127.0.0.1');
+describe('SIGTERM with a request in flight', () => {
+  it('lets the request complete, then exits 0', async () => {
+    const port = await freePort();
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const server = spawn(process.execPath, ['gateway/dist/start.js'], { cwd: root, env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((resolve) => server.once('exit', resolve));
+    let out = '';
+    await new Promise<void>((resolve) =>
+      server.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        if (out.includes('Agent Room is running')) resolve();
+      }),
+    );
+    // Headers and half the body go out, then SIGTERM, then the rest of the body.
+    const socket = connect(port, '127.0.0.1');
     await new Promise<void>((resolve) => socket.once('connect', resolve));
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     socket.write('POST /api/v1/in-flight HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"text":');
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const stopped = app.stop();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    server.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 200));
     socket.end('"hi"}');
     await closed;
-    await stopped;
+    expect(await exited).toBe(0);
     const response = Buffer.concat(chunks).toString('utf8');
     expect(response).toMatch(/^HTTP\/1\.1 404 /);
     expect(response).toMatch(/ratelimit-remaining/i);
+    expect(out).toContain('"msg":"shutting down"');
+    expect(out).toContain('"msg":"stopped"');
   });
 });
