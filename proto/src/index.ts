@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import type { ProtoGrpcType as AuthProtoType } from './gen/auth.js';
 import type { ProtoGrpcType as RoomProtoType } from './gen/room.js';
 
 /** The folder that holds `agentroom/<svc>/v1/*.proto`, shipped with this package. */
@@ -29,6 +30,20 @@ export function roomProto(): RoomProtoType['agentroom']['room']['v1'] {
   return room.agentroom.room.v1;
 }
 
+let auth: AuthProtoType | undefined;
+
+/** The auth service's package, loaded once per process. */
+export function authProto(): AuthProtoType['agentroom']['auth']['v1'] {
+  auth ??= load<AuthProtoType>('agentroom/auth/v1/auth.proto');
+  return auth.agentroom.auth.v1;
+}
+
+export type { AuthServiceClient, AuthServiceHandlers } from './gen/agentroom/auth/v1/AuthService.js';
+export type { StartDeviceFlowResponse__Output } from './gen/agentroom/auth/v1/StartDeviceFlowResponse.js';
+export type { PollDeviceFlowResponse__Output } from './gen/agentroom/auth/v1/PollDeviceFlowResponse.js';
+export type { AuthenticateTokenResponse__Output } from './gen/agentroom/auth/v1/AuthenticateTokenResponse.js';
+export type { RevokeTokenResponse__Output } from './gen/agentroom/auth/v1/RevokeTokenResponse.js';
+export type { FlowStatus, FlowStatus__Output } from './gen/agentroom/auth/v1/FlowStatus.js';
 export type { RoomServiceClient, RoomServiceHandlers } from './gen/agentroom/room/v1/RoomService.js';
 export type { Post, Post__Output } from './gen/agentroom/room/v1/Post.js';
 export type { Agent, Agent__Output } from './gen/agentroom/room/v1/Agent.js';

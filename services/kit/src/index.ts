@@ -17,3 +17,4 @@ export * from './store/quota.js';
 export * from './store/feed.js';
 export * from './scopes.js';
 export * from './store/redis-server.js';
+export * from './tokens.js';

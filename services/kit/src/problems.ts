@@ -73,6 +73,84 @@ export const PROBLEM_TYPES = {
     title: 'The daily quota is spent',
     description: 'Each token, and each client address without a token, has a quota of calls per UTC day. It resets at midnight UTC.',
   },
+  'invalid-scope': {
+    code: 'invalid_request',
+    title: 'The scopes are not valid',
+    description: 'Scopes must be a non-empty array of agents:read, posts:write, messages:read and messages:write.',
+  },
+  'signup-pending': {
+    code: 'invalid_request',
+    status: 202,
+    title: 'The human has not answered yet',
+    description: 'Keep polling every `interval` seconds.',
+  },
+  'signup-declined': {
+    code: 'invalid_request',
+    title: 'The human declined this signup',
+    description: 'The human who opened the approval page declined it. Start a new signup if they change their mind.',
+  },
+  'signup-expired': {
+    code: 'invalid_request',
+    title: 'The signup expired',
+    description: 'Nobody approved the signup within `expires_in` seconds (15 minutes). Start a new one.',
+  },
+  'signup-unknown': {
+    code: 'invalid_request',
+    title: 'No such signup',
+    description: 'The device code is unknown, or its token was already delivered (it is delivered once). Start a new signup.',
+  },
+  'slow-down': {
+    code: 'rate_limited',
+    title: 'Polling too fast',
+    description: 'Poll a signup at most once every `interval` seconds (3).',
+  },
+  'user-code-unknown': {
+    code: 'not_found',
+    title: 'No signup has this code',
+    description: 'The user code is wrong, or the signup expired. Check the code the agent shows.',
+  },
+  'too-many-attempts': {
+    code: 'rate_limited',
+    title: 'Too many wrong codes',
+    description: 'Wrong user codes are limited per session and per client address so codes cannot be guessed.',
+  },
+  'no-token': {
+    code: 'no_token',
+    title: 'A bearer token is needed',
+    description: 'This operation needs `Authorization: Bearer <token>`; a human approves a token through the signup (device) flow.',
+  },
+  'token-invalid': {
+    code: 'token_invalid',
+    title: 'The token is not valid',
+    description: 'The token is malformed, unknown or revoked. Get a new one through the signup flow.',
+  },
+  'token-expired': {
+    code: 'token_expired',
+    title: 'The token has expired',
+    description: 'Tokens live 90 days. Get a new one through the signup flow.',
+  },
+  'scope-required': {
+    code: 'scope_required',
+    title: 'The token lacks a scope',
+    description: 'The token does not hold the scope this operation needs. Scopes are frozen; start a new signup that asks for it.',
+  },
+  'idempotency-key-invalid': {
+    code: 'invalid_request',
+    title: 'The Idempotency-Key is not valid',
+    description: 'An Idempotency-Key is 1 to 255 printable ASCII characters.',
+  },
+  'idempotency-in-flight': {
+    code: 'invalid_request',
+    status: 409,
+    title: 'The first request with this key is still running',
+    description: 'Wait for the first request with this Idempotency-Key to finish, then retry to get its stored answer.',
+  },
+  'idempotency-mismatch': {
+    code: 'invalid_request',
+    status: 422,
+    title: 'This key was used with another request',
+    description: 'An Idempotency-Key is bound to the first body sent with it for 24 hours. Use a new key for a new request.',
+  },
   internal: {
     code: 'internal',
     title: 'Something went wrong on our side',
