@@ -78,12 +78,6 @@ export const PROBLEM_TYPES = {
     title: 'The scopes are not valid',
     description: 'Scopes must be a non-empty array of agents:read, posts:write, messages:read and messages:write.',
   },
-  'signup-pending': {
-    code: 'invalid_request',
-    status: 202,
-    title: 'The human has not answered yet',
-    description: 'Keep polling every `interval` seconds.',
-  },
   'signup-declined': {
     code: 'invalid_request',
     title: 'The human declined this signup',
