@@ -18,3 +18,5 @@ export * from './store/feed.js';
 export * from './scopes.js';
 export * from './store/redis-server.js';
 export * from './tokens.js';
+export * from './store/idempotency.js';
+export * from './http/idempotency.js';

@@ -7,9 +7,17 @@ import type { QuotaState, QuotaStore } from '../store/quota.js';
 import { isStorageUnavailable } from '../store/redis.js';
 import { fromServiceError } from '../grpc/status.js';
 import { sendProblem } from './problem.js';
+import { idempotency } from './idempotency.js';
+import type { IdempotencyStore } from '../store/idempotency.js';
 
 /** Largest request body accepted, any content type (CONTRACT §6). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** What one call counts against: `tok:<id>` with the token quota, or `addr:<ip>` with the address quota. */
+export interface QuotaSubject {
+  subject: string;
+  limit: number;
+}
 
 export interface HttpContractOptions {
   service: string;
@@ -21,9 +29,13 @@ export interface HttpContractOptions {
   /** Express `trust proxy`: which hops may set X-Forwarded-For (our router and Envoy). */
   trustProxy: string;
   /**
-   * Who a call counts against. Later layers (auth) add token subjects; without one, the client address.
+   * Who is calling, for the quota: a token's subject and limit, or undefined for "count it per
+   * client address". It may throw a DomainError (a bad token): the call is then counted per
+   * address and answered with that error, RateLimit headers included.
    */
-  quotaSubject?: (req: Request) => { subject: string; limit: number } | undefined;
+  identify?: (req: Request, res: Response) => Promise<QuotaSubject | undefined>;
+  /** Where Idempotency-Key records live; every POST honours the header. */
+  idempotency: IdempotencyStore;
   /** What the 404 problem tells the caller to do: where the real routes are. */
   notFoundRemedy: string;
 }
@@ -49,9 +61,12 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
   app.use(quota(options));
   app.use(
     express.json({ limit: BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }),
+    // OAuth endpoints (RFC 8628, RFC 7009) take form bodies.
+    express.urlencoded({ limit: BODY_LIMIT_BYTES, extended: false, parameterLimit: 50 }),
     // Any other body still counts against the limit, so 413 holds whatever the content type.
     express.raw({ limit: BODY_LIMIT_BYTES, type: () => true }),
   );
+  app.use(idempotency(options.idempotency, options.log));
   return {
     app,
     finish() {
@@ -86,7 +101,14 @@ export function setRateLimitHeaders(res: Response, state: QuotaState): void {
 
 function quota(options: HttpContractOptions): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
-    const chosen = options.quotaSubject?.(req) ?? { subject: `addr:${req.ip ?? 'unknown'}`, limit: options.quotaPerAddress };
+    const byAddress: QuotaSubject = { subject: `addr:${req.ip ?? 'unknown'}`, limit: options.quotaPerAddress };
+    let chosen = byAddress;
+    let refused: unknown;
+    try {
+      chosen = (await options.identify?.(req, res)) ?? byAddress;
+    } catch (error) {
+      refused = error;
+    }
     let state: QuotaState;
     try {
       state = await options.quota.consume(chosen.subject, chosen.limit);
@@ -97,6 +119,8 @@ function quota(options: HttpContractOptions): RequestHandler {
       return next(unavailable());
     }
     setRateLimitHeaders(res, state);
+    res.locals.quotaSubject = chosen.subject;
+    if (refused !== undefined) return next(refused);
     if (!state.allowed) {
       quotaRejections.inc({ service: options.service });
       return next(

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  connectRedis,
+  IDEMPOTENCY_RUNNING_TTL_MS,
+  type IdempotencyStore,
+  type LocalRedis,
+  MemoryIdempotencyStore,
+  type Redis,
+  RedisIdempotencyStore,
+  startRedisServer,
+} from '../src/index.js';
+
+let redisServer: LocalRedis;
+let redis: Redis;
+let prefixes = 0;
+
+beforeAll(async () => {
+  redisServer = await startRedisServer();
+  redis = connectRedis(redisServer.url, 'idem-test');
+});
+
+afterAll(async () => {
+  await redis.quit();
+  await redisServer.stop();
+});
+
+const answer = { status: 201, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"id":"1"}').toString('base64') };
+
+const implementations: [string, () => IdempotencyStore][] = [
+  ['memory', () => new MemoryIdempotencyStore()],
+  ['redis', () => new RedisIdempotencyStore(redis, `id${(prefixes += 1)}`)],
+];
+
+describe.each(implementations)('IdempotencyStore contract: %s', (_name, makeStore) => {
+  it('lets exactly one of many concurrent first requests start', async () => {
+    const store = makeStore();
+    const results = await Promise.all(Array.from({ length: 100 }, () => store.begin('tok:a:k1', 'fp')));
+    expect(results.filter((r) => r.outcome === 'started')).toHaveLength(1);
+    expect(results.filter((r) => r.outcome === 'running')).toHaveLength(99);
+  });
+
+  it('replays a completed answer, and refuses the key with another body', async () => {
+    const store = makeStore();
+    await store.begin('tok:a:k2', 'fp');
+    await store.complete('tok:a:k2', 'fp', answer);
+    expect(await store.begin('tok:a:k2', 'fp')).toEqual({ outcome: 'replay', response: answer });
+    expect(await store.begin('tok:a:k2', 'other')).toEqual({ outcome: 'mismatch' });
+  });
+
+  it('forgets an abandoned key so a retry can start again', async () => {
+    const store = makeStore();
+    await store.begin('tok:a:k3', 'fp');
+    await store.abandon('tok:a:k3');
+    expect(await store.begin('tok:a:k3', 'fp')).toEqual({ outcome: 'started' });
+  });
+
+  it('keeps keys apart', async () => {
+    const store = makeStore();
+    expect(await store.begin('tok:a:k4', 'fp')).toEqual({ outcome: 'started' });
+    expect(await store.begin('tok:b:k4', 'fp')).toEqual({ outcome: 'started' });
+  });
+});
+
+describe('expiry', () => {
+  it('frees a running key whose request never finished (memory, by the clock)', async () => {
+    let now = 1_000_000;
+    const store = new MemoryIdempotencyStore({ now: () => now });
+    await store.begin('k', 'fp');
+    now += IDEMPOTENCY_RUNNING_TTL_MS + 1;
+    expect(await store.begin('k', 'fp')).toEqual({ outcome: 'started' });
+  });
+
+  it('keeps a completed answer 24 hours in Redis', async () => {
+    const store = new RedisIdempotencyStore(redis, 'idttl');
+    await store.begin('k', 'fp');
+    await store.complete('k', 'fp', answer);
+    const [key] = await redis.keys('idttl:idem:*');
+    const ttl = await redis.pttl(key as string);
+    expect(ttl).toBeGreaterThan(24 * 3600 * 1000 - 60_000);
+    expect(ttl).toBeLessThanOrEqual(24 * 3600 * 1000);
+  });
+});
