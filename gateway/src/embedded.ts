@@ -4,6 +4,7 @@ import { roomEnv, start as startRoom } from '@agentroom/room';
 import { embeddedEnv } from './config.js';
 import { startRouter } from './router.js';
 import { resolveRoutes } from './routes.js';
+import { discoveryDocuments } from './discovery.js';
 
 export interface Embedded {
   port: number;
@@ -30,6 +31,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   const router = await startRouter({
     routes: resolveRoutes(urls),
     targets: { edge: { kind: 'local', handler: edge.handler } },
+    documents: discoveryDocuments(urls),
     port: config.PORT,
     log: logger,
   });

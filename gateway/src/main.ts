@@ -3,12 +3,15 @@ import { closeHttpServer, createLogger, exitOnSignal, loadConfigOrExit, publicUr
 import { routerEnv } from './config.js';
 import { startRouter } from './router.js';
 import { resolveRoutes } from './routes.js';
+import { discoveryDocuments } from './discovery.js';
 
 const config = loadConfigOrExit(routerEnv, 'router');
 const log = createLogger('router', config.LOG_LEVEL);
+const urls = publicUrls(config);
 const router = await startRouter({
-  routes: resolveRoutes(publicUrls(config)),
+  routes: resolveRoutes(urls),
   targets: { edge: { kind: 'remote', urls: config.EDGE_URLS } },
+  documents: discoveryDocuments(urls),
   port: config.PORT,
   log,
 });

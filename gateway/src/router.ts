@@ -8,7 +8,9 @@ export type Target = { kind: 'local'; handler: RequestListener } | { kind: 'remo
 
 export interface RouterOptions {
   routes: readonly ResolvedRoute[];
-  targets: Record<Upstream, Target>;
+  targets: Record<Exclude<Upstream, 'gateway'>, Target>;
+  /** The gateway's own answers (discovery documents), by full path. */
+  documents: Record<string, unknown>;
   log: Logger;
 }
 
@@ -50,6 +52,17 @@ function badGateway(res: ServerResponse): void {
   );
 }
 
+function serveDocument(req: IncomingMessage, res: ServerResponse, document: unknown): void {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/problem+json' });
+    res.end(JSON.stringify({ type: 'about:blank', title: 'Method not allowed', status: 405, code: 'invalid_request', remedy: 'Use GET.' }));
+    return;
+  }
+  const body = JSON.stringify(document, null, 2);
+  res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
 /** Builds the request handler that routes by the table. */
 export function routeRequests(options: RouterOptions): RequestListener {
   const cursors = new Map<Upstream, number>();
@@ -57,6 +70,10 @@ export function routeRequests(options: RouterOptions): RequestListener {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = matchRoute(options.routes, req.headers.host, path);
     const upstream = route?.upstream ?? CATCH_ALL;
+    if (upstream === 'gateway') {
+      serveDocument(req, res, options.documents[path]);
+      return;
+    }
     const target = options.targets[upstream];
     stampForwarding(req);
     if (target.kind === 'local') {

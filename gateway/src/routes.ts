@@ -1,7 +1,7 @@
 import type { PublicUrls } from '@agentroom/kit';
 
-/** Who answers a route. `auth` and `gateway` (static discovery documents) join as they are built. */
-export type Upstream = 'edge';
+/** Who answers a route: a service, or the gateway itself for the static discovery documents. `auth` joins with its pages. */
+export type Upstream = 'edge' | 'gateway';
 
 /** Which public address a route hangs off (CONTRACT §1). */
 export type Base = 'site' | 'api' | 'base';
@@ -24,6 +24,8 @@ export interface Route {
  * which answers the 404 problem with RateLimit headers.
  */
 export const ROUTES: readonly Route[] = [
+  { base: 'site', path: '/.well-known/oauth-authorization-server', match: 'exact', upstream: 'gateway', what: 'RFC 8414 metadata' },
+  { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata' },
   { base: 'site', path: '/', match: 'exact', upstream: 'edge', what: 'the room, for humans' },
   { base: 'site', path: '/developers', match: 'exact', upstream: 'edge', what: 'the developer portal' },
   { base: 'api', path: '/agent/signup/start', match: 'exact', upstream: 'edge', what: 'startSignup' },

@@ -10,6 +10,10 @@ export const edgeEnv = z.object({
   EDGE_HOST: z.string().min(1).default('0.0.0.0'),
   /** The room service's gRPC address. */
   ROOM_ADDR: address.default('127.0.0.1:50051'),
+  /** The auth service's gRPC address. */
+  AUTH_ADDR: address.default('127.0.0.1:50052'),
+  /** Daily calls per token (CONTRACT §6). */
+  QUOTA_PER_TOKEN: dailyQuota.default(10_000),
   /** Daily calls per client address for calls without a token (CONTRACT §6). */
   QUOTA_PER_ADDRESS: dailyQuota.default(5_000),
   /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */

@@ -1,14 +1,26 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { closeHttpServer, openRedis, createLogger, type Logger, MemoryQuotaStore, publicUrls, RedisQuotaStore } from '@agentroom/kit';
+import {
+  closeHttpServer,
+  createLogger,
+  type Logger,
+  MemoryIdempotencyStore,
+  MemoryQuotaStore,
+  openRedis,
+  publicUrls,
+  RedisIdempotencyStore,
+  RedisQuotaStore,
+} from '@agentroom/kit';
 import type { EdgeConfig } from './config.js';
+import { AuthGateway } from './gateways/auth.gateway.js';
 import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
 
 export { edgeEnv, type EdgeConfig } from './config.js';
 export { createEdgeApp } from './server.js';
 export { RoomGateway } from './gateways/room.gateway.js';
+export { AuthGateway } from './gateways/auth.gateway.js';
 export type * from './api.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -30,12 +42,16 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
   const log = options.log ?? createLogger('edge', config.LOG_LEVEL);
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
+  const auth = new AuthGateway(config.AUTH_ADDR, config.GRPC_DEADLINE_MS);
   const app = createEdgeApp({
     urls: publicUrls(config),
     log,
     room,
+    auth,
     quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
+    idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
+    quotaPerToken: config.QUOTA_PER_TOKEN,
     trustProxy: config.TRUST_PROXY,
     storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
     version,
@@ -58,6 +74,7 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
     async stop() {
       if (server) await closeHttpServer(server, config.SHUTDOWN_GRACE_MS);
       room.close();
+      auth.close();
       await redis?.quit();
     },
   };

@@ -1,35 +1,48 @@
-import { createHttpApp, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
+import { createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
 import type { Express } from 'express';
+import { identifyBearer } from './bearer.js';
+import type { AuthGateway } from './gateways/auth.gateway.js';
 import type { RoomGateway } from './gateways/room.gateway.js';
 import { apiRoutes, type ApiDeps } from './routes/api.js';
+import { oauthRoutes } from './routes/oauth.js';
+import { signupRoutes } from './routes/signup.js';
 import { roomPage } from './web/room-page.js';
 
 export interface EdgeAppOptions {
   urls: PublicUrls;
   log: Logger;
   room: RoomGateway;
+  auth: AuthGateway;
   quota: QuotaStore;
+  idempotency: IdempotencyStore;
   quotaPerAddress: number;
+  quotaPerToken: number;
   trustProxy: string;
   storage: ApiDeps['storage'];
   version: string;
 }
 
-/** Builds edge's express app: the HTTP contract around the REST API and the room page. */
+/** Builds edge's express app: the HTTP contract around the REST API, the signup flow and the room page. */
 export function createEdgeApp(options: EdgeAppOptions): Express {
+  const { urls } = options;
   const { app, finish } = createHttpApp({
     service: 'edge',
-    siteUrl: options.urls.siteUrl,
+    siteUrl: urls.siteUrl,
     log: options.log,
     quota: options.quota,
     quotaPerAddress: options.quotaPerAddress,
+    identify: identifyBearer(options.auth, urls, options.quotaPerToken),
+    idempotency: options.idempotency,
     trustProxy: options.trustProxy,
-    notFoundRemedy: `Check the method and path. The REST API is under ${options.urls.baseUrl}: GET /posts, GET /agents, GET /health; the room for humans is at ${options.urls.siteUrl}/.`,
+    notFoundRemedy: `Check the method and path. The REST API is under ${urls.baseUrl}: GET /posts, POST /posts, GET /agents, GET /health; agents sign up at POST ${urls.apiUrl}/agent/signup/start; the room for humans is at ${urls.siteUrl}/.`,
   });
-  const sitePath = new URL(options.urls.siteUrl).pathname.replace(/\/$/, '');
-  const basePath = new URL(options.urls.baseUrl).pathname;
-  app.use(basePath, apiRoutes({ room: options.room, storage: options.storage, version: options.version }));
-  app.use(sitePath || '/', roomPage({ room: options.room, apiUrl: options.urls.apiUrl, baseUrl: options.urls.baseUrl }));
+  const sitePath = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
+  const apiPath = new URL(urls.apiUrl).pathname.replace(/\/$/, '');
+  const basePath = new URL(urls.baseUrl).pathname;
+  app.use(basePath, apiRoutes({ room: options.room, urls, storage: options.storage, version: options.version }));
+  app.use(`${apiPath}/agent/signup`, signupRoutes({ auth: options.auth, urls }));
+  app.use(`${apiPath}/oauth`, oauthRoutes({ auth: options.auth, urls }));
+  app.use(sitePath || '/', roomPage({ room: options.room, apiUrl: urls.apiUrl, baseUrl: urls.baseUrl }));
   finish();
   return app;
 }

@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, unaryCall } from '@agentroom/kit';
-import { type Agent__Output, type ListAgentsResponse__Output, type ListPostsResponse__Output, type Post__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import { type Agent__Output, type CreatePostResponse__Output, type ListAgentsResponse__Output, type ListPostsResponse__Output, type Post__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
 import type { Agent, Post, Via } from '../api.js';
 
 function toPost(post: Post__Output): Post {
@@ -44,6 +44,14 @@ export class RoomGateway {
       this.client.listPosts({ limit, cursor: cursor ?? '' }, metadata, options, callback),
     );
     return { posts: response.posts.map(toPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
+  }
+
+  async createPost(agentId: string, text: string, via: Via): Promise<Post> {
+    const response = await unaryCall<CreatePostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.createPost({ agentId, text, via: `VIA_${via.toUpperCase()}` as 'VIA_REST' }, metadata, options, callback),
+    );
+    if (!response.post) throw new Error('CreatePost answered no post');
+    return toPost(response.post);
   }
 
   async listAgents(limit: number): Promise<{ agents: Agent[]; hasMore: boolean }> {

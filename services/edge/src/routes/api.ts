@@ -1,10 +1,13 @@
-import { parsePaging } from '@agentroom/kit';
+import { DomainError, parsePaging, type PublicUrls } from '@agentroom/kit';
 import { Router } from 'express';
+import { z } from 'zod';
+import { principalOf, requireScope } from '../bearer.js';
 import type { AgentList, Health, PostList } from '../api.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 
 export interface ApiDeps {
   room: RoomGateway;
+  urls: PublicUrls;
   /** Edge's own storage (quotas): its kind, and a check that throws when it is unreachable. */
   storage: { kind: 'redis' | 'memory'; ping(): Promise<void> };
   version: string;
@@ -19,6 +22,24 @@ export function apiRoutes(deps: ApiDeps): Router {
     const page = await deps.room.listPosts(limit, cursor);
     const body: PostList = { object: 'list', data: page.posts, has_more: page.hasMore, next_cursor: page.nextCursor };
     res.json(body);
+  });
+
+  // The author comes only from the token: whatever else the body says is ignored.
+  const createPostBody = z.object({ text: z.string() });
+
+  router.post('/posts', requireScope('posts:write', deps.urls), async (req, res) => {
+    const parsed = createPostBody.safeParse(req.body);
+    if (!parsed.success) {
+      throw new DomainError('invalid-request', {
+        detail: 'The body must be JSON with "text", a string.',
+        remedy: 'Send Content-Type: application/json and {"text": "…"} with 1 to 500 characters.',
+        extensions: { parameter: 'text' },
+      });
+    }
+    const principal = principalOf(res);
+    if (!principal) throw new Error('requireScope let a request without a principal through');
+    const post = await deps.room.createPost(principal.agentId, parsed.data.text, 'rest');
+    res.status(201).json(post);
   });
 
   router.get('/agents', async (req, res) => {
