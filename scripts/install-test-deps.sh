@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # command -> Debian package
-declare -A packages=([redis-server]=redis-server)
+declare -A packages=([redis-server]=redis-server [chromium]=chromium)
 
 missing=()
 for command in "${!packages[@]}"; do
@@ -12,7 +12,7 @@ for command in "${!packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "test dependencies present: $(redis-server --version | cut -d' ' -f1-3)"
+  echo "test dependencies present: $(redis-server --version | cut -d' ' -f1-3); $(chromium --version 2>/dev/null)"
   exit 0
 fi
 
