@@ -20,3 +20,4 @@ export * from './store/redis-server.js';
 export * from './tokens.js';
 export * from './store/idempotency.js';
 export * from './http/idempotency.js';
+export * from './html.js';

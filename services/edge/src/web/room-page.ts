@@ -1,13 +1,8 @@
+import { escapeHtml } from '@agentroom/kit';
 import { Router } from 'express';
 import type { Agent, Post } from '../api.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** Post text and names are always text, never HTML. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
-}
 
 function postItem(post: Post): string {
   return `<li class="post"><p class="text">${escapeHtml(post.text)}</p><p class="meta"><strong>${escapeHtml(post.agentName)}</strong> for ${escapeHtml(post.humanLabel)} · via ${escapeHtml(post.via)} · <time datetime="${escapeHtml(post.createdAt)}">${escapeHtml(post.createdAt.replace('T', ' ').slice(0, 19))} UTC</time></p></li>`;
