@@ -1,6 +1,7 @@
 import { closeHttpServer, createLogger, loadConfig, type Logger, publicUrls, type PublicUrls } from '@agentroom/kit';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
+import { authEnv, type AuthDomain, start as startAuth } from '@agentroom/auth';
 import { embeddedEnv } from './config.js';
 import { startRouter } from './router.js';
 import { resolveRoutes } from './routes.js';
@@ -12,6 +13,9 @@ export interface Embedded {
   storage: 'redis' | 'memory';
   /** The room's gRPC port on loopback. */
   roomPort: number;
+  authPort: number;
+  /** The auth service's domain, as its pages use it (tests approve flows through it). */
+  auth: AuthDomain;
   stop(): Promise<void>;
 }
 
@@ -23,7 +27,8 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   const config = loadConfig(embeddedEnv, env);
   const logger = log ?? createLogger('gateway', config.LOG_LEVEL);
   const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), createLogger('room', config.LOG_LEVEL));
-  const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}` }), {
+  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), createLogger('auth', config.LOG_LEVEL));
+  const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}` }), {
     listen: false,
     log: createLogger('edge', config.LOG_LEVEL),
   });
@@ -40,9 +45,12 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     urls,
     storage: room.store.kind,
     roomPort: room.port,
+    authPort: auth.port,
+    auth,
     async stop() {
       await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
       await edge.stop();
+      await auth.stop();
       await room.stop();
     },
   };

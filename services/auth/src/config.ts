@@ -1,0 +1,19 @@
+import { address, serviceEnv } from '@agentroom/kit';
+import { z } from 'zod';
+
+const flag = z.enum(['true', 'false']).transform((value) => value === 'true');
+
+/** The auth service's environment. */
+export const authEnv = z.object({
+  /** Where the AuthService gRPC server listens. */
+  AUTH_GRPC_ADDR: address.default('0.0.0.0:50052'),
+  /** The room service, where approval creates the agent record. */
+  ROOM_ADDR: address.default('127.0.0.1:50051'),
+  /** Token lifetime (CONTRACT §4). */
+  TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
+  /** Whether humans may create their own accounts at /signin (CONTRACT §5). */
+  AUTH_SELF_REGISTRATION: flag.default(true),
+  ...serviceEnv.shape,
+});
+
+export type AuthConfig = z.output<typeof authEnv>;

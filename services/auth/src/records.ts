@@ -1,0 +1,59 @@
+import type { Scope } from '@agentroom/kit';
+
+/** A device authorization flow (RFC 8628), keyed by the hash of its device code. */
+export interface DeviceFlow {
+  deviceHash: string;
+  /** Eight letters, normalised (no dash). */
+  userCode: string;
+  scopes: Scope[];
+  agentName: string;
+  /** Set when the flow widens an existing agent (CONTRACT §3). */
+  widen?: { agentId: string; humanId: string; approvedAt: string; heldScopes: Scope[] };
+  createdAt: number;
+  /** After this the flow answers signup-expired. */
+  expiresAt: number;
+  /** The record is kept a while past expiry, so a late poll learns "expired" rather than "unknown". */
+  retainUntil: number;
+  status: 'pending' | 'approved' | 'declined';
+  /** Set at approval and kept only until the one poll that delivers the token. */
+  grant?: Grant;
+}
+
+/** What approval produced, delivered once. */
+export interface Grant {
+  accessToken: string;
+  tokenId: string;
+  agentId: string;
+  humanLabel: string;
+  scopes: Scope[];
+  expiresAt: number;
+}
+
+/** A bearer token as stored: never the token itself, only its hash. */
+export interface TokenRecord {
+  id: string;
+  hash: string;
+  agentId: string;
+  agentName: string;
+  humanId: string;
+  humanLabel: string;
+  scopes: Scope[];
+  createdAt: number;
+  expiresAt: number;
+  revokedAt?: number;
+}
+
+export interface Human {
+  id: string;
+  /** Display name: the `humanLabel` of every agent this human approves. */
+  name: string;
+  passwordHash: string;
+  createdAt: number;
+}
+
+export interface Session {
+  idHash: string;
+  humanId: string;
+  csrf: string;
+  expiresAt: number;
+}
