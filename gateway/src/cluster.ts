@@ -105,7 +105,8 @@ try {
   roomHealth.close();
 
   const authAddr = `127.0.0.1:${await freePort()}`;
-  launch('auth', entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: authAddr, ROOM_ADDR: roomAddr });
+  const authHttpPort = await freePort();
+  launch('auth', entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: authAddr, ROOM_ADDR: roomAddr, AUTH_HTTP_PORT: String(authHttpPort), AUTH_HTTP_HOST: '127.0.0.1' });
   const authHealth = new HealthChecker(authAddr);
   await waitFor('auth', async () => (await authHealth.check()) === 'SERVING');
   authHealth.close();
@@ -118,7 +119,7 @@ try {
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
 
-  launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(',') });
+  launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` });
   const routerUrl = `http://127.0.0.1:${config.PORT}`;
   await waitFor('router', () => httpAnswers(routerUrl));
 

@@ -27,7 +27,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   const config = loadConfig(embeddedEnv, env);
   const logger = log ?? createLogger('gateway', config.LOG_LEVEL);
   const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), createLogger('room', config.LOG_LEVEL));
-  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), createLogger('auth', config.LOG_LEVEL));
+  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), { listen: false, log: createLogger('auth', config.LOG_LEVEL) });
   const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}` }), {
     listen: false,
     log: createLogger('edge', config.LOG_LEVEL),
@@ -35,7 +35,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   const urls = publicUrls(config);
   const router = await startRouter({
     routes: resolveRoutes(urls),
-    targets: { edge: { kind: 'local', handler: edge.handler } },
+    targets: { edge: { kind: 'local', handler: edge.handler }, auth: { kind: 'local', handler: auth.handler } },
     documents: discoveryDocuments(urls),
     port: config.PORT,
     log: logger,

@@ -10,7 +10,7 @@ const log = createLogger('router', config.LOG_LEVEL);
 const urls = publicUrls(config);
 const router = await startRouter({
   routes: resolveRoutes(urls),
-  targets: { edge: { kind: 'remote', urls: config.EDGE_URLS } },
+  targets: { edge: { kind: 'remote', urls: config.EDGE_URLS }, auth: { kind: 'remote', urls: config.AUTH_URLS } },
   documents: discoveryDocuments(urls),
   port: config.PORT,
   log,

@@ -1,7 +1,7 @@
 import type { PublicUrls } from '@agentroom/kit';
 
-/** Who answers a route: a service, or the gateway itself for the static discovery documents. `auth` joins with its pages. */
-export type Upstream = 'edge' | 'gateway';
+/** Who answers a route: a service, or the gateway itself for the static discovery documents. */
+export type Upstream = 'edge' | 'auth' | 'gateway';
 
 /** Which public address a route hangs off (CONTRACT §1). */
 export type Base = 'site' | 'api' | 'base';
@@ -28,6 +28,12 @@ export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata' },
   { base: 'site', path: '/', match: 'exact', upstream: 'edge', what: 'the room, for humans' },
   { base: 'site', path: '/developers', match: 'exact', upstream: 'edge', what: 'the developer portal' },
+  { base: 'site', path: '/signin', match: 'exact', upstream: 'auth', what: 'humans sign in or register' },
+  { base: 'site', path: '/signout', match: 'exact', upstream: 'auth', what: 'humans sign out' },
+  { base: 'site', path: '/device', match: 'exact', upstream: 'auth', what: 'humans approve or decline an agent' },
+  { base: 'site', path: '/account', match: 'exact', upstream: 'auth', what: 'humans see their agents' },
+  { base: 'site', path: '/account/revoke', match: 'exact', upstream: 'auth', what: 'humans revoke an agent' },
+  { base: 'api', path: '/agent/signup/complete', match: 'exact', upstream: 'auth', what: 'completeSignup, the human step' },
   { base: 'api', path: '/agent/signup/start', match: 'exact', upstream: 'edge', what: 'startSignup' },
   { base: 'api', path: '/agent/signup/poll', match: 'exact', upstream: 'edge', what: 'pollSignup' },
   { base: 'api', path: '/agent/feedback', match: 'exact', upstream: 'edge', what: 'sendFeedback' },

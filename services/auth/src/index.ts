@@ -1,6 +1,9 @@
-import { createLogger, type Logger, openRedis, publicUrls } from '@agentroom/kit';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { closeHttpServer, createLogger, type Logger, MemoryIdempotencyStore, MemoryQuotaStore, openRedis, publicUrls, RedisIdempotencyStore, RedisQuotaStore } from '@agentroom/kit';
 import type { AuthConfig } from './config.js';
 import { DeviceFlows } from './device-flows.js';
+import { createAuthApp } from './http.js';
 import { AttemptLimiter, Humans } from './humans.js';
 import { RoomGateway } from './room.gateway.js';
 import { createAuthGrpcServer } from './server.js';
@@ -30,13 +33,22 @@ export interface AuthDomain {
 }
 
 export interface RunningAuth extends AuthDomain {
+  /** The gRPC port. */
   port: number;
+  /** The human pages' request handler, for the embedded router to call in-process. */
+  handler: RequestListener;
+  /** Set when the pages listen on their own port. */
+  httpPort?: number;
   store: AuthStore;
   stop(): Promise<void>;
 }
 
-/** Starts the auth service: storage, the room client, the gRPC server. */
-export async function start(config: AuthConfig, log: Logger = createLogger('auth', config.LOG_LEVEL)): Promise<RunningAuth> {
+/**
+ * Starts the auth service: storage, the room client, the gRPC server, and the human pages, on
+ * AUTH_HTTP_HOST:AUTH_HTTP_PORT with `listen` (cluster, Kubernetes) or as a handler only (embedded).
+ */
+export async function start(config: AuthConfig, options: { listen: boolean; log?: Logger } = { listen: false }): Promise<RunningAuth> {
+  const log = options.log ?? createLogger('auth', config.LOG_LEVEL);
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'auth', log);
   const store: AuthStore = redis ? new RedisAuthStore(redis, config.REDIS_KEY_PREFIX) : new MemoryAuthStore();
   const urls = publicUrls(config);
@@ -49,15 +61,38 @@ export async function start(config: AuthConfig, log: Logger = createLogger('auth
   const server = createAuthGrpcServer({ flows, tokens, log });
   const port = await server.listen(config.AUTH_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
-  log.info({ port, storage: store.kind }, 'auth service ready');
+  const app = createAuthApp({
+    domain: { flows, tokens, humans, attempts },
+    urls,
+    log,
+    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
+    idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
+    quotaPerAddress: config.QUOTA_PER_ADDRESS,
+    trustProxy: config.TRUST_PROXY,
+    selfRegistration: config.AUTH_SELF_REGISTRATION,
+  });
+  let http: Server | undefined;
+  let httpPort: number | undefined;
+  if (options.listen) {
+    http = createServer(app);
+    await new Promise<void>((resolve, reject) => {
+      http?.once('error', reject);
+      http?.listen(config.AUTH_HTTP_PORT, config.AUTH_HTTP_HOST, () => resolve());
+    });
+    httpPort = (http.address() as AddressInfo).port;
+  }
+  log.info({ port, httpPort, storage: store.kind }, 'auth service ready');
   return {
     port,
+    handler: app,
+    ...(httpPort === undefined ? {} : { httpPort }),
     store,
     flows,
     tokens,
     humans,
     attempts,
     async stop() {
+      if (http) await closeHttpServer(http, config.SHUTDOWN_GRACE_MS);
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       room.close();
       await redis?.quit();

@@ -3,7 +3,7 @@ import { authEnv, start } from './index.js';
 
 const config = loadConfigOrExit(authEnv, 'auth');
 const log = createLogger('auth', config.LOG_LEVEL);
-const auth = await start(config, log);
+const auth = await start(config, { listen: true, log });
 const metrics = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(config.METRICS_PORT);
 exitOnSignal(log, async () => {
   await auth.stop();

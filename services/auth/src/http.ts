@@ -1,0 +1,35 @@
+import { createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
+import type { Express } from 'express';
+import type { AuthDomain } from './index.js';
+import { humanPages } from './web/routes.js';
+
+export interface AuthAppOptions {
+  domain: AuthDomain;
+  urls: PublicUrls;
+  log: Logger;
+  quota: QuotaStore;
+  idempotency: IdempotencyStore;
+  quotaPerAddress: number;
+  trustProxy: string;
+  selfRegistration: boolean;
+}
+
+/** Auth's HTTP side: the human pages and the human step of the signup, inside the HTTP contract. */
+export function createAuthApp(options: AuthAppOptions): Express {
+  const { urls } = options;
+  const { app, finish } = createHttpApp({
+    service: 'auth',
+    siteUrl: urls.siteUrl,
+    log: options.log,
+    quota: options.quota,
+    quotaPerAddress: options.quotaPerAddress,
+    idempotency: options.idempotency,
+    trustProxy: options.trustProxy,
+    notFoundRemedy: `Humans sign in at ${urls.siteUrl}/signin and approve agents at ${urls.siteUrl}/device.`,
+  });
+  const pages = humanPages({ domain: options.domain, urls, selfRegistration: options.selfRegistration });
+  app.use(new URL(urls.siteUrl).pathname.replace(/\/$/, '') || '/', pages.site);
+  app.use(new URL(urls.apiUrl).pathname.replace(/\/$/, '') || '/', pages.api);
+  finish();
+  return app;
+}

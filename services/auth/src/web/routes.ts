@@ -1,0 +1,243 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { DomainError, type PublicUrls } from '@agentroom/kit';
+import { parseCookie, stringifySetCookie } from 'cookie';
+import { type Request, type Response, Router } from 'express';
+import { z } from 'zod';
+import type { AuthDomain } from '../index.js';
+import type { Human, Session } from '../records.js';
+import { accountPage, confirmPage, donePage, enterCodePage, signInPage } from './pages.js';
+
+const SESSION_COOKIE = 'ar_session';
+const FORM_COOKIE = 'ar_form';
+
+export interface HumanPagesOptions {
+  domain: AuthDomain;
+  urls: PublicUrls;
+  selfRegistration: boolean;
+}
+
+interface SignedIn {
+  sessionId: string;
+  session: Session;
+  human: Human;
+}
+
+function sameSecret(a: unknown, b: string): boolean {
+  if (typeof a !== 'string' || a.length !== b.length) return false;
+  return timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+function field(body: unknown, name: string): string {
+  const value = typeof body === 'object' && body !== null && !Buffer.isBuffer(body) ? (body as Record<string, unknown>)[name] : undefined;
+  return typeof value === 'string' ? value : '';
+}
+
+function csrfRefused(urls: PublicUrls): DomainError {
+  return new DomainError('invalid-request', {
+    detail: 'The form is missing its CSRF token, or it is stale.',
+    remedy: `Reload the page (${urls.siteUrl}/signin, /device or /account) and submit the form again.`,
+  });
+}
+
+/**
+ * The pages humans use (CONTRACT §5): sign in or register, approve or decline an agent's device
+ * flow, see and revoke the agents they approved. Sessions live in the store; the cookie is
+ * HttpOnly, SameSite=Lax, Secure outside localhost; every form POST carries a CSRF token.
+ */
+export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions): { site: Router; api: Router } {
+  const site = Router();
+  const api = Router();
+  const sitePath = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
+  const secure = new URL(urls.siteUrl).protocol === 'https:';
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: sitePath || '/' };
+
+  const cookies = (req: Request): Record<string, string | undefined> => parseCookie(req.headers.cookie ?? '');
+
+  async function signedIn(req: Request): Promise<SignedIn | undefined> {
+    const sessionId = cookies(req)[SESSION_COOKIE];
+    if (sessionId === undefined) return undefined;
+    const found = await domain.humans.session(sessionId);
+    return found ? { sessionId, ...found } : undefined;
+  }
+
+  function startSession(res: Response, sessionId: string): void {
+    res.append('Set-Cookie', stringifySetCookie(SESSION_COOKIE, sessionId, { ...cookieOptions, maxAge: 7 * 86_400 }));
+  }
+
+  /** A CSRF token for forms shown before sign-in: the cookie and the field must match (double submit). */
+  function formToken(req: Request, res: Response): string {
+    const existing = cookies(req)[FORM_COOKIE];
+    if (existing !== undefined && /^[A-Za-z0-9_-]{32}$/.test(existing)) return existing;
+    const token = randomBytes(24).toString('base64url');
+    res.append('Set-Cookie', stringifySetCookie(FORM_COOKIE, token, cookieOptions));
+    return token;
+  }
+
+  /** Only our own paths: `next` may not send a human to another site. */
+  function safeNext(next: string): string {
+    return next.startsWith(`${sitePath}/`) && !next.startsWith('//') && !next.includes('\\') ? next : `${sitePath}/account`;
+  }
+
+  const layout = (human?: SignedIn) => ({
+    siteUrl: urls.siteUrl,
+    ...(human ? { human: human.human.name, csrf: human.session.csrf } : {}),
+  });
+
+  function clientKeys(req: Request, who: SignedIn): string[] {
+    return [`session:${who.session.idHash}`, `addr:${req.ip ?? 'unknown'}`];
+  }
+
+  function html(res: Response, status: number, body: string): void {
+    res.status(status).type('html').setHeader('Cache-Control', 'no-store').send(body);
+  }
+
+  site.get('/signin', async (req, res) => {
+    const next = safeNext(typeof req.query.next === 'string' ? req.query.next : '');
+    if (await signedIn(req)) {
+      res.redirect(303, next);
+      return;
+    }
+    html(res, 200, signInPage({ title: 'Sign in', ...layout(), next, formCsrf: formToken(req, res), selfRegistration }));
+  });
+
+  site.post('/signin', async (req, res) => {
+    const expected = cookies(req)[FORM_COOKIE];
+    if (expected === undefined || !sameSecret(field(req.body, 'csrf'), expected)) throw csrfRefused(urls);
+    const next = safeNext(field(req.body, 'next'));
+    const name = field(req.body, 'name');
+    const password = field(req.body, 'password');
+    const again = (status: number, error: string): void =>
+      html(res, status, signInPage({ title: 'Sign in', ...layout(), next, formCsrf: expected, selfRegistration, error }));
+    let human: Human | undefined;
+    if (field(req.body, 'action') === 'register') {
+      if (!selfRegistration) return again(403, 'New accounts are made by the operator of this room.');
+      try {
+        human = await domain.humans.register(name, password);
+      } catch (error) {
+        if (error instanceof DomainError) return again(400, `${error.detail ?? error.message} ${error.remedy}`);
+        throw error;
+      }
+    } else {
+      human = await domain.humans.verify(name, password);
+      if (!human) return again(401, 'That name and password do not match an account.');
+    }
+    const { sessionId } = await domain.humans.openSession(human.id);
+    startSession(res, sessionId);
+    res.redirect(303, next);
+  });
+
+  site.post('/signout', async (req, res) => {
+    const who = await signedIn(req);
+    if (who) {
+      if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused(urls);
+      await domain.humans.closeSession(who.sessionId);
+    }
+    res.append('Set-Cookie', stringifySetCookie(SESSION_COOKIE, '', { ...cookieOptions, maxAge: 0 }));
+    res.redirect(303, `${sitePath}/`);
+  });
+
+  site.get('/device', async (req, res) => {
+    const who = await signedIn(req);
+    if (!who) {
+      res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(req.originalUrl)}`);
+      return;
+    }
+    const typed = typeof req.query.user_code === 'string' ? req.query.user_code : '';
+    const base = { title: 'Approve an agent', ...layout(who), csrf: who.session.csrf, human: who.human.name };
+    if (typed === '') return html(res, 200, enterCodePage(base));
+    try {
+      await domain.attempts.guard(clientKeys(req, who));
+      const view = await domain.flows.describe(typed, who.human);
+      html(res, 200, confirmPage({ ...base, ...view }));
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
+      html(res, error.status, enterCodePage({ ...base, userCode: typed, error: `${error.detail ?? error.message} ${error.remedy}` }));
+    }
+  });
+
+  site.post('/device', async (req, res) => {
+    const who = await signedIn(req);
+    if (!who) {
+      res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/device`)}`);
+      return;
+    }
+    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused(urls);
+    const userCode = field(req.body, 'user_code');
+    const decision = field(req.body, 'decision');
+    const base = { title: 'Approve an agent', ...layout(who), csrf: who.session.csrf, human: who.human.name };
+    try {
+      await domain.attempts.guard(clientKeys(req, who));
+      const view = decision === 'approve' ? await domain.flows.approve(userCode, who.human) : await domain.flows.decline(userCode, who.human);
+      html(res, 200, donePage({ ...base, agentName: view.agentName, approved: decision === 'approve' }));
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
+      html(res, error.status, enterCodePage({ ...base, userCode, error: `${error.detail ?? error.message} ${error.remedy}` }));
+    }
+  });
+
+  site.get('/account', async (req, res) => {
+    const who = await signedIn(req);
+    if (!who) {
+      res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
+      return;
+    }
+    const rows = (await domain.tokens.liveOfHuman(who.human.id)).map((token) => ({
+      tokenId: token.id,
+      agentId: token.agentId,
+      agentName: token.agentName,
+      scopes: token.scopes,
+      approvedAt: new Date(token.createdAt).toISOString(),
+      expiresAt: new Date(token.expiresAt).toISOString(),
+    }));
+    const notice = req.query.revoked === '1' ? 'Revoked. That token no longer works.' : undefined;
+    html(res, 200, accountPage({ title: 'Your agents', ...layout(who), csrf: who.session.csrf, human: who.human.name, rows, ...(notice ? { notice } : {}) }));
+  });
+
+  site.post('/account/revoke', async (req, res) => {
+    const who = await signedIn(req);
+    if (!who) {
+      res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
+      return;
+    }
+    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused(urls);
+    await domain.tokens.revokeForHuman(who.human.id, field(req.body, 'token_id'));
+    res.redirect(303, `${sitePath}/account?revoked=1`);
+  });
+
+  const completeBody = z.object({ user_code: z.string().min(1).max(40), human_label: z.string().max(200).optional() });
+
+  // The specification's completeSignup, for a signed-in human's browser (CONTRACT §3, §11).
+  api.post('/agent/signup/complete', async (req, res) => {
+    if (req.headers.authorization !== undefined) {
+      throw new DomainError('invalid-request', {
+        detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.',
+        remedy: `Show the human the verification_uri_complete; they approve at ${urls.siteUrl}/device.`,
+      });
+    }
+    const who = await signedIn(req);
+    if (!who) {
+      throw new DomainError('invalid-request', {
+        detail: 'Approving needs a signed-in human.',
+        remedy: `Sign in at ${urls.siteUrl}/signin, then approve at ${urls.siteUrl}/device.`,
+      });
+    }
+    if (!sameSecret(req.headers['x-csrf-token'], who.session.csrf)) throw csrfRefused(urls);
+    const body = completeBody.safeParse(req.body);
+    if (!body.success) {
+      throw new DomainError('invalid-request', { detail: 'user_code is missing.', remedy: 'Send {"user_code": "XXXX-XXXX"} as JSON.', extensions: { parameter: 'user_code' } });
+    }
+    await domain.attempts.guard(clientKeys(req, who));
+    try {
+      const view = await domain.flows.approve(body.data.user_code, who.human);
+      // The label is always the signed-in human's display name (CONTRACT §5), whatever human_label says.
+      res.json({ status: 'approved', agent_name: view.agentName, human: who.human.name });
+    } catch (error) {
+      if (error instanceof DomainError && error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
+      throw error;
+    }
+  });
+
+  return { site, api };
+}
