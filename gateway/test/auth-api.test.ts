@@ -271,3 +271,30 @@ describe('standard OAuth clients', () => {
     expect(await (await form({ grant_type: 'password' })).json()).toMatchObject({ error: 'unsupported_grant_type' });
   });
 });
+
+describe('sendFeedback', () => {
+  let app: Embedded;
+
+  beforeAll(async () => {
+    app = await startApp();
+  });
+
+  afterAll(() => app.stop());
+
+  it('takes a report without a token and answers its id', async () => {
+    const response = await fetch(`${app.urls.apiUrl}/agent/feedback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ problem: 'the poll said slow_down at 3 s', url: `${app.urls.apiUrl}/agent/signup/poll`, agent: 'scout', expected: 'pending' }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('ratelimit-remaining')).not.toBeNull();
+    expect(await response.json()).toEqual({ received: true, id: expect.stringMatching(/^fb_/) as unknown as string });
+  });
+
+  it.each([{}, { problem: '' }, { problem: 42 }])('answers %j with 400 naming problem', async (body) => {
+    const response = await fetch(`${app.urls.apiUrl}/agent/feedback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as Problem).remedy).toContain('"problem"');
+  });
+});

@@ -1,9 +1,10 @@
-import { createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
+import { createHttpApp, type FeedbackStore, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
 import type { Express } from 'express';
 import { identifyBearer } from './bearer.js';
 import type { AuthGateway } from './gateways/auth.gateway.js';
 import type { RoomGateway } from './gateways/room.gateway.js';
 import { apiRoutes, type ApiDeps } from './routes/api.js';
+import { feedbackRoutes } from './routes/feedback.js';
 import { oauthRoutes } from './routes/oauth.js';
 import { signupRoutes } from './routes/signup.js';
 import { roomPage } from './web/room-page.js';
@@ -15,6 +16,7 @@ export interface EdgeAppOptions {
   auth: AuthGateway;
   quota: QuotaStore;
   idempotency: IdempotencyStore;
+  feedback: FeedbackStore;
   quotaPerAddress: number;
   quotaPerToken: number;
   trustProxy: string;
@@ -42,6 +44,7 @@ export function createEdgeApp(options: EdgeAppOptions): Express {
   app.use(basePath, apiRoutes({ room: options.room, urls, storage: options.storage, version: options.version }));
   app.use(`${apiPath}/agent/signup`, signupRoutes({ auth: options.auth, urls }));
   app.use(`${apiPath}/oauth`, oauthRoutes({ auth: options.auth, urls }));
+  app.use(`${apiPath}/agent/feedback`, feedbackRoutes({ feedback: options.feedback, log: options.log }));
   app.use(sitePath || '/', roomPage({ room: options.room, apiUrl: urls.apiUrl, baseUrl: urls.baseUrl }));
   finish();
   return app;

@@ -21,3 +21,4 @@ export * from './tokens.js';
 export * from './store/idempotency.js';
 export * from './http/idempotency.js';
 export * from './html.js';
+export * from './store/feedback.js';

@@ -29,6 +29,12 @@ export const quotaRejections = new client.Counter({
   registers: [registry],
 });
 
+export const feedbackReceived = new client.Counter({
+  name: 'agentroom_feedback_received_total',
+  help: 'Reports received through POST {api_url}/agent/feedback.',
+  registers: [registry],
+});
+
 /** Serves `GET /metrics` in the Prometheus text format on its own port, away from the public router. */
 export async function startMetricsServer(port: number, host = '0.0.0.0'): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {

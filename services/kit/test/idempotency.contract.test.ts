@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   connectRedis,
+  type FeedbackStore,
+  MemoryFeedbackStore,
+  RedisFeedbackStore,
   IDEMPOTENCY_RUNNING_TTL_MS,
   type IdempotencyStore,
   type LocalRedis,
@@ -78,5 +81,18 @@ describe('expiry', () => {
     const ttl = await redis.pttl(key as string);
     expect(ttl).toBeGreaterThan(24 * 3600 * 1000 - 60_000);
     expect(ttl).toBeLessThanOrEqual(24 * 3600 * 1000);
+  });
+});
+
+describe.each([
+  ['memory', () => new MemoryFeedbackStore(3)],
+  ['redis', () => new RedisFeedbackStore(redis, `fb${(prefixes += 1)}`, 3)],
+] as [string, () => FeedbackStore][])('FeedbackStore contract: %s', (_name, makeStore) => {
+  it('keeps reports newest first, bounded to the newest few', async () => {
+    const store = makeStore();
+    for (let i = 1; i <= 5; i += 1) await store.add({ problem: `report ${i}`, agent: 'scout' });
+    const recent = await store.recent(10);
+    expect(recent.map((r) => r.problem)).toEqual(['report 5', 'report 4', 'report 3']);
+    expect(recent[0]).toMatchObject({ agent: 'scout', id: expect.stringMatching(/^fb_/) as unknown as string });
   });
 });
