@@ -1,67 +1,117 @@
 import { randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
-import { codePointLength, DomainError, hashSecret } from '@agentroom/kit';
+import { type Clock, codePointLength, DomainError, hashSecret } from '@agentroom/kit';
 import type { Human, Session } from './records.js';
 import type { AuthStore } from './store.js';
 
-const SESSION_TTL_MS = 7 * 86_400_000;
+/** How long a sign-in lasts; the pages' cookie lives as long. */
+export const SESSION_TTL_SECONDS = 7 * 86_400;
+export const HUMAN_NAME_MAX = 100;
+export const PASSWORD_MIN = 8;
+/** scrypt reads the whole password; a bound keeps one request from costing much. */
+const PASSWORD_MAX = 1_024;
 const KEY_LENGTH = 64;
-// scrypt cost: N=2^15, r=8, p=1 (OWASP's minimum is 2^17 with less memory; this needs 32 MiB).
-const COST = { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+/** OWASP's scrypt setting for 32 MiB (N=2^15, r=8, p=3); stored with each hash so it can change later. */
+const COST = { N: 2 ** 15, r: 8, p: 3 };
 
-function derive(password: string, salt: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => scrypt(password, salt, KEY_LENGTH, COST, (error, key) => (error ? reject(error) : resolve(key))));
+interface ScryptCost {
+  N: number;
+  r: number;
+  p: number;
 }
 
-/** `scrypt$<salt>$<key>`, both base64url. */
+function derive(password: string, salt: Buffer, cost: ScryptCost): Promise<Buffer> {
+  // scrypt needs a little over 128·N·r bytes; Node's default maxmem (32 MiB) is just short of that here.
+  const options = { ...cost, maxmem: 256 * cost.N * cost.r };
+  return new Promise((resolve, reject) => scrypt(password, salt, KEY_LENGTH, options, (error, key) => (error ? reject(error) : resolve(key))));
+}
+
+/** `scrypt$<N>$<r>$<p>$<salt>$<key>`, salt and key base64url; the salt is random per password. */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  return `scrypt$${salt.toString('base64url')}$${(await derive(password, salt)).toString('base64url')}`;
+  const key = await derive(password, salt, COST);
+  return ['scrypt', COST.N, COST.r, COST.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
+/** Compares in constant time, so timing does not tell how much of a guess was right. */
 export async function passwordMatches(password: string, stored: string): Promise<boolean> {
-  const [scheme, salt, key] = stored.split('$');
-  if (scheme !== 'scrypt' || salt === undefined || key === undefined) return false;
+  const [scheme, n, r, p, salt, key, ...rest] = stored.split('$');
+  const cost = { N: Number(n), r: Number(r), p: Number(p) };
+  if (scheme !== 'scrypt' || salt === undefined || key === undefined || rest.length > 0) return false;
+  if (![cost.N, cost.r, cost.p].every((value) => Number.isInteger(value) && value > 0) || cost.N > 2 ** 20 || cost.r > 32 || cost.p > 16) return false;
   const expected = Buffer.from(key, 'base64url');
-  const actual = await derive(password, Buffer.from(salt, 'base64url'));
+  const actual = await derive(password, Buffer.from(salt, 'base64url'), cost);
   return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+let decoy: Promise<string> | undefined;
+
+/** Compared against when a name is unknown, so timing does not tell which names exist; made once, when first needed. */
+function decoyHash(): Promise<string> {
+  decoy ??= hashPassword(randomUUID());
+  return decoy;
 }
 
 export interface OpenSession {
   /** The cookie value; only its hash is stored. */
   sessionId: string;
+  /** Holds the CSRF token every form of this session carries. */
   session: Session;
 }
 
-/** Human accounts (name + password) and their sessions. */
+export interface HumansOptions {
+  store: AuthStore;
+  clock: Clock;
+}
+
+function nameTaken(): DomainError {
+  return new DomainError('invalid-request', {
+    detail: 'That name is taken.',
+    remedy: 'Sign in if it is yours, or choose another name.',
+    extensions: { parameter: 'name' },
+  });
+}
+
+/** Human accounts (display name + password) and their sign-in sessions (CONTRACT §5). */
 export class Humans {
-  // Compared against when a name is unknown, so timing does not tell which names exist.
-  private readonly decoy = hashPassword(randomUUID());
+  private readonly store: AuthStore;
+  private readonly clock: Clock;
 
-  constructor(
-    private readonly store: AuthStore,
-    private readonly now: () => number,
-  ) {}
+  constructor(options: HumansOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+  }
 
+  /** A new account; the name is the `humanLabel` of every agent this human approves. */
   async register(name: string, password: string): Promise<Human> {
     const display = name.trim().replace(/\s+/g, ' ');
-    if (codePointLength(display) < 1 || codePointLength(display) > 100) {
-      throw new DomainError('invalid-request', { detail: 'The name must be 1 to 100 characters.', remedy: 'Choose a name of 1 to 100 characters.' });
+    const length = codePointLength(display);
+    if (length < 1 || length > HUMAN_NAME_MAX || /\p{Cc}/u.test(display)) {
+      throw new DomainError('invalid-request', {
+        detail: `The name must be 1 to ${HUMAN_NAME_MAX} printable characters.`,
+        remedy: `Choose a name of 1 to ${HUMAN_NAME_MAX} characters; agents you approve show it as their human.`,
+        extensions: { parameter: 'name' },
+      });
     }
-    if (password.length < 8 || password.length > 1024) {
-      throw new DomainError('invalid-request', { detail: 'The password must be 8 characters or more.', remedy: 'Choose a password of at least 8 characters.' });
+    const passwordLength = codePointLength(password);
+    if (passwordLength < PASSWORD_MIN || passwordLength > PASSWORD_MAX) {
+      throw new DomainError('invalid-request', {
+        detail: `The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`,
+        remedy: `Choose a password of at least ${PASSWORD_MIN} characters.`,
+        extensions: { parameter: 'password' },
+      });
     }
-    const human: Human = { id: `h_${randomBytes(9).toString('base64url')}`, name: display, passwordHash: await hashPassword(password), createdAt: this.now() };
-    if (!(await this.store.createHuman(human))) {
-      throw new DomainError('invalid-request', { detail: 'That name is taken.', remedy: 'Sign in if it is yours, or choose another name.' });
-    }
+    // Registering says whether a name is taken anyway, so a taken one need not cost a hash first.
+    if (await this.store.humanByName(display)) throw nameTaken();
+    const human: Human = { id: `h_${randomBytes(12).toString('base64url')}`, name: display, passwordHash: await hashPassword(password), createdAt: this.clock.now() };
+    if (!(await this.store.createHuman(human))) throw nameTaken();
     return human;
   }
 
-  /** The human whose name and password these are, or undefined. */
+  /** The human whose name (any case) and password these are, or undefined. */
   async verify(name: string, password: string): Promise<Human | undefined> {
-    const human = await this.store.humanByName(name);
+    const human = codePointLength(password) > PASSWORD_MAX ? undefined : await this.store.humanByName(name);
     if (!human) {
-      await passwordMatches(password, await this.decoy);
+      await passwordMatches(password.slice(0, PASSWORD_MAX), await decoyHash());
       return undefined;
     }
     return (await passwordMatches(password, human.passwordHash)) ? human : undefined;
@@ -71,49 +121,29 @@ export class Humans {
     return this.store.humanById(id);
   }
 
+  /** Signs a human in: a random session id for the cookie, stored only as its hash, and a CSRF token. */
   async openSession(humanId: string): Promise<OpenSession> {
     const sessionId = randomBytes(32).toString('base64url');
-    const session: Session = { idHash: hashSecret(sessionId), humanId, csrf: randomBytes(24).toString('base64url'), expiresAt: this.now() + SESSION_TTL_MS };
-    await this.store.saveSession(session, SESSION_TTL_MS);
+    const session: Session = {
+      idHash: hashSecret(sessionId),
+      humanId,
+      csrf: randomBytes(24).toString('base64url'),
+      expiresAt: this.clock.now() + SESSION_TTL_SECONDS * 1000,
+    };
+    await this.store.saveSession(session);
     return { sessionId, session };
   }
 
-  /** The live session of a cookie value, with its human. */
+  /** The live session of a cookie value, with its human; undefined when unknown or expired. */
   async session(sessionId: string): Promise<{ session: Session; human: Human } | undefined> {
     const session = await this.store.session(hashSecret(sessionId));
-    if (!session || session.expiresAt <= this.now()) return undefined;
+    if (!session || session.expiresAt <= this.clock.now()) return undefined;
     const human = await this.store.humanById(session.humanId);
     return human ? { session, human } : undefined;
   }
 
+  /** Signs out: the cookie value stops working at once. */
   closeSession(sessionId: string): Promise<void> {
     return this.store.deleteSession(hashSecret(sessionId));
-  }
-}
-
-/** Limits wrong user codes so codes cannot be guessed (CONTRACT §3: 10 per 15 minutes). */
-export class AttemptLimiter {
-  constructor(
-    private readonly store: AuthStore,
-    private readonly now: () => number,
-    readonly max = 10,
-    readonly windowMs = 15 * 60_000,
-  ) {}
-
-  /** Throws `too-many-attempts` when any key (a session, a client address) has spent its wrong codes. */
-  async guard(keys: string[]): Promise<void> {
-    for (const key of keys) {
-      if ((await this.store.attemptCount(key)) >= this.max) {
-        throw new DomainError('too-many-attempts', {
-          detail: `More than ${this.max} wrong codes in ${this.windowMs / 60_000} minutes.`,
-          remedy: 'Wait 15 minutes, then type the code exactly as the agent shows it.',
-          headers: { 'Retry-After': String(this.windowMs / 1000) },
-        });
-      }
-    }
-  }
-
-  async fail(keys: string[]): Promise<void> {
-    for (const key of keys) await this.store.countAttempt(key, this.windowMs, this.now());
   }
 }

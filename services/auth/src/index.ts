@@ -1,10 +1,23 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { closeHttpServer, createLogger, type Logger, MemoryIdempotencyStore, MemoryQuotaStore, openRedis, publicUrls, RedisIdempotencyStore, RedisQuotaStore } from '@agentroom/kit';
+import {
+  type Clock,
+  closeHttpServer,
+  createLogger,
+  type Logger,
+  MemoryIdempotencyStore,
+  MemoryQuotaStore,
+  openRedis,
+  publicUrls,
+  RedisIdempotencyStore,
+  RedisQuotaStore,
+  systemClock,
+} from '@agentroom/kit';
+import { AttemptLimiter } from './attempt-limiter.js';
 import type { AuthConfig } from './config.js';
-import { DeviceFlows } from './device-flows.js';
+import { DeviceFlows } from './device-flow.js';
 import { createAuthApp } from './http.js';
-import { AttemptLimiter, Humans } from './humans.js';
+import { Humans } from './humans.js';
 import { RoomGateway } from './room.gateway.js';
 import { createAuthGrpcServer } from './server.js';
 import type { AuthStore } from './store.js';
@@ -13,15 +26,29 @@ import { RedisAuthStore } from './store-redis.js';
 import { Tokens } from './tokens.js';
 
 export { authEnv, type AuthConfig } from './config.js';
-export { AUTH_SERVICE_NAME, createAuthGrpcServer, authHandlers } from './server.js';
-export { DeviceFlows, checkScopes, EXPIRES_IN_SECONDS, INTERVAL_SECONDS, type FlowView, type PollResult, type StartedFlow } from './device-flows.js';
-export { Tokens, type Principal } from './tokens.js';
-export { Humans, AttemptLimiter, hashPassword, passwordMatches } from './humans.js';
-export { RoomGateway } from './room.gateway.js';
-export type { AuthStore } from './store.js';
+export { AUTH_SERVICE_NAME, createAuthGrpcServer, authHandlers, type AuthHandlersOptions, type AuthGrpcServerOptions } from './server.js';
+export {
+  DeviceFlows,
+  checkScopes,
+  agentNameOf,
+  AGENT_NAME_MAX,
+  DEFAULT_AGENT_NAME,
+  EXPIRES_IN_SECONDS,
+  INTERVAL_SECONDS,
+  type DeviceFlowsOptions,
+  type FlowView,
+  type PollResult,
+  type StartedFlow,
+  type StartFlowInput,
+} from './device-flow.js';
+export { Tokens, EXPIRED_TOKEN_RETENTION_MS, type Principal, type TokenGrantInput, type TokensOptions } from './tokens.js';
+export { Humans, hashPassword, passwordMatches, HUMAN_NAME_MAX, PASSWORD_MIN, SESSION_TTL_SECONDS, type HumansOptions, type OpenSession } from './humans.js';
+export { AttemptLimiter, type AttemptLimiterOptions } from './attempt-limiter.js';
+export { RoomGateway, type AgentUpsert } from './room.gateway.js';
+export { nameKey, type AttemptWindow, type AuthStore } from './store.js';
 export { MemoryAuthStore } from './store-memory.js';
 export { RedisAuthStore } from './store-redis.js';
-export type { DeviceFlow, Grant, Human, Session, TokenRecord } from './records.js';
+export type { DeviceFlow, DeviceFlowStatus, Grant, Human, Session, TokenRecord } from './records.js';
 export { formatUserCode, normalizeUserCode, newUserCode, USER_CODE_ALPHABET } from './user-code.js';
 
 /** The domain of a running auth service, for its pages (and tests) to call in-process. */
@@ -43,21 +70,26 @@ export interface RunningAuth extends AuthDomain {
   stop(): Promise<void>;
 }
 
-/**
- * Starts the auth service: storage, the room client, the gRPC server, and the human pages, on
- * AUTH_HTTP_HOST:AUTH_HTTP_PORT with `listen` (cluster, Kubernetes) or as a handler only (embedded).
- */
-export async function start(config: AuthConfig, options: { listen: boolean; log?: Logger } = { listen: false }): Promise<RunningAuth> {
+export interface StartOptions {
+  /** Serve the pages on AUTH_HTTP_HOST:AUTH_HTTP_PORT (own process) rather than as a handler only (embedded). */
+  listen?: boolean;
+  log?: Logger;
+  /** Time for every rule; tests pass their own. */
+  clock?: Clock;
+}
+
+/** Starts the auth service: storage, the room client, the gRPC server, and the human pages. */
+export async function start(config: AuthConfig, options: StartOptions = {}): Promise<RunningAuth> {
   const log = options.log ?? createLogger('auth', config.LOG_LEVEL);
+  const clock = options.clock ?? systemClock;
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'auth', log);
-  const store: AuthStore = redis ? new RedisAuthStore(redis, config.REDIS_KEY_PREFIX) : new MemoryAuthStore();
+  const store: AuthStore = redis ? new RedisAuthStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryAuthStore(clock);
   const urls = publicUrls(config);
-  const now = Date.now;
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
-  const tokens = new Tokens(store, urls, config.TOKEN_TTL_DAYS, now);
-  const flows = new DeviceFlows(store, tokens, room, urls, now);
-  const humans = new Humans(store, now);
-  const attempts = new AttemptLimiter(store, now);
+  const tokens = new Tokens({ store, room, urls, ttlDays: config.TOKEN_TTL_DAYS, clock, log });
+  const flows = new DeviceFlows({ store, tokens, room, urls, clock, log });
+  const humans = new Humans({ store, clock });
+  const attempts = new AttemptLimiter({ store, clock, urls });
   const server = createAuthGrpcServer({ flows, tokens, log });
   const port = await server.listen(config.AUTH_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
@@ -65,7 +97,7 @@ export async function start(config: AuthConfig, options: { listen: boolean; log?
     domain: { flows, tokens, humans, attempts },
     urls,
     log,
-    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
+    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryQuotaStore(clock),
     idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
     trustProxy: config.TRUST_PROXY,

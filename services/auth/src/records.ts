@@ -1,5 +1,8 @@
 import type { Scope } from '@agentroom/kit';
 
+/** Expiry is derived from time, and a consumed flow is deleted, so neither is a stored status. */
+export type DeviceFlowStatus = 'pending' | 'approving' | 'approved' | 'declined';
+
 /** A device authorization flow (RFC 8628), keyed by the hash of its device code. */
 export interface DeviceFlow {
   deviceHash: string;
@@ -7,14 +10,15 @@ export interface DeviceFlow {
   userCode: string;
   scopes: Scope[];
   agentName: string;
-  /** Set when the flow widens an existing agent (CONTRACT §3). */
+  /** Set when the flow widens an existing agent (CONTRACT §3): only `humanId` may approve it. */
   widen?: { agentId: string; humanId: string; approvedAt: string; heldScopes: Scope[] };
   createdAt: number;
   /** After this the flow answers signup-expired. */
   expiresAt: number;
   /** The record is kept a while past expiry, so a late poll learns "expired" rather than "unknown". */
   retainUntil: number;
-  status: 'pending' | 'approved' | 'declined';
+  /** `approving` is held while approval talks to the room, so two approvals cannot both proceed. */
+  status: DeviceFlowStatus;
   /** Set at approval and kept only until the one poll that delivers the token. */
   grant?: Grant;
 }

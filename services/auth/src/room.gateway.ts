@@ -2,7 +2,16 @@ import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, type Scope, unaryCall } from '@agentroom/kit';
 import { roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
 
-/** The room service as auth sees it: approval writes the agent record there. */
+/** The agent record auth writes: the room keeps the first `createdAt` and makes the id of a new one. */
+export interface AgentUpsert {
+  /** Empty for a new agent. */
+  id: string;
+  agentName: string;
+  humanLabel: string;
+  scopes: Scope[];
+}
+
+/** The room service as auth sees it: approval writes the agent record there. A deadline on every call. */
 export class RoomGateway {
   private readonly client: RoomServiceClient;
 
@@ -15,11 +24,13 @@ export class RoomGateway {
   }
 
   /** Creates the agent (empty id) or updates it; answers its id. */
-  async upsertAgent(agent: { id: string; agentName: string; humanLabel: string; scopes: Scope[] }): Promise<string> {
+  async upsertAgent(agent: AgentUpsert): Promise<string> {
     const response = await unaryCall<UpsertAgentResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.upsertAgent({ agent: { ...agent, createdAt: '' } }, metadata, options, callback),
     );
-    return response.agent?.id ?? '';
+    const id = response.agent?.id;
+    if (!id) throw new Error('UpsertAgent answered no agent id');
+    return id;
   }
 
   close(): void {

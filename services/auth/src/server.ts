@@ -1,25 +1,48 @@
 import type * as grpc from '@grpc/grpc-js';
-import { DomainError, GrpcServer, type Logger } from '@agentroom/kit';
+import { DomainError, GrpcServer, type Logger, SCOPES } from '@agentroom/kit';
 import { authProto, type AuthServiceHandlers } from '@agentroom/proto';
 import { z } from 'zod';
-import type { DeviceFlows } from './device-flows.js';
+import type { DeviceFlows } from './device-flow.js';
 import type { Tokens } from './tokens.js';
 
 export const AUTH_SERVICE_NAME = 'agentroom.auth.v1.AuthService';
 
-// gRPC fields are outside data too: bounded before they reach the domain.
+// gRPC fields are outside data too: typed and bounded here, judged by the domain.
 const startRequest = z.object({
-  scopes: z.array(z.string().max(50)).max(10),
-  agentName: z.string().max(400),
-  clientId: z.string().max(400),
-  bearerToken: z.string().max(200),
+  scopes: z.array(z.string().max(64)).max(20),
+  agentName: z.string().max(1_000),
+  clientId: z.string().max(1_000),
+  bearerToken: z.string().max(1_000),
 });
-const secret = z.string().max(200);
+const pollRequest = z.object({ deviceCode: z.string().max(1_000) });
+const tokenRequest = z.object({ token: z.string() });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
-  const parsed = schema.safeParse(value);
+/** The first field that failed, as the parameter name agents know. */
+function parameterOf(error: z.ZodError): string {
+  const field = String(error.issues[0]?.path[0] ?? '');
+  return field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+function parseStart(request: unknown): z.output<typeof startRequest> {
+  const parsed = startRequest.safeParse(request);
   if (parsed.success) return parsed.data;
-  throw new DomainError('invalid-request', { detail: `${what} is malformed.`, remedy: `Send a well-formed ${what}.` });
+  const parameter = parameterOf(parsed.error);
+  if (parameter === 'scopes') {
+    throw new DomainError('invalid-scope', {
+      detail: 'scopes is too long, or holds something that is not a scope.',
+      remedy: `Ask for one or more of the four scopes ${SCOPES.join(', ')}: the fewest you need.`,
+      extensions: { valid_scopes: [...SCOPES] },
+    });
+  }
+  if (parameter === 'bearer_token') throw new DomainError('token-invalid', { detail: 'The bearer token is malformed.', remedy: 'Send the token exactly as it was delivered, or start the signup without one.' });
+  throw new DomainError('invalid-request', { detail: `${parameter} is too long.`, remedy: `Send an ${parameter} of at most 100 characters.`, extensions: { parameter } });
+}
+
+function parse<T>(schema: z.ZodType<T>, request: unknown): T {
+  const parsed = schema.safeParse(request);
+  if (parsed.success) return parsed.data;
+  const parameter = parameterOf(parsed.error);
+  throw new DomainError('invalid-request', { detail: `${parameter} is malformed.`, remedy: `Send ${parameter} exactly as it was issued.`, extensions: { parameter } });
 }
 
 export interface AuthHandlersOptions {
@@ -27,13 +50,21 @@ export interface AuthHandlersOptions {
   tokens: Tokens;
 }
 
-/** The AuthService over the domain: thin wiring; rules live in device-flows.ts and tokens.ts. */
+/** The AuthService over the domain: thin wiring; rules live in device-flow.ts and tokens.ts. */
 export function authHandlers(server: GrpcServer, { flows, tokens }: AuthHandlersOptions): AuthServiceHandlers {
   return {
-    StartDeviceFlow: server.unary('StartDeviceFlow', async (request) => flows.start(parse(startRequest, request, 'StartDeviceFlowRequest'))),
+    StartDeviceFlow: server.unary('StartDeviceFlow', async (request) => flows.start(parseStart(request))),
 
     PollDeviceFlow: server.unary('PollDeviceFlow', async (request) => {
-      const result = await flows.poll(parse(secret, request.deviceCode, 'device_code'));
+      const { deviceCode } = parse(pollRequest, request);
+      if (deviceCode === '') {
+        throw new DomainError('invalid-request', {
+          detail: 'device_code is missing.',
+          remedy: 'Pass the device_code that the start of the signup answered.',
+          extensions: { parameter: 'device_code' },
+        });
+      }
+      const result = await flows.poll(deviceCode);
       if (result.status === 'pending') return { status: 'FLOW_STATUS_PENDING' };
       const { grant } = result;
       return {
@@ -42,22 +73,27 @@ export function authHandlers(server: GrpcServer, { flows, tokens }: AuthHandlers
         scopes: grant.scopes,
         human: grant.humanLabel,
         agentId: grant.agentId,
-        expiresIn: Math.max(0, Math.floor((grant.expiresAt - Date.now()) / 1000)),
+        expiresIn: result.expiresIn,
       };
     }),
 
-    AuthenticateToken: server.unary('AuthenticateToken', async (request) => tokens.authenticate(parse(secret, request.token, 'token'))),
+    AuthenticateToken: server.unary('AuthenticateToken', async (request) => tokens.authenticate(parse(tokenRequest, request).token)),
 
     RevokeToken: server.unary('RevokeToken', async (request) => {
-      await tokens.revoke(parse(secret, request.token, 'token'));
+      await tokens.revoke(parse(tokenRequest, request).token);
       return {};
     }),
   };
 }
 
+export interface AuthGrpcServerOptions extends AuthHandlersOptions {
+  log: Logger;
+}
+
 /** A gRPC server with the auth service and health registered, not yet listening. */
-export function createAuthGrpcServer(options: AuthHandlersOptions & { log: Logger }): GrpcServer {
+export function createAuthGrpcServer(options: AuthGrpcServerOptions): GrpcServer {
   const server = new GrpcServer('auth', options.log);
-  server.addService(AUTH_SERVICE_NAME, authProto().AuthService.service, authHandlers(server, options) as grpc.UntypedServiceImplementation);
+  const handlers = authHandlers(server, options);
+  server.addService(AUTH_SERVICE_NAME, authProto().AuthService.service, handlers as grpc.UntypedServiceImplementation);
   return server;
 }

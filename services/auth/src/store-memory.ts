@@ -1,21 +1,22 @@
-import type { DeviceFlow, Human, Session, TokenRecord } from './records.js';
-import { type AuthStore, nameKey } from './store.js';
+import { type Clock, systemClock } from '@agentroom/kit';
+import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
+import { type AttemptWindow, type AuthStore, nameKey } from './store.js';
 
 interface Expiring<T> {
   value: T;
   expiresAt: number;
 }
 
-/** A map whose entries lapse at their own time, as Redis keys with a TTL do. */
+/** A map whose entries lapse at their own time on the store's clock, as Redis keys with a TTL do. */
 class ExpiringMap<T> {
   private readonly entries = new Map<string, Expiring<T>>();
 
-  constructor(private readonly now: () => number) {}
+  constructor(private readonly clock: Clock) {}
 
   get(key: string): T | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
-    if (entry.expiresAt <= this.now()) {
+    if (entry.expiresAt <= this.clock.now()) {
       this.entries.delete(key);
       return undefined;
     }
@@ -33,33 +34,48 @@ class ExpiringMap<T> {
   delete(key: string): void {
     this.entries.delete(key);
   }
+
+  values(): T[] {
+    return [...this.entries.keys()].flatMap((key) => {
+      const value = this.get(key);
+      return value === undefined ? [] : [value];
+    });
+  }
 }
 
-/** The embedded default: everything in this process, lost on restart. */
+const newestFirst = (a: TokenRecord, b: TokenRecord): number => b.createdAt - a.createdAt;
+
+/**
+ * The embedded default: everything in this process, lost on restart. Every method finishes
+ * synchronously before it answers, which makes each one atomic as the contract requires.
+ */
 export class MemoryAuthStore implements AuthStore {
   readonly kind = 'memory';
   private readonly flows: ExpiringMap<DeviceFlow>;
   private readonly codes: ExpiringMap<string>;
   private readonly polls: ExpiringMap<number>;
-  private readonly tokens = new Map<string, TokenRecord>();
-  private readonly tokenIds = new Map<string, string>();
+  private readonly tokens: ExpiringMap<TokenRecord>;
+  private readonly tokenIds: ExpiringMap<string>;
   private readonly humans = new Map<string, Human>();
   private readonly names = new Map<string, string>();
   private readonly sessions: ExpiringMap<Session>;
-  private readonly attempts: ExpiringMap<number>;
+  private readonly attemptWindows: ExpiringMap<AttemptWindow>;
 
-  constructor(now: () => number = Date.now) {
-    this.flows = new ExpiringMap(now);
-    this.codes = new ExpiringMap(now);
-    this.polls = new ExpiringMap(now);
-    this.sessions = new ExpiringMap(now);
-    this.attempts = new ExpiringMap(now);
+  constructor(private readonly clock: Clock = systemClock) {
+    this.flows = new ExpiringMap(clock);
+    this.codes = new ExpiringMap(clock);
+    this.polls = new ExpiringMap(clock);
+    this.tokens = new ExpiringMap(clock);
+    this.tokenIds = new ExpiringMap(clock);
+    this.sessions = new ExpiringMap(clock);
+    this.attemptWindows = new ExpiringMap(clock);
   }
 
-  createFlow(flow: DeviceFlow): Promise<void> {
-    this.flows.set(flow.deviceHash, structuredClone(flow), flow.retainUntil);
+  createFlow(flow: DeviceFlow): Promise<boolean> {
+    if (this.codes.get(flow.userCode) !== undefined) return Promise.resolve(false);
     this.codes.set(flow.userCode, flow.deviceHash, flow.retainUntil);
-    return Promise.resolve();
+    this.flows.set(flow.deviceHash, structuredClone(flow), flow.retainUntil);
+    return Promise.resolve(true);
   }
 
   flowByDevice(deviceHash: string): Promise<DeviceFlow | undefined> {
@@ -72,34 +88,48 @@ export class MemoryAuthStore implements AuthStore {
     return hash === undefined ? Promise.resolve(undefined) : this.flowByDevice(hash);
   }
 
-  updateFlow(flow: DeviceFlow): Promise<void> {
-    const expiresAt = this.flows.expiryOf(flow.deviceHash);
-    if (expiresAt !== undefined) this.flows.set(flow.deviceHash, structuredClone(flow), expiresAt);
-    return Promise.resolve();
+  transitionFlow(from: DeviceFlowStatus, next: DeviceFlow): Promise<boolean> {
+    const current = this.flows.get(next.deviceHash);
+    const expiresAt = this.flows.expiryOf(next.deviceHash);
+    if (current?.status !== from || expiresAt === undefined) return Promise.resolve(false);
+    this.flows.set(next.deviceHash, structuredClone(next), expiresAt);
+    return Promise.resolve(true);
   }
 
   takeFlow(deviceHash: string): Promise<DeviceFlow | undefined> {
     const flow = this.flows.get(deviceHash);
-    if (flow) void this.deleteFlow(flow);
+    if (flow) this.forget(flow);
     return Promise.resolve(flow);
   }
 
   deleteFlow(flow: DeviceFlow): Promise<void> {
-    this.flows.delete(flow.deviceHash);
-    this.codes.delete(flow.userCode);
+    this.forget(flow);
     return Promise.resolve();
   }
 
-  admitPoll(deviceHash: string, intervalMs: number, now: number): Promise<{ admitted: boolean; retryAfterMs: number }> {
-    const until = this.polls.get(deviceHash);
-    if (until !== undefined) return Promise.resolve({ admitted: false, retryAfterMs: until - now });
-    this.polls.set(deviceHash, now + intervalMs, now + intervalMs);
-    return Promise.resolve({ admitted: true, retryAfterMs: 0 });
+  private forget(flow: DeviceFlow): void {
+    this.flows.delete(flow.deviceHash);
+    this.polls.delete(flow.deviceHash);
+    if (this.codes.get(flow.userCode) === flow.deviceHash) this.codes.delete(flow.userCode);
   }
 
-  saveToken(token: TokenRecord): Promise<void> {
-    this.tokens.set(token.hash, structuredClone(token));
-    this.tokenIds.set(token.id, token.hash);
+  admitPoll(flow: DeviceFlow, intervalMs: number): Promise<number> {
+    const now = this.clock.now();
+    const last = this.polls.get(flow.deviceHash);
+    if (last !== undefined && now - last < intervalMs) return Promise.resolve(intervalMs - (now - last));
+    this.polls.set(flow.deviceHash, now, flow.retainUntil);
+    return Promise.resolve(0);
+  }
+
+  saveToken(token: TokenRecord, keepUntil: number): Promise<void> {
+    this.tokens.set(token.hash, structuredClone(token), keepUntil);
+    this.tokenIds.set(token.id, token.hash, keepUntil);
+    return Promise.resolve();
+  }
+
+  updateToken(token: TokenRecord): Promise<void> {
+    const keepUntil = this.tokens.expiryOf(token.hash);
+    if (keepUntil !== undefined) this.tokens.set(token.hash, structuredClone(token), keepUntil);
     return Promise.resolve();
   }
 
@@ -114,11 +144,19 @@ export class MemoryAuthStore implements AuthStore {
   }
 
   tokensOfHuman(humanId: string): Promise<TokenRecord[]> {
-    return Promise.resolve([...this.tokens.values()].filter((t) => t.humanId === humanId).sort((a, b) => b.createdAt - a.createdAt).map((t) => structuredClone(t)));
+    return Promise.resolve(this.tokensWhere((t) => t.humanId === humanId));
   }
 
   tokensOfAgent(agentId: string): Promise<TokenRecord[]> {
-    return Promise.resolve([...this.tokens.values()].filter((t) => t.agentId === agentId).sort((a, b) => b.createdAt - a.createdAt).map((t) => structuredClone(t)));
+    return Promise.resolve(this.tokensWhere((t) => t.agentId === agentId));
+  }
+
+  private tokensWhere(test: (token: TokenRecord) => boolean): TokenRecord[] {
+    return this.tokens
+      .values()
+      .filter(test)
+      .sort(newestFirst)
+      .map((t) => structuredClone(t));
   }
 
   createHuman(human: Human): Promise<boolean> {
@@ -139,13 +177,14 @@ export class MemoryAuthStore implements AuthStore {
     return Promise.resolve(human && structuredClone(human));
   }
 
-  saveSession(session: Session, _ttlMs: number): Promise<void> {
+  saveSession(session: Session): Promise<void> {
     this.sessions.set(session.idHash, structuredClone(session), session.expiresAt);
     return Promise.resolve();
   }
 
   session(idHash: string): Promise<Session | undefined> {
-    return Promise.resolve(this.sessions.get(idHash));
+    const session = this.sessions.get(idHash);
+    return Promise.resolve(session && structuredClone(session));
   }
 
   deleteSession(idHash: string): Promise<void> {
@@ -153,14 +192,16 @@ export class MemoryAuthStore implements AuthStore {
     return Promise.resolve();
   }
 
-  countAttempt(key: string, windowMs: number, now: number): Promise<number> {
-    const count = (this.attempts.get(key) ?? 0) + 1;
-    this.attempts.set(key, count, this.attempts.expiryOf(key) ?? now + windowMs);
-    return Promise.resolve(count);
+  countAttempt(key: string, windowMs: number): Promise<AttemptWindow> {
+    const running = this.attemptWindows.get(key);
+    const window = running ? { count: running.count + 1, resetAt: running.resetAt } : { count: 1, resetAt: this.clock.now() + windowMs };
+    this.attemptWindows.set(key, window, window.resetAt);
+    return Promise.resolve({ ...window });
   }
 
-  attemptCount(key: string): Promise<number> {
-    return Promise.resolve(this.attempts.get(key) ?? 0);
+  attempts(key: string): Promise<AttemptWindow> {
+    const running = this.attemptWindows.get(key);
+    return Promise.resolve(running ? { ...running } : { count: 0, resetAt: 0 });
   }
 
   ping(): Promise<void> {

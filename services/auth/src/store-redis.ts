@@ -1,14 +1,41 @@
-import { Keyspace, type Redis } from '@agentroom/kit';
-import type { DeviceFlow, Human, Session, TokenRecord } from './records.js';
-import { type AuthStore, nameKey } from './store.js';
+import { type Clock, hashSecret, Keyspace, type Redis, systemClock } from '@agentroom/kit';
+import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
+import { type AttemptWindow, type AuthStore, nameKey } from './store.js';
 
 function parse<T>(json: string | null): T | undefined {
   return json === null ? undefined : (JSON.parse(json) as T);
 }
 
+// Compare-and-set on the flow's status: of two approvals (or an approval and a decline), one wins.
+const TRANSITION = `
+local current = redis.call('GET', KEYS[1])
+if not current or cjson.decode(current).status ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1`;
+
+// Time is the caller's clock (ARGV[1]), not Redis's, so the rule reads the same in both stores.
+const ADMIT_POLL = `
+local last = tonumber(redis.call('GET', KEYS[1]))
+local now = tonumber(ARGV[1])
+local interval = tonumber(ARGV[2])
+if last and now - last < interval then return interval - (now - last) end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 0`;
+
+// A window starts with its first attempt and ends at resetAt on the caller's clock.
+const COUNT_ATTEMPT = `
+local resetAt = tonumber(redis.call('HGET', KEYS[1], 'resetAt'))
+if not resetAt or resetAt <= tonumber(ARGV[1]) then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'resetAt', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return {redis.call('HINCRBY', KEYS[1], 'count', 1), redis.call('HGET', KEYS[1], 'resetAt')}`;
+
 /**
- * Auth's records in Redis, each under its own hash tag (`{flow:…}`, `{token:…}`, …): no operation
- * needs two keys at once, so every one runs on Redis Cluster. Expiring records carry TTLs.
+ * Auth's records in Redis. Each record has a hash tag of its own (`{flow:…}`, `{token:…}`, …) and a
+ * flow's poll marker shares its flow's tag, so every command touches one slot and runs on Redis
+ * Cluster. Whatever expires carries a TTL: flows, poll markers, tokens, sessions, attempt windows.
  */
 export class RedisAuthStore implements AuthStore {
   readonly kind = 'redis';
@@ -17,22 +44,55 @@ export class RedisAuthStore implements AuthStore {
   constructor(
     private readonly redis: Redis,
     prefix: string,
+    private readonly clock: Clock = systemClock,
   ) {
     this.keys = new Keyspace(prefix, 'auth');
+  }
+
+  /** Milliseconds from now until `at`, at least 1 (Redis refuses 0). */
+  private ttl(at: number): number {
+    return Math.max(1, Math.ceil(at - this.clock.now()));
   }
 
   private flowKey(hash: string): string {
     return this.keys.key(`flow:${hash}`);
   }
 
+  private pollKey(hash: string): string {
+    return this.keys.key(`flow:${hash}`, 'poll');
+  }
+
   private codeKey(code: string): string {
     return this.keys.key(`code:${code}`);
   }
 
-  async createFlow(flow: DeviceFlow): Promise<void> {
-    const ttl = Math.max(1, flow.retainUntil - flow.createdAt);
+  private tokenKey(hash: string): string {
+    return this.keys.key(`token:${hash}`);
+  }
+
+  private tokenIdKey(id: string): string {
+    return this.keys.key(`token-id:${id}`);
+  }
+
+  private humanTokensKey(humanId: string): string {
+    return this.keys.key(`human:${humanId}`, 'tokens');
+  }
+
+  private agentTokensKey(agentId: string): string {
+    return this.keys.key(`agent:${agentId}`, 'tokens');
+  }
+
+  /** Names are hashed: any character may appear in one, and keys should not list who has an account. */
+  private nameKeyOf(name: string): string {
+    return this.keys.key(`name:${hashSecret(nameKey(name))}`);
+  }
+
+  async createFlow(flow: DeviceFlow): Promise<boolean> {
+    const ttl = this.ttl(flow.retainUntil);
+    // The user code is claimed first: two flows can never share one.
+    if ((await this.redis.set(this.codeKey(flow.userCode), flow.deviceHash, 'PX', ttl, 'NX')) !== 'OK') return false;
     await this.redis.set(this.flowKey(flow.deviceHash), JSON.stringify(flow), 'PX', ttl);
-    await this.redis.set(this.codeKey(flow.userCode), flow.deviceHash, 'PX', ttl);
+    return true;
   }
 
   async flowByDevice(deviceHash: string): Promise<DeviceFlow | undefined> {
@@ -44,68 +104,81 @@ export class RedisAuthStore implements AuthStore {
     return hash === null ? undefined : this.flowByDevice(hash);
   }
 
-  async updateFlow(flow: DeviceFlow): Promise<void> {
-    // XX: a flow that expired meanwhile stays gone; KEEPTTL: it still ends when it was due to.
-    await this.redis.set(this.flowKey(flow.deviceHash), JSON.stringify(flow), 'KEEPTTL', 'XX');
+  async transitionFlow(from: DeviceFlowStatus, next: DeviceFlow): Promise<boolean> {
+    return Number(await this.redis.eval(TRANSITION, 1, this.flowKey(next.deviceHash), from, JSON.stringify(next))) === 1;
   }
 
   async takeFlow(deviceHash: string): Promise<DeviceFlow | undefined> {
     const flow = parse<DeviceFlow>(await this.redis.getdel(this.flowKey(deviceHash)));
-    if (flow) await this.redis.del(this.codeKey(flow.userCode));
+    if (flow) await this.forgetIndexes(flow);
     return flow;
   }
 
   async deleteFlow(flow: DeviceFlow): Promise<void> {
     await this.redis.del(this.flowKey(flow.deviceHash));
-    await this.redis.del(this.codeKey(flow.userCode));
+    await this.forgetIndexes(flow);
   }
 
-  async admitPoll(deviceHash: string, intervalMs: number, now: number): Promise<{ admitted: boolean; retryAfterMs: number }> {
-    const key = this.keys.key(`poll:${deviceHash}`);
-    const set = await this.redis.set(key, String(now), 'PX', intervalMs, 'NX');
-    if (set === 'OK') return { admitted: true, retryAfterMs: 0 };
-    return { admitted: false, retryAfterMs: Math.max(1, await this.redis.pttl(key)) };
+  private async forgetIndexes(flow: DeviceFlow): Promise<void> {
+    await this.redis.del(this.pollKey(flow.deviceHash));
+    // Only if the code still points here: it is never reused while held, but be exact.
+    if ((await this.redis.get(this.codeKey(flow.userCode))) === flow.deviceHash) await this.redis.del(this.codeKey(flow.userCode));
   }
 
-  async saveToken(token: TokenRecord): Promise<void> {
-    await this.redis.set(this.keys.key(`token:${token.hash}`), JSON.stringify(token));
-    await this.redis.set(this.keys.key(`token-id:${token.id}`), token.hash);
-    await this.redis.zadd(this.keys.key(`human:${token.humanId}`, 'tokens'), token.createdAt, token.id);
-    await this.redis.zadd(this.keys.key(`agent:${token.agentId}`, 'tokens'), token.createdAt, token.id);
+  async admitPoll(flow: DeviceFlow, intervalMs: number): Promise<number> {
+    const wait = await this.redis.eval(ADMIT_POLL, 1, this.pollKey(flow.deviceHash), String(this.clock.now()), String(intervalMs), String(this.ttl(flow.retainUntil)));
+    return Number(wait);
+  }
+
+  async saveToken(token: TokenRecord, keepUntil: number): Promise<void> {
+    const ttl = this.ttl(keepUntil);
+    await this.redis.set(this.tokenKey(token.hash), JSON.stringify(token), 'PX', ttl);
+    await this.redis.set(this.tokenIdKey(token.id), token.hash, 'PX', ttl);
+    for (const key of [this.humanTokensKey(token.humanId), this.agentTokensKey(token.agentId)]) {
+      // An index lives as long as its longest-kept token: NX sets the first TTL, GT only extends it.
+      await this.redis.multi().zadd(key, token.createdAt, token.id).pexpire(key, ttl, 'NX').pexpire(key, ttl, 'GT').exec();
+    }
+  }
+
+  async updateToken(token: TokenRecord): Promise<void> {
+    await this.redis.set(this.tokenKey(token.hash), JSON.stringify(token), 'KEEPTTL', 'XX');
   }
 
   async tokenByHash(hash: string): Promise<TokenRecord | undefined> {
-    return parse<TokenRecord>(await this.redis.get(this.keys.key(`token:${hash}`)));
+    return parse<TokenRecord>(await this.redis.get(this.tokenKey(hash)));
   }
 
   async tokenById(id: string): Promise<TokenRecord | undefined> {
-    const hash = await this.redis.get(this.keys.key(`token-id:${id}`));
+    const hash = await this.redis.get(this.tokenIdKey(id));
     return hash === null ? undefined : this.tokenByHash(hash);
   }
 
   private async tokensIn(setKey: string): Promise<TokenRecord[]> {
     const ids = await this.redis.zrevrange(setKey, 0, -1);
     const tokens = await Promise.all(ids.map((id) => this.tokenById(id)));
+    // Tokens past their retention are gone; their index entries go with them.
+    const gone = ids.filter((_, i) => tokens[i] === undefined);
+    if (gone.length > 0) await this.redis.zrem(setKey, ...gone);
     return tokens.filter((token): token is TokenRecord => token !== undefined);
   }
 
   tokensOfHuman(humanId: string): Promise<TokenRecord[]> {
-    return this.tokensIn(this.keys.key(`human:${humanId}`, 'tokens'));
+    return this.tokensIn(this.humanTokensKey(humanId));
   }
 
   tokensOfAgent(agentId: string): Promise<TokenRecord[]> {
-    return this.tokensIn(this.keys.key(`agent:${agentId}`, 'tokens'));
+    return this.tokensIn(this.agentTokensKey(agentId));
   }
 
   async createHuman(human: Human): Promise<boolean> {
-    const claimed = await this.redis.set(this.keys.key(`name:${nameKey(human.name)}`), human.id, 'NX');
+    const claimed = await this.redis.set(this.nameKeyOf(human.name), human.id, 'NX');
     if (claimed !== 'OK') return false;
     await this.redis.set(this.keys.key(`human:${human.id}`), JSON.stringify(human));
     return true;
   }
 
   async humanByName(name: string): Promise<Human | undefined> {
-    const id = await this.redis.get(this.keys.key(`name:${nameKey(name)}`));
+    const id = await this.redis.get(this.nameKeyOf(name));
     return id === null ? undefined : this.humanById(id);
   }
 
@@ -113,8 +186,8 @@ export class RedisAuthStore implements AuthStore {
     return parse<Human>(await this.redis.get(this.keys.key(`human:${id}`)));
   }
 
-  async saveSession(session: Session, ttlMs: number): Promise<void> {
-    await this.redis.set(this.keys.key(`session:${session.idHash}`), JSON.stringify(session), 'PX', Math.max(1, ttlMs));
+  async saveSession(session: Session): Promise<void> {
+    await this.redis.set(this.keys.key(`session:${session.idHash}`), JSON.stringify(session), 'PX', this.ttl(session.expiresAt));
   }
 
   async session(idHash: string): Promise<Session | undefined> {
@@ -125,14 +198,17 @@ export class RedisAuthStore implements AuthStore {
     await this.redis.del(this.keys.key(`session:${idHash}`));
   }
 
-  async countAttempt(key: string, windowMs: number): Promise<number> {
-    const redisKey = this.keys.key(`attempts:${key}`);
-    const [[, count] = []] = (await this.redis.multi().incr(redisKey).pexpire(redisKey, windowMs, 'NX').exec()) ?? [];
-    return Number(count);
+  async countAttempt(key: string, windowMs: number): Promise<AttemptWindow> {
+    const now = this.clock.now();
+    const reply = await this.redis.eval(COUNT_ATTEMPT, 1, this.keys.key(`attempts:${key}`), String(now), String(now + windowMs), String(windowMs));
+    const [count, resetAt] = reply as [number, string];
+    return { count: Number(count), resetAt: Number(resetAt) };
   }
 
-  async attemptCount(key: string): Promise<number> {
-    return Number((await this.redis.get(this.keys.key(`attempts:${key}`))) ?? 0);
+  async attempts(key: string): Promise<AttemptWindow> {
+    const [count, resetAt] = await this.redis.hmget(this.keys.key(`attempts:${key}`), 'count', 'resetAt');
+    if (count === null || resetAt === null || Number(resetAt) <= this.clock.now()) return { count: 0, resetAt: 0 };
+    return { count: Number(count), resetAt: Number(resetAt) };
   }
 
   async ping(): Promise<void> {

@@ -1,28 +1,45 @@
-import type { DeviceFlow, Human, Session, TokenRecord } from './records.js';
+import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
+
+/** The state of a wrong-code counter: how many in the running window, and when it ends. */
+export interface AttemptWindow {
+  count: number;
+  /** Epoch ms when the window ends; 0 when no window is running. */
+  resetAt: number;
+}
 
 /**
  * Where auth keeps flows, tokens, humans and sessions. Two implementations, Redis and memory,
- * held to one contract suite. Secrets are stored only as hashes.
+ * held to one contract suite. Secrets are stored only as hashes (the one exception, a grant's
+ * token, lives in its flow until the poll that delivers it). Time comes from the store's Clock, so
+ * every rule that depends on it reads the same time in both implementations and in tests.
  */
 export interface AuthStore {
   readonly kind: 'redis' | 'memory';
-  /** Stores a new flow and its user-code index until `expiresAt`. */
-  createFlow(flow: DeviceFlow): Promise<void>;
+
+  /** Stores a new flow until its `retainUntil`; false (nothing stored) when its user code is taken. */
+  createFlow(flow: DeviceFlow): Promise<boolean>;
   flowByDevice(deviceHash: string): Promise<DeviceFlow | undefined>;
   flowByUserCode(userCode: string): Promise<DeviceFlow | undefined>;
-  /** Replaces a flow, keeping its expiry. */
-  updateFlow(flow: DeviceFlow): Promise<void>;
+  /** Replaces the flow only if it is still in `from` (compare-and-set); its expiry is kept. */
+  transitionFlow(from: DeviceFlowStatus, next: DeviceFlow): Promise<boolean>;
   /** Removes and answers the flow in one step: of concurrent takers, exactly one gets it. */
   takeFlow(deviceHash: string): Promise<DeviceFlow | undefined>;
   deleteFlow(flow: DeviceFlow): Promise<void>;
-  /** True when no poll of this flow happened in the last `intervalMs`; records this one. */
-  admitPoll(deviceHash: string, intervalMs: number, now: number): Promise<{ admitted: boolean; retryAfterMs: number }>;
+  /**
+   * Records a poll of the flow unless the previous recorded one was less than `intervalMs` ago;
+   * answers how long to wait (0: this poll is admitted). Atomic, so one of concurrent polls wins.
+   */
+  admitPoll(flow: DeviceFlow, intervalMs: number): Promise<number>;
 
-  saveToken(token: TokenRecord): Promise<void>;
+  /** Stores a new token record until `keepUntil` (past its expiry, so it still answers "expired"). */
+  saveToken(token: TokenRecord, keepUntil: number): Promise<void>;
+  /** Replaces a stored token record (revocation), keeping its retention; a forgotten one stays gone. */
+  updateToken(token: TokenRecord): Promise<void>;
   tokenByHash(hash: string): Promise<TokenRecord | undefined>;
   tokenById(id: string): Promise<TokenRecord | undefined>;
-  /** Every token a human approved, newest first (revoked ones included). */
+  /** Every retained token a human approved, newest first (revoked and expired ones included). */
   tokensOfHuman(humanId: string): Promise<TokenRecord[]>;
+  /** Every retained token of an agent, newest first. */
   tokensOfAgent(agentId: string): Promise<TokenRecord[]>;
 
   /** Creates a human; false when the name (case-insensitive) is taken. */
@@ -30,18 +47,21 @@ export interface AuthStore {
   humanByName(name: string): Promise<Human | undefined>;
   humanById(id: string): Promise<Human | undefined>;
 
-  saveSession(session: Session, ttlMs: number): Promise<void>;
+  /** Stores a session until its `expiresAt`. */
+  saveSession(session: Session): Promise<void>;
   session(idHash: string): Promise<Session | undefined>;
   deleteSession(idHash: string): Promise<void>;
 
-  /** Counts one event under `key` in a window that starts with the first; answers the count. */
-  countAttempt(key: string, windowMs: number, now: number): Promise<number>;
-  /** The count of a window still running, 0 when none is. */
-  attemptCount(key: string): Promise<number>;
+  /** Counts one event under `key` in a window of `windowMs` that starts with the first event. */
+  countAttempt(key: string, windowMs: number): Promise<AttemptWindow>;
+  /** The window still running under `key`, or `{count: 0, resetAt: 0}`. */
+  attempts(key: string): Promise<AttemptWindow>;
 
+  /** Throws when storage cannot be reached. */
   ping(): Promise<void>;
 }
 
+/** The form under which a human's name is unique: trimmed, NFKC, case-folded. */
 export function nameKey(name: string): string {
   return name.trim().normalize('NFKC').toLowerCase();
 }

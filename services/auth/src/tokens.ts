@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { DomainError, hashSecret, isWellFormedToken, mintToken, type PublicUrls, type Scope } from '@agentroom/kit';
+import { type Clock, createLogger, DomainError, hashSecret, isWellFormedToken, type Logger, mintToken, type PublicUrls, type Scope, SCOPES } from '@agentroom/kit';
 import type { TokenRecord } from './records.js';
+import type { RoomGateway } from './room.gateway.js';
 import type { AuthStore } from './store.js';
 
 const DAY_MS = 86_400_000;
+/** An expired token is remembered this long, so it answers token-expired (not token-invalid) a while. */
+export const EXPIRED_TOKEN_RETENTION_MS = 30 * DAY_MS;
 
 /** Who a token speaks for, once authenticated. */
 export interface Principal {
@@ -12,50 +15,76 @@ export interface Principal {
   agentName: string;
   humanLabel: string;
   scopes: Scope[];
+  /** RFC 3339. */
   expiresAt: string;
+}
+
+/** What a new token is for; its scopes are frozen here. */
+export interface TokenGrantInput {
+  agentId: string;
+  agentName: string;
+  humanId: string;
+  humanLabel: string;
+  scopes: Scope[];
+}
+
+export interface TokensOptions {
+  store: AuthStore;
+  /** Where the agent record's scopes are kept equal to the union of its live tokens'. */
+  room: RoomGateway;
+  urls: PublicUrls;
+  /** TOKEN_TTL_DAYS. */
+  ttlDays: number;
+  clock: Clock;
+  log?: Logger;
 }
 
 /** Bearer tokens: minted at approval, stored as hashes, authenticated on every call, revocable. */
 export class Tokens {
-  constructor(
-    private readonly store: AuthStore,
-    private readonly urls: PublicUrls,
-    private readonly ttlDays: number,
-    private readonly now: () => number,
-  ) {}
+  private readonly store: AuthStore;
+  private readonly room: RoomGateway;
+  private readonly urls: PublicUrls;
+  private readonly ttlMs: number;
+  private readonly clock: Clock;
+  private readonly log: Logger;
 
-  /** A new token with frozen scopes; the plaintext is answered once and never stored. */
-  async mint(input: { agentId: string; agentName: string; humanId: string; humanLabel: string; scopes: Scope[] }): Promise<{ token: string; record: TokenRecord }> {
+  constructor(options: TokensOptions) {
+    this.store = options.store;
+    this.room = options.room;
+    this.urls = options.urls;
+    this.ttlMs = options.ttlDays * DAY_MS;
+    this.clock = options.clock;
+    this.log = options.log ?? createLogger('auth', 'silent');
+  }
+
+  /** A new token with frozen scopes; the plaintext is answered once and only its hash is stored. */
+  async mint(input: TokenGrantInput): Promise<{ token: string; record: TokenRecord }> {
     const token = mintToken();
-    const createdAt = this.now();
+    const createdAt = this.clock.now();
     const record: TokenRecord = {
-      id: `tok_${randomBytes(9).toString('base64url')}`,
+      id: `tok_${randomBytes(12).toString('base64url')}`,
       hash: hashSecret(token),
-      ...input,
+      agentId: input.agentId,
+      agentName: input.agentName,
+      humanId: input.humanId,
+      humanLabel: input.humanLabel,
+      scopes: [...input.scopes],
       createdAt,
-      expiresAt: createdAt + this.ttlDays * DAY_MS,
+      expiresAt: createdAt + this.ttlMs,
     };
-    await this.store.saveToken(record);
+    await this.store.saveToken(record, record.expiresAt + EXPIRED_TOKEN_RETENTION_MS);
     return { token, record };
   }
 
   private invalid(detail: string): DomainError {
     return new DomainError('token-invalid', {
       detail,
-      remedy: `Get a new token: POST ${this.urls.apiUrl}/agent/signup/start and have a human approve it.`,
+      remedy: `Get a new token: POST ${this.urls.apiUrl}/agent/signup/start with the scopes you need, and have a human approve it.`,
     });
   }
 
   async authenticate(token: string): Promise<Principal> {
-    const record = await this.authenticateRecord(token);
-    return {
-      tokenId: record.id,
-      agentId: record.agentId,
-      agentName: record.agentName,
-      humanLabel: record.humanLabel,
-      scopes: record.scopes,
-      expiresAt: new Date(record.expiresAt).toISOString(),
-    };
+    return principalOf(await this.authenticateRecord(token));
   }
 
   /** The stored record of a live token, or token-invalid / token-expired. */
@@ -64,46 +93,88 @@ export class Tokens {
     if (!isWellFormedToken(token)) throw this.invalid('The token is malformed or its checksum does not match.');
     const record = await this.store.tokenByHash(hashSecret(token));
     if (!record || record.revokedAt !== undefined) throw this.invalid('The token is unknown or was revoked.');
-    if (record.expiresAt <= this.now()) {
+    if (record.expiresAt <= this.clock.now()) {
       throw new DomainError('token-expired', {
         detail: `The token expired at ${new Date(record.expiresAt).toISOString()}.`,
-        remedy: `Get a new token: POST ${this.urls.apiUrl}/agent/signup/start with the scopes you need and have a human approve it.`,
+        remedy: `Get a new token: POST ${this.urls.apiUrl}/agent/signup/start with the scopes you need, and have a human approve it.`,
       });
     }
     return record;
   }
 
-  /** RFC 7009: revoking an unknown or malformed token succeeds quietly. */
-  async revoke(token: string): Promise<TokenRecord | undefined> {
-    if (!isWellFormedToken(token)) return undefined;
+  /** RFC 7009: revoking an unknown, malformed or already revoked token succeeds quietly. */
+  async revoke(token: string): Promise<void> {
+    if (!isWellFormedToken(token)) return;
     const record = await this.store.tokenByHash(hashSecret(token));
-    return record ? this.markRevoked(record) : undefined;
+    if (record) await this.markRevoked(record, 'agent');
   }
 
-  /** The approving human revokes from /account; nobody else can. */
+  /** The approving human revokes from /account; for anyone else the token id does not exist. */
   async revokeForHuman(humanId: string, tokenId: string): Promise<TokenRecord> {
-    const record = await this.store.tokenById(tokenId);
+    const record = tokenId === '' ? undefined : await this.store.tokenById(tokenId);
     if (!record || record.humanId !== humanId) {
-      throw new DomainError('not-found', { detail: 'You approved no token with this id.', remedy: `See the tokens you approved at ${this.urls.siteUrl}/account.` });
+      throw new DomainError('not-found', {
+        detail: 'You approved no token with this id.',
+        remedy: `See the agents you approved, and revoke them, at ${this.urls.siteUrl}/account.`,
+      });
     }
-    return this.markRevoked(record);
+    return this.markRevoked(record, 'human');
   }
 
-  private async markRevoked(record: TokenRecord): Promise<TokenRecord> {
+  /** A token minted for an approval that did not complete: nobody received it, so it never works. */
+  async withdraw(record: TokenRecord): Promise<void> {
+    await this.markRevoked(record, 'auth');
+  }
+
+  private async markRevoked(record: TokenRecord, by: 'agent' | 'human' | 'auth'): Promise<TokenRecord> {
     if (record.revokedAt !== undefined) return record;
-    const revoked = { ...record, revokedAt: this.now() };
-    await this.store.saveToken(revoked);
+    const revoked = { ...record, revokedAt: this.clock.now() };
+    await this.store.updateToken(revoked);
+    this.log.info({ tokenId: record.id, agentId: record.agentId, by }, 'token revoked');
+    try {
+      await this.syncAgent(record);
+    } catch (error) {
+      // The revocation stands either way; the room's copy of the scopes catches up at the next approval.
+      this.log.warn({ err: error, agentId: record.agentId }, 'room did not take the agent scopes after a revocation');
+    }
     return revoked;
+  }
+
+  /** The union of the agent's live tokens' scopes, in canonical order (CONTRACT §3). */
+  async scopesOfAgent(agentId: string): Promise<Scope[]> {
+    const held = new Set((await this.liveOfAgent(agentId)).flatMap((t) => t.scopes));
+    return SCOPES.filter((scope) => held.has(scope));
+  }
+
+  /** Writes the agent record to the room with the union of its live tokens' scopes. */
+  async syncAgent(agent: { agentId: string; agentName: string; humanLabel: string }): Promise<void> {
+    await this.room.upsertAgent({ id: agent.agentId, agentName: agent.agentName, humanLabel: agent.humanLabel, scopes: await this.scopesOfAgent(agent.agentId) });
   }
 
   /** Tokens that still work: not revoked, not expired. */
   async liveOfAgent(agentId: string): Promise<TokenRecord[]> {
-    const now = this.now();
-    return (await this.store.tokensOfAgent(agentId)).filter((t) => t.revokedAt === undefined && t.expiresAt > now);
+    const now = this.clock.now();
+    return (await this.store.tokensOfAgent(agentId)).filter((t) => isLive(t, now));
   }
 
+  /** What /account lists: the live tokens this human approved, newest first. */
   async liveOfHuman(humanId: string): Promise<TokenRecord[]> {
-    const now = this.now();
-    return (await this.store.tokensOfHuman(humanId)).filter((t) => t.revokedAt === undefined && t.expiresAt > now);
+    const now = this.clock.now();
+    return (await this.store.tokensOfHuman(humanId)).filter((t) => isLive(t, now));
   }
+}
+
+function isLive(token: TokenRecord, now: number): boolean {
+  return token.revokedAt === undefined && token.expiresAt > now;
+}
+
+function principalOf(record: TokenRecord): Principal {
+  return {
+    tokenId: record.id,
+    agentId: record.agentId,
+    agentName: record.agentName,
+    humanLabel: record.humanLabel,
+    scopes: record.scopes,
+    expiresAt: new Date(record.expiresAt).toISOString(),
+  };
 }

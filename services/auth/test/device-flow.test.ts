@@ -1,57 +1,56 @@
-import { createLogger, DomainError, mintToken, publicUrls } from '@agentroom/kit';
+import { type Clock, connectRedis, createLogger, DomainError, freePort, type LocalRedis, mintToken, publicUrls, type Redis, startRedisServer } from '@agentroom/kit';
 import { createRoomGrpcServer, MemoryRoomStore } from '@agentroom/room';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DeviceFlows } from '../src/device-flows.js';
-import { AttemptLimiter, Humans } from '../src/humans.js';
-import type { Human } from '../src/records.js';
+import { AttemptLimiter } from '../src/attempt-limiter.js';
+import { DeviceFlows, type PollResult } from '../src/device-flow.js';
+import { Humans } from '../src/humans.js';
+import type { Grant, Human } from '../src/records.js';
 import { RoomGateway } from '../src/room.gateway.js';
+import type { AuthStore } from '../src/store.js';
 import { MemoryAuthStore } from '../src/store-memory.js';
+import { RedisAuthStore } from '../src/store-redis.js';
 import { Tokens } from '../src/tokens.js';
 
 const urls = publicUrls({ PORT: 8080, SITE_URL: 'http://room.test', API_URL: undefined });
+const SECOND = 1_000;
+const DAY = 86_400_000;
+
 let roomServer: ReturnType<typeof createRoomGrpcServer>;
 let roomStore: MemoryRoomStore;
 let room: RoomGateway;
+let redisServer: LocalRedis;
+let redis: Redis;
+let prefixes = 0;
+/** Two humans, registered once (scrypt is slow on purpose) and copied into each test's store. */
+let ada: Human;
+let grace: Human;
 
 beforeAll(async () => {
   roomStore = new MemoryRoomStore();
   roomServer = createRoomGrpcServer({ store: roomStore, baseUrl: urls.baseUrl, log: createLogger('room', 'silent') });
-  const port = await roomServer.listen('127.0.0.1:0');
-  room = new RoomGateway(`127.0.0.1:${port}`, 2_000);
+  room = new RoomGateway(`127.0.0.1:${await roomServer.listen('127.0.0.1:0')}`, 2_000);
+  redisServer = await startRedisServer();
+  redis = connectRedis(redisServer.url, 'auth-device-flow-test');
+  const scratch = new Humans({ store: new MemoryAuthStore(), clock: { now: () => Date.now() } });
+  ada = await scratch.register('Ada Lovelace', 'correct horse');
+  grace = await scratch.register('Grace Hopper', 'battery staple');
 });
 
 afterAll(async () => {
   room.close();
   await roomServer.shutdown(1_000);
+  await redis.quit();
+  await redisServer.stop();
 });
 
-/** The domain on a clock the test moves. */
+/** The clock every part of the domain reads; tests move it instead of sleeping. */
 let time: number;
-let store: MemoryAuthStore;
-let lookups: number;
-let tokens: Tokens;
-let flows: DeviceFlows;
-let humans: Humans;
-let ada: Human;
-let grace: Human;
+const clock: Clock = { now: () => time };
 
-beforeEach(async () => {
-  time = Date.parse('2026-11-22T12:00:00Z');
-  const now = (): number => time;
-  store = new MemoryAuthStore(now);
-  lookups = 0;
-  const tokenByHash = store.tokenByHash.bind(store);
-  // Counts lookups on the real store, to show malformed tokens never reach it.
-  store.tokenByHash = (hash) => {
-    lookups += 1;
-    return tokenByHash(hash);
-  };
-  tokens = new Tokens(store, urls, 90, now);
-  flows = new DeviceFlows(store, tokens, room, urls, now);
-  humans = new Humans(store, now);
-  ada = await humans.register('Ada Lovelace', 'correct horse');
-  grace = await humans.register('Grace Hopper', 'battery staple');
-});
+const stores: [string, () => AuthStore][] = [
+  ['memory', () => new MemoryAuthStore(clock)],
+  ['redis', () => new RedisAuthStore(redis, `df${(prefixes += 1)}`, clock)],
+];
 
 async function problem(promise: Promise<unknown>): Promise<DomainError> {
   const error = await promise.then(
@@ -62,188 +61,362 @@ async function problem(promise: Promise<unknown>): Promise<DomainError> {
   return error as DomainError;
 }
 
-/** Polls as a well-behaved agent: after the interval. */
-function pollLater(deviceCode: string): ReturnType<DeviceFlows['poll']> {
-  time += 3_000;
-  return flows.poll(deviceCode);
+function completed(result: PollResult): Grant {
+  if (result.status !== 'completed') throw new Error(`expected completed, got ${result.status}`);
+  return result.grant;
 }
 
-describe('starting a signup', () => {
-  it('issues a device code, an XXXX-XXXX user code and the RFC 8628 timings, scopes in canonical order', async () => {
-    const started = await flows.start({ scopes: ['posts:write', 'agents:read'], agentName: ' scout ', clientId: '', bearerToken: '' });
-    expect(started.deviceCode).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(started.userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
-    expect(started).toMatchObject({ expiresIn: 900, interval: 3, scopes: ['agents:read', 'posts:write'] });
-    expect((await flows.describe(started.userCode, ada)).agentName).toBe('scout');
+describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
+  let store: AuthStore;
+  let lookups: number;
+  let tokens: Tokens;
+  let flows: DeviceFlows;
+  let humans: Humans;
+
+  beforeEach(async () => {
+    time = Date.parse('2026-11-22T12:00:00Z');
+    store = makeStore();
+    await store.createHuman(ada);
+    await store.createHuman(grace);
+    lookups = 0;
+    const tokenByHash = store.tokenByHash.bind(store);
+    // Counts lookups on the real store, to show that malformed tokens never reach it.
+    store.tokenByHash = (hash) => {
+      lookups += 1;
+      return tokenByHash(hash);
+    };
+    tokens = new Tokens({ store, room, urls, ttlDays: 90, clock });
+    flows = new DeviceFlows({ store, tokens, room, urls, clock });
+    humans = new Humans({ store, clock });
   });
 
-  it.each([[[]], [['posts:read']], [['posts:write', 'admin']]])('refuses scopes %j, naming the four valid ones', async (scopes) => {
-    const error = await problem(flows.start({ scopes, agentName: '', clientId: '', bearerToken: '' }));
-    expect(error.slug).toBe('invalid-scope');
-    expect(error.remedy).toContain('agents:read, posts:write, messages:read, messages:write');
-  });
-
-  it('names the agent after client_id when agent_name is missing', async () => {
-    const started = await flows.start({ scopes: ['posts:write'], agentName: '', clientId: 'oauth-cli', bearerToken: '' });
-    expect((await flows.describe(started.userCode, ada)).agentName).toBe('oauth-cli');
-  });
-});
-
-describe('polling', () => {
-  it('answers pending, then slow_down with Retry-After when polled faster than the interval', async () => {
-    const { deviceCode } = await flows.start({ scopes: ['posts:write'], agentName: 'scout', clientId: '', bearerToken: '' });
-    expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
-    time += 1_000;
-    const error = await problem(flows.poll(deviceCode));
-    expect(error).toMatchObject({ slug: 'slow-down', status: 429 });
-    expect(error.headers['Retry-After']).toBe('2');
-    time += 2_000;
-    expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
-  });
-
-  it('delivers the token exactly once after approval, and the agent exists in the room', async () => {
-    const { deviceCode, userCode } = await flows.start({ scopes: ['posts:write'], agentName: 'scout', clientId: '', bearerToken: '' });
-    await flows.approve(userCode, ada);
-    const result = await pollLater(deviceCode);
-    if (result.status !== 'completed') throw new Error('expected completed');
-    expect(result.grant.accessToken).toMatch(/^agt_/);
-    expect(result.grant).toMatchObject({ humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
-    expect(await roomStore.getAgent(result.grant.agentId)).toMatchObject({ agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
-    expect((await problem(pollLater(deviceCode))).slug).toBe('signup-unknown');
-    const principal = await tokens.authenticate(result.grant.accessToken);
-    expect(principal).toMatchObject({ agentId: result.grant.agentId, agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
-  });
-
-  it('answers signup-declined once the human declines', async () => {
-    const { deviceCode, userCode } = await flows.start({ scopes: ['posts:write'], agentName: 'scout', clientId: '', bearerToken: '' });
-    await flows.decline(userCode, ada);
-    expect((await problem(pollLater(deviceCode))).slug).toBe('signup-declined');
-    expect((await problem(pollLater(deviceCode))).slug).toBe('signup-unknown');
-  });
-
-  it('expires after 900 seconds: signup-expired for the agent, an unknown code for the human', async () => {
-    const { deviceCode, userCode } = await flows.start({ scopes: ['posts:write'], agentName: 'scout', clientId: '', bearerToken: '' });
-    time += 897_000;
-    expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
-    time += 3_000;
-    expect((await problem(flows.describe(userCode, ada))).slug).toBe('user-code-unknown');
-    expect((await problem(flows.approve(userCode, ada))).slug).toBe('user-code-unknown');
-    expect((await problem(flows.poll(deviceCode))).slug).toBe('signup-expired');
-  });
-
-  it('answers signup-unknown for a device code nobody issued', async () => {
-    expect((await problem(flows.poll('no-such-device-code'))).slug).toBe('signup-unknown');
-  });
-});
-
-describe('the human step', () => {
-  it('takes the user code case-insensitively, ignoring dashes and spaces', async () => {
-    const { userCode } = await flows.start({ scopes: ['posts:write'], agentName: 'scout', clientId: '', bearerToken: '' });
-    const typed = ` ${userCode.toLowerCase().replace('-', ' ')} `;
-    expect((await flows.describe(typed, ada)).userCode).toBe(userCode);
-    expect((await problem(flows.describe('BCDF-GHJA', ada))).slug).toBe('user-code-unknown');
-  });
-
-  it('limits wrong codes to 10 per 15 minutes per key', async () => {
-    const limiter = new AttemptLimiter(store, () => time);
-    const keys = ['session:s1', 'addr:127.0.0.1'];
-    for (let i = 0; i < 10; i += 1) {
-      await limiter.guard(keys);
-      await limiter.fail(keys);
-    }
-    const error = await problem(limiter.guard(['session:other', 'addr:127.0.0.1']));
-    expect(error).toMatchObject({ slug: 'too-many-attempts', status: 429 });
-    time += 15 * 60_000 + 1;
-    await expect(limiter.guard(keys)).resolves.toBeUndefined();
-  });
-});
-
-describe('widening: same agent, more scopes', () => {
-  it('makes a new token for the same agent, approvable only by its human; the old token keeps its scopes', async () => {
-    const first = await flows.start({ scopes: ['posts:write'], agentName: 'scout', clientId: '', bearerToken: '' });
-    await flows.approve(first.userCode, ada);
-    const delivered = await pollLater(first.deviceCode);
-    if (delivered.status !== 'completed') throw new Error('expected completed');
-    const oldToken = delivered.grant.accessToken;
-
-    const wider = await flows.start({ scopes: ['messages:read'], agentName: 'ignored', clientId: '', bearerToken: oldToken });
-    const view = await flows.describe(wider.userCode, ada);
-    expect(view).toMatchObject({ agentName: 'scout', widening: { agentId: delivered.grant.agentId, heldScopes: ['posts:write'] } });
-    const refused = await problem(flows.approve(wider.userCode, grace));
-    expect(refused.remedy).toMatch(/human who approved/);
-
-    await flows.approve(wider.userCode, ada);
-    const second = await pollLater(wider.deviceCode);
-    if (second.status !== 'completed') throw new Error('expected completed');
-    expect(second.grant.agentId).toBe(delivered.grant.agentId);
-    expect((await tokens.authenticate(second.grant.accessToken)).scopes).toEqual(['messages:read']);
-    expect((await tokens.authenticate(oldToken)).scopes).toEqual(['posts:write']);
-    expect((await roomStore.getAgent(delivered.grant.agentId))?.scopes).toEqual(['posts:write', 'messages:read']);
-  });
-
-  it('refuses to widen with a token that does not work', async () => {
-    expect((await problem(flows.start({ scopes: ['posts:write'], agentName: '', clientId: '', bearerToken: mintToken() }))).slug).toBe('token-invalid');
-  });
-});
-
-describe('tokens', () => {
-  async function issue(): Promise<string> {
-    const { deviceCode, userCode } = await flows.start({ scopes: ['posts:write'], agentName: 'scout', clientId: '', bearerToken: '' });
-    await flows.approve(userCode, ada);
-    const result = await pollLater(deviceCode);
-    if (result.status !== 'completed') throw new Error('expected completed');
-    return result.grant.accessToken;
+  function start(scopes: string[] = ['posts:write'], more: { agentName?: string; clientId?: string; bearerToken?: string } = {}): ReturnType<DeviceFlows['start']> {
+    return flows.start({ scopes, agentName: more.agentName ?? 'scout', clientId: more.clientId ?? '', bearerToken: more.bearerToken ?? '' });
   }
 
-  it('expire after TOKEN_TTL_DAYS with token-expired', async () => {
-    const token = await issue();
-    const { expiresAt } = await tokens.authenticate(token);
-    const approvedAt = time - 3_000;
-    expect(Date.parse(expiresAt) - approvedAt).toBe(90 * 86_400_000);
-    time = Date.parse(expiresAt) - 1;
-    await expect(tokens.authenticate(token)).resolves.toBeDefined();
-    time += 1;
-    expect((await problem(tokens.authenticate(token))).slug).toBe('token-expired');
+  /** Polls as a well-behaved agent: one interval after the last poll. */
+  function pollLater(deviceCode: string): Promise<PollResult> {
+    time += 3 * SECOND;
+    return flows.poll(deviceCode);
+  }
+
+  /** A whole signup: start, approve, poll once. */
+  async function signUp(scopes: string[] = ['posts:write'], human = ada, more: { agentName?: string; bearerToken?: string } = {}): Promise<Grant> {
+    const { deviceCode, userCode } = await start(scopes, more);
+    await flows.approve(userCode, human);
+    return completed(await pollLater(deviceCode));
+  }
+
+  describe('starting a signup', () => {
+    it('issues a device code, an XXXX-XXXX user code and the RFC 8628 timings, scopes once each in canonical order', async () => {
+      const started = await start(['posts:write', 'agents:read', 'posts:write'], { agentName: '  scout \t the  second ' });
+      expect(started.deviceCode).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(started.userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+      expect(started).toMatchObject({ expiresIn: 900, interval: 3, scopes: ['agents:read', 'posts:write'] });
+      expect(await flows.describe(started.userCode, ada)).toEqual({ userCode: started.userCode, agentName: 'scout the second', scopes: ['agents:read', 'posts:write'] });
+    });
+
+    it('stores the device code only as a hash', async () => {
+      const { deviceCode, userCode } = await start();
+      expect(JSON.stringify(await store.flowByUserCode(userCode.replace('-', '')))).not.toContain(deviceCode);
+    });
+
+    it.each([[[]], [['posts:read']], [['posts:write', 'admin']], [['POSTS:WRITE']]])('refuses scopes %j, naming the four valid ones', async (scopes) => {
+      const error = await problem(start(scopes));
+      expect(error).toMatchObject({ slug: 'invalid-scope', status: 400 });
+      expect(error.remedy).toContain('agents:read, posts:write, messages:read, messages:write');
+    });
+
+    it('names the agent by agent_name, else client_id, else "an agent"', async () => {
+      const byClient = await start(['posts:write'], { agentName: ' ', clientId: 'oauth-cli' });
+      expect((await flows.describe(byClient.userCode, ada)).agentName).toBe('oauth-cli');
+      const nameless = await start(['posts:write'], { agentName: '', clientId: '' });
+      expect((await flows.describe(nameless.userCode, ada)).agentName).toBe('an agent');
+    });
+
+    it('counts the agent name in code points: 100 emoji pass, 101 characters do not', async () => {
+      const emoji = await start(['posts:write'], { agentName: '🤖'.repeat(100) });
+      expect((await flows.describe(emoji.userCode, ada)).agentName).toBe('🤖'.repeat(100));
+      const error = await problem(start(['posts:write'], { agentName: 'x'.repeat(101) }));
+      expect(error).toMatchObject({ slug: 'invalid-request', extensions: { parameter: 'agent_name' } });
+    });
   });
 
-  it('stop working once revoked, by the agent or by its human', async () => {
-    const token = await issue();
-    await tokens.revoke(token);
-    expect((await problem(tokens.authenticate(token))).slug).toBe('token-invalid');
-    const other = await issue();
-    const [record] = await tokens.liveOfHuman(ada.id);
-    expect((await problem(tokens.revokeForHuman(grace.id, record?.id ?? ''))).slug).toBe('not-found');
-    await tokens.revokeForHuman(ada.id, record?.id ?? '');
-    expect((await problem(tokens.authenticate(other))).slug).toBe('token-invalid');
+  describe('polling', () => {
+    it('answers pending, always on the first poll, then slow-down with Retry-After when polled faster than the interval', async () => {
+      const { deviceCode } = await start();
+      expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
+      time += 1 * SECOND;
+      const error = await problem(flows.poll(deviceCode));
+      expect(error).toMatchObject({ slug: 'slow-down', status: 429, headers: { 'Retry-After': '2' } });
+      expect(error.remedy).toContain('http://room.test/api/agent/signup/poll');
+      time += 1.5 * SECOND;
+      expect((await problem(flows.poll(deviceCode))).headers['Retry-After']).toBe('1');
+      time += 0.5 * SECOND;
+      expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
+    });
+
+    it('delivers the token exactly once after approval, and the agent exists in the room', async () => {
+      const { deviceCode, userCode } = await start();
+      expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
+      const view = await flows.approve(userCode, ada);
+      expect(view).toMatchObject({ agentName: 'scout', scopes: ['posts:write'] });
+      const result = await pollLater(deviceCode);
+      const grant = completed(result);
+      expect(grant.accessToken).toMatch(/^agt_[0-9A-Za-z]{49}$/);
+      expect(grant).toMatchObject({ humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
+      expect(result).toMatchObject({ expiresIn: 90 * 86_400 - 3 });
+      expect(await roomStore.getAgent(grant.agentId)).toMatchObject({ agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
+      const again = await problem(pollLater(deviceCode));
+      expect(again).toMatchObject({ slug: 'signup-unknown', status: 400 });
+      expect(again.remedy).toBe('Start a new signup with POST http://room.test/api/agent/signup/start.');
+      expect(await tokens.authenticate(grant.accessToken)).toMatchObject({ tokenId: grant.tokenId, agentId: grant.agentId, agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
+    });
+
+    it('delivers the token to exactly one of 20 concurrent polls', async () => {
+      const { deviceCode, userCode } = await start();
+      await flows.approve(userCode, ada);
+      const answers = await Promise.allSettled(Array.from({ length: 20 }, () => flows.poll(deviceCode)));
+      const delivered = answers.filter((a) => a.status === 'fulfilled').map((a) => completed(a.value));
+      expect(delivered).toHaveLength(1);
+      const refused = answers.flatMap((a) => (a.status === 'rejected' ? [(a.reason as DomainError).slug] : []));
+      expect(refused.every((slug) => slug === 'slow-down' || slug === 'signup-unknown')).toBe(true);
+      expect((await problem(pollLater(deviceCode))).slug).toBe('signup-unknown');
+    });
+
+    it('answers signup-declined once the human declines, then forgets the flow', async () => {
+      const { deviceCode, userCode } = await start();
+      expect(await flows.decline(userCode, ada)).toMatchObject({ agentName: 'scout' });
+      expect((await problem(flows.approve(userCode, ada))).slug).toBe('user-code-unknown');
+      const declined = await problem(pollLater(deviceCode));
+      expect(declined).toMatchObject({ slug: 'signup-declined', status: 400 });
+      expect(declined.remedy).toContain('POST http://room.test/api/agent/signup/start');
+      expect((await problem(pollLater(deviceCode))).slug).toBe('signup-unknown');
+    });
+
+    it('expires at 900 seconds: signup-expired for the agent (on every poll), an unknown code for the human', async () => {
+      const { deviceCode, userCode } = await start();
+      time += 897 * SECOND;
+      expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
+      time += 2.999 * SECOND;
+      expect((await flows.describe(userCode, ada)).userCode).toBe(userCode);
+      time += 0.001 * SECOND;
+      expect((await problem(flows.describe(userCode, ada))).slug).toBe('user-code-unknown');
+      expect((await problem(flows.approve(userCode, ada))).slug).toBe('user-code-unknown');
+      const expired = await problem(flows.poll(deviceCode));
+      expect(expired).toMatchObject({ slug: 'signup-expired', status: 400 });
+      expect(expired.remedy).toContain('POST http://room.test/api/agent/signup/start');
+      expect((await problem(pollLater(deviceCode))).slug).toBe('signup-expired');
+    });
+
+    it('still delivers a token approved just before expiry to a poll just after it', async () => {
+      const { deviceCode, userCode } = await start();
+      time += 899 * SECOND;
+      await flows.approve(userCode, ada);
+      time += 10 * SECOND;
+      expect(completed(await flows.poll(deviceCode)).accessToken).toMatch(/^agt_/);
+    });
+
+    it('answers signup-unknown for a device code nobody issued', async () => {
+      const error = await problem(flows.poll('no-such-device-code'));
+      expect(error).toMatchObject({ slug: 'signup-unknown', status: 400 });
+      expect(error.remedy).toContain('POST http://room.test/api/agent/signup/start');
+    });
   });
 
-  it('refuse a token with a wrong checksum before any store lookup', async () => {
-    const token = await issue();
-    const before = lookups;
-    const mangled = `${token.slice(0, -1)}${token.endsWith('a') ? 'b' : 'a'}`;
-    expect((await problem(tokens.authenticate(mangled))).slug).toBe('token-invalid');
-    expect((await problem(tokens.authenticate('agt_short'))).slug).toBe('token-invalid');
-    expect(lookups).toBe(before);
-    await tokens.authenticate(token);
-    expect(lookups).toBe(before + 1);
-  });
-});
+  describe('the human step', () => {
+    it('takes the user code case-insensitively, ignoring dashes and spaces', async () => {
+      const { userCode } = await start();
+      for (const typed of [userCode, userCode.toLowerCase(), ` ${userCode.replace('-', ' ')} `, userCode.replace('-', ''), userCode.split('').join(' ')]) {
+        expect((await flows.describe(typed, ada)).userCode).toBe(userCode);
+      }
+    });
 
-describe('humans', () => {
-  it('verify passwords hashed with scrypt, and refuse a taken name', async () => {
-    expect((await humans.verify('ada lovelace', 'correct horse'))?.id).toBe(ada.id);
-    expect(await humans.verify('Ada Lovelace', 'wrong password')).toBeUndefined();
-    expect(await humans.verify('Nobody', 'correct horse')).toBeUndefined();
-    expect(ada.passwordHash).toMatch(/^scrypt\$/);
-    expect(ada.passwordHash).not.toContain('correct horse');
-    expect((await problem(humans.register('ADA LOVELACE', 'another one'))).remedy).toMatch(/another name/);
+    it.each(['', 'BCDF-GHJA', 'BCDF-GHJ', 'BCDF-GHJKL', 'BCDF_GHJK', 'BCDF-GHJ1', 'BCDF.GHJK'])('says nothing but "unknown" for %j', async (typed) => {
+      await start();
+      const error = await problem(flows.describe(typed, ada));
+      expect(error).toMatchObject({ slug: 'user-code-unknown', status: 404 });
+      expect(error.remedy).toContain('http://room.test/device');
+    });
+
+    it('approves a flow once, whatever the number of concurrent approvals: one agent, one token', async () => {
+      const { deviceCode, userCode } = await start(['agents:read'], { agentName: 'double clicked' });
+      const answers = await Promise.allSettled(Array.from({ length: 20 }, () => flows.approve(userCode, ada)));
+      expect(answers.filter((a) => a.status === 'fulfilled')).toHaveLength(1);
+      for (const a of answers) if (a.status === 'rejected') expect((a.reason as DomainError).slug).toBe('user-code-unknown');
+      const grant = completed(await pollLater(deviceCode));
+      const mine = (await tokens.liveOfHuman(ada.id)).filter((t) => t.agentName === 'double clicked');
+      expect(mine.map((t) => t.id)).toEqual([grant.tokenId]);
+      const inRoom = (await roomStore.listAgents(50)).items.filter((a) => a.agentName === 'double clicked' && a.id === grant.agentId);
+      expect(inRoom).toHaveLength(1);
+    });
+
+    it('keeps the flow pending when the room cannot be reached, so the human can approve again', async () => {
+      const deadRoom = new RoomGateway(`127.0.0.1:${await freePort()}`, 500);
+      const cutOff = new DeviceFlows({ store, tokens, room: deadRoom, urls, clock });
+      const { deviceCode, userCode } = await start();
+      expect((await problem(cutOff.approve(userCode, ada))).slug).toBe('unavailable');
+      deadRoom.close();
+      expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
+      await flows.approve(userCode, ada);
+      expect(completed(await pollLater(deviceCode)).humanLabel).toBe('Ada Lovelace');
+      expect(await tokens.liveOfHuman(ada.id)).toHaveLength(1);
+    });
+
+    it('limits wrong codes to 10 per 15 minutes per key, with Retry-After until the window ends', async () => {
+      const limiter = new AttemptLimiter({ store, clock, urls });
+      const keys = ['session:s1', 'addr:127.0.0.1'];
+      for (let i = 0; i < 10; i += 1) {
+        await limiter.guard(keys);
+        await limiter.fail(keys);
+        time += 30 * SECOND;
+      }
+      // Another session from the same address is refused too: the address spent its codes.
+      const error = await problem(limiter.guard(['session:other', 'addr:127.0.0.1']));
+      expect(error).toMatchObject({ slug: 'too-many-attempts', status: 429, headers: { 'Retry-After': String(15 * 60 - 300) } });
+      expect(error.remedy).toContain('http://room.test/device');
+      await limiter.guard(['session:other', 'addr:10.0.0.1']);
+      time += 600 * SECOND - 1;
+      await problem(limiter.guard(keys));
+      time += 1;
+      await expect(limiter.guard(keys)).resolves.toBeUndefined();
+    });
   });
 
-  it('open and close sessions whose cookie value is stored only as a hash', async () => {
-    const { sessionId, session } = await humans.openSession(ada.id);
-    expect(session.idHash).not.toBe(sessionId);
-    expect((await humans.session(sessionId))?.human.name).toBe('Ada Lovelace');
-    await humans.closeSession(sessionId);
-    expect(await humans.session(sessionId)).toBeUndefined();
+  describe('widening: the same agent, more scopes', () => {
+    it('makes a new token for the same agent, approvable only by its human; the old token keeps its scopes', async () => {
+      const first = await signUp(['posts:write']);
+      const wider = await start(['messages:read'], { agentName: 'ignored', bearerToken: first.accessToken });
+      expect(await flows.describe(wider.userCode, ada)).toEqual({
+        userCode: wider.userCode,
+        agentName: 'scout',
+        scopes: ['messages:read'],
+        widening: { agentId: first.agentId, agentName: 'scout', approvedBy: ada.id, approvedAt: new Date(time - 3 * SECOND).toISOString(), heldScopes: ['posts:write'] },
+      });
+      for (const attempt of [flows.describe(wider.userCode, grace), flows.approve(wider.userCode, grace), flows.decline(wider.userCode, grace)]) {
+        const refused = await problem(attempt);
+        expect(refused).toMatchObject({ slug: 'invalid-request', status: 400 });
+        expect(refused.remedy).toMatch(/human who approved this agent/);
+      }
+
+      await flows.approve(wider.userCode, ada);
+      const second = completed(await pollLater(wider.deviceCode));
+      expect(second.agentId).toBe(first.agentId);
+      expect(await tokens.authenticate(second.accessToken)).toMatchObject({ agentId: first.agentId, agentName: 'scout', scopes: ['messages:read'] });
+      expect((await tokens.authenticate(first.accessToken)).scopes).toEqual(['posts:write']);
+      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual(['posts:write', 'messages:read']);
+    });
+
+    it('narrows the agent record again when a token is revoked: its scopes are the union of live tokens', async () => {
+      const first = await signUp(['posts:write']);
+      const second = await signUp(['messages:write'], ada, { bearerToken: first.accessToken });
+      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual(['posts:write', 'messages:write']);
+      await tokens.revoke(second.accessToken);
+      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual(['posts:write']);
+      await tokens.revokeForHuman(ada.id, first.tokenId);
+      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual([]);
+    });
+
+    it('refuses to widen with a token that does not work: unknown, malformed, revoked or expired', async () => {
+      expect((await problem(start(['posts:write'], { bearerToken: mintToken() }))).slug).toBe('token-invalid');
+      expect((await problem(start(['posts:write'], { bearerToken: 'agt_nope' }))).slug).toBe('token-invalid');
+      const revoked = await signUp();
+      await tokens.revoke(revoked.accessToken);
+      expect((await problem(start(['posts:write'], { bearerToken: revoked.accessToken }))).slug).toBe('token-invalid');
+      const old = await signUp();
+      time += 90 * DAY;
+      expect((await problem(start(['posts:write'], { bearerToken: old.accessToken }))).slug).toBe('token-expired');
+    });
+  });
+
+  describe('tokens', () => {
+    it('expire after TOKEN_TTL_DAYS with token-expired, and are stored only as hashes', async () => {
+      const grant = await signUp();
+      const approvedAt = time - 3 * SECOND;
+      const { expiresAt } = await tokens.authenticate(grant.accessToken);
+      expect(Date.parse(expiresAt) - approvedAt).toBe(90 * DAY);
+      expect(JSON.stringify(await store.tokenById(grant.tokenId))).not.toContain(grant.accessToken);
+      time = Date.parse(expiresAt) - 1;
+      await expect(tokens.authenticate(grant.accessToken)).resolves.toBeDefined();
+      time += 1;
+      const expired = await problem(tokens.authenticate(grant.accessToken));
+      expect(expired).toMatchObject({ slug: 'token-expired', status: 401 });
+      expect(expired.remedy).toContain('POST http://room.test/api/agent/signup/start');
+      expect(await tokens.liveOfHuman(ada.id)).toEqual([]);
+    });
+
+    it('stop working once revoked by the agent; revoking again, or revoking an unknown token, succeeds', async () => {
+      const grant = await signUp();
+      await tokens.revoke(grant.accessToken);
+      expect((await problem(tokens.authenticate(grant.accessToken))).slug).toBe('token-invalid');
+      await expect(tokens.revoke(grant.accessToken)).resolves.toBeUndefined();
+      await expect(tokens.revoke(mintToken())).resolves.toBeUndefined();
+      await expect(tokens.revoke('not a token')).resolves.toBeUndefined();
+    });
+
+    it('are listed for the human who approved them, who alone can revoke them by id', async () => {
+      const older = await signUp(['posts:write'], ada, { agentName: 'first' });
+      time += SECOND;
+      const newer = await signUp(['agents:read'], ada, { agentName: 'second' });
+      await signUp(['agents:read'], grace, { agentName: 'not hers' });
+      expect((await tokens.liveOfHuman(ada.id)).map((t) => [t.agentName, t.scopes])).toEqual([
+        ['second', ['agents:read']],
+        ['first', ['posts:write']],
+      ]);
+      expect((await problem(tokens.revokeForHuman(grace.id, older.tokenId))).slug).toBe('not-found');
+      expect((await problem(tokens.revokeForHuman(ada.id, 'tok_nothing'))).slug).toBe('not-found');
+      expect((await tokens.revokeForHuman(ada.id, older.tokenId)).revokedAt).toBe(time);
+      expect((await problem(tokens.authenticate(older.accessToken))).slug).toBe('token-invalid');
+      expect((await tokens.liveOfHuman(ada.id)).map((t) => t.id)).toEqual([newer.tokenId]);
+    });
+
+    it('refuse a token with a wrong checksum before any store lookup', async () => {
+      const { accessToken } = await signUp();
+      const before = lookups;
+      const mangled = `${accessToken.slice(0, -1)}${accessToken.endsWith('a') ? 'b' : 'a'}`;
+      for (const bad of [mangled, 'agt_short', '', `Bearer ${accessToken}`, accessToken.toUpperCase()]) {
+        expect((await problem(tokens.authenticate(bad))).slug).toBe('token-invalid');
+      }
+      expect(lookups).toBe(before);
+      await tokens.authenticate(accessToken);
+      expect(lookups).toBe(before + 1);
+    });
+  });
+
+  describe('humans', () => {
+    it('verify passwords hashed with scrypt and a salt of their own, and refuse a taken name', async () => {
+      expect((await humans.verify('ada lovelace', 'correct horse'))?.id).toBe(ada.id);
+      expect(await humans.verify('Ada Lovelace', 'wrong password')).toBeUndefined();
+      expect(await humans.verify('Nobody', 'correct horse')).toBeUndefined();
+      expect(ada.passwordHash).toMatch(/^scrypt\$32768\$8\$3\$[\w-]{22}\$[\w-]{86}$/);
+      expect(ada.passwordHash).not.toContain('correct horse');
+      const twin = await humans.register('Ada Twin', 'correct horse');
+      expect(twin.passwordHash).not.toBe(ada.passwordHash);
+      expect((await problem(humans.register(' ADA  LOVELACE ', 'another one'))).remedy).toMatch(/another name/);
+    });
+
+    it.each([
+      ['', 'a long password', 'name'],
+      ['x'.repeat(101), 'a long password', 'name'],
+      ['Short Password', 'seven77', 'password'],
+    ])('refuse to register %j with password %j', async (name, password, parameter) => {
+      expect(await problem(humans.register(name, password))).toMatchObject({ slug: 'invalid-request', extensions: { parameter } });
+    });
+
+    it('open sessions whose cookie value is stored only as a hash, until closed or 7 days pass', async () => {
+      const { sessionId, session } = await humans.openSession(ada.id);
+      expect(session.idHash).not.toBe(sessionId);
+      expect(session.csrf).toMatch(/^[\w-]{32}$/);
+      expect(await store.session(sessionId)).toBeUndefined();
+      expect((await humans.session(sessionId))?.human.name).toBe('Ada Lovelace');
+      await humans.closeSession(sessionId);
+      expect(await humans.session(sessionId)).toBeUndefined();
+
+      const lasting = await humans.openSession(grace.id);
+      time += 7 * DAY - 1;
+      expect((await humans.session(lasting.sessionId))?.human.id).toBe(grace.id);
+      time += 1;
+      expect(await humans.session(lasting.sessionId)).toBeUndefined();
+    });
   });
 });

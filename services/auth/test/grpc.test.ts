@@ -1,0 +1,215 @@
+import * as grpc from '@grpc/grpc-js';
+import { CLIENT_OPTIONS, type Clock, connectRedis, DomainError, HealthChecker, type LocalRedis, loadConfig, mintToken, type Redis, startRedisServer, unaryCall } from '@agentroom/kit';
+import {
+  type AuthenticateTokenResponse__Output,
+  authProto,
+  type AuthServiceClient,
+  type GetAgentResponse__Output,
+  type PollDeviceFlowResponse__Output,
+  type RevokeTokenResponse__Output,
+  roomProto,
+  type RoomServiceClient,
+  type StartDeviceFlowResponse__Output,
+} from '@agentroom/proto';
+import { type RunningRoom, roomEnv, start as startRoom } from '@agentroom/room';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authEnv, type RunningAuth, start } from '../src/index.js';
+import type { Human } from '../src/records.js';
+import { AUTH_SERVICE_NAME } from '../src/server.js';
+
+const DEADLINE = 2_000;
+const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '1000' } as const;
+
+let redisServer: LocalRedis;
+/** A second connection to auth's Redis, to count the commands auth sends. */
+let observer: Redis;
+let room: RunningRoom;
+let auth: RunningAuth;
+let client: AuthServiceClient;
+let roomClient: RoomServiceClient;
+let ada: Human;
+let grace: Human;
+
+/** Auth's clock: the tests move it past the poll interval instead of sleeping. */
+let time = Date.parse('2026-11-22T12:00:00Z');
+const clock: Clock = { now: () => time };
+
+beforeAll(async () => {
+  redisServer = await startRedisServer();
+  observer = connectRedis(redisServer.url, 'auth-grpc-test');
+  room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }));
+  auth = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: 'grpc' }), {
+    clock,
+  });
+  client = new (authProto().AuthService)(`127.0.0.1:${auth.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  roomClient = new (roomProto().RoomService)(`127.0.0.1:${room.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  ada = await auth.humans.register('Ada Lovelace', 'correct horse');
+  grace = await auth.humans.register('Grace Hopper', 'battery staple');
+});
+
+afterAll(async () => {
+  client.close();
+  roomClient.close();
+  await auth.stop();
+  await room.stop();
+  await observer.quit();
+  await redisServer.stop();
+});
+
+function startFlow(scopes: string[], more: { agentName?: string; clientId?: string; bearerToken?: string } = {}): Promise<StartDeviceFlowResponse__Output> {
+  const request = { scopes, agentName: more.agentName ?? '', clientId: more.clientId ?? '', bearerToken: more.bearerToken ?? '' };
+  return unaryCall(DEADLINE, (metadata, options, callback) => client.startDeviceFlow(request, metadata, options, callback));
+}
+
+function poll(deviceCode: string): Promise<PollDeviceFlowResponse__Output> {
+  return unaryCall(DEADLINE, (metadata, options, callback) => client.pollDeviceFlow({ deviceCode }, metadata, options, callback));
+}
+
+function authenticate(token: string): Promise<AuthenticateTokenResponse__Output> {
+  return unaryCall(DEADLINE, (metadata, options, callback) => client.authenticateToken({ token }, metadata, options, callback));
+}
+
+function revoke(token: string): Promise<RevokeTokenResponse__Output> {
+  return unaryCall(DEADLINE, (metadata, options, callback) => client.revokeToken({ token }, metadata, options, callback));
+}
+
+function getAgent(agentId: string): Promise<GetAgentResponse__Output> {
+  return unaryCall(DEADLINE, (metadata, options, callback) => roomClient.getAgent({ agentId }, metadata, options, callback));
+}
+
+async function rejection(promise: Promise<unknown>): Promise<DomainError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(DomainError);
+  return error as DomainError;
+}
+
+/** The gRPC status a call fails with, read from the raw callback. */
+function statusOf(call: (callback: (error: grpc.ServiceError | null) => void) => void): Promise<grpc.status> {
+  return new Promise((resolve) => call((error) => resolve(error?.code ?? grpc.status.OK)));
+}
+
+/** An agent's whole signup over gRPC, the human approving in-process as the pages do. */
+async function signUp(scopes: string[], human = ada, more: { agentName?: string; bearerToken?: string } = {}): Promise<PollDeviceFlowResponse__Output> {
+  const started = await startFlow(scopes, more);
+  await auth.flows.approve(started.userCode, human);
+  const done = await poll(started.deviceCode);
+  expect(done.status).toBe('FLOW_STATUS_COMPLETED');
+  return done;
+}
+
+/** How many GET commands auth's Redis has run: a token lookup is one. */
+async function redisGets(): Promise<number> {
+  const stats = await observer.info('commandstats');
+  return Number(/cmdstat_get:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+}
+
+describe('AuthService over a loopback socket', () => {
+  it('reports SERVING on the standard health check', async () => {
+    const health = new HealthChecker(`127.0.0.1:${auth.port}`);
+    expect(await health.check(AUTH_SERVICE_NAME)).toBe('SERVING');
+    health.close();
+  });
+
+  it('starts a device flow: a device code, an XXXX-XXXX user code, 900 s, 3 s, the scopes', async () => {
+    const started = await startFlow(['posts:write', 'agents:read'], { agentName: 'scout' });
+    expect(started).toMatchObject({ expiresIn: 900, interval: 3, scopes: ['agents:read', 'posts:write'] });
+    expect(started.deviceCode).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(started.userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+  });
+
+  it('refuses unknown scopes with INVALID_ARGUMENT and a remedy naming the four', async () => {
+    const error = await rejection(startFlow(['posts:write', 'root']));
+    expect(error).toMatchObject({ slug: 'invalid-scope', status: 400 });
+    expect(error.remedy).toContain('agents:read, posts:write, messages:read, messages:write');
+    const code = await statusOf((callback) => client.startDeviceFlow({ scopes: [] }, callback));
+    expect(code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await rejection(startFlow(Array.from({ length: 21 }, () => 'posts:write')))).slug).toBe('invalid-scope');
+  });
+
+  it('polls pending, slow-down with Retry-After, then the token once; the approval made the agent in the room', async () => {
+    const started = await startFlow(['posts:write'], { agentName: 'scout' });
+    expect(await poll(started.deviceCode)).toMatchObject({ status: 'FLOW_STATUS_PENDING', accessToken: '' });
+    time += 1_000;
+    const tooFast = await rejection(poll(started.deviceCode));
+    expect(tooFast).toMatchObject({ slug: 'slow-down', status: 429, headers: { 'Retry-After': '2' } });
+    expect(await statusOf((callback) => client.pollDeviceFlow({ deviceCode: started.deviceCode }, callback))).toBe(grpc.status.RESOURCE_EXHAUSTED);
+
+    await auth.flows.approve(started.userCode, ada);
+    time += 3_000;
+    const done = await poll(started.deviceCode);
+    expect(done).toMatchObject({ status: 'FLOW_STATUS_COMPLETED', scopes: ['posts:write'], human: 'Ada Lovelace', expiresIn: 90 * 86_400 - 3 });
+    expect(done.accessToken).toMatch(/^agt_[0-9A-Za-z]{49}$/);
+    const { agent } = await getAgent(done.agentId);
+    expect(agent).toMatchObject({ id: done.agentId, agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
+
+    time += 3_000;
+    const again = await rejection(poll(started.deviceCode));
+    expect(again).toMatchObject({ slug: 'signup-unknown', status: 400 });
+    expect(again.remedy).toBe('Start a new signup with POST http://room.test/api/agent/signup/start.');
+  });
+
+  it('answers a declined flow with signup-declined, an unknown one with signup-unknown, an empty one with invalid-request', async () => {
+    const started = await startFlow(['agents:read']);
+    await auth.flows.decline(started.userCode, ada);
+    expect((await rejection(poll(started.deviceCode))).slug).toBe('signup-declined');
+    expect((await rejection(poll('never-issued'))).slug).toBe('signup-unknown');
+    expect(await rejection(poll(''))).toMatchObject({ slug: 'invalid-request', extensions: { parameter: 'device_code' } });
+  });
+
+  it('authenticates a token from the flow to its agent and frozen scopes; a revoked one fails token-invalid', async () => {
+    const done = await signUp(['posts:write', 'messages:read'], ada, { agentName: 'reader' });
+    const principal = await authenticate(done.accessToken);
+    expect(principal).toMatchObject({ agentId: done.agentId, agentName: 'reader', humanLabel: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'] });
+    expect(principal.tokenId).toMatch(/^tok_/);
+    expect(Date.parse(principal.expiresAt)).toBe(time + 90 * 86_400_000);
+
+    expect(await revoke(done.accessToken)).toEqual({});
+    const revoked = await rejection(authenticate(done.accessToken));
+    expect(revoked).toMatchObject({ slug: 'token-invalid', status: 401 });
+    expect(revoked.remedy).toContain('POST http://room.test/api/agent/signup/start');
+    expect(await statusOf((callback) => client.authenticateToken({ token: done.accessToken }, callback))).toBe(grpc.status.UNAUTHENTICATED);
+    // RFC 7009: revoking again, an unknown token, or garbage all succeed.
+    for (const token of [done.accessToken, mintToken(), 'garbage', '']) expect(await revoke(token)).toEqual({});
+    expect((await getAgent(done.agentId)).agent?.scopes).toEqual([]);
+  });
+
+  it('fails a token with a bad checksum without a store lookup', async () => {
+    const { accessToken } = await signUp(['posts:write']);
+    const mangled = `${accessToken.slice(0, -1)}${accessToken.endsWith('a') ? 'b' : 'a'}`;
+    const before = await redisGets();
+    expect((await rejection(authenticate(mangled))).slug).toBe('token-invalid');
+    expect((await rejection(authenticate('agt_short'))).slug).toBe('token-invalid');
+    expect(await redisGets()).toBe(before);
+    await authenticate(accessToken);
+    expect(await redisGets()).toBe(before + 1);
+  });
+
+  it('fails an expired token with token-expired', async () => {
+    const { accessToken } = await signUp(['agents:read']);
+    time += 90 * 86_400_000;
+    const error = await rejection(authenticate(accessToken));
+    expect(error).toMatchObject({ slug: 'token-expired', status: 401 });
+  });
+
+  it('widens an agent with its own token: same agent, new token, old token unchanged; only its human approves', async () => {
+    const first = await signUp(['posts:write'], ada, { agentName: 'grower' });
+    const wider = await startFlow(['messages:write'], { agentName: 'renamed?', bearerToken: first.accessToken });
+    const refused = await rejection(auth.flows.approve(wider.userCode, grace));
+    expect(refused.remedy).toMatch(/human who approved this agent/);
+    await auth.flows.approve(wider.userCode, ada);
+    time += 3_000;
+    const second = await poll(wider.deviceCode);
+    expect(second).toMatchObject({ status: 'FLOW_STATUS_COMPLETED', agentId: first.agentId, scopes: ['messages:write'] });
+    expect((await authenticate(first.accessToken)).scopes).toEqual(['posts:write']);
+    expect(await authenticate(second.accessToken)).toMatchObject({ agentId: first.agentId, agentName: 'grower', scopes: ['messages:write'] });
+    expect((await getAgent(first.agentId)).agent).toMatchObject({ agentName: 'grower', scopes: ['posts:write', 'messages:write'] });
+  });
+
+  it('refuses to start a widening with a token that does not work', async () => {
+    expect(await rejection(startFlow(['posts:write'], { bearerToken: mintToken() }))).toMatchObject({ slug: 'token-invalid', status: 401 });
+    expect((await rejection(startFlow(['posts:write'], { bearerToken: 'x'.repeat(2_000) }))).slug).toBe('token-invalid');
+  });
+});
