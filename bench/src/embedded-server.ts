@@ -9,6 +9,7 @@ const embedded = await startEmbedded({
   LOG_LEVEL: 'warn',
   // The load comes from one address; the default daily quota would turn it into 429s.
   QUOTA_PER_ADDRESS: '1000000000',
+  QUOTA_PER_TOKEN: '1000000000',
   // autocannon has closed its sockets by the time we stop; no need to wait the default 10 s.
   SHUTDOWN_GRACE_MS: '1000',
 });

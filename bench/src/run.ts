@@ -2,6 +2,7 @@
 // answering the same bytes, with the same autocannon load, and prints both and their ratio.
 import { arch, availableParallelism, cpus, platform, totalmem } from 'node:os';
 import autocannon from 'autocannon';
+import { approvedToken } from './human.js';
 import { BARE_ENV, killServerChildrenNow, SEEDED_POSTS, type ServerChild, startServerChild } from './children.js';
 
 /** The same load for every target, so the figures compare. */
@@ -16,6 +17,8 @@ interface LoadTarget {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
+  /** Each request carries its own Idempotency-Key, so none is a replay. */
+  uniqueIdempotencyKey?: boolean;
 }
 
 /** One response, byte for byte, as the bare server must replay it. */
@@ -30,6 +33,8 @@ interface Context {
   embedded: ServerChild;
   /** A bare node:http server (its own process) answering every request with `response`. */
   startBare(name: string, response: CapturedResponse): Promise<ServerChild>;
+  /** `npm run cluster` (its own processes, Redis), started on first use. */
+  startCluster(): Promise<ServerChild>;
 }
 
 /** What a scenario loads: the product (subject) and a bare server (baseline). */
@@ -44,8 +49,10 @@ interface Prepared {
 interface Scenario {
   title: string;
   subjectName: string;
-  /** The share of the baseline's req/s the subject should reach. */
+  /** The share of the baseline's req/s the subject should reach; 0 for "report only". */
   targetRatio: number;
+  /** Also measure p99 at half the subject's top rate (the issue's latency target). */
+  halfRateP99?: boolean;
   prepare(context: Context): Promise<Prepared>;
 }
 
@@ -73,8 +80,35 @@ const listPosts: Scenario = {
   },
 };
 
-/** Later: POST /posts with a token, SSE fan-out. */
-const SCENARIOS: readonly Scenario[] = [listPosts];
+const CREATE_POST_PATH = '/api/v1/posts';
+
+/** createPost as an approved agent: a real token, and a fresh Idempotency-Key on every request. */
+function createPost(mode: 'embedded' | 'cluster'): Scenario {
+  return {
+    title: `POST ${CREATE_POST_PATH} with a token and an Idempotency-Key (${mode} mode)`,
+    subjectName: `createPost (${mode})`,
+    targetRatio: mode === 'cluster' ? 0.1 : 0,
+    halfRateP99: mode === 'cluster',
+    async prepare({ embedded, startCluster, startBare }) {
+      const server = mode === 'embedded' ? embedded : await startCluster();
+      const token = await approvedToken(server.origin, ['posts:write'], `bench-${mode}`);
+      const url = `${server.origin}${CREATE_POST_PATH}`;
+      const body = JSON.stringify({ text: 'A benchmark post: one of many, each with its own Idempotency-Key.' });
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+      const response = await capture(url, { method: 'POST', headers: { ...headers, 'idempotency-key': 'bench-capture' }, body });
+      if (response.status !== 201) throw new Error(`POST ${url} answered ${response.status}: ${response.body.toString('utf8').slice(0, 500)}`);
+      const bare = await startBare(`bare-created-${mode}`, response);
+      return {
+        subject: { label: `createPost (${mode})`, url, method: 'POST', headers, body, uniqueIdempotencyKey: true },
+        baseline: { label: 'bare node:http, same bytes', url: `${bare.origin}${CREATE_POST_PATH}`, method: 'POST', headers, body },
+        note: `${integer(response.body.length)} bytes, ${response.status}, ${response.contentType}`,
+      };
+    },
+  };
+}
+
+/** Later: SSE fan-out. */
+const SCENARIOS: readonly Scenario[] = [listPosts, createPost('embedded'), createPost('cluster')];
 
 // ---- measuring ---------------------------------------------------------------------------------
 
@@ -87,7 +121,9 @@ async function capture(url: string, init?: RequestInit): Promise<CapturedRespons
   };
 }
 
-function cannon(target: LoadTarget, seconds: number): Promise<autocannon.Result> {
+let keys = 0;
+
+function cannon(target: LoadTarget, seconds: number, overallRate?: number): Promise<autocannon.Result> {
   return autocannon({
     url: target.url,
     method: target.method ?? 'GET',
@@ -96,6 +132,10 @@ function cannon(target: LoadTarget, seconds: number): Promise<autocannon.Result>
     connections: LOAD.connections,
     pipelining: LOAD.pipelining,
     duration: seconds,
+    ...(overallRate === undefined ? {} : { overallRate }),
+    ...(target.uniqueIdempotencyKey
+      ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${process.pid}-${(keys += 1)}` } }) }] }
+      : {}),
   });
 }
 
@@ -146,7 +186,7 @@ function printMachine(): void {
   );
 }
 
-function printScenario(scenario: Scenario, prepared: Prepared, subject: autocannon.Result, baseline: autocannon.Result): void {
+function printScenario(scenario: Scenario, prepared: Prepared, subject: autocannon.Result, baseline: autocannon.Result, halfRate?: autocannon.Result): void {
   const row = (label: string, r: autocannon.Result): string[] => [label, integer(r.requests.average), ms(r.latency.p50), ms(r.latency.p99), String(r.non2xx), String(r.errors)];
   const ratio = subject.requests.average / baseline.requests.average;
   const met = ratio >= scenario.targetRatio;
@@ -155,9 +195,12 @@ function printScenario(scenario: Scenario, prepared: Prepared, subject: autocann
   console.log(`  response: ${prepared.note}`);
   const header = ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors'];
   console.log(table([header, row(prepared.subject.label, subject), row(prepared.baseline.label, baseline)]).replace(/^/gm, '  '));
-  console.log(
-    `  ratio ${scenario.subjectName}/bare: ${(ratio * 100).toFixed(1)} % of req/s — target >= ${scenario.targetRatio * 100} %: ${met ? 'MET' : 'NOT MET'}`,
-  );
+  const verdict = scenario.targetRatio === 0 ? 'no target' : `target >= ${scenario.targetRatio * 100} %: ${met ? 'MET' : 'NOT MET'}`;
+  console.log(`  ratio ${scenario.subjectName}/bare: ${(ratio * 100).toFixed(1)} % of req/s — ${verdict}`);
+  if (halfRate) {
+    const rate = Math.round(subject.requests.average / 2);
+    console.log(`  at half that rate (${integer(rate)} req/s offered): ${integer(halfRate.requests.average)} req/s, p50 ${ms(halfRate.latency.p50)} ms, p99 ${ms(halfRate.latency.p99)} ms — target p99 <= 20 ms: ${halfRate.latency.p99 <= 20 ? 'MET' : 'NOT MET'}`);
+  }
 }
 
 // ---- main --------------------------------------------------------------------------------------
@@ -168,8 +211,15 @@ async function main(children: ServerChild[]): Promise<string[]> {
   const embedded = await startServerChild('embedded', './embedded-server.js', process.env, READY_TIMEOUT_MS);
   children.push(embedded);
 
+  let cluster: ServerChild | undefined;
   const context: Context = {
     embedded,
+    async startCluster() {
+      process.stderr.write('starting npm run cluster (room, auth, edge, router, redis-server)…\n');
+      cluster ??= await startServerChild('cluster', './cluster-server.js', process.env, READY_TIMEOUT_MS);
+      if (!children.includes(cluster)) children.push(cluster);
+      return cluster;
+    },
     async startBare(name, response) {
       const env = {
         ...process.env,
@@ -192,12 +242,14 @@ async function main(children: ServerChild[]): Promise<string[]> {
     const prepared = await scenario.prepare(context);
     const subject = await measure(prepared.subject);
     const baseline = await measure(prepared.baseline);
+    const halfRate = scenario.halfRateP99 ? await cannon(prepared.subject, LOAD.measureSeconds, Math.max(1, Math.round(subject.requests.average / 2))) : undefined;
     problems.push(...problemsOf(prepared.subject.label, subject), ...problemsOf(prepared.baseline.label, baseline));
+    if (halfRate) problems.push(...problemsOf(`${prepared.subject.label} at half rate`, halfRate));
     for (const child of children) {
       const exited = child.exited();
       if (exited !== undefined) problems.push(`${child.name} exited during the run (${exited})`);
     }
-    printScenario(scenario, prepared, subject, baseline);
+    printScenario(scenario, prepared, subject, baseline, halfRate);
   }
   return problems;
 }

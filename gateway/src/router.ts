@@ -92,13 +92,18 @@ export function routeRequests(options: RouterOptions): RequestListener {
         upstreamRes.pipe(res);
       },
     );
+    let clientGone = false;
     proxied.on('error', (error) => {
+      // Cancelled because the client went away: nothing failed, nobody to answer.
+      if (clientGone) return;
       options.log.warn({ err: error, upstream, url: url.href }, 'upstream failed');
       badGateway(res);
     });
     // A client that goes away cancels the upstream request too (long-lived streams included).
     res.on('close', () => {
-      if (!res.writableFinished) proxied.destroy();
+      if (res.writableFinished) return;
+      clientGone = true;
+      proxied.destroy();
     });
     req.pipe(proxied);
   };

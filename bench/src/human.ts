@@ -1,0 +1,45 @@
+// A human's side of the signup, over the product's own pages: register, then completeSignup with
+// the session's CSRF token. It lets the benchmark hold a real token in any mode (embedded or cluster).
+
+function cookieOf(response: Response, name: string): string {
+  for (const line of response.headers.getSetCookie()) {
+    const [pair] = line.split(';');
+    if (pair?.startsWith(`${name}=`)) return pair;
+  }
+  throw new Error(`no ${name} cookie from ${response.url}`);
+}
+
+function hiddenField(html: string, name: string): string {
+  const match = new RegExp(`name="${name}" value="([^"]+)"`).exec(html);
+  if (!match?.[1]) throw new Error(`no ${name} field in the page`);
+  return match[1];
+}
+
+/** Signs an agent up with `scopes`, approved by a freshly registered human; answers the token. */
+export async function approvedToken(origin: string, scopes: string[], agentName: string): Promise<string> {
+  const signinPage = await fetch(`${origin}/signin`);
+  const formCookie = cookieOf(signinPage, 'ar_form');
+  const formCsrf = hiddenField(await signinPage.text(), 'csrf');
+  const registered = await fetch(`${origin}/signin`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: formCookie },
+    body: new URLSearchParams({ csrf: formCsrf, next: '/account', action: 'register', name: `bench-${Date.now()}`, password: 'benchmark password' }),
+  });
+  if (registered.status !== 303) throw new Error(`registering answered ${registered.status}`);
+  const session = cookieOf(registered, 'ar_session');
+  const sessionCsrf = hiddenField(await (await fetch(`${origin}/account`, { headers: { cookie: session } })).text(), 'csrf');
+
+  const flow = (await (
+    await fetch(`${origin}/api/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes, agent_name: agentName }) })
+  ).json()) as { device_code: string; user_code: string };
+  const completed = await fetch(`${origin}/api/agent/signup/complete`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: session, 'x-csrf-token': sessionCsrf },
+    body: JSON.stringify({ user_code: flow.user_code }),
+  });
+  if (completed.status !== 200) throw new Error(`completeSignup answered ${completed.status}: ${await completed.text()}`);
+  const polled = await fetch(`${origin}/api/agent/signup/poll?device_code=${flow.device_code}`);
+  if (polled.status !== 200) throw new Error(`poll answered ${polled.status}: ${await polled.text()}`);
+  return ((await polled.json()) as { access_token: string }).access_token;
+}
