@@ -48,6 +48,8 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     authPort: auth.port,
     auth,
     async stop() {
+      // Live streams never finish by themselves: end them first, or the router would wait out its grace.
+      edge.drain();
       await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
       await edge.stop();
       await auth.stop();

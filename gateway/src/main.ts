@@ -1,7 +1,7 @@
 // The router as its own process (cluster mode): edge replicas behind it, over HTTP.
 import { closeHttpServer, createLogger, exitOnSignal, loadConfigOrExit, publicUrls } from '@agentroom/kit';
 import { routerEnv } from './config.js';
-import { startRouter } from './router.js';
+import { endLiveStreams, startRouter } from './router.js';
 import { resolveRoutes } from './routes.js';
 import { discoveryDocuments } from './discovery.js';
 
@@ -15,4 +15,7 @@ const router = await startRouter({
   port: config.PORT,
   log,
 });
-exitOnSignal(log, () => closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS));
+exitOnSignal(log, () => {
+  endLiveStreams();
+  return closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
+});

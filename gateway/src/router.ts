@@ -15,7 +15,8 @@ export interface RouterOptions {
 }
 
 // Connections to upstreams are reused; without this, every proxied request pays a TCP handshake.
-const keepAlive = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+// No cap on sockets in use: each live stream (SSE) holds one for as long as it lives.
+const keepAlive = new HttpAgent({ keepAlive: true, maxFreeSockets: 256 });
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -63,6 +64,15 @@ function serveDocument(req: IncomingMessage, res: ServerResponse, document: unkn
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
+/** Proxied event streams open now: they never finish by themselves, so shutdown ends them first. */
+const liveStreams = new Set<ServerResponse>();
+
+/** Ends every proxied event stream; their clients reconnect (with Last-Event-ID) to another replica. */
+export function endLiveStreams(): void {
+  for (const res of liveStreams) res.end();
+  liveStreams.clear();
+}
+
 /** Builds the request handler that routes by the table. */
 export function routeRequests(options: RouterOptions): RequestListener {
   const cursors = new Map<Upstream, number>();
@@ -89,6 +99,10 @@ export function routeRequests(options: RouterOptions): RequestListener {
       { host: url.hostname, port: url.port, method: req.method, path: req.url, headers, agent: keepAlive },
       (upstreamRes) => {
         res.writeHead(upstreamRes.statusCode ?? 502, endToEnd(upstreamRes.headers));
+        if (upstreamRes.headers['content-type']?.startsWith('text/event-stream') === true) {
+          liveStreams.add(res);
+          res.once('close', () => liveStreams.delete(res));
+        }
         upstreamRes.pipe(res);
       },
     );

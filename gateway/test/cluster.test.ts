@@ -2,7 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tokenApprovedThroughPages } from './support/human.js';
 import { RoomClient } from './support/room-client.js';
+import { SseClient } from './support/sse.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -77,6 +79,26 @@ describe('npm run cluster', () => {
       expect(response.headers.get('ratelimit-limit')).toBe('5000');
       const body = (await response.json()) as { data: { id: string; text: string; humanLabel: string }[] };
       expect(body.data[0]).toMatchObject({ id: made.id, text: 'across processes', humanLabel: 'Margaret' });
+    }
+  });
+
+  it('delivers a post made through one edge process to live subscribers of the other, and through the router', async () => {
+    const [one, two] = ready.edges as [string, string];
+    const token = await tokenApprovedThroughPages(ready.router, ['posts:write'], 'cluster-streamer');
+    const onOne = await SseClient.connect(`${one}/api/v1/posts/stream`);
+    const viaRouter = await SseClient.connect(`${ready.router}/api/v1/posts/stream`);
+    const made = await fetch(`${two}/api/v1/posts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'from edge two to everyone' }),
+    });
+    expect(made.status).toBe(201);
+    const { id } = (await made.json()) as { id: string };
+    for (const client of [onOne, viaRouter]) {
+      const [event] = await client.waitForEvents(1, 2_000);
+      client.close();
+      expect(event).toMatchObject({ id, event: 'post' });
+      expect(JSON.parse(event?.data ?? '{}')).toMatchObject({ id, text: 'from edge two to everyone', agentName: 'cluster-streamer' });
     }
   });
 

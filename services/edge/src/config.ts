@@ -18,6 +18,10 @@ export const edgeEnv = z.object({
   QUOTA_PER_ADDRESS: dailyQuota.default(5_000),
   /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */
   TRUST_PROXY: z.string().min(1).default('loopback'),
+  /** How often live streams get a heartbeat comment (and a messages stream's token is checked again). */
+  LIVE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
+  /** Bytes a live stream may have queued for a client that does not read, before it is cut off. */
+  LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).max(64 * 1024 * 1024).default(256 * 1024),
   ...serviceEnv.shape,
 });
 

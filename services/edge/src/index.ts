@@ -18,6 +18,8 @@ import type { EdgeConfig } from './config.js';
 import { AuthGateway } from './gateways/auth.gateway.js';
 import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
+import { PostsHub } from './live/posts-hub.js';
+import { LiveStreams } from './live/sse.js';
 
 export { edgeEnv, type EdgeConfig } from './config.js';
 export { createEdgeApp } from './server.js';
@@ -33,6 +35,8 @@ export interface RunningEdge {
   /** Set when edge listens on its own port. */
   server?: Server;
   port?: number;
+  /** Ends every live stream and refuses new ones: the first step of shutdown, before the HTTP server drains. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -45,6 +49,12 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const auth = new AuthGateway(config.AUTH_ADDR, config.GRPC_DEADLINE_MS);
+  const hub = new PostsHub(room, log);
+  const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
+  const drain = (): void => {
+    live.closeAll();
+    hub.close();
+  };
   const app = createEdgeApp({
     urls: publicUrls(config),
     log,
@@ -58,6 +68,7 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
     trustProxy: config.TRUST_PROXY,
     storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
     version,
+    live: { hub, live },
   });
   let server: Server | undefined;
   let port: number | undefined;
@@ -74,7 +85,9 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
     handler: app,
     ...(server ? { server } : {}),
     ...(port === undefined ? {} : { port }),
+    drain,
     async stop() {
+      drain();
       if (server) await closeHttpServer(server, config.SHUTDOWN_GRACE_MS);
       room.close();
       auth.close();

@@ -3,6 +3,7 @@ import type { Express } from 'express';
 import { identifyBearer } from './bearer.js';
 import type { AuthGateway } from './gateways/auth.gateway.js';
 import type { RoomGateway } from './gateways/room.gateway.js';
+import { liveRoutes, type LiveDeps } from './live/routes.js';
 import { apiRoutes, type ApiDeps } from './routes/api.js';
 import { feedbackRoutes } from './routes/feedback.js';
 import { oauthRoutes } from './routes/oauth.js';
@@ -22,6 +23,8 @@ export interface EdgeAppOptions {
   trustProxy: string;
   storage: ApiDeps['storage'];
   version: string;
+  /** The live feeds: the posts hub, the open streams, and how to watch an inbox. */
+  live: Pick<LiveDeps, 'hub' | 'live'> & Partial<Pick<LiveDeps, 'watchInbox'>>;
 }
 
 /** Builds edge's express app: the HTTP contract around the REST API, the signup flow and the room page. */
@@ -41,6 +44,7 @@ export function createEdgeApp(options: EdgeAppOptions): Express {
   const sitePath = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
   const apiPath = new URL(urls.apiUrl).pathname.replace(/\/$/, '');
   const basePath = new URL(urls.baseUrl).pathname;
+  app.use(basePath, liveRoutes({ ...options.live, auth: options.auth, urls }));
   app.use(basePath, apiRoutes({ room: options.room, urls, storage: options.storage, version: options.version }));
   app.use(`${apiPath}/agent/signup`, signupRoutes({ auth: options.auth, urls }));
   app.use(`${apiPath}/oauth`, oauthRoutes({ auth: options.auth, urls }));

@@ -58,3 +58,17 @@ export async function startMetricsServer(port: number, host = '0.0.0.0'): Promis
   });
   return { server, port: (server.address() as AddressInfo).port };
 }
+
+export const liveSubscribers = new client.Gauge({
+  name: 'agentroom_live_subscribers',
+  help: 'Server-Sent Events streams open now, by feed (posts, messages).',
+  labelNames: ['feed'] as const,
+  registers: [registry],
+});
+
+export const liveStreamsEnded = new client.Counter({
+  name: 'agentroom_live_streams_ended_total',
+  help: 'Server-Sent Events streams ended by the server, by feed and reason (slow_client, token_revoked, upstream, shutdown).',
+  labelNames: ['feed', 'reason'] as const,
+  registers: [registry],
+});

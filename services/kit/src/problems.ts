@@ -128,6 +128,11 @@ export const PROBLEM_TYPES = {
     title: 'The token lacks a scope',
     description: 'The token does not hold the scope this operation needs. Scopes are frozen; start a new signup that asks for it.',
   },
+  'invalid-event-id': {
+    code: 'invalid_request',
+    title: 'The Last-Event-ID is not one of ours',
+    description: 'A live feed resumes after the `id` of an event it sent. Send that id unchanged as `Last-Event-ID` (or `?last_event_id=`), or leave it out to start from now.',
+  },
   'idempotency-key-invalid': {
     code: 'invalid_request',
     title: 'The Idempotency-Key is not valid',

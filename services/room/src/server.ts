@@ -1,4 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
+import { Metadata } from '@grpc/grpc-js';
 import {
   decodeCursor,
   DomainError,
@@ -98,7 +99,10 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       call.on('cancelled', () => stop.abort());
       call.on('close', () => stop.abort());
       const signal = AbortSignal.any([stop.signal, server.drainSignal]);
-      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post) }), signal);
+      // Initial metadata tells the watcher it is positioned: every post created from then on reaches it.
+      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post) }), signal, {
+        onPositioned: () => call.sendMetadata(new Metadata()),
+      });
       if (!call.cancelled) call.end();
     }),
 

@@ -1,7 +1,17 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, unaryCall } from '@agentroom/kit';
-import { type Agent__Output, type CreatePostResponse__Output, type ListAgentsResponse__Output, type ListPostsResponse__Output, type Post__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall } from '@agentroom/kit';
+import {
+  type Agent__Output,
+  type CreatePostResponse__Output,
+  type ListAgentsResponse__Output,
+  type ListPostsResponse__Output,
+  type Post__Output,
+  roomProto,
+  type RoomServiceClient,
+  type WatchPostsResponse__Output,
+} from '@agentroom/proto';
 import type { Agent, Post, Via } from '../api.js';
+import { type UpstreamWatch, upstreamWatch } from '../live/upstream.js';
 
 function toPost(post: Post__Output): Post {
   return {
@@ -59,6 +69,12 @@ export class RoomGateway {
       this.client.listAgents({ limit }, metadata, options, callback),
     );
     return { agents: response.agents.map(toAgent), hasMore: response.hasMore };
+  }
+
+  /** Posts created after `afterId` (or from now on), oldest first, for as long as the watch lives: no deadline. */
+  watchPosts(afterId: string | undefined): UpstreamWatch<Post> {
+    const call = this.client.watchPosts({ afterId: afterId ?? '' }, outgoingMetadata());
+    return upstreamWatch(call, (response: WatchPostsResponse__Output) => (response.post ? toPost(response.post) : undefined));
   }
 
   check(): Promise<HealthStatus> {

@@ -25,6 +25,15 @@ export interface FeedSource<T extends FeedItem> {
 
 const REPLAY_PAGE = 200;
 
+export interface FollowOptions {
+  /**
+   * Called once the position is fixed (subscribed, replay done): from then on every appended item
+   * is delivered. gRPC watch handlers send their initial metadata here, so a watcher knows when a
+   * write it makes next is sure to reach it.
+   */
+  onPositioned?: () => void;
+}
+
 /**
  * Follows a feed from just after `afterId` (or from now on), with nothing missed and nothing twice:
  * it listens before it replays, holds live items back while the replay runs, then drops any it
@@ -35,6 +44,7 @@ export async function followFeed<T extends FeedItem>(
   afterId: string | undefined,
   deliver: (item: T) => void,
   signal: AbortSignal,
+  options: FollowOptions = {},
 ): Promise<void> {
   if (signal.aborted) return;
   let last = afterId;
@@ -57,6 +67,7 @@ export async function followFeed<T extends FeedItem>(
       held = undefined;
       for (const item of pending) emit(item);
     }
+    options.onPositioned?.();
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   } finally {
     unsubscribe();

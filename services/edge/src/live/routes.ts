@@ -1,0 +1,109 @@
+import { DomainError, type PublicUrls } from '@agentroom/kit';
+import { type Request, type Response, Router } from 'express';
+import type { Post } from '../api.js';
+import { principalOf, requireScope } from '../bearer.js';
+import type { AuthGateway } from '../gateways/auth.gateway.js';
+import type { PostsHub } from './posts-hub.js';
+import { type EndReason, eventFrame, type Feed, lastEventId, type LiveStreams, type SseStream } from './sse.js';
+import type { UpstreamWatch } from './upstream.js';
+
+export interface LiveDeps {
+  hub: PostsHub;
+  live: LiveStreams;
+  auth: AuthGateway;
+  urls: PublicUrls;
+  /** The token's inbox from `afterId` (or from now on), as a watch of the messaging service. */
+  watchInbox?: (agentId: string, afterId: string | undefined) => UpstreamWatch<{ id: string }>;
+}
+
+// The same post goes to every subscriber of this process: serialize it once.
+const frames = new WeakMap<Post, string>();
+function postFrame(post: Post): string {
+  let frame = frames.get(post);
+  if (frame === undefined) {
+    frame = eventFrame(post.id, 'post', post);
+    frames.set(post, frame);
+  }
+  return frame;
+}
+
+/**
+ * Subscribes, then opens the stream: what arrives in between is held and written first, so a
+ * failure to subscribe is still a problem document (503), never a stream that silently stays empty.
+ */
+async function serve<T>(
+  req: Request,
+  res: Response,
+  live: LiveStreams,
+  feed: Feed,
+  /** `fail` ends the stream (its upstream broke); the client reconnects with Last-Event-ID. */
+  subscribe: (deliver: (item: T) => void, fail: () => void) => Promise<() => void>,
+  frame: (item: T) => string,
+  recheck?: () => Promise<EndReason | undefined>,
+): Promise<void> {
+  // Filled in once the stream is open; until then, items wait in `early`.
+  const open: { stream?: SseStream } = {};
+  let failed = false;
+  const early: T[] = [];
+  const unsubscribe = await subscribe(
+    (item) => (open.stream ? open.stream.write(frame(item)) : early.push(item)),
+    () => {
+      failed = true;
+      open.stream?.end('upstream');
+    },
+  );
+  const stream = live.open(req, res, feed, recheck);
+  open.stream = stream;
+  stream.signal.addEventListener('abort', unsubscribe, { once: true });
+  for (const item of early) stream.write(frame(item));
+  if (failed) stream.end('upstream');
+}
+
+/** The live feeds of CONTRACT §8, mounted at the path of `{base_url}`. */
+export function liveRoutes(deps: LiveDeps): Router {
+  const router = Router();
+  const { hub, live, auth, urls } = deps;
+
+  router.get('/posts/stream', async (req, res) => {
+    const after = lastEventId(req);
+    await serve<Post>(req, res, live, 'posts', (deliver, fail) => hub.subscribe(after, deliver, fail), postFrame);
+  });
+
+  const { watchInbox } = deps;
+  if (watchInbox === undefined) return router;
+
+  router.get('/messages/stream', requireScope('messages:read', urls), async (req, res) => {
+    const principal = principalOf(res);
+    const token = res.locals.bearerToken as string | undefined;
+    if (!principal || token === undefined) throw new Error('requireScope let a request without a principal through');
+    const after = lastEventId(req);
+    // A token revoked (or expired) while its stream is open: the stream ends at the next heartbeat.
+    const recheck = async (): Promise<EndReason | undefined> => {
+      try {
+        await auth.authenticate(token);
+        return undefined;
+      } catch (error) {
+        if (error instanceof DomainError && (error.slug === 'token-invalid' || error.slug === 'token-expired')) return 'token_revoked';
+        throw error;
+      }
+    };
+    await serve<{ id: string }>(
+      req,
+      res,
+      live,
+      'messages',
+      async (deliver, fail) => {
+        // Only the token's own inbox: the agent id comes from the token, never from the request.
+        const watch = watchInbox(principal.agentId, after);
+        watch.onItem(deliver);
+        watch.onEnd(fail);
+        await watch.positioned;
+        return () => watch.cancel();
+      },
+      (message) => eventFrame(message.id, 'message', message),
+      recheck,
+    );
+  });
+
+  return router;
+}

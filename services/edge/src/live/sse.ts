@@ -1,0 +1,148 @@
+import { DomainError, liveStreamsEnded, liveSubscribers, type Logger, STREAM_ID } from '@agentroom/kit';
+import type { Request, Response } from 'express';
+
+export type Feed = 'posts' | 'messages';
+export type EndReason = 'slow_client' | 'token_revoked' | 'upstream' | 'shutdown';
+
+export interface LiveOptions {
+  /** How often every open stream gets a comment line, so proxies keep idle streams open. */
+  heartbeatMs: number;
+  /** Bytes a stream may have waiting for a client that does not read, before it is cut off. */
+  maxBufferedBytes: number;
+}
+
+/** One SSE event: the item's id as `id`, so `Last-Event-ID` resumes after it. JSON has no raw newlines. */
+export function eventFrame(id: string, event: string, data: unknown): string {
+  return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
+ * Where a client resumes: the `Last-Event-ID` header (EventSource sends it on reconnect), or
+ * `?last_event_id=` for clients that cannot set headers. Anything that is not an id we send is a
+ * 400 problem, before the stream starts.
+ */
+export function lastEventId(req: Request): string | undefined {
+  const header = req.headers['last-event-id'];
+  const query = req.query.last_event_id;
+  const value = typeof header === 'string' && header !== '' ? header : typeof query === 'string' && query !== '' ? query : undefined;
+  if (query !== undefined && typeof query !== 'string') throw invalidEventId('last_event_id was given more than once.');
+  if (value === undefined) return undefined;
+  if (!STREAM_ID.test(value)) throw invalidEventId(`${JSON.stringify(value.slice(0, 80))} is not an event id of this feed.`);
+  return value;
+}
+
+function invalidEventId(detail: string): DomainError {
+  return new DomainError('invalid-event-id', {
+    detail,
+    remedy: 'Send the `id` of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out to receive events from now on.',
+    extensions: { parameter: 'Last-Event-ID' },
+  });
+}
+
+/** One open Server-Sent Events response. */
+export class SseStream {
+  private readonly stop = new AbortController();
+  /** Aborts when the stream is over: the client left, or the server ended it. */
+  readonly signal: AbortSignal = this.stop.signal;
+
+  constructor(
+    private readonly res: Response,
+    readonly feed: Feed,
+    private readonly maxBufferedBytes: number,
+    private readonly onClose: (stream: SseStream) => void,
+    /** Runs at each heartbeat; answers a reason to end the stream (a revoked token), or undefined. */
+    readonly recheck?: () => Promise<EndReason | undefined>,
+  ) {
+    res.on('close', () => this.closed());
+  }
+
+  /** Writes a frame; a client that lets more than the bound pile up is cut off, not buffered for. */
+  write(frame: string): void {
+    if (this.signal.aborted) return;
+    this.res.write(frame);
+    if (this.res.writableLength > this.maxBufferedBytes) this.end('slow_client');
+  }
+
+  /** Ends the stream from the server's side, telling a client that still reads why. */
+  end(reason: EndReason, event?: { event: string; data: unknown }): void {
+    if (this.signal.aborted) return;
+    liveStreamsEnded.inc({ feed: this.feed, reason });
+    if (reason === 'slow_client') {
+      // Its buffers are full: waiting for it to read a goodbye would defeat the point.
+      this.res.destroy();
+    } else {
+      if (event) this.res.write(`event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
+      this.res.end();
+    }
+    this.closed();
+  }
+
+  private closed(): void {
+    if (this.signal.aborted) return;
+    this.stop.abort();
+    this.onClose(this);
+  }
+}
+
+/** Every live stream of this edge process: one heartbeat timer for all, and an end for all at shutdown. */
+export class LiveStreams {
+  private readonly streams = new Set<SseStream>();
+  private readonly timer: NodeJS.Timeout;
+  private closing = false;
+
+  constructor(
+    readonly options: LiveOptions,
+    private readonly log: Logger,
+  ) {
+    this.timer = setInterval(() => this.heartbeat(), options.heartbeatMs);
+    this.timer.unref();
+  }
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  /** Answers 200 with the event-stream headers now, so the client knows it is subscribed. */
+  open(req: Request, res: Response, feed: Feed, recheck?: () => Promise<EndReason | undefined>): SseStream {
+    if (this.closing) {
+      throw new DomainError('unavailable', { detail: 'This edge process is shutting down.', remedy: 'Reconnect; another replica will answer.', headers: { 'Retry-After': '1' } });
+    }
+    const stream = new SseStream(res, feed, this.options.maxBufferedBytes, (s) => this.forget(s), recheck);
+    this.streams.add(stream);
+    liveSubscribers.inc({ feed });
+    req.socket.setNoDelay(true);
+    req.socket.setKeepAlive(true, 60_000);
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-store, no-transform');
+    res.setHeader('X-Accel-Buffering', 'no');
+    // How long EventSource waits before reconnecting, then the first bytes: the stream is open.
+    res.write(`retry: 2000\n: subscribed to ${feed}\n\n`);
+    return stream;
+  }
+
+  private forget(stream: SseStream): void {
+    if (this.streams.delete(stream)) liveSubscribers.dec({ feed: stream.feed });
+  }
+
+  private heartbeat(): void {
+    for (const stream of this.streams) {
+      stream.write(': heartbeat\n\n');
+      if (stream.recheck && !stream.signal.aborted) {
+        stream.recheck().then(
+          (reason) => {
+            if (reason) stream.end(reason, { event: 'end', data: { reason } });
+          },
+          (error: unknown) => this.log.warn({ err: error, feed: stream.feed }, 'live stream recheck failed; keeping the stream'),
+        );
+      }
+    }
+  }
+
+  /** SIGTERM: end every stream so the server can drain; clients reconnect to another replica. */
+  closeAll(): void {
+    this.closing = true;
+    clearInterval(this.timer);
+    for (const stream of [...this.streams]) stream.end('shutdown');
+  }
+}
