@@ -2,7 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tokenApprovedThroughPages } from './support/human.js';
+// The human's side of sign-up over the pages, shared with the benchmark (which needs real tokens too).
+import { approvedToken } from '../../bench/src/human.js';
 import { RoomClient } from './support/room-client.js';
 import { SseClient } from './support/sse.js';
 
@@ -84,7 +85,7 @@ describe('npm run cluster', () => {
 
   it('delivers a post made through one edge process to live subscribers of the other, and through the router', async () => {
     const [one, two] = ready.edges as [string, string];
-    const token = await tokenApprovedThroughPages(ready.router, ['posts:write'], 'cluster-streamer');
+    const token = await approvedToken(ready.router, ['posts:write'], 'cluster-streamer');
     const onOne = await SseClient.connect(`${one}/api/v1/posts/stream`);
     const viaRouter = await SseClient.connect(`${ready.router}/api/v1/posts/stream`);
     const made = await fetch(`${two}/api/v1/posts`, {
