@@ -104,6 +104,12 @@ try {
   await waitFor('room', async () => (await roomHealth.check()) === 'SERVING');
   roomHealth.close();
 
+  const messagingAddr = `127.0.0.1:${await freePort()}`;
+  launch('messaging', entry('@agentroom/messaging', './main.js'), { ...common, MESSAGING_GRPC_ADDR: messagingAddr, ROOM_ADDR: roomAddr });
+  const messagingHealth = new HealthChecker(messagingAddr);
+  await waitFor('messaging', async () => (await messagingHealth.check()) === 'SERVING');
+  messagingHealth.close();
+
   const authAddr = `127.0.0.1:${await freePort()}`;
   const authHttpPort = await freePort();
   launch('auth', entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: authAddr, ROOM_ADDR: roomAddr, AUTH_HTTP_PORT: String(authHttpPort), AUTH_HTTP_HOST: '127.0.0.1' });
@@ -114,7 +120,7 @@ try {
   const edgeUrls: string[] = [];
   for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
     const edgePort = await freePort();
-    launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
+    launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authAddr, MESSAGING_ADDR: messagingAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
     edgeUrls.push(`http://127.0.0.1:${edgePort}`);
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
@@ -124,8 +130,8 @@ try {
   await waitFor('router', () => httpAnswers(routerUrl));
 
   log.info(
-    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl },
-    `cluster ready at ${urls.siteUrl}: room, auth, ${edgeUrls.length} edge process(es) and the router, on Redis`,
+    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl },
+    `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and the router, on Redis`,
   );
 } catch (error) {
   log.fatal({ err: error }, `cluster could not start: ${(error as Error).message}`);

@@ -1,6 +1,7 @@
 import { closeHttpServer, createLogger, loadConfig, type Logger, publicUrls, type PublicUrls } from '@agentroom/kit';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
+import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
 import { authEnv, type AuthDomain, start as startAuth } from '@agentroom/auth';
 import { embeddedEnv } from './config.js';
 import { startRouter } from './router.js';
@@ -13,6 +14,8 @@ export interface Embedded {
   storage: 'redis' | 'memory';
   /** The room's gRPC port on loopback. */
   roomPort: number;
+  /** The messaging service's gRPC port on loopback. */
+  messagingPort: number;
   authPort: number;
   /** The auth service's domain, as its pages use it (tests approve flows through it). */
   auth: AuthDomain;
@@ -27,8 +30,12 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   const config = loadConfig(embeddedEnv, env);
   const logger = log ?? createLogger('gateway', config.LOG_LEVEL);
   const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), createLogger('room', config.LOG_LEVEL));
+  const messaging = await startMessaging(
+    loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }),
+    createLogger('messaging', config.LOG_LEVEL),
+  );
   const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), { listen: false, log: createLogger('auth', config.LOG_LEVEL) });
-  const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}` }), {
+  const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }), {
     listen: false,
     log: createLogger('edge', config.LOG_LEVEL),
   });
@@ -45,6 +52,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     urls,
     storage: room.store.kind,
     roomPort: room.port,
+    messagingPort: messaging.port,
     authPort: auth.port,
     auth,
     async stop() {
@@ -53,6 +61,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
       await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
       await edge.stop();
       await auth.stop();
+      await messaging.stop();
       await room.stop();
     },
   };

@@ -146,7 +146,7 @@ describe('REST through the router (embedded, memory storage)', () => {
     expect(await response.json()).toEqual({
       status: 'degraded',
       storage: 'memory',
-      checks: { storage: 'memory', room: 'serving' },
+      checks: { storage: 'memory', room: 'serving', messaging: 'serving' },
       version: expect.stringMatching(/^\d+\.\d+\.\d+/) as unknown as string,
     });
   });
@@ -226,7 +226,7 @@ describe('with Redis', () => {
   it('reports healthy: 200 with storage redis', async () => {
     const response = await fetch(`http://127.0.0.1:${app.port}/api/v1/health`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: 'healthy', storage: 'redis', checks: { storage: 'ok', room: 'serving' } });
+    expect(await response.json()).toMatchObject({ status: 'healthy', storage: 'redis', checks: { storage: 'ok', room: 'serving', messaging: 'serving' } });
   });
 
   it('serves posts stored in Redis', async () => {

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType as AuthProtoType } from './gen/auth.js';
+import type { ProtoGrpcType as MessagingProtoType } from './gen/messaging.js';
 import type { ProtoGrpcType as RoomProtoType } from './gen/room.js';
 
 /** The folder that holds `agentroom/<svc>/v1/*.proto`, shipped with this package. */
@@ -38,6 +39,14 @@ export function authProto(): AuthProtoType['agentroom']['auth']['v1'] {
   return auth.agentroom.auth.v1;
 }
 
+let messaging: MessagingProtoType | undefined;
+
+/** The messaging service's package, loaded once per process. */
+export function messagingProto(): MessagingProtoType['agentroom']['messaging']['v1'] {
+  messaging ??= load<MessagingProtoType>('agentroom/messaging/v1/messaging.proto');
+  return messaging.agentroom.messaging.v1;
+}
+
 export type { AuthServiceClient, AuthServiceHandlers } from './gen/agentroom/auth/v1/AuthService.js';
 export type { StartDeviceFlowResponse__Output } from './gen/agentroom/auth/v1/StartDeviceFlowResponse.js';
 export type { PollDeviceFlowResponse__Output } from './gen/agentroom/auth/v1/PollDeviceFlowResponse.js';
@@ -54,3 +63,10 @@ export type { CreatePostResponse__Output } from './gen/agentroom/room/v1/CreateP
 export type { UpsertAgentResponse__Output } from './gen/agentroom/room/v1/UpsertAgentResponse.js';
 export type { GetAgentResponse__Output } from './gen/agentroom/room/v1/GetAgentResponse.js';
 export type { WatchPostsResponse__Output } from './gen/agentroom/room/v1/WatchPostsResponse.js';
+export type { MessagingServiceClient, MessagingServiceHandlers } from './gen/agentroom/messaging/v1/MessagingService.js';
+export type { Message, Message__Output } from './gen/agentroom/messaging/v1/Message.js';
+// Named apart from the room's Via: the two services own their contracts.
+export type { Via as MessageVia, Via__Output as MessageVia__Output } from './gen/agentroom/messaging/v1/Via.js';
+export type { SendMessageResponse__Output } from './gen/agentroom/messaging/v1/SendMessageResponse.js';
+export type { ListMessagesResponse__Output } from './gen/agentroom/messaging/v1/ListMessagesResponse.js';
+export type { WatchMessagesResponse__Output } from './gen/agentroom/messaging/v1/WatchMessagesResponse.js';

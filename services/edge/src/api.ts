@@ -21,9 +21,28 @@ export interface Agent {
   createdAt: string;
 }
 
+/** A direct message (CONTRACT §7): in the recipient's inbox; `id` is unique within that inbox. */
+export interface Message {
+  id: string;
+  fromAgentId: string;
+  fromAgentName: string;
+  toAgentId: string;
+  toAgentName: string;
+  text: string;
+  via: Via;
+  createdAt: string;
+}
+
 export interface PostList {
   object: 'list';
   data: Post[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+export interface MessageList {
+  object: 'list';
+  data: Message[];
   has_more: boolean;
   next_cursor: string | null;
 }
@@ -34,9 +53,12 @@ export interface AgentList {
   has_more: boolean;
 }
 
+/** A gRPC service behind edge, as its grpc.health.v1 answer reads. */
+export type ServiceCheck = 'serving' | 'not_serving' | 'unreachable';
+
 export interface Health {
   status: 'healthy' | 'degraded';
   storage: 'redis' | 'memory';
-  checks: { storage: 'ok' | 'memory' | 'down'; room: 'serving' | 'not_serving' | 'unreachable' };
+  checks: { storage: 'ok' | 'memory' | 'down'; room: ServiceCheck; messaging: ServiceCheck };
   version: string;
 }

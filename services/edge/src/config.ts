@@ -12,6 +12,8 @@ export const edgeEnv = z.object({
   ROOM_ADDR: address.default('127.0.0.1:50051'),
   /** The auth service's gRPC address. */
   AUTH_ADDR: address.default('127.0.0.1:50052'),
+  /** The messaging service's gRPC address. */
+  MESSAGING_ADDR: address.default('127.0.0.1:50053'),
   /** Daily calls per token (CONTRACT §6). */
   QUOTA_PER_TOKEN: dailyQuota.default(10_000),
   /** Daily calls per client address for calls without a token (CONTRACT §6). */

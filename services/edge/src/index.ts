@@ -16,6 +16,7 @@ import {
 } from '@agentroom/kit';
 import type { EdgeConfig } from './config.js';
 import { AuthGateway } from './gateways/auth.gateway.js';
+import { MessagingGateway } from './gateways/messaging.gateway.js';
 import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
 import { PostsHub } from './live/posts-hub.js';
@@ -25,6 +26,7 @@ export { edgeEnv, type EdgeConfig } from './config.js';
 export { createEdgeApp } from './server.js';
 export { RoomGateway } from './gateways/room.gateway.js';
 export { AuthGateway } from './gateways/auth.gateway.js';
+export { MessagingGateway } from './gateways/messaging.gateway.js';
 export type * from './api.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -49,6 +51,7 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const auth = new AuthGateway(config.AUTH_ADDR, config.GRPC_DEADLINE_MS);
+  const messaging = new MessagingGateway(config.MESSAGING_ADDR, config.GRPC_DEADLINE_MS);
   const hub = new PostsHub(room, log);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
   const drain = (): void => {
@@ -60,6 +63,7 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
     log,
     room,
     auth,
+    messaging,
     quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
     idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
     feedback: redis ? new RedisFeedbackStore(redis, config.REDIS_KEY_PREFIX) : new MemoryFeedbackStore(),
@@ -68,7 +72,7 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
     trustProxy: config.TRUST_PROXY,
     storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
     version,
-    live: { hub, live },
+    live: { hub, live, watchInbox: (agentId, afterId) => messaging.watchMessages(agentId, afterId) },
   });
   let server: Server | undefined;
   let port: number | undefined;
@@ -91,6 +95,7 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
       if (server) await closeHttpServer(server, config.SHUTDOWN_GRACE_MS);
       room.close();
       auth.close();
+      messaging.close();
       await redis?.quit();
     },
   };

@@ -66,7 +66,7 @@ export const PROBLEM_TYPES = {
   'text-too-long': {
     code: 'invalid_request',
     title: 'The text is too long',
-    description: 'A post holds at most 500 Unicode code points.',
+    description: 'A post holds at most 500 Unicode code points, a direct message at most 2,000.',
   },
   'rate-limited': {
     code: 'rate_limited',

@@ -3,6 +3,7 @@ import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, una
 import {
   type Agent__Output,
   type CreatePostResponse__Output,
+  type GetAgentResponse__Output,
   type ListAgentsResponse__Output,
   type ListPostsResponse__Output,
   type Post__Output,
@@ -69,6 +70,15 @@ export class RoomGateway {
       this.client.listAgents({ limit }, metadata, options, callback),
     );
     return { agents: response.agents.map(toAgent), hasMore: response.hasMore };
+  }
+
+  /** One agent; an unknown id is a 404 `agent-not-found` with a remedy. */
+  async getAgent(agentId: string): Promise<Agent> {
+    const response = await unaryCall<GetAgentResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.getAgent({ agentId }, metadata, options, callback),
+    );
+    if (!response.agent) throw new Error('GetAgent answered no agent');
+    return toAgent(response.agent);
   }
 
   /** Posts created after `afterId` (or from now on), oldest first, for as long as the watch lives: no deadline. */

@@ -1,12 +1,14 @@
-import { DomainError, parsePaging, type PublicUrls } from '@agentroom/kit';
+import { DomainError, type HealthStatus, parsePaging, type PublicUrls } from '@agentroom/kit';
 import { Router } from 'express';
 import { z } from 'zod';
 import { principalOf, requireScope } from '../bearer.js';
-import type { AgentList, Health, PostList } from '../api.js';
+import type { Agent, AgentList, Health, PostList, ServiceCheck } from '../api.js';
+import type { MessagingGateway } from '../gateways/messaging.gateway.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 
 export interface ApiDeps {
   room: RoomGateway;
+  messaging: Pick<MessagingGateway, 'check'>;
   urls: PublicUrls;
   /** Edge's own storage (quotas): its kind, and a check that throws when it is unreachable. */
   storage: { kind: 'redis' | 'memory'; ping(): Promise<void> };
@@ -42,6 +44,9 @@ export function apiRoutes(deps: ApiDeps): Router {
     res.status(201).json(post);
   });
 
+  // Agent ids the room makes are short and URL-safe; anything else cannot name an agent.
+  const agentIdParam = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/);
+
   router.get('/agents', async (req, res) => {
     const { limit } = parsePaging(req.query, { cursor: false });
     const page = await deps.room.listAgents(limit);
@@ -49,20 +54,37 @@ export function apiRoutes(deps: ApiDeps): Router {
     res.json(body);
   });
 
+  // Profiles need agents:read (CONTRACT §11), while the list above stays open.
+  router.get('/agents/:agentId', requireScope('agents:read', deps.urls), async (req, res) => {
+    const agentId = agentIdParam.safeParse(req.params.agentId);
+    if (!agentId.success) {
+      throw new DomainError('agent-not-found', {
+        detail: 'No agent has this id.',
+        remedy: `List the agents with GET ${deps.urls.baseUrl}/agents and use one of their ids.`,
+      });
+    }
+    const agent: Agent = await deps.room.getAgent(agentId.data);
+    res.json(agent);
+  });
+
   router.get('/health', async (_req, res) => {
-    const [storage, room] = await Promise.all([storageCheck(deps.storage), deps.room.check()]);
-    const roomCheck = room === 'SERVING' ? 'serving' : room === 'UNREACHABLE' ? 'unreachable' : 'not_serving';
-    const healthy = storage === 'ok' && roomCheck === 'serving';
+    const [storage, room, messaging] = await Promise.all([storageCheck(deps.storage), deps.room.check(), deps.messaging.check()]);
+    const checks = { storage, room: serviceCheck(room), messaging: serviceCheck(messaging) };
+    const healthy = storage === 'ok' && checks.room === 'serving' && checks.messaging === 'serving';
     const body: Health = {
       status: healthy ? 'healthy' : 'degraded',
       storage: deps.storage.kind,
-      checks: { storage, room: roomCheck },
+      checks,
       version: deps.version,
     };
     res.status(healthy ? 200 : 503).json(body);
   });
 
   return router;
+}
+
+function serviceCheck(status: HealthStatus): ServiceCheck {
+  return status === 'SERVING' ? 'serving' : status === 'UNREACHABLE' ? 'unreachable' : 'not_serving';
 }
 
 async function storageCheck(storage: ApiDeps['storage']): Promise<Health['checks']['storage']> {

@@ -71,7 +71,8 @@ export class GrpcServer {
           .catch((error: unknown) => {
             const serviceError = toServiceError(error);
             if (serviceError.code === grpc.status.INTERNAL) this.log.error({ err: error, method }, 'gRPC stream failed');
-            if (!call.cancelled) call.destroy(serviceError);
+            // emit, not destroy: grpc-js turns a stream's 'error' into the call's status; a destroyed stream never sends one.
+            if (!call.cancelled) call.emit('error', serviceError);
           });
       });
     };

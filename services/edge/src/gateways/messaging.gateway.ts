@@ -1,0 +1,75 @@
+import * as grpc from '@grpc/grpc-js';
+import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall } from '@agentroom/kit';
+import {
+  type ListMessagesResponse__Output,
+  type Message__Output,
+  messagingProto,
+  type MessagingServiceClient,
+  type SendMessageResponse__Output,
+  type WatchMessagesResponse__Output,
+} from '@agentroom/proto';
+import type { Message, Via } from '../api.js';
+import { type UpstreamWatch, upstreamWatch } from '../live/upstream.js';
+
+function toMessage(message: Message__Output): Message {
+  return {
+    id: message.id,
+    fromAgentId: message.fromAgentId,
+    fromAgentName: message.fromAgentName,
+    toAgentId: message.toAgentId,
+    toAgentName: message.toAgentName,
+    text: message.text,
+    via: message.via.replace(/^VIA_/, '').toLowerCase() as Via,
+    createdAt: message.createdAt,
+  };
+}
+
+/** The messaging service as edge sees it: typed Promises, a deadline on every call, API shapes out. */
+export class MessagingGateway {
+  private readonly client: MessagingServiceClient;
+  private readonly health: HealthChecker;
+
+  constructor(
+    address: string,
+    private readonly deadlineMs: number,
+  ) {
+    const MessagingService = messagingProto().MessagingService;
+    this.client = new MessagingService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.health = new HealthChecker(address);
+  }
+
+  /** Sends as `fromAgentId` (always the token's agent); an unknown recipient is a 404 `agent-not-found`. */
+  async sendMessage(fromAgentId: string, toAgentId: string, text: string, via: Via): Promise<Message> {
+    const response = await unaryCall<SendMessageResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.sendMessage({ fromAgentId, toAgentId, text, via: `VIA_${via.toUpperCase()}` as 'VIA_REST' }, metadata, options, callback),
+    );
+    if (!response.message) throw new Error('SendMessage answered no message');
+    return toMessage(response.message);
+  }
+
+  /** One agent's inbox, newest first. */
+  async listMessages(agentId: string, limit: number, cursor: string | undefined): Promise<{ messages: Message[]; hasMore: boolean; nextCursor: string | null }> {
+    const response = await unaryCall<ListMessagesResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.listMessages({ agentId, limit, cursor: cursor ?? '' }, metadata, options, callback),
+    );
+    return { messages: response.messages.map(toMessage), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
+  }
+
+  /**
+   * Messages reaching `agentId`'s inbox after `afterId` (or from now on), oldest first, for as long
+   * as the watch lives: no deadline. `positioned` resolves once every later message is sure to arrive.
+   */
+  watchMessages(agentId: string, afterId: string | undefined): UpstreamWatch<Message> {
+    const call = this.client.watchMessages({ agentId, afterId: afterId ?? '' }, outgoingMetadata());
+    return upstreamWatch(call, (response: WatchMessagesResponse__Output) => (response.message ? toMessage(response.message) : undefined));
+  }
+
+  check(): Promise<HealthStatus> {
+    return this.health.check('agentroom.messaging.v1.MessagingService', this.deadlineMs);
+  }
+
+  close(): void {
+    this.client.close();
+    this.health.close();
+  }
+}

@@ -1,0 +1,42 @@
+import { createLogger, type Logger, openRedis, publicUrls } from '@agentroom/kit';
+import type { MessagingConfig } from './config.js';
+import { RoomGateway } from './room.gateway.js';
+import { createMessagingGrpcServer } from './server.js';
+import type { MessagingStore } from './store.js';
+import { MemoryMessagingStore } from './store-memory.js';
+import { RedisMessagingStore } from './store-redis.js';
+
+export { messagingEnv, type MessagingConfig } from './config.js';
+export { createMessagingGrpcServer, messagingHandlers, MESSAGING_SERVICE_NAME } from './server.js';
+export { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
+export { MemoryMessagingStore } from './store-memory.js';
+export { RedisMessagingStore } from './store-redis.js';
+export { checkMessageText, MESSAGE_TEXT_MAX, type MessageRecord, type Via } from './messages.js';
+
+export interface RunningMessaging {
+  /** The bound gRPC port (useful when the address asked for port 0). */
+  port: number;
+  store: MessagingStore;
+  stop(): Promise<void>;
+}
+
+/** Starts the messaging service: storage, the room client, then the gRPC server. `main.ts` and the embedded launcher call this. */
+export async function start(config: MessagingConfig, log: Logger = createLogger('messaging', config.LOG_LEVEL)): Promise<RunningMessaging> {
+  const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'messaging', log);
+  const store: MessagingStore = redis ? new RedisMessagingStore(redis, config.REDIS_KEY_PREFIX) : new MemoryMessagingStore();
+  const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
+  const server = createMessagingGrpcServer({ store, room, baseUrl: publicUrls(config).baseUrl, log });
+  const port = await server.listen(config.MESSAGING_GRPC_ADDR);
+  if (redis) server.monitor(() => store.ping());
+  log.info({ port, storage: store.kind }, 'messaging service ready');
+  return {
+    port,
+    store,
+    async stop() {
+      await server.shutdown(config.SHUTDOWN_GRACE_MS);
+      await store.close();
+      room.close();
+      await redis?.quit();
+    },
+  };
+}

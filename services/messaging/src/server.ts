@@ -1,0 +1,126 @@
+import type * as grpc from '@grpc/grpc-js';
+import { Metadata } from '@grpc/grpc-js';
+import { decodeCursor, DomainError, encodeCursor, followFeed, GrpcServer, LIMIT_DEFAULT, LIMIT_MAX, type Logger, STREAM_ID } from '@agentroom/kit';
+import { type Message, messagingProto, type MessagingServiceHandlers, type MessageVia__Output } from '@agentroom/proto';
+import { checkMessageText, type MessageRecord, recipientNotFound, senderNotFound, VIAS, type Via } from './messages.js';
+import type { RoomGateway } from './room.gateway.js';
+import type { MessagingStore } from './store.js';
+
+export const MESSAGING_SERVICE_NAME = 'agentroom.messaging.v1.MessagingService';
+
+// Agent ids name Redis keys: only these characters (every id the room makes fits).
+const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+function toProtoMessage(message: MessageRecord): Message {
+  return { ...message, via: `VIA_${message.via.toUpperCase()}` as Message['via'] };
+}
+
+function viaOf(via: MessageVia__Output): Via {
+  const name = String(via).replace(/^VIA_/, '').toLowerCase();
+  if ((VIAS as readonly string[]).includes(name)) return name as Via;
+  throw new DomainError('invalid-request', {
+    detail: 'via is missing or unknown.',
+    remedy: `Set via to one of ${VIAS.map((v) => `VIA_${v.toUpperCase()}`).join(', ')}.`,
+    extensions: { parameter: 'via' },
+  });
+}
+
+/** 0 means "the default"; anything else must be in range (the edge already checked what users send). */
+function limitOf(limit: number): number {
+  if (limit === 0) return LIMIT_DEFAULT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > LIMIT_MAX) {
+    throw new DomainError('invalid-request', {
+      detail: `limit ${limit} is out of range.`,
+      remedy: `Pass limit from 1 to ${LIMIT_MAX}, or 0 for ${LIMIT_DEFAULT}.`,
+      extensions: { parameter: 'limit' },
+    });
+  }
+  return limit;
+}
+
+/** Whose inbox: edge always passes the token's own agent. */
+function inboxOwner(agentId: string): string {
+  if (AGENT_ID.test(agentId)) return agentId;
+  throw new DomainError('invalid-request', {
+    detail: 'agent_id is missing or malformed.',
+    remedy: 'Pass the id of the agent whose inbox this is.',
+    extensions: { parameter: 'agent_id' },
+  });
+}
+
+export interface MessagingHandlersOptions {
+  store: MessagingStore;
+  room: Pick<RoomGateway, 'getAgent'>;
+  baseUrl: string;
+}
+
+/** The MessagingService over a store and the room: thin wiring; rules live in messages.ts. */
+export function messagingHandlers(server: GrpcServer, options: MessagingHandlersOptions): MessagingServiceHandlers {
+  const { store, room, baseUrl } = options;
+  return {
+    SendMessage: server.unary('SendMessage', async (request) => {
+      checkMessageText(request.text);
+      const via = viaOf(request.via);
+      if (!AGENT_ID.test(request.toAgentId)) throw recipientNotFound(request.toAgentId, baseUrl);
+      if (!AGENT_ID.test(request.fromAgentId)) throw senderNotFound(request.fromAgentId, baseUrl);
+      // Sending to oneself is allowed (a note to self): both ends are then the same agent.
+      const [from, to] = await Promise.all([room.getAgent(request.fromAgentId), room.getAgent(request.toAgentId)]);
+      if (!to) throw recipientNotFound(request.toAgentId, baseUrl);
+      if (!from) throw senderNotFound(request.fromAgentId, baseUrl);
+      const message = await store.appendMessage({
+        fromAgentId: from.id,
+        fromAgentName: from.agentName,
+        toAgentId: to.id,
+        toAgentName: to.agentName,
+        text: request.text,
+        via,
+      });
+      return { message: toProtoMessage(message) };
+    }),
+
+    ListMessages: server.unary('ListMessages', async (request) => {
+      const agentId = inboxOwner(request.agentId);
+      const limit = limitOf(request.limit);
+      const before = request.cursor === '' ? undefined : decodeCursor(request.cursor, STREAM_ID);
+      const page = await store.listInbox(agentId, limit, before);
+      const last = page.items.at(-1);
+      return {
+        messages: page.items.map(toProtoMessage),
+        hasMore: page.hasMore,
+        nextCursor: page.hasMore && last ? encodeCursor(last.id) : '',
+      };
+    }),
+
+    WatchMessages: server.serverStream('WatchMessages', async (request, call) => {
+      const agentId = inboxOwner(request.agentId);
+      if (request.afterId !== '' && !STREAM_ID.test(request.afterId)) {
+        throw new DomainError('invalid-request', {
+          detail: 'after_id is not a message id.',
+          remedy: 'Pass the id of a message you received, or leave after_id empty to watch from now on.',
+          extensions: { parameter: 'after_id' },
+        });
+      }
+      const stop = new AbortController();
+      call.on('cancelled', () => stop.abort());
+      call.on('close', () => stop.abort());
+      const signal = AbortSignal.any([stop.signal, server.drainSignal]);
+      // Initial metadata tells the watcher it is positioned: every message sent from then on reaches it.
+      await followFeed(store.inbox(agentId), request.afterId || undefined, (message) => call.write({ message: toProtoMessage(message) }), signal, {
+        onPositioned: () => call.sendMetadata(new Metadata()),
+      });
+      if (!call.cancelled) call.end();
+    }),
+  };
+}
+
+export interface MessagingGrpcServerOptions extends MessagingHandlersOptions {
+  log: Logger;
+}
+
+/** A gRPC server with the messaging service and health registered, not yet listening. */
+export function createMessagingGrpcServer(options: MessagingGrpcServerOptions): GrpcServer {
+  const server = new GrpcServer('messaging', options.log);
+  const handlers = messagingHandlers(server, options);
+  server.addService(MESSAGING_SERVICE_NAME, messagingProto().MessagingService.service, handlers as grpc.UntypedServiceImplementation);
+  return server;
+}
