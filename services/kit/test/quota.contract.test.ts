@@ -7,7 +7,12 @@ function manualClock(start: number): { now(): number; set(t: number): void } {
   return { now: () => t, set: (next) => (t = next) };
 }
 
-const NOON = Date.parse('2026-11-22T12:00:00.000Z');
+const DAY_MS = 86_400_000;
+/**
+ * Noon of the real current UTC day: Redis expires counters at an absolute time (PEXPIREAT), so
+ * the store's clock must not lie in the past of the Redis server's, or every key would vanish at once.
+ */
+const NOON = Math.floor(Date.now() / DAY_MS) * DAY_MS + DAY_MS / 2;
 
 interface Harness {
   store(clock?: { now(): number }): QuotaStore;
