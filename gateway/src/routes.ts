@@ -28,6 +28,7 @@ export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata' },
   { base: 'site', path: '/', match: 'exact', upstream: 'edge', what: 'the room, for humans' },
   { base: 'site', path: '/developers', match: 'exact', upstream: 'edge', what: 'the developer portal' },
+  { base: 'site', path: '/assets/', match: 'prefix', upstream: 'edge', what: "the room page's script" },
   { base: 'site', path: '/signin', match: 'exact', upstream: 'auth', what: 'humans sign in or register' },
   { base: 'site', path: '/signout', match: 'exact', upstream: 'auth', what: 'humans sign out' },
   { base: 'site', path: '/device', match: 'exact', upstream: 'auth', what: 'humans approve or decline an agent' },

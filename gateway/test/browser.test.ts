@@ -1,20 +1,9 @@
 import { freePort } from '@agentroom/kit';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { post, type Problem } from './support/agent.js';
-
-/** Debian's chromium, as the architecture page says; a missing binary says how to install it. */
-async function launch(): Promise<Browser> {
-  try {
-    return await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-    });
-  } catch (error) {
-    throw new Error(`could not start /usr/bin/chromium (install it with: bash scripts/install-test-deps.sh): ${(error as Error).message}`);
-  }
-}
+import { launchChromium } from './support/browser.js';
 
 interface Flow {
   device_code: string;
@@ -36,7 +25,7 @@ describe('a human approves an agent in a real browser', () => {
 
   beforeAll(async () => {
     app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
-    browser = await launch();
+    browser = await launchChromium();
     page = await (await browser.newContext()).newPage();
   }, 60_000);
 

@@ -177,7 +177,9 @@ describe('REST through the router (embedded, memory storage)', () => {
     expect(html).toContain('&lt;img src=x onerror=alert(1)&gt; &amp; friends');
     expect(html).not.toContain('<img src=x');
     expect(html).toContain('Ada Lovelace');
-    expect(html).toMatch(/read-only/);
+    // The live script, and the feed it follows from the newest post shown.
+    expect(html).toContain(`<script type="module" src="${app.urls.siteUrl}/assets/room.js"></script>`);
+    expect(html).toMatch(new RegExp(`data-stream="${app.urls.baseUrl}/posts/stream" data-after="\\d+-\\d+"`));
   });
 });
 

@@ -4,7 +4,7 @@ import { matchRoute, resolveRoutes, ROUTES } from '../src/routes.js';
 describe('the route table', () => {
   it('covers every edge path of CONTRACT §1', () => {
     const paths = ROUTES.map((r) => `${r.base}:${r.path}`);
-    for (const path of ['site:/', 'site:/developers', 'site:/device', 'site:/signin', 'site:/signout', 'site:/account', 'api:/agent/signup/complete', 'api:/agent/signup/start', 'api:/agent/signup/poll', 'api:/agent/feedback', 'api:/mcp', 'api:/a2a/', 'api:/oauth/', 'base:/']) {
+    for (const path of ['site:/', 'site:/developers', 'site:/assets/', 'site:/device', 'site:/signin', 'site:/signout', 'site:/account', 'api:/agent/signup/complete', 'api:/agent/signup/start', 'api:/agent/signup/poll', 'api:/agent/feedback', 'api:/mcp', 'api:/a2a/', 'api:/oauth/', 'base:/']) {
       expect(paths).toContain(path);
     }
   });
@@ -16,6 +16,7 @@ describe('the route table', () => {
     expect(matchRoute(routes, undefined, '/api/agent/signup/start')?.path).toBe('/api/agent/signup/start');
     expect(matchRoute(routes, undefined, '/api/agent/signup/complete')?.upstream).toBe('auth');
     expect(matchRoute(routes, undefined, '/device')?.upstream).toBe('auth');
+    expect(matchRoute(routes, undefined, '/assets/room.js')?.upstream).toBe('edge');
     expect(matchRoute(routes, undefined, '/.well-known/oauth-protected-resource')?.upstream).toBe('gateway');
     expect(matchRoute(routes, undefined, '/api/a2a/a_123')?.streaming).toBe(true);
     // Exact routes do not swallow their neighbours; unknown paths go to the catch-all.

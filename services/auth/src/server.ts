@@ -3,6 +3,7 @@ import { DomainError, GrpcServer, type Logger, SCOPES } from '@agentroom/kit';
 import { authProto, type AuthServiceHandlers } from '@agentroom/proto';
 import { z } from 'zod';
 import type { DeviceFlows } from './device-flow.js';
+import type { Humans } from './humans.js';
 import type { Tokens } from './tokens.js';
 
 export const AUTH_SERVICE_NAME = 'agentroom.auth.v1.AuthService';
@@ -16,6 +17,7 @@ const startRequest = z.object({
 });
 const pollRequest = z.object({ deviceCode: z.string().max(1_000) });
 const tokenRequest = z.object({ token: z.string() });
+const sessionRequest = z.object({ sessionId: z.string().max(1_000) });
 
 /** The first field that failed, as the parameter name agents know. */
 function parameterOf(error: z.ZodError): string {
@@ -48,10 +50,11 @@ function parse<T>(schema: z.ZodType<T>, request: unknown): T {
 export interface AuthHandlersOptions {
   flows: DeviceFlows;
   tokens: Tokens;
+  humans: Humans;
 }
 
 /** The AuthService over the domain: thin wiring; rules live in device-flow.ts and tokens.ts. */
-export function authHandlers(server: GrpcServer, { flows, tokens }: AuthHandlersOptions): AuthServiceHandlers {
+export function authHandlers(server: GrpcServer, { flows, tokens, humans }: AuthHandlersOptions): AuthServiceHandlers {
   return {
     StartDeviceFlow: server.unary('StartDeviceFlow', async (request) => flows.start(parseStart(request))),
 
@@ -82,6 +85,24 @@ export function authHandlers(server: GrpcServer, { flows, tokens }: AuthHandlers
     RevokeToken: server.unary('RevokeToken', async (request) => {
       await tokens.revoke(parse(tokenRequest, request).token);
       return {};
+    }),
+
+    ResolveSession: server.unary('ResolveSession', async (request) => {
+      const { sessionId } = parse(sessionRequest, request);
+      const found = sessionId === '' ? undefined : await humans.session(sessionId);
+      if (!found) return {};
+      const agents = new Map<string, { agentId: string; agentName: string; scopes: Set<string> }>();
+      for (const token of await tokens.liveOfHuman(found.human.id)) {
+        const agent = agents.get(token.agentId) ?? { agentId: token.agentId, agentName: token.agentName, scopes: new Set<string>() };
+        for (const scope of token.scopes) agent.scopes.add(scope);
+        agents.set(token.agentId, agent);
+      }
+      return {
+        humanId: found.human.id,
+        humanName: found.human.name,
+        csrfToken: found.session.csrf,
+        agents: [...agents.values()].map((agent) => ({ ...agent, scopes: SCOPES.filter((scope) => agent.scopes.has(scope)) })),
+      };
     }),
   };
 }

@@ -6,6 +6,7 @@ import {
   type AuthServiceClient,
   type GetAgentResponse__Output,
   type PollDeviceFlowResponse__Output,
+  type ResolveSessionResponse__Output,
   type RevokeTokenResponse__Output,
   roomProto,
   type RoomServiceClient,
@@ -71,6 +72,10 @@ function authenticate(token: string): Promise<AuthenticateTokenResponse__Output>
 
 function revoke(token: string): Promise<RevokeTokenResponse__Output> {
   return unaryCall(DEADLINE, (metadata, options, callback) => client.revokeToken({ token }, metadata, options, callback));
+}
+
+function resolveSession(sessionId: string): Promise<ResolveSessionResponse__Output> {
+  return unaryCall(DEADLINE, (metadata, options, callback) => client.resolveSession({ sessionId }, metadata, options, callback));
 }
 
 function getAgent(agentId: string): Promise<GetAgentResponse__Output> {
@@ -211,5 +216,29 @@ describe('AuthService over a loopback socket', () => {
   it('refuses to start a widening with a token that does not work', async () => {
     expect(await rejection(startFlow(['posts:write'], { bearerToken: mintToken() }))).toMatchObject({ slug: 'token-invalid', status: 401 });
     expect((await rejection(startFlow(['posts:write'], { bearerToken: 'x'.repeat(2_000) }))).slug).toBe('token-invalid');
+  });
+
+  it('resolves a sign-in cookie to its human, the CSRF token and the agents with a live token; signed out otherwise', async () => {
+    const linus = await auth.humans.register('Linus Room', 'a long password');
+    const { sessionId, session } = await auth.humans.openSession(linus.id);
+    const poster = await signUp(['posts:write'], linus, { agentName: 'poster' });
+    await signUp(['messages:read'], linus, { agentName: 'poster', bearerToken: poster.accessToken });
+    const gone = await signUp(['posts:write'], linus, { agentName: 'gone' });
+    await revoke(gone.accessToken);
+    await signUp(['posts:write'], grace, { agentName: 'not-linus' });
+
+    const resolved = await resolveSession(sessionId);
+    expect(resolved).toMatchObject({ humanId: linus.id, humanName: 'Linus Room', csrfToken: session.csrf });
+    expect(resolved.agents).toEqual([{ agentId: poster.agentId, agentName: 'poster', scopes: ['posts:write', 'messages:read'] }]);
+
+    for (const unknown of ['', 'not-a-session', 'x'.repeat(43)]) expect(await resolveSession(unknown)).toMatchObject({ humanId: '', agents: [] });
+    expect((await rejection(resolveSession('x'.repeat(2_000)))).slug).toBe('invalid-request');
+
+    time += 8 * 86_400_000;
+    expect((await resolveSession(sessionId)).humanId).toBe('');
+    const again = await auth.humans.openSession(linus.id);
+    expect((await resolveSession(again.sessionId)).humanId).toBe(linus.id);
+    await auth.humans.closeSession(again.sessionId);
+    expect((await resolveSession(again.sessionId)).humanId).toBe('');
   });
 });

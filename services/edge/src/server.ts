@@ -53,7 +53,7 @@ export function createEdgeApp(options: EdgeAppOptions): Express {
   app.use(`${apiPath}/agent/signup`, signupRoutes({ auth: options.auth, urls }));
   app.use(`${apiPath}/oauth`, oauthRoutes({ auth: options.auth, urls }));
   app.use(`${apiPath}/agent/feedback`, feedbackRoutes({ feedback: options.feedback, log: options.log }));
-  app.use(sitePath || '/', roomPage({ room: options.room, apiUrl: urls.apiUrl, baseUrl: urls.baseUrl }));
+  app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls }));
   finish();
   return app;
 }

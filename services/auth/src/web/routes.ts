@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { DomainError, type PublicUrls } from '@agentroom/kit';
+import { DomainError, type PublicUrls, SESSION_COOKIE } from '@agentroom/kit';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -7,7 +7,6 @@ import type { AuthDomain } from '../index.js';
 import type { Human, Session } from '../records.js';
 import { accountPage, confirmPage, donePage, enterCodePage, signInPage } from './pages.js';
 
-const SESSION_COOKIE = 'ar_session';
 const FORM_COOKIE = 'ar_form';
 
 export interface HumanPagesOptions {

@@ -5,6 +5,7 @@ import {
   authProto,
   type AuthServiceClient,
   type PollDeviceFlowResponse__Output,
+  type ResolveSessionResponse__Output,
   type RevokeTokenResponse__Output,
   type StartDeviceFlowResponse__Output,
 } from '@agentroom/proto';
@@ -25,6 +26,16 @@ export interface DeviceFlowStart {
   expiresIn: number;
   interval: number;
   scopes: Scope[];
+}
+
+/** A signed-in human, as a page of edge sees them through the `ar_session` cookie. */
+export interface SignedInHuman {
+  humanId: string;
+  humanName: string;
+  /** The CSRF token every form of this session carries. */
+  csrfToken: string;
+  /** The agents the human approved that hold a live token, with the union of its scopes. */
+  agents: { agentId: string; agentName: string; scopes: Scope[] }[];
 }
 
 export type DeviceFlowPoll =
@@ -94,6 +105,20 @@ export class AuthGateway {
     await unaryCall<RevokeTokenResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.revokeToken({ token }, metadata, options, callback),
     );
+  }
+
+  /** The human signed in with this cookie value, or undefined when the session is unknown or expired. */
+  async resolveSession(sessionId: string): Promise<SignedInHuman | undefined> {
+    const response = await unaryCall<ResolveSessionResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.resolveSession({ sessionId }, metadata, options, callback),
+    );
+    if (response.humanId === '') return undefined;
+    return {
+      humanId: response.humanId,
+      humanName: response.humanName,
+      csrfToken: response.csrfToken,
+      agents: response.agents.map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: agent.scopes as Scope[] })),
+    };
   }
 
   close(): void {

@@ -66,6 +66,8 @@ export function liveRoutes(deps: LiveDeps): Router {
 
   router.get('/posts/stream', async (req, res) => {
     const after = lastEventId(req);
+    // Public and without credentials: the room page may live on another origin than the API.
+    res.setHeader('Access-Control-Allow-Origin', '*');
     await serve<Post>(req, res, live, 'posts', (deliver, fail) => hub.subscribe(after, deliver, fail), postFrame);
   });
 

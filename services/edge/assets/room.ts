@@ -1,0 +1,117 @@
+/**
+ * The room page's live feed (CONTRACT §8), run in the browser: posts from `{base_url}/posts/stream`
+ * appear at the top of the list without a reload. The page works without it (server-rendered);
+ * this only adds what is new. Post text is always set as text, never parsed as HTML.
+ */
+
+interface LivePost {
+  id: string;
+  agentName: string;
+  humanLabel: string;
+  text: string;
+  via: string;
+  createdAt: string;
+}
+
+/** The page keeps this many posts; older ones leave the bottom as new ones arrive. */
+const KEEP = 200;
+const FIRST_RETRY_MS = 1_000;
+const MAX_RETRY_MS = 30_000;
+
+function isPost(value: unknown): value is LivePost {
+  if (typeof value !== 'object' || value === null) return false;
+  const fields = value as Record<string, unknown>;
+  return ['id', 'agentName', 'humanLabel', 'text', 'via', 'createdAt'].every((key) => typeof fields[key] === 'string');
+}
+
+function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, text?: string): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className !== '') node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** The same markup the server renders for a post (services/edge/src/web/room-page.ts). */
+function render(post: LivePost): HTMLLIElement {
+  const item = element('li', 'post');
+  item.id = `post-${post.id}`;
+  item.dataset.id = post.id;
+  const meta = element('p', 'meta');
+  const time = element('time', '', `${post.createdAt.replace('T', ' ').slice(0, 19)} UTC`);
+  time.dateTime = post.createdAt;
+  meta.append(element('strong', '', post.agentName), ` for ${post.humanLabel} · via ${post.via} · `, time);
+  item.append(element('p', 'text', post.text), meta);
+  return item;
+}
+
+function follow(list: HTMLElement, status: HTMLElement): void {
+  const streamUrl = list.dataset.stream;
+  if (streamUrl === undefined) return;
+  let lastId = list.dataset.after ?? '';
+  let retryMs = FIRST_RETRY_MS;
+  let retry: number | undefined;
+  const seen = new Set<string>();
+  for (const item of list.querySelectorAll<HTMLElement>('li[data-id]')) seen.add(item.dataset.id ?? '');
+
+  const say = (text: string): void => {
+    if (status.textContent !== text) status.textContent = text;
+  };
+
+  const add = (post: LivePost): void => {
+    if (seen.has(post.id)) return;
+    seen.add(post.id);
+    document.getElementById('no-posts')?.remove();
+    list.hidden = false;
+    list.prepend(render(post));
+    while (list.children.length > KEEP) list.lastElementChild?.remove();
+  };
+
+  const connect = (): void => {
+    retry = undefined;
+    const url = new URL(streamUrl, window.location.href);
+    // EventSource sends Last-Event-ID itself when it reconnects; a new EventSource resumes by the query.
+    if (lastId !== '') url.searchParams.set('last_event_id', lastId);
+    const current = new EventSource(url);
+    current.addEventListener('open', () => {
+      retryMs = FIRST_RETRY_MS;
+      say('Live: new posts appear at the top as they are made.');
+    });
+    current.addEventListener('post', (event: MessageEvent<string>) => {
+      let data: unknown;
+      try {
+        data = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      if (!isPost(data)) return;
+      lastId = event.lastEventId || data.id;
+      add(data);
+    });
+    current.addEventListener('error', () => {
+      if (current.readyState !== EventSource.CLOSED) {
+        // The browser reconnects by itself and resumes after the last post it saw.
+        say('Connection lost; reconnecting…');
+        return;
+      }
+      // The browser gave up (the server answered an error): try again, waiting longer each time.
+      current.close();
+      say(`Connection lost; trying again in ${Math.round(retryMs / 1_000)} s…`);
+      retry = window.setTimeout(connect, retryMs);
+      retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+    });
+  };
+
+  window.addEventListener('online', () => {
+    if (retry === undefined) return;
+    window.clearTimeout(retry);
+    connect();
+  });
+  connect();
+}
+
+const postList = document.getElementById('posts');
+const liveStatus = document.getElementById('live-status');
+if (postList && liveStatus && typeof EventSource === 'function') follow(postList, liveStatus);
+
+// Loaded with <script type="module">: its names stay out of the page's global scope.
+export {};
