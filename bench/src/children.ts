@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 /** The one line a server child prints on stdout once it is ready; logs never look like it. */
-const READY_LINE = /^\{"port":(\d+)\}$/;
+const READY_LINE = /^\{"port":\d+[,}].*$/;
 const STOP_GRACE_MS = 5_000;
 
 // ---- what the parent and its children agree on -------------------------------------------------
@@ -16,9 +16,21 @@ export const BARE_ENV = { body: 'BENCH_BODY_BASE64', contentType: 'BENCH_CONTENT
 
 // ---- inside a child ----------------------------------------------------------------------------
 
-/** Tells the parent the child is ready and where it listens. */
-export function announcePort(port: number): void {
-  process.stdout.write(`${JSON.stringify({ port })}\n`);
+/** An edge process of the cluster: where it answers HTTP, and its Prometheus `/metrics`. */
+export interface EdgeProcess {
+  url: string;
+  metrics: string;
+}
+
+interface Ready {
+  port: number;
+  edges?: EdgeProcess[];
+}
+
+/** Tells the parent the child is ready and where it listens (and, for the cluster, its edge processes). */
+export function announcePort(port: number, edges?: EdgeProcess[]): void {
+  const ready: Ready = edges === undefined ? { port } : { port, edges };
+  process.stdout.write(`${JSON.stringify(ready)}\n`);
 }
 
 /** Runs `stop` once on SIGTERM (the parent) or SIGINT (Ctrl-C reaches the whole group), then exits. */
@@ -42,6 +54,8 @@ export interface ServerChild {
   name: string;
   /** `http://127.0.0.1:<port>` */
   origin: string;
+  /** The cluster's edge processes; empty for other children. */
+  edges: EdgeProcess[];
   /** Undefined while it runs; the exit code (or signal) once it has exited. */
   exited(): string | undefined;
   /** SIGTERM, then SIGKILL if it has not exited within a few seconds. Safe to call twice. */
@@ -74,9 +88,10 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => running.delete(child));
 
-  const server = (origin: string): ServerChild => ({
+  const server = (origin: string, edges: EdgeProcess[]): ServerChild => ({
     name,
     origin,
+    edges,
     exited: () => exitDescription(child),
     async stop() {
       if (exitDescription(child) !== undefined) return;
@@ -104,10 +119,11 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
       reject(new Error(`${name} exited (${exitDescription(child) ?? 'unknown'}) before announcing its port; see its output above`));
     });
     createInterface({ input: child.stdout }).on('line', (line) => {
-      const ready = READY_LINE.exec(line);
-      if (ready) {
+      if (READY_LINE.test(line)) {
         clearTimeout(timer);
-        resolve(server(`http://127.0.0.1:${ready[1]}`));
+        // Our own children write this line; its shape is ours (announcePort).
+        const ready = JSON.parse(line) as Ready;
+        resolve(server(`http://127.0.0.1:${ready.port}`, ready.edges ?? []));
       } else {
         process.stderr.write(`[${name}] ${line}\n`);
       }

@@ -4,6 +4,7 @@ import { arch, availableParallelism, cpus, platform, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import { approvedToken } from './human.js';
 import { BARE_ENV, killServerChildrenNow, SEEDED_POSTS, type ServerChild, startServerChild } from './children.js';
+import { fanout, type FanoutResult, openFilesLimit, percentile } from './fanout.js';
 
 /** The same load for every target, so the figures compare. */
 const LOAD = { connections: 50, pipelining: 1, warmupSeconds: 3, measureSeconds: 10 } as const;
@@ -47,6 +48,10 @@ interface Prepared {
 
 /** A route to measure against a bare server that sends the same bytes. */
 interface Scenario {
+  /** What `npm run bench -- <key>` selects it by. */
+  key: 'list' | 'create';
+  /** Which server it loads: the embedded one is started only when a scenario needs it. */
+  mode: 'embedded' | 'cluster';
   title: string;
   subjectName: string;
   /** The share of the baseline's req/s the subject should reach; 0 for "report only". */
@@ -61,6 +66,8 @@ interface Scenario {
 const LIST_POSTS_PATH = '/api/v1/posts?limit=20';
 
 const listPosts: Scenario = {
+  key: 'list',
+  mode: 'embedded',
   title: `GET ${LIST_POSTS_PATH} (embedded mode, ${SEEDED_POSTS.toLocaleString('en-US')} posts in the room)`,
   subjectName: 'listPosts',
   targetRatio: 0.5,
@@ -85,6 +92,8 @@ const CREATE_POST_PATH = '/api/v1/posts';
 /** createPost as an approved agent: a real token, and a fresh Idempotency-Key on every request. */
 function createPost(mode: 'embedded' | 'cluster'): Scenario {
   return {
+    key: 'create',
+    mode,
     title: `POST ${CREATE_POST_PATH} with a token and an Idempotency-Key (${mode} mode)`,
     subjectName: `createPost (${mode})`,
     targetRatio: mode === 'cluster' ? 0.1 : 0,
@@ -107,8 +116,22 @@ function createPost(mode: 'embedded' | 'cluster'): Scenario {
   };
 }
 
-/** Later: SSE fan-out. */
 const SCENARIOS: readonly Scenario[] = [listPosts, createPost('embedded'), createPost('cluster')];
+
+/** SSE fan-out (issue 5): subscribers on one edge process, and the targets for 10,000 of them. */
+const FANOUT = { sizes: [1_000, 10_000], rounds: 5, targetP99Ms: 250, targetRssMiB: 400, targetAt: 10_000 } as const;
+/** File descriptors the bench needs beyond one per subscriber (servers, Redis, pipes). */
+const SPARE_FILES = 500;
+
+/** What `npm run bench -- <key> ...` can select; nothing selects all. */
+const KEYS = ['list', 'create', 'sse'] as const;
+type Key = (typeof KEYS)[number];
+
+function selected(argv: readonly string[]): Set<Key> {
+  const unknown = argv.filter((arg) => !(KEYS as readonly string[]).includes(arg));
+  if (unknown.length > 0) throw new Error(`unknown benchmark ${unknown.join(', ')}: choose from ${KEYS.join(', ')} (or none for all)`);
+  return new Set(argv.length === 0 ? KEYS : (argv as Key[]));
+}
 
 // ---- measuring ---------------------------------------------------------------------------------
 
@@ -203,17 +226,55 @@ function printScenario(scenario: Scenario, prepared: Prepared, subject: autocann
   }
 }
 
+function printFanout(results: FanoutResult[], skipped: string[]): void {
+  console.log('');
+  console.log(`SSE fan-out: N subscribers of GET /api/v1/posts/stream on one edge process (cluster mode, Redis), one post per round through the router`);
+  console.log(`  latency: from sending POST /api/v1/posts until the event's bytes reach each subscriber (node:http sockets in one Node process on this machine, parsed by eventsource-parser); ${FANOUT.rounds} rounds after one warm-up round`);
+  const header = ['subscribers', 'round', 'p50 ms', 'p99 ms', 'max ms', 'missing', 'duplicates'];
+  const rows = [header];
+  for (const result of results) {
+    result.rounds.forEach((round, i) => {
+      rows.push([integer(result.subscribers), String(i + 1), ms1(percentile(round.latencies, 50)), ms1(percentile(round.latencies, 99)), ms1(round.latencies.at(-1) ?? Number.NaN), String(round.missing), String(round.duplicates)]);
+    });
+    const all = result.rounds.flatMap((round) => round.latencies).sort((a, b) => a - b);
+    rows.push([integer(result.subscribers), 'all', ms1(percentile(all, 50)), ms1(percentile(all, 99)), ms1(all.at(-1) ?? Number.NaN), String(result.rounds.reduce((sum, r) => sum + r.missing, 0)), String(result.rounds.at(-1)?.duplicates ?? 0)]);
+  }
+  console.log(table(rows).replace(/^/gm, '  '));
+  for (const result of results) {
+    const { idle, connected, after } = result.rssMiB;
+    console.log(`  ${integer(result.subscribers)} subscribers: connected in ${result.connectSeconds.toFixed(1)} s; the edge writes a post to all of them in ${ms1(result.edgeFanoutMs)} ms (mean, its agentroom_live_fanout_seconds); edge RSS ${idle.toFixed(0)} MiB idle, ${connected.toFixed(0)} MiB connected, ${after.toFixed(0)} MiB after the rounds`);
+    if (result.subscribers === FANOUT.targetAt) {
+      const all = result.rounds.flatMap((round) => round.latencies).sort((a, b) => a - b);
+      const p99 = percentile(all, 99);
+      const rss = Math.max(result.rssMiB.connected, result.rssMiB.after);
+      console.log(`  targets at ${integer(FANOUT.targetAt)}: p99 <= ${FANOUT.targetP99Ms} ms: ${p99 <= FANOUT.targetP99Ms ? 'MET' : 'NOT MET'} (${ms1(p99)} ms); RSS <= ${FANOUT.targetRssMiB} MiB: ${rss <= FANOUT.targetRssMiB ? 'MET' : 'NOT MET'} (${rss.toFixed(0)} MiB)`);
+    }
+  }
+  for (const line of skipped) console.log(`  NOT MEASURED: ${line}`);
+}
+
+function ms1(value: number): string {
+  return value.toFixed(1);
+}
+
 // ---- main --------------------------------------------------------------------------------------
 
-async function main(children: ServerChild[]): Promise<string[]> {
+async function main(children: ServerChild[], keys: Set<Key>): Promise<string[]> {
   printMachine();
-  process.stderr.write(`starting the embedded server and seeding ${SEEDED_POSTS} posts…\n`);
-  const embedded = await startServerChild('embedded', './embedded-server.js', process.env, READY_TIMEOUT_MS);
-  children.push(embedded);
+  const scenarios = SCENARIOS.filter((scenario) => keys.has(scenario.key));
+  let embedded: ServerChild | undefined;
+  if (scenarios.some((scenario) => scenario.mode === 'embedded')) {
+    process.stderr.write(`starting the embedded server and seeding ${SEEDED_POSTS} posts…\n`);
+    embedded = await startServerChild('embedded', './embedded-server.js', process.env, READY_TIMEOUT_MS);
+    children.push(embedded);
+  }
 
   let cluster: ServerChild | undefined;
   const context: Context = {
-    embedded,
+    get embedded(): ServerChild {
+      if (!embedded) throw new Error('the embedded server was not started');
+      return embedded;
+    },
     async startCluster() {
       process.stderr.write('starting npm run cluster (room, auth, edge, router, redis-server)…\n');
       cluster ??= await startServerChild('cluster', './cluster-server.js', process.env, READY_TIMEOUT_MS);
@@ -237,7 +298,7 @@ async function main(children: ServerChild[]): Promise<string[]> {
   };
 
   const problems: string[] = [];
-  for (const scenario of SCENARIOS) {
+  for (const scenario of scenarios) {
     process.stderr.write(`\n${scenario.title}\n`);
     const prepared = await scenario.prepare(context);
     const subject = await measure(prepared.subject);
@@ -250,6 +311,34 @@ async function main(children: ServerChild[]): Promise<string[]> {
       if (exited !== undefined) problems.push(`${child.name} exited during the run (${exited})`);
     }
     printScenario(scenario, prepared, subject, baseline, halfRate);
+  }
+
+  if (keys.has('sse')) {
+    const server = await context.startCluster();
+    const edge = server.edges[0];
+    if (edge === undefined || edge.metrics === '') throw new Error('the cluster did not say where its edge process and its metrics listen');
+    const token = await approvedToken(server.origin, ['posts:write'], 'bench-fanout');
+    const limit = openFilesLimit();
+    const results: FanoutResult[] = [];
+    const skipped: string[] = [];
+    for (const size of FANOUT.sizes) {
+      if (size + SPARE_FILES > limit) {
+        skipped.push(`${integer(size)} subscribers: the open files limit is ${limit}; raise it (ulimit -n ${size + SPARE_FILES} or more) and run again`);
+        continue;
+      }
+      process.stderr.write(`\nSSE fan-out: ${integer(size)} subscribers on ${edge.url}, ${FANOUT.rounds} rounds\n`);
+      const result = await fanout({ edgeOrigin: edge.url, edgeMetrics: edge.metrics, routerOrigin: server.origin, token, subscribers: size, rounds: FANOUT.rounds, progress: (line) => process.stderr.write(`${line}\n`) });
+      results.push(result);
+      const missing = result.rounds.reduce((sum, round) => sum + round.missing, 0);
+      const duplicates = result.rounds.at(-1)?.duplicates ?? 0;
+      if (missing > 0) problems.push(`SSE fan-out to ${integer(size)}: ${missing} deliveries missing`);
+      if (duplicates > 0) problems.push(`SSE fan-out to ${integer(size)}: ${duplicates} events delivered twice`);
+    }
+    for (const child of children) {
+      const exited = child.exited();
+      if (exited !== undefined) problems.push(`${child.name} exited during the run (${exited})`);
+    }
+    printFanout(results, skipped);
   }
   return problems;
 }
@@ -264,7 +353,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 try {
-  const problems = await main(children);
+  const problems = await main(children, selected(process.argv.slice(2)));
   if (problems.length > 0) {
     console.log('\nINVALID RUN — the figures above cannot be trusted:');
     for (const problem of problems) console.log(`  - ${problem}`);

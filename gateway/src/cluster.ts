@@ -37,9 +37,14 @@ function entry(pkg: string, file: string): string {
   return fileURLToPath(new URL(file, import.meta.resolve(pkg)));
 }
 
-function launch(name: string, script: string, env: Record<string, string>): ChildProcess {
+/** Where each process serves Prometheus `/metrics` (METRICS_PORT), by process name. */
+const metrics: Record<string, string> = {};
+
+async function launch(name: string, script: string, env: Record<string, string>): Promise<ChildProcess> {
+  const metricsPort = await freePort();
+  metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
   const child = spawn(process.execPath, ['--enable-source-maps', script], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, METRICS_PORT: String(metricsPort), ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   children.push({ name, child });
@@ -99,20 +104,20 @@ try {
 
   const roomPort = config.ROOM_GRPC_PORT ?? (await freePort());
   const roomAddr = `127.0.0.1:${roomPort}`;
-  launch('room', entry('@agentroom/room', './main.js'), { ...common, ROOM_GRPC_ADDR: roomAddr });
+  await launch('room', entry('@agentroom/room', './main.js'), { ...common, ROOM_GRPC_ADDR: roomAddr });
   const roomHealth = new HealthChecker(roomAddr);
   await waitFor('room', async () => (await roomHealth.check()) === 'SERVING');
   roomHealth.close();
 
   const messagingAddr = `127.0.0.1:${await freePort()}`;
-  launch('messaging', entry('@agentroom/messaging', './main.js'), { ...common, MESSAGING_GRPC_ADDR: messagingAddr, ROOM_ADDR: roomAddr });
+  await launch('messaging', entry('@agentroom/messaging', './main.js'), { ...common, MESSAGING_GRPC_ADDR: messagingAddr, ROOM_ADDR: roomAddr });
   const messagingHealth = new HealthChecker(messagingAddr);
   await waitFor('messaging', async () => (await messagingHealth.check()) === 'SERVING');
   messagingHealth.close();
 
   const authAddr = `127.0.0.1:${await freePort()}`;
   const authHttpPort = await freePort();
-  launch('auth', entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: authAddr, ROOM_ADDR: roomAddr, AUTH_HTTP_PORT: String(authHttpPort), AUTH_HTTP_HOST: '127.0.0.1' });
+  await launch('auth', entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: authAddr, ROOM_ADDR: roomAddr, AUTH_HTTP_PORT: String(authHttpPort), AUTH_HTTP_HOST: '127.0.0.1' });
   const authHealth = new HealthChecker(authAddr);
   await waitFor('auth', async () => (await authHealth.check()) === 'SERVING');
   authHealth.close();
@@ -120,17 +125,17 @@ try {
   const edgeUrls: string[] = [];
   for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
     const edgePort = await freePort();
-    launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authAddr, MESSAGING_ADDR: messagingAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
+    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authAddr, MESSAGING_ADDR: messagingAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
     edgeUrls.push(`http://127.0.0.1:${edgePort}`);
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
 
-  launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` });
+  await launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` });
   const routerUrl = `http://127.0.0.1:${config.PORT}`;
   await waitFor('router', () => httpAnswers(routerUrl));
 
   log.info(
-    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl },
+    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl, metrics },
     `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and the router, on Redis`,
   );
 } catch (error) {

@@ -1,5 +1,5 @@
 // The router as its own process (cluster mode): edge replicas behind it, over HTTP.
-import { closeHttpServer, createLogger, exitOnSignal, loadConfigOrExit, publicUrls } from '@agentroom/kit';
+import { closeHttpServer, createLogger, exitOnSignal, loadConfigOrExit, publicUrls, startMetricsServer } from '@agentroom/kit';
 import { routerEnv } from './config.js';
 import { endLiveStreams, startRouter } from './router.js';
 import { resolveRoutes } from './routes.js';
@@ -15,7 +15,9 @@ const router = await startRouter({
   port: config.PORT,
   log,
 });
-exitOnSignal(log, () => {
+const metrics = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(config.METRICS_PORT);
+exitOnSignal(log, async () => {
   endLiveStreams();
-  return closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
+  await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
+  if (metrics) await closeHttpServer(metrics.server, 1_000);
 });

@@ -25,6 +25,12 @@ async function endedCount(reason: string): Promise<number> {
   return metric?.values.find((v) => v.labels.feed === 'posts' && v.labels.reason === reason)?.value ?? 0;
 }
 
+/** How many posts this process has fanned out to posts-stream subscribers (agentroom_live_fanout_seconds). */
+async function fannedOut(): Promise<number> {
+  const text = await registry.getSingleMetricAsString('agentroom_live_fanout_seconds');
+  return Number(/^agentroom_live_fanout_seconds_count (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
 describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (storage) => {
   let redis: LocalRedis | undefined;
   let app: Embedded;
@@ -54,11 +60,15 @@ describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (
     const client = await SseClient.connect(stream);
     expect(client.response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(client.response.headers.get('ratelimit-limit')).not.toBeNull();
+    expect(client.response.headers.get('access-control-allow-origin')).toBe('*');
+    const before = await fannedOut();
     const made = await makePost(app, token, 'hello, live room');
     const [event] = await client.waitForEvents(1, 1_000);
     client.close();
     expect(event).toMatchObject({ id: made.id, event: 'post' });
     expect(JSON.parse(event?.data ?? '')).toEqual(made);
+    // SREs see how long handing a post to every subscriber takes.
+    expect(await fannedOut()).toBe(before + 1);
   });
 
   it('resumes after Last-Event-ID with exactly the posts made while disconnected, in order', async () => {

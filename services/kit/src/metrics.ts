@@ -66,6 +66,13 @@ export const liveSubscribers = new client.Gauge({
   registers: [registry],
 });
 
+export const liveFanoutDuration = new client.Histogram({
+  name: 'agentroom_live_fanout_seconds',
+  help: 'Time to hand one new post to every posts-stream subscriber of this process (the writes to their sockets).',
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+  registers: [registry],
+});
+
 export const liveStreamsEnded = new client.Counter({
   name: 'agentroom_live_streams_ended_total',
   help: 'Server-Sent Events streams ended by the server, by feed and reason (slow_client, token_revoked, upstream, shutdown).',

@@ -1,4 +1,5 @@
-import { compareStreamIds, DomainError, type Logger } from '@agentroom/kit';
+import { performance } from 'node:perf_hooks';
+import { compareStreamIds, DomainError, liveFanoutDuration, type Logger } from '@agentroom/kit';
 import type { Post } from '../api.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { UpstreamWatch } from './upstream.js';
@@ -115,7 +116,10 @@ export class PostsHub {
     this.position = post.id;
     this.buffer.push(post);
     if (this.buffer.length > this.capacity) this.bufferFrom = this.buffer.shift()?.id;
+    if (this.listeners.size === 0) return;
+    const started = performance.now();
     for (const listener of this.listeners) listener(post);
+    liveFanoutDuration.observe((performance.now() - started) / 1_000);
   }
 
   /** The room stream broke (a room replica restarted): resume after the last post, with backoff. */

@@ -4,7 +4,7 @@ import type { Post } from '../api.js';
 import { principalOf, requireScope } from '../bearer.js';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { PostsHub } from './posts-hub.js';
-import { type EndReason, eventFrame, type Feed, lastEventId, type LiveStreams, type SseStream } from './sse.js';
+import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
 import type { UpstreamWatch } from './upstream.js';
 
 export interface LiveDeps {
@@ -17,8 +17,8 @@ export interface LiveDeps {
 }
 
 // The same post goes to every subscriber of this process: serialize it once.
-const frames = new WeakMap<Post, string>();
-function postFrame(post: Post): string {
+const frames = new WeakMap<Post, Frame>();
+function postFrame(post: Post): Frame {
   let frame = frames.get(post);
   if (frame === undefined) {
     frame = eventFrame(post.id, 'post', post);
@@ -38,7 +38,7 @@ async function serve<T>(
   feed: Feed,
   /** `fail` ends the stream (its upstream broke); the client reconnects with Last-Event-ID. */
   subscribe: (deliver: (item: T) => void, fail: () => void) => Promise<() => void>,
-  frame: (item: T) => string,
+  frame: (item: T) => Frame,
   recheck?: () => Promise<EndReason | undefined>,
 ): Promise<void> {
   // Filled in once the stream is open; until then, items wait in `early`.
