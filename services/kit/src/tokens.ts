@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -42,4 +42,15 @@ export function isWellFormedToken(token: string): boolean {
 /** SHA-256 of a high-entropy secret (token, device code, session id), as stored. */
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/**
+ * Whether a secret someone sent (a CSRF token, say) is the expected one, in constant time, so
+ * timing does not tell how much of a guess was right. Anything but a string is never equal.
+ */
+export function sameSecret(given: unknown, expected: string): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given, 'utf8');
+  const b = Buffer.from(expected, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashSecret, isWellFormedToken, mintToken, TOKEN_PATTERN } from '../src/index.js';
+import { hashSecret, isWellFormedToken, mintToken, sameSecret, TOKEN_PATTERN } from '../src/index.js';
 
 describe('bearer token format', () => {
   it('mints agt_ tokens of 32 random bytes in base62 with a checksum', () => {
@@ -25,5 +25,22 @@ describe('bearer token format', () => {
     expect(hashSecret(token)).toBe(hashSecret(token));
     expect(hashSecret(token)).toMatch(/^[0-9a-f]{64}$/);
     expect(hashSecret(token)).not.toContain(token.slice(4, 20));
+  });
+});
+
+describe('comparing a secret someone sent', () => {
+  const expected = 'a'.repeat(32);
+
+  it('accepts only the same string', () => {
+    expect(sameSecret(expected, expected)).toBe(true);
+    expect(sameSecret(`${'a'.repeat(31)}b`, expected)).toBe(false);
+    expect(sameSecret('a', expected)).toBe(false);
+    expect(sameSecret('', expected)).toBe(false);
+  });
+
+  it('refuses what is not a string, and characters that take more bytes, instead of throwing', () => {
+    for (const given of [undefined, null, 42, ['a'], { csrf: expected }]) expect(sameSecret(given, expected)).toBe(false);
+    // As long in UTF-16 code units, twice as long in bytes: timingSafeEqual would throw on unequal lengths.
+    expect(sameSecret('é'.repeat(32), expected)).toBe(false);
   });
 });

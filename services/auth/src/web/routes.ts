@@ -1,5 +1,5 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { DomainError, type PublicUrls, SESSION_COOKIE } from '@agentroom/kit';
+import { randomBytes } from 'node:crypto';
+import { DomainError, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -19,11 +19,6 @@ interface SignedIn {
   sessionId: string;
   session: Session;
   human: Human;
-}
-
-function sameSecret(a: unknown, b: string): boolean {
-  if (typeof a !== 'string' || a.length !== b.length) return false;
-  return timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }
 
 function field(body: unknown, name: string): string {

@@ -1,6 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { DomainError, escapeHtml, type PublicUrls, SESSION_COOKIE } from '@agentroom/kit';
+import { DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -51,12 +50,6 @@ interface View {
   /** Shown above the form after a refused post, with what was typed kept. */
   error?: string;
   draft?: { agentId: string; text: string };
-}
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 const webPostForm = z.object({ csrf: z.string().max(200), agent_id: z.string().max(200), text: z.string().max(10_000) });
