@@ -1,5 +1,20 @@
-import { type Clock, connectRedis, createLogger, DomainError, freePort, type LocalRedis, mintToken, publicUrls, type Redis, startRedisServer } from '@agentroom/kit';
-import { createRoomGrpcServer, MemoryRoomStore } from '@agentroom/room';
+import * as grpc from '@grpc/grpc-js';
+import {
+  CLIENT_OPTIONS,
+  type Clock,
+  connectRedis,
+  DomainError,
+  freePort,
+  type LocalRedis,
+  mintToken,
+  publicUrls,
+  type Redis,
+  type ServiceProcess,
+  startRedisServer,
+  startServiceProcess,
+  unaryCall,
+} from '@agentroom/kit';
+import { type Agent__Output, type GetAgentResponse__Output, type ListAgentsResponse__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AttemptLimiter } from '../src/attempt-limiter.js';
 import { DeviceFlows, type PollResult } from '../src/device-flow.js';
@@ -15,9 +30,11 @@ const urls = publicUrls({ PORT: 8080, SITE_URL: 'http://room.test', API_URL: und
 const SECOND = 1_000;
 const DAY = 86_400_000;
 
-let roomServer: ReturnType<typeof createRoomGrpcServer>;
-let roomStore: MemoryRoomStore;
+/** The room service, its own process (memory storage), reached over gRPC as in production. */
+let roomProcess: ServiceProcess;
 let room: RoomGateway;
+/** Reads the room back, to see what approvals made there. */
+let roomClient: RoomServiceClient;
 let redisServer: LocalRedis;
 let redis: Redis;
 let prefixes = 0;
@@ -26,9 +43,9 @@ let ada: Human;
 let grace: Human;
 
 beforeAll(async () => {
-  roomStore = new MemoryRoomStore();
-  roomServer = createRoomGrpcServer({ store: roomStore, baseUrl: urls.baseUrl, log: createLogger('room', 'silent') });
-  room = new RoomGateway(`127.0.0.1:${await roomServer.listen('127.0.0.1:0')}`, 2_000);
+  roomProcess = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env: { SITE_URL: urls.siteUrl, LOG_LEVEL: 'silent' } });
+  room = new RoomGateway(roomProcess.address, 2_000);
+  roomClient = new (roomProto().RoomService)(roomProcess.address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   redisServer = await startRedisServer();
   redis = connectRedis(redisServer.url, 'auth-device-flow-test');
   const scratch = new Humans({ store: new MemoryAuthStore(), clock: { now: () => Date.now() } });
@@ -38,7 +55,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   room.close();
-  await roomServer.shutdown(1_000);
+  roomClient.close();
+  await roomProcess.stop();
   await redis.quit();
   await redisServer.stop();
 });
@@ -64,6 +82,18 @@ async function problem(promise: Promise<unknown>): Promise<DomainError> {
 function completed(result: PollResult): Grant {
   if (result.status !== 'completed') throw new Error(`expected completed, got ${result.status}`);
   return result.grant;
+}
+
+/** The agent as the room service holds it, read back over gRPC. */
+async function agentInRoom(agentId: string): Promise<Agent__Output | null> {
+  const answer = await unaryCall<GetAgentResponse__Output>(2_000, (metadata, options, callback) => roomClient.getAgent({ agentId }, metadata, options, callback));
+  return answer.agent;
+}
+
+/** The room's 50 most recently approved agents. */
+async function agentsInRoom(): Promise<Agent__Output[]> {
+  const answer = await unaryCall<ListAgentsResponse__Output>(2_000, (metadata, options, callback) => roomClient.listAgents({ limit: 50 }, metadata, options, callback));
+  return answer.agents;
 }
 
 describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
@@ -166,7 +196,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(grant.accessToken).toMatch(/^agt_[0-9A-Za-z]{49}$/);
       expect(grant).toMatchObject({ humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
       expect(result).toMatchObject({ expiresIn: 90 * 86_400 - 3 });
-      expect(await roomStore.getAgent(grant.agentId)).toMatchObject({ agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
+      expect(await agentInRoom(grant.agentId)).toMatchObject({ agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
       const again = await problem(pollLater(deviceCode));
       expect(again).toMatchObject({ slug: 'signup-unknown', status: 400 });
       expect(again.remedy).toBe('Start a new signup with POST http://room.test/api/agent/signup/start.');
@@ -247,7 +277,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       const grant = completed(await pollLater(deviceCode));
       const mine = (await tokens.liveOfHuman(ada.id)).filter((t) => t.agentName === 'double clicked');
       expect(mine.map((t) => t.id)).toEqual([grant.tokenId]);
-      const inRoom = (await roomStore.listAgents(50)).items.filter((a) => a.agentName === 'double clicked' && a.id === grant.agentId);
+      const inRoom = (await agentsInRoom()).filter((a) => a.agentName === 'double clicked' && a.id === grant.agentId);
       expect(inRoom).toHaveLength(1);
     });
 
@@ -304,17 +334,17 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(second.agentId).toBe(first.agentId);
       expect(await tokens.authenticate(second.accessToken)).toMatchObject({ agentId: first.agentId, agentName: 'scout', scopes: ['messages:read'] });
       expect((await tokens.authenticate(first.accessToken)).scopes).toEqual(['posts:write']);
-      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual(['posts:write', 'messages:read']);
+      expect((await agentInRoom(first.agentId))?.scopes).toEqual(['posts:write', 'messages:read']);
     });
 
     it('narrows the agent record again when a token is revoked: its scopes are the union of live tokens', async () => {
       const first = await signUp(['posts:write']);
       const second = await signUp(['messages:write'], ada, { bearerToken: first.accessToken });
-      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual(['posts:write', 'messages:write']);
+      expect((await agentInRoom(first.agentId))?.scopes).toEqual(['posts:write', 'messages:write']);
       await tokens.revoke(second.accessToken);
-      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual(['posts:write']);
+      expect((await agentInRoom(first.agentId))?.scopes).toEqual(['posts:write']);
       await tokens.revokeForHuman(ada.id, first.tokenId);
-      expect((await roomStore.getAgent(first.agentId))?.scopes).toEqual([]);
+      expect((await agentInRoom(first.agentId))?.scopes).toEqual([]);
     });
 
     it('refuses to widen with a token that does not work: unknown, malformed, revoked or expired', async () => {

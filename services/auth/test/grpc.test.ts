@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, type Clock, connectRedis, DomainError, HealthChecker, type LocalRedis, loadConfig, mintToken, type Redis, startRedisServer, unaryCall } from '@agentroom/kit';
+import { CLIENT_OPTIONS, type Clock, connectRedis, DomainError, HealthChecker, type LocalRedis, loadConfig, mintToken, type Redis, type ServiceProcess, startRedisServer, startServiceProcess, unaryCall } from '@agentroom/kit';
 import {
   type AuthenticateTokenResponse__Output,
   authProto,
@@ -12,7 +12,6 @@ import {
   type RoomServiceClient,
   type StartDeviceFlowResponse__Output,
 } from '@agentroom/proto';
-import { type RunningRoom, roomEnv, start as startRoom } from '@agentroom/room';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authEnv, type RunningAuth, start } from '../src/index.js';
 import type { Human } from '../src/records.js';
@@ -24,7 +23,8 @@ const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_
 let redisServer: LocalRedis;
 /** A second connection to auth's Redis, to count the commands auth sends. */
 let observer: Redis;
-let room: RunningRoom;
+/** The room service, its own process, as auth meets it in production: over gRPC. */
+let room: ServiceProcess;
 let auth: RunningAuth;
 let client: AuthServiceClient;
 let roomClient: RoomServiceClient;
@@ -38,7 +38,7 @@ const clock: Clock = { now: () => time };
 beforeAll(async () => {
   redisServer = await startRedisServer();
   observer = connectRedis(redisServer.url, 'auth-grpc-test');
-  room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }));
+  room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env });
   auth = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: 'grpc' }), {
     clock,
   });

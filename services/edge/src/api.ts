@@ -1,7 +1,7 @@
-import type { Scope } from '@agentroom/kit';
+import type { Scope, Via } from '@agentroom/kit';
 
 /** The REST shapes of the specification (section 2), as edge answers them. */
-export type Via = 'rest' | 'mcp' | 'a2a' | 'web';
+export type { Via };
 
 export interface Post {
   id: string;

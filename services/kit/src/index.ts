@@ -22,3 +22,5 @@ export * from './store/idempotency.js';
 export * from './http/idempotency.js';
 export * from './html.js';
 export * from './store/feedback.js';
+export * from './grpc/service-process.js';
+export * from './via.js';

@@ -1,10 +1,8 @@
-import { codePointLength, DomainError, hasVisibleCharacter } from '@agentroom/kit';
+import { codePointLength, DomainError, hasVisibleCharacter, type Via } from '@agentroom/kit';
 
 export const MESSAGE_TEXT_MAX = 2_000;
 
-/** Where a message came from; we always set it (CONTRACT §11). */
-export const VIAS = ['rest', 'mcp', 'a2a', 'web'] as const;
-export type Via = (typeof VIAS)[number];
+export type { Via };
 
 /** A direct message as stored in the recipient's inbox (CONTRACT §7). */
 export interface MessageRecord {

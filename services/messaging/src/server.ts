@@ -1,8 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
-import { decodeCursor, DomainError, encodeCursor, followFeed, GrpcServer, LIMIT_DEFAULT, LIMIT_MAX, type Logger, STREAM_ID } from '@agentroom/kit';
-import { type Message, messagingProto, type MessagingServiceHandlers, type MessageVia__Output } from '@agentroom/proto';
-import { checkMessageText, type MessageRecord, recipientNotFound, senderNotFound, VIAS, type Via } from './messages.js';
+import { decodeCursor, DomainError, encodeCursor, followFeed, GrpcServer, grpcLimit, type Logger, STREAM_ID, viaFromProto, viaToProto } from '@agentroom/kit';
+import { type Message, messagingProto, type MessagingServiceHandlers } from '@agentroom/proto';
+import { checkMessageText, type MessageRecord, recipientNotFound, senderNotFound } from './messages.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { MessagingStore } from './store.js';
 
@@ -12,30 +12,7 @@ export const MESSAGING_SERVICE_NAME = 'agentroom.messaging.v1.MessagingService';
 const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 function toProtoMessage(message: MessageRecord): Message {
-  return { ...message, via: `VIA_${message.via.toUpperCase()}` as Message['via'] };
-}
-
-function viaOf(via: MessageVia__Output): Via {
-  const name = String(via).replace(/^VIA_/, '').toLowerCase();
-  if ((VIAS as readonly string[]).includes(name)) return name as Via;
-  throw new DomainError('invalid-request', {
-    detail: 'via is missing or unknown.',
-    remedy: `Set via to one of ${VIAS.map((v) => `VIA_${v.toUpperCase()}`).join(', ')}.`,
-    extensions: { parameter: 'via' },
-  });
-}
-
-/** 0 means "the default"; anything else must be in range (the edge already checked what users send). */
-function limitOf(limit: number): number {
-  if (limit === 0) return LIMIT_DEFAULT;
-  if (!Number.isInteger(limit) || limit < 1 || limit > LIMIT_MAX) {
-    throw new DomainError('invalid-request', {
-      detail: `limit ${limit} is out of range.`,
-      remedy: `Pass limit from 1 to ${LIMIT_MAX}, or 0 for ${LIMIT_DEFAULT}.`,
-      extensions: { parameter: 'limit' },
-    });
-  }
-  return limit;
+  return { ...message, via: viaToProto(message.via) };
 }
 
 /** Whose inbox: edge always passes the token's own agent. */
@@ -60,7 +37,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
   return {
     SendMessage: server.unary('SendMessage', async (request) => {
       checkMessageText(request.text);
-      const via = viaOf(request.via);
+      const via = viaFromProto(request.via);
       if (!AGENT_ID.test(request.toAgentId)) throw recipientNotFound(request.toAgentId, baseUrl);
       if (!AGENT_ID.test(request.fromAgentId)) throw senderNotFound(request.fromAgentId, baseUrl);
       // Sending to oneself is allowed (a note to self): both ends are then the same agent.
@@ -80,7 +57,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
 
     ListMessages: server.unary('ListMessages', async (request) => {
       const agentId = inboxOwner(request.agentId);
-      const limit = limitOf(request.limit);
+      const limit = grpcLimit(request.limit);
       const before = request.cursor === '' ? undefined : decodeCursor(request.cursor, STREAM_ID);
       const page = await store.listInbox(agentId, limit, before);
       const last = page.items.at(-1);

@@ -1,6 +1,6 @@
-import { compareStreamIds, type FeedSource, Keyspace, type Redis } from '@agentroom/kit';
+import { compareStreamIds, type FeedSource, Keyspace, type Redis, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
-import { createdAtOf, type MessageRecord, VIAS } from './messages.js';
+import { createdAtOf, type MessageRecord } from './messages.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
 
 /** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */

@@ -1,7 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import {
   CLIENT_OPTIONS,
-  createLogger,
   DomainError,
   freePort,
   fromServiceError,
@@ -9,7 +8,9 @@ import {
   type LocalRedis,
   loadConfig,
   runWithContext,
+  type ServiceProcess,
   startRedisServer,
+  startServiceProcess,
   unaryCall,
 } from '@agentroom/kit';
 import {
@@ -22,7 +23,6 @@ import {
   type UpsertAgentResponse__Output,
   type WatchMessagesResponse__Output,
 } from '@agentroom/proto';
-import { type RunningRoom, roomEnv, start as startRoom } from '@agentroom/room';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messagingEnv, type RunningMessaging, start } from '../src/index.js';
 import { MESSAGING_SERVICE_NAME } from '../src/server.js';
@@ -30,13 +30,12 @@ import { MESSAGING_SERVICE_NAME } from '../src/server.js';
 const DEADLINE = 2_000;
 const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '1000' } as const;
 
-let room: RunningRoom;
-/** The room's log lines: they show which request ids reached it. */
-const roomLines: Record<string, unknown>[] = [];
+/** The room service, its own process, as messaging meets it in production: over gRPC. Its debug log shows which request ids reached it. */
+let room: ServiceProcess;
+const roomLines = (): Record<string, unknown>[] => room.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
 
 beforeAll(async () => {
-  const roomLog = createLogger('room', 'debug', { write: (line: string) => void roomLines.push(JSON.parse(line) as Record<string, unknown>) });
-  room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), roomLog);
+  room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env: { ...env, LOG_LEVEL: 'debug' } });
 });
 
 afterAll(async () => {
@@ -240,7 +239,8 @@ describe('the room behind messaging', () => {
     );
     client.close();
     await messaging.stop();
-    expect(roomLines).toContainEqual(expect.objectContaining({ service: 'room', requestId: 'req-from-edge-77', method: 'GetAgent', code: 'OK' }));
+    // The room writes its log line to its own stdout; it reaches us through the pipe a moment later.
+    await expect.poll(roomLines).toContainEqual(expect.objectContaining({ service: 'room', requestId: 'req-from-edge-77', method: 'GetAgent', code: 'OK' }));
   });
 
   it('being unreachable makes a send fail as a 503 problem, on time', async () => {

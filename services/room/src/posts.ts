@@ -1,10 +1,8 @@
-import { codePointLength, DomainError, hasVisibleCharacter } from '@agentroom/kit';
+import { codePointLength, DomainError, hasVisibleCharacter, type Via } from '@agentroom/kit';
 
 export const POST_TEXT_MAX = 500;
 
-/** Where a post came from; we always set it (CONTRACT §11). */
-export const VIAS = ['rest', 'mcp', 'a2a', 'web'] as const;
-export type Via = (typeof VIAS)[number];
+export type { Via };
 
 export interface PostRecord {
   id: string;

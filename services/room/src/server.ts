@@ -6,47 +6,25 @@ import {
   encodeCursor,
   followFeed,
   GrpcServer,
-  LIMIT_DEFAULT,
-  LIMIT_MAX,
+  grpcLimit,
   type Logger,
   STREAM_ID,
+  viaFromProto,
+  viaToProto,
 } from '@agentroom/kit';
-import { type Agent, type Post, roomProto, type RoomServiceHandlers, type Via__Output } from '@agentroom/proto';
+import { type Agent, type Post, roomProto, type RoomServiceHandlers } from '@agentroom/proto';
 import { agentNotFound, type AgentRecord, checkAgent, newAgentId } from './agents.js';
-import { checkPostText, type PostRecord, VIAS, type Via } from './posts.js';
+import { checkPostText, type PostRecord } from './posts.js';
 import type { RoomStore } from './store.js';
 
 export const ROOM_SERVICE_NAME = 'agentroom.room.v1.RoomService';
 
 function toProtoPost(post: PostRecord): Post {
-  return { ...post, via: `VIA_${post.via.toUpperCase()}` as Post['via'] };
+  return { ...post, via: viaToProto(post.via) };
 }
 
 function toProtoAgent(agent: AgentRecord): Agent {
   return { ...agent };
-}
-
-function viaOf(via: Via__Output): Via {
-  const name = String(via).replace(/^VIA_/, '').toLowerCase();
-  if ((VIAS as readonly string[]).includes(name)) return name as Via;
-  throw new DomainError('invalid-request', {
-    detail: 'via is missing or unknown.',
-    remedy: `Set via to one of ${VIAS.map((v) => `VIA_${v.toUpperCase()}`).join(', ')}.`,
-    extensions: { parameter: 'via' },
-  });
-}
-
-/** 0 means "the default"; anything else must be in range (the edge already checked what users send). */
-function limitOf(limit: number): number {
-  if (limit === 0) return LIMIT_DEFAULT;
-  if (!Number.isInteger(limit) || limit < 1 || limit > LIMIT_MAX) {
-    throw new DomainError('invalid-request', {
-      detail: `limit ${limit} is out of range.`,
-      remedy: `Pass limit from 1 to ${LIMIT_MAX}, or 0 for ${LIMIT_DEFAULT}.`,
-      extensions: { parameter: 'limit' },
-    });
-  }
-  return limit;
 }
 
 export interface RoomHandlersOptions {
@@ -62,7 +40,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
   return {
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
-      const via = viaOf(request.via);
+      const via = viaFromProto(request.via);
       const agent = await store.getAgent(request.agentId);
       if (!agent) throw agentNotFound(request.agentId, baseUrl);
       const post = await store.appendPost({
@@ -76,7 +54,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
     }),
 
     ListPosts: server.unary('ListPosts', async (request) => {
-      const limit = limitOf(request.limit);
+      const limit = grpcLimit(request.limit);
       const before = request.cursor === '' ? undefined : decodeCursor(request.cursor, STREAM_ID);
       const page = await store.listPosts(limit, before);
       const last = page.items.at(-1);
@@ -120,7 +98,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
     }),
 
     ListAgents: server.unary('ListAgents', async (request) => {
-      const page = await store.listAgents(limitOf(request.limit));
+      const page = await store.listAgents(grpcLimit(request.limit));
       return { agents: page.items.map(toProtoAgent), hasMore: page.hasMore };
     }),
 

@@ -1,6 +1,6 @@
-import { Keyspace, type Redis } from '@agentroom/kit';
+import { Keyspace, type Redis, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
-import { createdAtOf, type PostRecord, VIAS, type Via } from './posts.js';
+import { createdAtOf, type PostRecord } from './posts.js';
 import type { NewPost, Page, RoomStore } from './store.js';
 
 /** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */

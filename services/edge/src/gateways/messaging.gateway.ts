@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall } from '@agentroom/kit';
+import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
 import {
   type ListMessagesResponse__Output,
   type Message__Output,
@@ -19,7 +19,7 @@ function toMessage(message: Message__Output): Message {
     toAgentId: message.toAgentId,
     toAgentName: message.toAgentName,
     text: message.text,
-    via: message.via.replace(/^VIA_/, '').toLowerCase() as Via,
+    via: viaFromProto(message.via),
     createdAt: message.createdAt,
   };
 }
@@ -41,7 +41,7 @@ export class MessagingGateway {
   /** Sends as `fromAgentId` (always the token's agent); an unknown recipient is a 404 `agent-not-found`. */
   async sendMessage(fromAgentId: string, toAgentId: string, text: string, via: Via): Promise<Message> {
     const response = await unaryCall<SendMessageResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.sendMessage({ fromAgentId, toAgentId, text, via: `VIA_${via.toUpperCase()}` as 'VIA_REST' }, metadata, options, callback),
+      this.client.sendMessage({ fromAgentId, toAgentId, text, via: viaToProto(via) }, metadata, options, callback),
     );
     if (!response.message) throw new Error('SendMessage answered no message');
     return toMessage(response.message);

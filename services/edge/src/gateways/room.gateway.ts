@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall } from '@agentroom/kit';
+import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
 import {
   type Agent__Output,
   type CreatePostResponse__Output,
@@ -21,7 +21,7 @@ function toPost(post: Post__Output): Post {
     agentName: post.agentName,
     humanLabel: post.humanLabel,
     text: post.text,
-    via: post.via.replace(/^VIA_/, '').toLowerCase() as Via,
+    via: viaFromProto(post.via),
     createdAt: post.createdAt,
   };
 }
@@ -59,7 +59,7 @@ export class RoomGateway {
 
   async createPost(agentId: string, text: string, via: Via): Promise<Post> {
     const response = await unaryCall<CreatePostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.createPost({ agentId, text, via: `VIA_${via.toUpperCase()}` as 'VIA_REST' }, metadata, options, callback),
+      this.client.createPost({ agentId, text, via: viaToProto(via) }, metadata, options, callback),
     );
     if (!response.post) throw new Error('CreatePost answered no post');
     return toPost(response.post);

@@ -59,3 +59,19 @@ export function decodeCursor(cursor: string, position: RegExp): string {
   if (!position.test(value)) throw invalidCursor();
   return value;
 }
+
+/**
+ * The `limit` of a gRPC list request: 0 means the default; anything else must be in range (edge
+ * already checked what users send), or it is an invalid-request problem.
+ */
+export function grpcLimit(limit: number): number {
+  if (limit === 0) return LIMIT_DEFAULT;
+  if (!Number.isInteger(limit) || limit < LIMIT_MIN || limit > LIMIT_MAX) {
+    throw new DomainError('invalid-request', {
+      detail: `limit ${limit} is out of range.`,
+      remedy: `Pass limit from ${LIMIT_MIN} to ${LIMIT_MAX}, or 0 for ${LIMIT_DEFAULT}.`,
+      extensions: { parameter: 'limit' },
+    });
+  }
+  return limit;
+}

@@ -1,0 +1,21 @@
+import { DomainError } from './problems.js';
+
+/** Where a post or message came from; we always set it (CONTRACT §11). */
+export const VIAS = ['rest', 'mcp', 'a2a', 'web'] as const;
+export type Via = (typeof VIAS)[number];
+
+/** The proto enum value of a via (room and messaging name them alike): `rest` is `VIA_REST`. */
+export function viaToProto(via: Via): `VIA_${Uppercase<Via>}` {
+  return `VIA_${via.toUpperCase() as Uppercase<Via>}`;
+}
+
+/** A via from its proto enum value (`VIA_REST`); missing or unknown is an invalid-request problem. */
+export function viaFromProto(value: string): Via {
+  const name = value.replace(/^VIA_/, '').toLowerCase();
+  if ((VIAS as readonly string[]).includes(name)) return name as Via;
+  throw new DomainError('invalid-request', {
+    detail: 'via is missing or unknown.',
+    remedy: `Set via to one of ${VIAS.map(viaToProto).join(', ')}.`,
+    extensions: { parameter: 'via' },
+  });
+}
