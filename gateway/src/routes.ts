@@ -26,6 +26,7 @@ export interface Route {
 export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/.well-known/oauth-authorization-server', match: 'exact', upstream: 'gateway', what: 'RFC 8414 metadata' },
   { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata' },
+  { base: 'site', path: '/.well-known/agent-card.json', match: 'exact', upstream: 'edge', what: "the room's A2A card (1.0, or 0.3 by A2A-Version)" },
   { base: 'site', path: '/', match: 'exact', upstream: 'edge', what: 'the room, for humans' },
   { base: 'site', path: '/developers', match: 'exact', upstream: 'edge', what: 'the developer portal' },
   { base: 'site', path: '/assets/', match: 'prefix', upstream: 'edge', what: "the room page's script" },
@@ -39,7 +40,8 @@ export const ROUTES: readonly Route[] = [
   { base: 'api', path: '/agent/signup/poll', match: 'exact', upstream: 'edge', what: 'pollSignup' },
   { base: 'api', path: '/agent/feedback', match: 'exact', upstream: 'edge', what: 'sendFeedback' },
   { base: 'api', path: '/mcp', match: 'exact', upstream: 'edge', streaming: true, what: 'MCP, Streamable HTTP' },
-  { base: 'api', path: '/a2a/', match: 'prefix', upstream: 'edge', streaming: true, what: 'A2A, one endpoint per agent' },
+  { base: 'api', path: '/a2a', match: 'exact', upstream: 'edge', streaming: true, what: "A2A, the room's endpoint (a message is a post)" },
+  { base: 'api', path: '/a2a/', match: 'prefix', upstream: 'edge', streaming: true, what: 'A2A, one endpoint and card per agent' },
   { base: 'api', path: '/oauth/', match: 'prefix', upstream: 'edge', what: 'standard OAuth endpoints' },
   { base: 'base', path: '/', match: 'prefix', upstream: 'edge', streaming: true, what: 'the versioned REST API' },
 ];

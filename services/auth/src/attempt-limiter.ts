@@ -1,10 +1,9 @@
-import { type Clock, DomainError, type PublicUrls } from '@agentroom/kit';
+import { type Clock, DomainError } from '@agentroom/kit';
 import type { AuthStore } from './store.js';
 
 export interface AttemptLimiterOptions {
   store: AuthStore;
   clock: Clock;
-  urls: PublicUrls;
   /** Wrong codes allowed per key in one window. */
   max?: number;
   windowMs?: number;
@@ -20,12 +19,10 @@ export class AttemptLimiter {
   readonly windowMs: number;
   private readonly store: AuthStore;
   private readonly clock: Clock;
-  private readonly urls: PublicUrls;
 
   constructor(options: AttemptLimiterOptions) {
     this.store = options.store;
     this.clock = options.clock;
-    this.urls = options.urls;
     this.max = options.max ?? 10;
     this.windowMs = options.windowMs ?? 15 * 60_000;
   }
@@ -41,8 +38,7 @@ export class AttemptLimiter {
     const seconds = Math.max(1, Math.ceil((resetAt - this.clock.now()) / 1000));
     throw new DomainError('too-many-attempts', {
       detail: `${this.max} wrong codes in ${this.windowMs / 60_000} minutes.`,
-      remedy: `Wait ${seconds} seconds (Retry-After), then type the code exactly as the agent shows it at ${this.urls.siteUrl}/device.`,
-      headers: { 'Retry-After': String(seconds) },
+      fields: { retry_after: seconds },
     });
   }
 

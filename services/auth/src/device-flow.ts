@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type Clock, codePointLength, createLogger, DomainError, hashSecret, type Logger, type PublicUrls, type Scope, SCOPES } from '@agentroom/kit';
+import { type Clock, codePointLength, createLogger, DomainError, hashSecret, type Logger, type Scope, SCOPES } from '@agentroom/kit';
 import type { DeviceFlow, Grant, Human, TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { AuthStore } from './store.js';
@@ -62,8 +62,7 @@ export function checkScopes(scopes: readonly string[]): Scope[] {
   if (scopes.length === 0 || unknown.length > 0) {
     throw new DomainError('invalid-scope', {
       detail: scopes.length === 0 ? 'No scopes were asked for.' : `Unknown scopes: ${unknown.map((s) => JSON.stringify(s.slice(0, 50))).join(', ')}.`,
-      remedy: `Ask for one or more of the four scopes ${SCOPES.join(', ')}: the fewest you need.`,
-      extensions: { valid_scopes: [...SCOPES] },
+      fields: { parameter: 'scopes', valid_scopes: [...SCOPES] },
     });
   }
   return SCOPES.filter((scope) => scopes.includes(scope));
@@ -77,8 +76,7 @@ export function agentNameOf(agentName: string, clientId: string): string {
     if (codePointLength(name) > AGENT_NAME_MAX || /\p{Cc}/u.test(name)) {
       throw new DomainError('invalid-request', {
         detail: `${parameter} must be 1 to ${AGENT_NAME_MAX} printable characters.`,
-        remedy: `Send an ${parameter} of at most ${AGENT_NAME_MAX} characters, without control characters; humans see it on the approval page.`,
-        extensions: { parameter },
+        fields: { parameter, expected: `at most ${AGENT_NAME_MAX} characters, without control characters; humans see it on the approval page` },
       });
     }
     return name;
@@ -90,7 +88,6 @@ export interface DeviceFlowsOptions {
   store: AuthStore;
   tokens: Tokens;
   room: RoomGateway;
-  urls: PublicUrls;
   clock: Clock;
   log?: Logger;
 }
@@ -105,7 +102,6 @@ export class DeviceFlows {
   private readonly store: AuthStore;
   private readonly tokens: Tokens;
   private readonly room: RoomGateway;
-  private readonly urls: PublicUrls;
   private readonly clock: Clock;
   private readonly log: Logger;
 
@@ -113,13 +109,8 @@ export class DeviceFlows {
     this.store = options.store;
     this.tokens = options.tokens;
     this.room = options.room;
-    this.urls = options.urls;
     this.clock = options.clock;
     this.log = options.log ?? createLogger('auth', 'silent');
-  }
-
-  private startAgain(): string {
-    return `Start a new signup with POST ${this.urls.apiUrl}/agent/signup/start.`;
   }
 
   async start(input: StartFlowInput): Promise<StartedFlow> {
@@ -168,18 +159,11 @@ export class DeviceFlows {
     const waitMs = await this.store.admitPoll(flow, INTERVAL_SECONDS * 1000);
     if (waitMs > 0) {
       const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-      throw new DomainError('slow-down', {
-        detail: `Polled again within ${INTERVAL_SECONDS} seconds.`,
-        remedy: `Wait ${seconds} seconds (Retry-After), then poll GET ${this.urls.apiUrl}/agent/signup/poll at most every ${INTERVAL_SECONDS} seconds.`,
-        headers: { 'Retry-After': String(seconds) },
-      });
+      throw new DomainError('slow-down', { detail: `Polled again within ${INTERVAL_SECONDS} seconds.`, fields: { retry_after: seconds } });
     }
     if (flow.status === 'declined') {
       await this.store.deleteFlow(flow);
-      throw new DomainError('signup-declined', {
-        detail: 'The human declined this signup.',
-        remedy: `${this.startAgain()} Ask the human first whether they are willing to approve it.`,
-      });
+      throw new DomainError('signup-declined', { detail: 'The human declined this signup.' });
     }
     if (flow.status === 'approved') {
       // Of concurrent polls, only the one that takes the record gets the token.
@@ -189,23 +173,20 @@ export class DeviceFlows {
       return { status: 'completed', grant: taken.grant, expiresIn };
     }
     if (this.clock.now() >= flow.expiresAt) {
-      throw new DomainError('signup-expired', {
-        detail: `Nobody approved the signup within ${EXPIRES_IN_SECONDS / 60} minutes.`,
-        remedy: `${this.startAgain()} Show the human its verification_uri_complete at once.`,
-      });
+      throw new DomainError('signup-expired', { detail: `Nobody approved the signup within ${EXPIRES_IN_SECONDS / 60} minutes.` });
     }
     return { status: 'pending' };
   }
 
   private signupUnknown(detail: string): DomainError {
-    return new DomainError('signup-unknown', { detail, remedy: this.startAgain() });
+    return new DomainError('signup-unknown', { detail });
   }
 
   /** One answer for every code that is not waiting, so a wrong guess tells nothing about other codes. */
   private codeUnknown(): DomainError {
     return new DomainError('user-code-unknown', {
       detail: 'No signup waits for this code: it is mistyped, it expired, or it was already answered.',
-      remedy: `Type the code exactly as the agent shows it (XXXX-XXXX) at ${this.urls.siteUrl}/device, or ask the agent to start a new signup.`,
+      fields: { parameter: 'user_code', expected: 'the code exactly as the agent shows it (XXXX-XXXX)' },
     });
   }
 
@@ -220,10 +201,7 @@ export class DeviceFlows {
   /** A widening flow is the business of the human who approved the agent, and of nobody else. */
   private checkHuman(flow: DeviceFlow, human: Human): void {
     if (flow.widen && flow.widen.humanId !== human.id) {
-      throw new DomainError('invalid-request', {
-        detail: `${flow.agentName} asks for more scopes for itself, and only the human who approved it can answer that.`,
-        remedy: 'Ask the human who approved this agent to open the link; or have the agent start a signup without its token, as a new agent you can approve.',
-      });
+      throw new DomainError('not-the-approver', { detail: `${flow.agentName} asks for more scopes for itself, and only the human who approved it can answer that.` });
     }
   }
 

@@ -1,6 +1,7 @@
-import { createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
+import { addressAdmission, createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
 import type { Express } from 'express';
 import type { AuthDomain } from './index.js';
+import { humanAnswer } from './web/remedies.js';
 import { humanPages } from './web/routes.js';
 
 export interface AuthAppOptions {
@@ -21,11 +22,10 @@ export function createAuthApp(options: AuthAppOptions): Express {
     service: 'auth',
     siteUrl: urls.siteUrl,
     log: options.log,
-    quota: options.quota,
-    quotaPerAddress: options.quotaPerAddress,
+    admit: addressAdmission(options.quota, options.quotaPerAddress, options.log, 'auth'),
+    answer: humanAnswer(urls),
     idempotency: options.idempotency,
     trustProxy: options.trustProxy,
-    notFoundRemedy: `Humans sign in at ${urls.siteUrl}/signin and approve agents at ${urls.siteUrl}/device.`,
   });
   const pages = humanPages({ domain: options.domain, urls, selfRegistration: options.selfRegistration });
   app.use(new URL(urls.siteUrl).pathname.replace(/\/$/, '') || '/', pages.site);

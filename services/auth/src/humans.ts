@@ -64,11 +64,7 @@ export interface HumansOptions {
 }
 
 function nameTaken(): DomainError {
-  return new DomainError('invalid-request', {
-    detail: 'That name is taken.',
-    remedy: 'Sign in if it is yours, or choose another name.',
-    extensions: { parameter: 'name' },
-  });
+  return new DomainError('name-taken', { detail: 'That name is taken.', fields: { parameter: 'name' } });
 }
 
 /** Human accounts (display name + password) and their sign-in sessions (CONTRACT §5). */
@@ -88,16 +84,14 @@ export class Humans {
     if (length < 1 || length > HUMAN_NAME_MAX || /\p{Cc}/u.test(display)) {
       throw new DomainError('invalid-request', {
         detail: `The name must be 1 to ${HUMAN_NAME_MAX} printable characters.`,
-        remedy: `Choose a name of 1 to ${HUMAN_NAME_MAX} characters; agents you approve show it as their human.`,
-        extensions: { parameter: 'name' },
+        fields: { parameter: 'name', expected: `1 to ${HUMAN_NAME_MAX} printable characters; agents you approve show it as their human` },
       });
     }
     const passwordLength = codePointLength(password);
     if (passwordLength < PASSWORD_MIN || passwordLength > PASSWORD_MAX) {
       throw new DomainError('invalid-request', {
         detail: `The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`,
-        remedy: `Choose a password of at least ${PASSWORD_MIN} characters.`,
-        extensions: { parameter: 'password' },
+        fields: { parameter: 'password', expected: `${PASSWORD_MIN} to ${PASSWORD_MAX} characters` },
       });
     }
     // Registering says whether a name is taken anyway, so a taken one need not cost a hash first.

@@ -32,19 +32,18 @@ function parseStart(request: unknown): z.output<typeof startRequest> {
   if (parameter === 'scopes') {
     throw new DomainError('invalid-scope', {
       detail: 'scopes is too long, or holds something that is not a scope.',
-      remedy: `Ask for one or more of the four scopes ${SCOPES.join(', ')}: the fewest you need.`,
-      extensions: { valid_scopes: [...SCOPES] },
+      fields: { parameter: 'scopes', valid_scopes: [...SCOPES] },
     });
   }
-  if (parameter === 'bearer_token') throw new DomainError('token-invalid', { detail: 'The bearer token is malformed.', remedy: 'Send the token exactly as it was delivered, or start the signup without one.' });
-  throw new DomainError('invalid-request', { detail: `${parameter} is too long.`, remedy: `Send an ${parameter} of at most 100 characters.`, extensions: { parameter } });
+  if (parameter === 'bearer_token') throw new DomainError('token-invalid', { detail: 'The bearer token is malformed.' });
+  throw new DomainError('invalid-request', { detail: `${parameter} is too long.`, fields: { parameter, expected: 'at most 100 characters' } });
 }
 
 function parse<T>(schema: z.ZodType<T>, request: unknown): T {
   const parsed = schema.safeParse(request);
   if (parsed.success) return parsed.data;
   const parameter = parameterOf(parsed.error);
-  throw new DomainError('invalid-request', { detail: `${parameter} is malformed.`, remedy: `Send ${parameter} exactly as it was issued.`, extensions: { parameter } });
+  throw new DomainError('invalid-request', { detail: `${parameter} is malformed.`, fields: { parameter, expected: 'the value exactly as it was issued' } });
 }
 
 export interface AuthHandlersOptions {
@@ -63,8 +62,7 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans }: Auth
       if (deviceCode === '') {
         throw new DomainError('invalid-request', {
           detail: 'device_code is missing.',
-          remedy: 'Pass the device_code that the start of the signup answered.',
-          extensions: { parameter: 'device_code' },
+          fields: { parameter: 'device_code', expected: 'the device_code that the start of the signup answered' },
         });
       }
       const result = await flows.poll(deviceCode);

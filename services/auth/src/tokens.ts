@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type Clock, createLogger, DomainError, hashSecret, isWellFormedToken, type Logger, mintToken, type PublicUrls, type Scope, SCOPES } from '@agentroom/kit';
+import { type Clock, createLogger, DomainError, hashSecret, isWellFormedToken, type Logger, mintToken, type Scope, SCOPES } from '@agentroom/kit';
 import type { TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { AuthStore } from './store.js';
@@ -32,7 +32,6 @@ export interface TokensOptions {
   store: AuthStore;
   /** Where the agent record's scopes are kept equal to the union of its live tokens'. */
   room: RoomGateway;
-  urls: PublicUrls;
   /** TOKEN_TTL_DAYS. */
   ttlDays: number;
   clock: Clock;
@@ -43,7 +42,6 @@ export interface TokensOptions {
 export class Tokens {
   private readonly store: AuthStore;
   private readonly room: RoomGateway;
-  private readonly urls: PublicUrls;
   private readonly ttlMs: number;
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -51,7 +49,6 @@ export class Tokens {
   constructor(options: TokensOptions) {
     this.store = options.store;
     this.room = options.room;
-    this.urls = options.urls;
     this.ttlMs = options.ttlDays * DAY_MS;
     this.clock = options.clock;
     this.log = options.log ?? createLogger('auth', 'silent');
@@ -77,10 +74,7 @@ export class Tokens {
   }
 
   private invalid(detail: string): DomainError {
-    return new DomainError('token-invalid', {
-      detail,
-      remedy: `Get a new token: POST ${this.urls.apiUrl}/agent/signup/start with the scopes you need, and have a human approve it.`,
-    });
+    return new DomainError('token-invalid', { detail });
   }
 
   async authenticate(token: string): Promise<Principal> {
@@ -94,10 +88,7 @@ export class Tokens {
     const record = await this.store.tokenByHash(hashSecret(token));
     if (!record || record.revokedAt !== undefined) throw this.invalid('The token is unknown or was revoked.');
     if (record.expiresAt <= this.clock.now()) {
-      throw new DomainError('token-expired', {
-        detail: `The token expired at ${new Date(record.expiresAt).toISOString()}.`,
-        remedy: `Get a new token: POST ${this.urls.apiUrl}/agent/signup/start with the scopes you need, and have a human approve it.`,
-      });
+      throw new DomainError('token-expired', { detail: `The token expired at ${new Date(record.expiresAt).toISOString()}.` });
     }
     return record;
   }
@@ -113,10 +104,7 @@ export class Tokens {
   async revokeForHuman(humanId: string, tokenId: string): Promise<TokenRecord> {
     const record = tokenId === '' ? undefined : await this.store.tokenById(tokenId);
     if (!record || record.humanId !== humanId) {
-      throw new DomainError('not-found', {
-        detail: 'You approved no token with this id.',
-        remedy: `See the agents you approved, and revoke them, at ${this.urls.siteUrl}/account.`,
-      });
+      throw new DomainError('not-found', { detail: 'You approved no token with this id.', fields: { parameter: 'token_id' } });
     }
     return this.markRevoked(record, 'human');
   }

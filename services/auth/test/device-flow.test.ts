@@ -115,8 +115,8 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       lookups += 1;
       return tokenByHash(hash);
     };
-    tokens = new Tokens({ store, room, urls, ttlDays: 90, clock });
-    flows = new DeviceFlows({ store, tokens, room, urls, clock });
+    tokens = new Tokens({ store, room, ttlDays: 90, clock });
+    flows = new DeviceFlows({ store, tokens, room, clock });
     humans = new Humans({ store, clock });
   });
 
@@ -154,7 +154,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
     it.each([[[]], [['posts:read']], [['posts:write', 'admin']], [['POSTS:WRITE']]])('refuses scopes %j, naming the four valid ones', async (scopes) => {
       const error = await problem(start(scopes));
       expect(error).toMatchObject({ slug: 'invalid-scope', status: 400 });
-      expect(error.remedy).toContain('agents:read, posts:write, messages:read, messages:write');
+      expect(error.fields.valid_scopes).toEqual(['agents:read', 'posts:write', 'messages:read', 'messages:write']);
     });
 
     it('names the agent by agent_name, else client_id, else "an agent"', async () => {
@@ -168,7 +168,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       const emoji = await start(['posts:write'], { agentName: '🤖'.repeat(100) });
       expect((await flows.describe(emoji.userCode, ada)).agentName).toBe('🤖'.repeat(100));
       const error = await problem(start(['posts:write'], { agentName: 'x'.repeat(101) }));
-      expect(error).toMatchObject({ slug: 'invalid-request', extensions: { parameter: 'agent_name' } });
+      expect(error).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'agent_name' } });
     });
   });
 
@@ -178,10 +178,9 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
       time += 1 * SECOND;
       const error = await problem(flows.poll(deviceCode));
-      expect(error).toMatchObject({ slug: 'slow-down', status: 429, headers: { 'Retry-After': '2' } });
-      expect(error.remedy).toContain('http://room.test/api/agent/signup/poll');
+      expect(error).toMatchObject({ slug: 'slow-down', status: 429, fields: { retry_after: 2 } });
       time += 1.5 * SECOND;
-      expect((await problem(flows.poll(deviceCode))).headers['Retry-After']).toBe('1');
+      expect((await problem(flows.poll(deviceCode))).fields.retry_after).toBe(1);
       time += 0.5 * SECOND;
       expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
     });
@@ -199,7 +198,6 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(await agentInRoom(grant.agentId)).toMatchObject({ agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
       const again = await problem(pollLater(deviceCode));
       expect(again).toMatchObject({ slug: 'signup-unknown', status: 400 });
-      expect(again.remedy).toBe('Start a new signup with POST http://room.test/api/agent/signup/start.');
       expect(await tokens.authenticate(grant.accessToken)).toMatchObject({ tokenId: grant.tokenId, agentId: grant.agentId, agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
     });
 
@@ -220,7 +218,6 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect((await problem(flows.approve(userCode, ada))).slug).toBe('user-code-unknown');
       const declined = await problem(pollLater(deviceCode));
       expect(declined).toMatchObject({ slug: 'signup-declined', status: 400 });
-      expect(declined.remedy).toContain('POST http://room.test/api/agent/signup/start');
       expect((await problem(pollLater(deviceCode))).slug).toBe('signup-unknown');
     });
 
@@ -235,7 +232,6 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect((await problem(flows.approve(userCode, ada))).slug).toBe('user-code-unknown');
       const expired = await problem(flows.poll(deviceCode));
       expect(expired).toMatchObject({ slug: 'signup-expired', status: 400 });
-      expect(expired.remedy).toContain('POST http://room.test/api/agent/signup/start');
       expect((await problem(pollLater(deviceCode))).slug).toBe('signup-expired');
     });
 
@@ -250,7 +246,6 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
     it('answers signup-unknown for a device code nobody issued', async () => {
       const error = await problem(flows.poll('no-such-device-code'));
       expect(error).toMatchObject({ slug: 'signup-unknown', status: 400 });
-      expect(error.remedy).toContain('POST http://room.test/api/agent/signup/start');
     });
   });
 
@@ -265,8 +260,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
     it.each(['', 'BCDF-GHJA', 'BCDF-GHJ', 'BCDF-GHJKL', 'BCDF_GHJK', 'BCDF-GHJ1', 'BCDF.GHJK'])('says nothing but "unknown" for %j', async (typed) => {
       await start();
       const error = await problem(flows.describe(typed, ada));
-      expect(error).toMatchObject({ slug: 'user-code-unknown', status: 404 });
-      expect(error.remedy).toContain('http://room.test/device');
+      expect(error).toMatchObject({ slug: 'user-code-unknown', status: 404, fields: { parameter: 'user_code' } });
     });
 
     it('approves a flow once, whatever the number of concurrent approvals: one agent, one token', async () => {
@@ -283,7 +277,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
 
     it('keeps the flow pending when the room cannot be reached, so the human can approve again', async () => {
       const deadRoom = new RoomGateway(`127.0.0.1:${await freePort()}`, 500);
-      const cutOff = new DeviceFlows({ store, tokens, room: deadRoom, urls, clock });
+      const cutOff = new DeviceFlows({ store, tokens, room: deadRoom, clock });
       const { deviceCode, userCode } = await start();
       expect((await problem(cutOff.approve(userCode, ada))).slug).toBe('unavailable');
       deadRoom.close();
@@ -294,7 +288,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
     });
 
     it('limits wrong codes to 10 per 15 minutes per key, with Retry-After until the window ends', async () => {
-      const limiter = new AttemptLimiter({ store, clock, urls });
+      const limiter = new AttemptLimiter({ store, clock });
       const keys = ['session:s1', 'addr:127.0.0.1'];
       for (let i = 0; i < 10; i += 1) {
         await limiter.guard(keys);
@@ -303,8 +297,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       }
       // Another session from the same address is refused too: the address spent its codes.
       const error = await problem(limiter.guard(['session:other', 'addr:127.0.0.1']));
-      expect(error).toMatchObject({ slug: 'too-many-attempts', status: 429, headers: { 'Retry-After': String(15 * 60 - 300) } });
-      expect(error.remedy).toContain('http://room.test/device');
+      expect(error).toMatchObject({ slug: 'too-many-attempts', status: 429, fields: { retry_after: 15 * 60 - 300 } });
       await limiter.guard(['session:other', 'addr:10.0.0.1']);
       time += 600 * SECOND - 1;
       await problem(limiter.guard(keys));
@@ -325,8 +318,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       });
       for (const attempt of [flows.describe(wider.userCode, grace), flows.approve(wider.userCode, grace), flows.decline(wider.userCode, grace)]) {
         const refused = await problem(attempt);
-        expect(refused).toMatchObject({ slug: 'invalid-request', status: 400 });
-        expect(refused.remedy).toMatch(/human who approved this agent/);
+        expect(refused).toMatchObject({ slug: 'not-the-approver', status: 400 });
       }
 
       await flows.approve(wider.userCode, ada);
@@ -371,7 +363,6 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       time += 1;
       const expired = await problem(tokens.authenticate(grant.accessToken));
       expect(expired).toMatchObject({ slug: 'token-expired', status: 401 });
-      expect(expired.remedy).toContain('POST http://room.test/api/agent/signup/start');
       expect(await tokens.liveOfHuman(ada.id)).toEqual([]);
     });
 
@@ -422,7 +413,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(ada.passwordHash).not.toContain('correct horse');
       const twin = await humans.register('Ada Twin', 'correct horse');
       expect(twin.passwordHash).not.toBe(ada.passwordHash);
-      expect((await problem(humans.register(' ADA  LOVELACE ', 'another one'))).remedy).toMatch(/another name/);
+      expect(await problem(humans.register(' ADA  LOVELACE ', 'another one'))).toMatchObject({ slug: 'name-taken', fields: { parameter: 'name' } });
     });
 
     it.each([
@@ -430,7 +421,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       ['x'.repeat(101), 'a long password', 'name'],
       ['Short Password', 'seven77', 'password'],
     ])('refuse to register %j with password %j', async (name, password, parameter) => {
-      expect(await problem(humans.register(name, password))).toMatchObject({ slug: 'invalid-request', extensions: { parameter } });
+      expect(await problem(humans.register(name, password))).toMatchObject({ slug: 'invalid-request', fields: { parameter } });
     });
 
     it('open sessions whose cookie value is stored only as a hash, until closed or 7 days pass', async () => {

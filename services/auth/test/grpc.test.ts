@@ -125,10 +125,9 @@ describe('AuthService over a loopback socket', () => {
     expect(started.userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
   });
 
-  it('refuses unknown scopes with INVALID_ARGUMENT and a remedy naming the four', async () => {
+  it('refuses unknown scopes with INVALID_ARGUMENT and the four valid ones as a field', async () => {
     const error = await rejection(startFlow(['posts:write', 'root']));
-    expect(error).toMatchObject({ slug: 'invalid-scope', status: 400 });
-    expect(error.remedy).toContain('agents:read, posts:write, messages:read, messages:write');
+    expect(error).toMatchObject({ slug: 'invalid-scope', status: 400, fields: { parameter: 'scopes', valid_scopes: ['agents:read', 'posts:write', 'messages:read', 'messages:write'] } });
     const code = await statusOf((callback) => client.startDeviceFlow({ scopes: [] }, callback));
     expect(code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((await rejection(startFlow(Array.from({ length: 21 }, () => 'posts:write')))).slug).toBe('invalid-scope');
@@ -139,7 +138,7 @@ describe('AuthService over a loopback socket', () => {
     expect(await poll(started.deviceCode)).toMatchObject({ status: 'FLOW_STATUS_PENDING', accessToken: '' });
     time += 1_000;
     const tooFast = await rejection(poll(started.deviceCode));
-    expect(tooFast).toMatchObject({ slug: 'slow-down', status: 429, headers: { 'Retry-After': '2' } });
+    expect(tooFast).toMatchObject({ slug: 'slow-down', status: 429, fields: { retry_after: 2 } });
     expect(await statusOf((callback) => client.pollDeviceFlow({ deviceCode: started.deviceCode }, callback))).toBe(grpc.status.RESOURCE_EXHAUSTED);
 
     await auth.flows.approve(started.userCode, ada);
@@ -153,7 +152,6 @@ describe('AuthService over a loopback socket', () => {
     time += 3_000;
     const again = await rejection(poll(started.deviceCode));
     expect(again).toMatchObject({ slug: 'signup-unknown', status: 400 });
-    expect(again.remedy).toBe('Start a new signup with POST http://room.test/api/agent/signup/start.');
   });
 
   it('answers a declined flow with signup-declined, an unknown one with signup-unknown, an empty one with invalid-request', async () => {
@@ -161,7 +159,7 @@ describe('AuthService over a loopback socket', () => {
     await auth.flows.decline(started.userCode, ada);
     expect((await rejection(poll(started.deviceCode))).slug).toBe('signup-declined');
     expect((await rejection(poll('never-issued'))).slug).toBe('signup-unknown');
-    expect(await rejection(poll(''))).toMatchObject({ slug: 'invalid-request', extensions: { parameter: 'device_code' } });
+    expect(await rejection(poll(''))).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'device_code' } });
   });
 
   it('authenticates a token from the flow to its agent and frozen scopes; a revoked one fails token-invalid', async () => {
@@ -174,8 +172,12 @@ describe('AuthService over a loopback socket', () => {
     expect(await revoke(done.accessToken)).toEqual({});
     const revoked = await rejection(authenticate(done.accessToken));
     expect(revoked).toMatchObject({ slug: 'token-invalid', status: 401 });
-    expect(revoked.remedy).toContain('POST http://room.test/api/agent/signup/start');
-    expect(await statusOf((callback) => client.authenticateToken({ token: done.accessToken }, callback))).toBe(grpc.status.UNAUTHENTICATED);
+    const raw = await new Promise<grpc.ServiceError>((resolve) => client.authenticateToken({ token: done.accessToken }, (error) => resolve(error as grpc.ServiceError)));
+    expect(raw.code).toBe(grpc.status.UNAUTHENTICATED);
+    // Across gRPC a problem is a slug and fields: no HTTP status, no remedy, no URL of any protocol.
+    const trailer = JSON.parse(String(raw.metadata.get('agentroom-problem-bin')[0])) as Record<string, unknown>;
+    expect(Object.keys(trailer).sort()).toEqual(['detail', 'fields', 'slug']);
+    expect(JSON.stringify(trailer)).not.toMatch(/remedy|http|401|Retry-After/);
     // RFC 7009: revoking again, an unknown token, or garbage all succeed.
     for (const token of [done.accessToken, mintToken(), 'garbage', '']) expect(await revoke(token)).toEqual({});
     expect((await getAgent(done.agentId)).agent?.scopes).toEqual([]);
@@ -203,7 +205,7 @@ describe('AuthService over a loopback socket', () => {
     const first = await signUp(['posts:write'], ada, { agentName: 'grower' });
     const wider = await startFlow(['messages:write'], { agentName: 'renamed?', bearerToken: first.accessToken });
     const refused = await rejection(auth.flows.approve(wider.userCode, grace));
-    expect(refused.remedy).toMatch(/human who approved this agent/);
+    expect(refused.slug).toBe('not-the-approver');
     await auth.flows.approve(wider.userCode, ada);
     time += 3_000;
     const second = await poll(wider.deviceCode);

@@ -24,6 +24,15 @@ export const edgeEnv = z.object({
   LIVE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
   /** Bytes a live stream may have queued for a client that does not read, before it is cut off. */
   LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).max(64 * 1024 * 1024).default(256 * 1024),
+  /**
+   * Browser origins, besides the deployment's own, that may call the MCP endpoint: comma-separated
+   * origins (`https://app.example`), or `*` for any. Empty by default (DNS-rebinding protection).
+   */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
+    .pipe(z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).transform((url) => new URL(url).origin)]))),
   ...serviceEnv.shape,
 });
 

@@ -19,6 +19,8 @@ import { AuthGateway } from './gateways/auth.gateway.js';
 import { MessagingGateway } from './gateways/messaging.gateway.js';
 import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
+import { Core } from './operations/core.js';
+import { operationTable } from './operations/table.js';
 import { PostsHub } from './live/posts-hub.js';
 import { LiveStreams } from './live/sse.js';
 
@@ -27,7 +29,11 @@ export { createEdgeApp } from './server.js';
 export { RoomGateway } from './gateways/room.gateway.js';
 export { AuthGateway } from './gateways/auth.gateway.js';
 export { MessagingGateway } from './gateways/messaging.gateway.js';
-export type * from './api.js';
+export { Core, type Admission, type Outcome } from './operations/core.js';
+export { operationTable, type OperationName, type Operations } from './operations/table.js';
+export { MCP_TOOLS } from './mcp/tools.js';
+export { REST_BINDINGS } from './rest/bindings.js';
+export type * from './operations/schemas.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -58,20 +64,35 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
     live.closeAll();
     hub.close();
   };
-  const app = createEdgeApp({
-    urls: publicUrls(config),
-    log,
+  const urls = publicUrls(config);
+  const operations = operationTable({
+    urls,
     room,
     auth,
     messaging,
-    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
-    idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
     feedback: redis ? new RedisFeedbackStore(redis, config.REDIS_KEY_PREFIX) : new MemoryFeedbackStore(),
-    quotaPerAddress: config.QUOTA_PER_ADDRESS,
-    quotaPerToken: config.QUOTA_PER_TOKEN,
-    trustProxy: config.TRUST_PROXY,
     storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
     version,
+    log,
+  });
+  const core = new Core({
+    operations,
+    authenticate: (token) => auth.authenticate(token),
+    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
+    idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
+    quotaPerAddress: config.QUOTA_PER_ADDRESS,
+    quotaPerToken: config.QUOTA_PER_TOKEN,
+    log,
+  });
+  const app = createEdgeApp({
+    urls,
+    log,
+    core,
+    room,
+    auth,
+    trustProxy: config.TRUST_PROXY,
+    version,
+    mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
     live: { hub, live, watchInbox: (agentId, afterId) => messaging.watchMessages(agentId, afterId) },
   });
   let server: Server | undefined;

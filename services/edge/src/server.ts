@@ -1,58 +1,93 @@
-import { createHttpApp, type FeedbackStore, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
-import type { Express } from 'express';
-import { identifyBearer } from './bearer.js';
+import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
+import type { Express, RequestHandler } from 'express';
+import { a2aRoutes, a2aSurface } from './a2a/routes.js';
 import type { AuthGateway } from './gateways/auth.gateway.js';
-import type { MessagingGateway } from './gateways/messaging.gateway.js';
 import type { RoomGateway } from './gateways/room.gateway.js';
 import { liveRoutes, type LiveDeps } from './live/routes.js';
-import { apiRoutes, type ApiDeps } from './routes/api.js';
-import { feedbackRoutes } from './routes/feedback.js';
-import { messagesRoutes } from './routes/messages.js';
-import { oauthRoutes } from './routes/oauth.js';
-import { signupRoutes } from './routes/signup.js';
+import { HostPolicy } from './mcp/hosts.js';
+import { mcpRoutes } from './mcp/routes.js';
+import { mcpSurface } from './mcp/tools.js';
+import { oauthRoutes } from './oauth/routes.js';
+import type { Core } from './operations/core.js';
+import type { Surface } from './operations/surface.js';
+import { renderProblem } from './problems/problem.js';
+import { admissionOf, restRoutes } from './rest/routes.js';
+import { restSurface } from './rest/surface.js';
 import { roomPage } from './web/room-page.js';
 
 export interface EdgeAppOptions {
   urls: PublicUrls;
   log: Logger;
+  /** The operation pipeline every protocol calls. */
+  core: Core;
   room: RoomGateway;
   auth: AuthGateway;
-  messaging: MessagingGateway;
-  quota: QuotaStore;
-  idempotency: IdempotencyStore;
-  feedback: FeedbackStore;
-  quotaPerAddress: number;
-  quotaPerToken: number;
   trustProxy: string;
-  storage: ApiDeps['storage'];
   version: string;
+  /** Browser origins besides our own that may call MCP (`*` for any). */
+  mcpAllowedOrigins: readonly string[];
   /** The live feeds: the posts hub, the open streams, and how to watch an inbox. */
   live: Pick<LiveDeps, 'hub' | 'live'> & Partial<Pick<LiveDeps, 'watchInbox'>>;
 }
 
-/** Builds edge's express app: the HTTP contract around the REST API, the signup flow and the room page. */
+/** Errors outside the operations (pages, live feeds, unknown paths) read as REST problems. */
+function restAnswer(surface: Surface): (error: DomainError) => ProblemAnswer {
+  return (error) => {
+    const problem = renderProblem(error, surface);
+    return { remedy: problem.document.remedy, headers: problem.headers };
+  };
+}
+
+/**
+ * Past the protocol adapters, which refuse per operation, whatever is left (pages, live feeds, the
+ * 404 problem) is refused here for a bad token or a spent quota, RateLimit headers included.
+ */
+function admissionGuard(core: Core): RequestHandler {
+  return (_req, res, next) => {
+    try {
+      core.authorize(admissionOf(res));
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+}
+
+/**
+ * Edge's express app: the HTTP contract (request ids, one admission per request, body limits)
+ * around the protocol adapters (REST, OAuth, MCP, A2A) over one pipeline, then the live feeds and
+ * the room page.
+ */
 export function createEdgeApp(options: EdgeAppOptions): Express {
-  const { urls } = options;
+  const { urls, core } = options;
+  const rest = restSurface(urls);
   const { app, finish } = createHttpApp({
     service: 'edge',
     siteUrl: urls.siteUrl,
     log: options.log,
-    quota: options.quota,
-    quotaPerAddress: options.quotaPerAddress,
-    identify: identifyBearer(options.auth, urls, options.quotaPerToken),
-    idempotency: options.idempotency,
     trustProxy: options.trustProxy,
-    notFoundRemedy: `Check the method and path. The REST API is under ${urls.baseUrl}: GET /posts, POST /posts, GET /agents, GET /agents/{agentId}, POST /messages, GET /messages, GET /health; agents sign up at POST ${urls.apiUrl}/agent/signup/start; the room for humans is at ${urls.siteUrl}/.`,
+    // Authenticate once and count once per request; the pipeline refuses per operation, in each protocol's words.
+    async admit(req, res) {
+      const admission = await core.admit({ authorization: req.headers.authorization, address: req.ip ?? 'unknown' });
+      res.locals.admission = admission;
+      return { subject: admission.subject, quota: admission.quota };
+    },
+    answer: restAnswer(rest),
   });
   const sitePath = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
   const apiPath = new URL(urls.apiUrl).pathname.replace(/\/$/, '');
   const basePath = new URL(urls.baseUrl).pathname;
-  app.use(basePath, liveRoutes({ ...options.live, auth: options.auth, urls }));
-  app.use(basePath, apiRoutes({ room: options.room, messaging: options.messaging, urls, storage: options.storage, version: options.version }));
-  app.use(basePath, messagesRoutes({ messaging: options.messaging, urls }));
-  app.use(`${apiPath}/agent/signup`, signupRoutes({ auth: options.auth, urls }));
-  app.use(`${apiPath}/oauth`, oauthRoutes({ auth: options.auth, urls }));
-  app.use(`${apiPath}/agent/feedback`, feedbackRoutes({ feedback: options.feedback, log: options.log }));
+  const a2a = a2aRoutes({ core, surface: a2aSurface(urls), room: options.room, version: options.version });
+
+  app.use(basePath, restRoutes(core, rest, 'base'));
+  app.use(apiPath || '/', restRoutes(core, rest, 'api'));
+  app.use(`${apiPath}/oauth`, oauthRoutes(core, rest));
+  app.use(`${apiPath}/mcp`, mcpRoutes({ core, surface: mcpSurface(urls), hosts: new HostPolicy(urls, options.mcpAllowedOrigins), version: options.version, log: options.log }));
+  app.use(`${apiPath}/a2a`, a2a.api);
+  app.use(sitePath || '/', a2a.site);
+
+  app.use(admissionGuard(core));
+  app.use(basePath, liveRoutes({ ...options.live, auth: options.auth, core }));
   app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls }));
   finish();
   return app;

@@ -22,6 +22,14 @@ export const grpcHandledDuration = new client.Histogram({
   registers: [registry],
 });
 
+export const operationDuration = new client.Histogram({
+  name: 'agentroom_operation_duration_seconds',
+  help: 'Operations of the room run by edge, by operation, protocol (rest, mcp, a2a) and outcome (ok, replayed, or the problem slug).',
+  labelNames: ['operation', 'protocol', 'outcome'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
 export const quotaRejections = new client.Counter({
   name: 'agentroom_quota_rejections_total',
   help: 'Requests refused with 429 because the daily quota was spent.',

@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { SCOPES } from './scopes.js';
+
 /** The `code` values of the specification (section 7), each with its HTTP status (CONTRACT §2). */
 export const PROBLEM_CODES = {
   parse_error: 400,
@@ -15,7 +18,7 @@ export type ProblemCode = keyof typeof PROBLEM_CODES;
 
 export interface ProblemType {
   code: ProblemCode;
-  /** Defaults to the code's status; some types narrow it (413, 409, 422, 503). */
+  /** Defaults to the code's status; some types narrow it (403, 405, 406, 409, 413, 422, 503). */
   status?: number;
   title: string;
   /** What the problem means, for the developer portal's page of problem types. */
@@ -23,14 +26,16 @@ export interface ProblemType {
 }
 
 /**
- * Every problem type the product can answer with, by slug: `type` is `{site_url}/problems/<slug>`.
- * One source for the answers, the docs and the tests.
+ * Every problem the product can answer with, by slug: the stable name a service raises, and the last
+ * segment of `type` (`{site_url}/problems/<slug>`). One list for every service, the HTTP answers, the
+ * docs and the tests. What to *do* about a problem (the `remedy`) is not here: it depends on who
+ * asked, so the surface that answers words it (edge for agents' protocols, auth's pages for humans).
  */
 export const PROBLEM_TYPES = {
   'invalid-request': {
     code: 'invalid_request',
     title: 'The request is not valid',
-    description: 'A parameter or field is missing, of the wrong type or out of range. The remedy names the valid values.',
+    description: 'A parameter or field is missing, of the wrong type or out of range. `parameter` names it and the remedy says what is valid.',
   },
   'invalid-cursor': {
     code: 'invalid_request',
@@ -52,6 +57,24 @@ export const PROBLEM_TYPES = {
     code: 'not_found',
     title: 'Nothing is here',
     description: 'No resource or route answers at this method and path.',
+  },
+  'method-not-allowed': {
+    code: 'invalid_request',
+    status: 405,
+    title: 'This method is not allowed here',
+    description: 'The path exists, but not for this HTTP method. The `Allow` header lists the methods it takes.',
+  },
+  'not-acceptable': {
+    code: 'invalid_request',
+    status: 406,
+    title: 'The Accept header rules out every answer',
+    description: 'The MCP endpoint answers JSON or an event stream; a client must accept both (`Accept: application/json, text/event-stream`).',
+  },
+  'host-not-allowed': {
+    code: 'invalid_request',
+    status: 403,
+    title: 'This host or origin may not call here',
+    description: 'The Host header must name this deployment (its site or API address), and a browser Origin must be an allowed one. It protects local servers from DNS rebinding.',
   },
   'agent-not-found': {
     code: 'not_found',
@@ -108,6 +131,31 @@ export const PROBLEM_TYPES = {
     title: 'Too many wrong codes',
     description: 'Wrong user codes are limited per session and per client address so codes cannot be guessed.',
   },
+  'sign-in-required': {
+    code: 'invalid_request',
+    title: 'A signed-in human is needed',
+    description: 'Approving a signup is the step of a signed-in human; sign in first.',
+  },
+  'csrf-invalid': {
+    code: 'invalid_request',
+    title: 'The form is stale',
+    description: 'Every form and human step carries the CSRF token of its page; this one was missing or did not match. Reload the page.',
+  },
+  'agent-cannot-approve': {
+    code: 'invalid_request',
+    title: 'Agents cannot approve signups',
+    description: 'A request that carries a bearer token never approves a signup: only a human, signed in, approves an agent.',
+  },
+  'not-the-approver': {
+    code: 'invalid_request',
+    title: 'Only the approving human may answer this',
+    description: 'An agent asking for more scopes for itself can be approved only by the human who approved it first.',
+  },
+  'name-taken': {
+    code: 'invalid_request',
+    title: 'The name is taken',
+    description: 'Another human already has this name. Sign in if it is yours, or choose another.',
+  },
   'no-token': {
     code: 'no_token',
     title: 'A bearer token is needed',
@@ -135,20 +183,20 @@ export const PROBLEM_TYPES = {
   },
   'idempotency-key-invalid': {
     code: 'invalid_request',
-    title: 'The Idempotency-Key is not valid',
-    description: 'An Idempotency-Key is 1 to 255 printable ASCII characters.',
+    title: 'The idempotency key is not valid',
+    description: 'An idempotency key (the `Idempotency-Key` header, or MCP\'s `idempotency_key`) is 1 to 255 printable ASCII characters.',
   },
   'idempotency-in-flight': {
     code: 'invalid_request',
     status: 409,
     title: 'The first request with this key is still running',
-    description: 'Wait for the first request with this Idempotency-Key to finish, then retry to get its stored answer.',
+    description: 'Wait for the first request with this idempotency key to finish, then retry to get its stored answer.',
   },
   'idempotency-mismatch': {
     code: 'invalid_request',
     status: 422,
     title: 'This key was used with another request',
-    description: 'An Idempotency-Key is bound to the first body sent with it for 24 hours. Use a new key for a new request.',
+    description: 'An idempotency key is bound to the input of the first call made with it for 24 hours. Use a new key for a new request.',
   },
   internal: {
     code: 'internal',
@@ -170,37 +218,56 @@ export function problemStatus(slug: ProblemSlug): number {
   return type.status ?? PROBLEM_CODES[type.code];
 }
 
-/** Fields a problem may carry beyond the standard ones (`required_scope`, `held_scopes`, ...). */
-export type ProblemExtensions = Record<string, string | number | boolean | string[]>;
-
-export interface ProblemInit {
-  /** A sentence a program or a person can act on, naming the URL or scope that fixes it. */
-  remedy: string;
-  detail?: string;
-  extensions?: ProblemExtensions;
-  /** Response headers that belong to this problem, such as `Retry-After`. */
-  headers?: Record<string, string>;
+export function isProblemSlug(value: unknown): value is ProblemSlug {
+  return typeof value === 'string' && Object.hasOwn(PROBLEM_TYPES, value);
 }
 
 /**
- * A domain error: what went wrong in the product's words. It maps to a gRPC status at the service
- * boundary (grpc/status.ts) and to an RFC 9457 problem document at the HTTP boundary (http/problem.ts).
+ * What a problem knows beyond its slug, in the product's words and nobody's protocol: which input
+ * was wrong and what a valid one looks like, which scope is missing, how long to wait. These are the
+ * only fields that cross the gRPC hop; each answering surface words its remedy from them.
+ */
+export const problemFields = z.object({
+  /** The input that is wrong: a body field, query parameter, tool argument or header. */
+  parameter: z.string().max(200).optional(),
+  /** What a valid value of `parameter` looks like, in words ("a whole number from 1 to 50"). */
+  expected: z.string().max(500).optional(),
+  required_scope: z.enum(SCOPES).optional(),
+  held_scopes: z.array(z.enum(SCOPES)).optional(),
+  valid_scopes: z.array(z.enum(SCOPES)).optional(),
+  /** Seconds to wait before trying again (the `Retry-After` of HTTP answers). */
+  retry_after: z.number().int().min(0).optional(),
+  max_length: z.number().int().min(0).optional(),
+  length: z.number().int().min(0).optional(),
+  /** The daily quota the call counted against. */
+  limit: z.number().int().min(0).optional(),
+  max_bytes: z.number().int().min(0).optional(),
+});
+
+export type ProblemFields = z.output<typeof problemFields>;
+
+export interface DomainErrorInit {
+  /** A sentence on what went wrong in this case, free of any protocol's wording. */
+  detail?: string;
+  fields?: ProblemFields;
+}
+
+/**
+ * A domain error: what went wrong, as a stable slug plus fields. It crosses gRPC as exactly that
+ * (grpc/status.ts) and becomes an answer only at a surface that knows who asked: a problem document
+ * with a remedy for REST, a tool error for MCP, a JSON-RPC error for A2A, a line on a human's page.
  */
 export class DomainError extends Error {
   override readonly name = 'DomainError';
   readonly slug: ProblemSlug;
-  readonly remedy: string;
   readonly detail: string | undefined;
-  readonly extensions: ProblemExtensions;
-  readonly headers: Record<string, string>;
+  readonly fields: ProblemFields;
 
-  constructor(slug: ProblemSlug, init: ProblemInit) {
+  constructor(slug: ProblemSlug, init: DomainErrorInit = {}) {
     super(init.detail ?? PROBLEM_TYPES[slug].title);
     this.slug = slug;
-    this.remedy = init.remedy;
     this.detail = init.detail;
-    this.extensions = init.extensions ?? {};
-    this.headers = init.headers ?? {};
+    this.fields = init.fields ?? {};
   }
 
   get code(): ProblemCode {
@@ -210,10 +277,10 @@ export class DomainError extends Error {
   get status(): number {
     return problemStatus(this.slug);
   }
-}
 
-export function isProblemSlug(value: unknown): value is ProblemSlug {
-  return typeof value === 'string' && Object.hasOwn(PROBLEM_TYPES, value);
+  get title(): string {
+    return PROBLEM_TYPES[this.slug].title;
+  }
 }
 
 /** The RFC 9457 body of a problem, with `code` and `remedy` as the specification requires. */
@@ -227,14 +294,20 @@ export interface ProblemDocument {
   [extension: string]: unknown;
 }
 
-export function problemDocument(error: DomainError, siteUrl: string): ProblemDocument {
+/** The problem document of an error, with the remedy its surface worded. */
+export function problemDocument(error: DomainError, siteUrl: string, remedy: string): ProblemDocument {
   return {
     type: `${siteUrl}/problems/${error.slug}`,
-    title: PROBLEM_TYPES[error.slug].title,
+    title: error.title,
     status: error.status,
     code: error.code,
     ...(error.detail === undefined ? {} : { detail: error.detail }),
-    remedy: error.remedy,
-    ...error.extensions,
+    remedy,
+    ...error.fields,
   };
+}
+
+/** The storage or a service behind did not answer: retry with backoff. */
+export function unavailable(detail = 'Storage did not answer.', retryAfter = 5): DomainError {
+  return new DomainError('unavailable', { detail, fields: { retry_after: retryAfter } });
 }

@@ -15,7 +15,6 @@ export function viaFromProto(value: string): Via {
   if ((VIAS as readonly string[]).includes(name)) return name as Via;
   throw new DomainError('invalid-request', {
     detail: 'via is missing or unknown.',
-    remedy: `Set via to one of ${VIAS.map(viaToProto).join(', ')}.`,
-    extensions: { parameter: 'via' },
+    fields: { parameter: 'via', expected: `one of ${VIAS.map(viaToProto).join(', ')}` },
   });
 }

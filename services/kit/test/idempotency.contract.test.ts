@@ -27,7 +27,7 @@ afterAll(async () => {
   await redisServer.stop();
 });
 
-const answer = { status: 201, headers: { 'content-type': 'application/json' }, body: Buffer.from('{"id":"1"}').toString('base64') };
+const answer = { id: 'p_1', text: 'kept as the operation answered it' };
 
 const implementations: [string, () => IdempotencyStore][] = [
   ['memory', () => new MemoryIdempotencyStore()],
@@ -46,7 +46,7 @@ describe.each(implementations)('IdempotencyStore contract: %s', (_name, makeStor
     const store = makeStore();
     await store.begin('tok:a:k2', 'fp');
     await store.complete('tok:a:k2', 'fp', answer);
-    expect(await store.begin('tok:a:k2', 'fp')).toEqual({ outcome: 'replay', response: answer });
+    expect(await store.begin('tok:a:k2', 'fp')).toEqual({ outcome: 'replay', result: answer });
     expect(await store.begin('tok:a:k2', 'other')).toEqual({ outcome: 'mismatch' });
   });
 

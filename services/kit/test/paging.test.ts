@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, DomainError, encodeCursor, parsePaging, problemDocument, STREAM_ID } from '../src/index.js';
+import { decodeCursor, DomainError, encodeCursor, fromServiceError, grpcLimit, problemDocument, STREAM_ID, toServiceError } from '../src/index.js';
 
 function problemOf(fn: () => unknown): DomainError {
   try {
@@ -11,28 +11,17 @@ function problemOf(fn: () => unknown): DomainError {
   throw new Error('expected a DomainError');
 }
 
-describe('list paging', () => {
-  it('defaults limit to 20 and passes a cursor through', () => {
-    expect(parsePaging({})).toEqual({ limit: 20, cursor: undefined });
-    expect(parsePaging({ limit: '50', cursor: 'abc_-1' })).toEqual({ limit: 50, cursor: 'abc_-1' });
-    expect(parsePaging({ limit: '1' }).limit).toBe(1);
+describe('gRPC list limits', () => {
+  it('read 0 as the default and pass 1 to 50 through', () => {
+    expect(grpcLimit(0)).toBe(20);
+    expect(grpcLimit(1)).toBe(1);
+    expect(grpcLimit(50)).toBe(50);
   });
 
-  it.each(['0', '51', 'abc', '1.5', '-1', '', '1e1'])('answers 400 with the valid range for limit=%j', (limit) => {
-    const error = problemOf(() => parsePaging({ limit }));
-    expect(error.status).toBe(400);
-    expect(error.code).toBe('invalid_request');
-    expect(error.remedy).toMatch(/1 to 50/);
-  });
-
-  it('refuses a repeated limit parameter', () => {
-    expect(problemOf(() => parsePaging({ limit: ['1', '2'] })).code).toBe('invalid_request');
-  });
-
-  it('refuses cursors that are not base64url', () => {
-    const error = problemOf(() => parsePaging({ cursor: 'not a cursor!' }));
-    expect(error.slug).toBe('invalid-cursor');
-    expect(error.status).toBe(400);
+  it.each([51, -1, 1.5])('refuse %j as invalid-request naming limit and the valid range', (limit) => {
+    const error = problemOf(() => grpcLimit(limit));
+    expect(error).toMatchObject({ slug: 'invalid-request', status: 400, fields: { parameter: 'limit' } });
+    expect(error.fields.expected).toMatch(/1 to 50/);
   });
 });
 
@@ -53,23 +42,39 @@ describe('cursors', () => {
 });
 
 describe('problem documents', () => {
-  it('carry type, title, status, code and remedy, and extensions', () => {
-    const error = new DomainError('text-too-long', { remedy: 'Shorten it.', detail: 'Too long.', extensions: { max_length: 500 } });
-    expect(problemDocument(error, 'https://room.example')).toEqual({
+  it('carry type, title, status, code, the remedy their surface worded, and the fields', () => {
+    const error = new DomainError('text-too-long', { detail: 'Too long.', fields: { parameter: 'text', max_length: 500 } });
+    expect(problemDocument(error, 'https://room.example', 'Shorten it.')).toEqual({
       type: 'https://room.example/problems/text-too-long',
       title: 'The text is too long',
       status: 400,
       code: 'invalid_request',
       detail: 'Too long.',
       remedy: 'Shorten it.',
+      parameter: 'text',
       max_length: 500,
     });
   });
 
   it('map each code to the status of CONTRACT §2', () => {
-    expect(new DomainError('payload-too-large', { remedy: 'x' }).status).toBe(413);
-    expect(new DomainError('unavailable', { remedy: 'x' }).status).toBe(503);
-    expect(new DomainError('rate-limited', { remedy: 'x' }).status).toBe(429);
-    expect(new DomainError('not-found', { remedy: 'x' }).status).toBe(404);
+    expect(new DomainError('payload-too-large').status).toBe(413);
+    expect(new DomainError('unavailable').status).toBe(503);
+    expect(new DomainError('rate-limited').status).toBe(429);
+    expect(new DomainError('not-found').status).toBe(404);
+    expect(new DomainError('scope-required').status).toBe(403);
+  });
+});
+
+describe('domain errors across gRPC', () => {
+  it('travel as slug, detail and fields, and come back the same', () => {
+    const sent = new DomainError('scope-required', { detail: 'Needs more.', fields: { required_scope: 'posts:write', held_scopes: ['agents:read'] } });
+    const received = fromServiceError(toServiceError(sent));
+    expect(received).toMatchObject({ slug: 'scope-required', detail: 'Needs more.', fields: { required_scope: 'posts:write', held_scopes: ['agents:read'] } });
+  });
+
+  it('arrive as internal when a peer sends a trailer that does not fit the schema', () => {
+    const forged = toServiceError(new DomainError('not-found'));
+    forged.metadata.set('agentroom-problem-bin', Buffer.from(JSON.stringify({ slug: 'not-found', fields: { retry_after: 'soon' } })));
+    expect(fromServiceError(forged).slug).toBe('internal');
   });
 });

@@ -20,30 +20,28 @@ function inboxOwner(agentId: string): string {
   if (AGENT_ID.test(agentId)) return agentId;
   throw new DomainError('invalid-request', {
     detail: 'agent_id is missing or malformed.',
-    remedy: 'Pass the id of the agent whose inbox this is.',
-    extensions: { parameter: 'agent_id' },
+    fields: { parameter: 'agent_id', expected: 'the id of the agent whose inbox this is' },
   });
 }
 
 export interface MessagingHandlersOptions {
   store: MessagingStore;
   room: Pick<RoomGateway, 'getAgent'>;
-  baseUrl: string;
 }
 
 /** The MessagingService over a store and the room: thin wiring; rules live in messages.ts. */
 export function messagingHandlers(server: GrpcServer, options: MessagingHandlersOptions): MessagingServiceHandlers {
-  const { store, room, baseUrl } = options;
+  const { store, room } = options;
   return {
     SendMessage: server.unary('SendMessage', async (request) => {
       checkMessageText(request.text);
       const via = viaFromProto(request.via);
-      if (!AGENT_ID.test(request.toAgentId)) throw recipientNotFound(request.toAgentId, baseUrl);
-      if (!AGENT_ID.test(request.fromAgentId)) throw senderNotFound(request.fromAgentId, baseUrl);
+      if (!AGENT_ID.test(request.toAgentId)) throw recipientNotFound(request.toAgentId);
+      if (!AGENT_ID.test(request.fromAgentId)) throw senderNotFound(request.fromAgentId);
       // Sending to oneself is allowed (a note to self): both ends are then the same agent.
       const [from, to] = await Promise.all([room.getAgent(request.fromAgentId), room.getAgent(request.toAgentId)]);
-      if (!to) throw recipientNotFound(request.toAgentId, baseUrl);
-      if (!from) throw senderNotFound(request.fromAgentId, baseUrl);
+      if (!to) throw recipientNotFound(request.toAgentId);
+      if (!from) throw senderNotFound(request.fromAgentId);
       const message = await store.appendMessage({
         fromAgentId: from.id,
         fromAgentName: from.agentName,
@@ -73,8 +71,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       if (request.afterId !== '' && !STREAM_ID.test(request.afterId)) {
         throw new DomainError('invalid-request', {
           detail: 'after_id is not a message id.',
-          remedy: 'Pass the id of a message you received, or leave after_id empty to watch from now on.',
-          extensions: { parameter: 'after_id' },
+          fields: { parameter: 'after_id', expected: 'the id of a message you received, or empty to watch from now on' },
         });
       }
       const stop = new AbortController();

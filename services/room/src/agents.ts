@@ -22,8 +22,7 @@ function checkName(field: string, value: string): void {
   if (length < 1 || length > NAME_MAX) {
     throw new DomainError('invalid-request', {
       detail: `${field} must be 1 to ${NAME_MAX} characters.`,
-      remedy: `Send ${field} with 1 to ${NAME_MAX} characters.`,
-      extensions: { parameter: field },
+      fields: { parameter: field, expected: `1 to ${NAME_MAX} characters` },
     });
   }
 }
@@ -33,8 +32,7 @@ export function checkAgent(input: { id: string; agentName: string; humanLabel: s
   if (input.id !== '' && !AGENT_ID.test(input.id)) {
     throw new DomainError('invalid-request', {
       detail: 'The agent id is malformed.',
-      remedy: 'Leave the id empty to have one made, or pass an id this service issued.',
-      extensions: { parameter: 'id' },
+      fields: { parameter: 'id', expected: 'empty, to have one made, or an id this service issued' },
     });
   }
   checkName('agentName', input.agentName);
@@ -43,16 +41,12 @@ export function checkAgent(input: { id: string; agentName: string; humanLabel: s
   if (unknown.length > 0) {
     throw new DomainError('invalid-request', {
       detail: `Unknown scopes: ${unknown.join(', ')}.`,
-      remedy: `Use only these scopes: ${SCOPES.join(', ')}.`,
-      extensions: { parameter: 'scopes' },
+      fields: { parameter: 'scopes', valid_scopes: [...SCOPES] },
     });
   }
   return SCOPES.filter((scope) => input.scopes.includes(scope));
 }
 
-export function agentNotFound(agentId: string, baseUrl: string): DomainError {
-  return new DomainError('agent-not-found', {
-    detail: `No agent has the id ${JSON.stringify(agentId.slice(0, 80))}.`,
-    remedy: `List the agents with GET ${baseUrl}/agents and use one of their ids.`,
-  });
+export function agentNotFound(agentId: string): DomainError {
+  return new DomainError('agent-not-found', { detail: `No agent has the id ${JSON.stringify(agentId.slice(0, 80))}.`, fields: { parameter: 'agentId' } });
 }

@@ -20,14 +20,13 @@ export function checkPostText(text: string): void {
   if (length > POST_TEXT_MAX) {
     throw new DomainError('text-too-long', {
       detail: `The text is ${length} characters long; a post holds at most ${POST_TEXT_MAX}.`,
-      remedy: `Shorten the text to at most ${POST_TEXT_MAX} Unicode characters, or split it into several posts.`,
-      extensions: { max_length: POST_TEXT_MAX, length },
+      fields: { parameter: 'text', max_length: POST_TEXT_MAX, length },
     });
   }
   if (!hasVisibleCharacter(text)) {
     throw new DomainError('text-empty', {
       detail: 'The text is empty or only white space.',
-      remedy: `Send text with 1 to ${POST_TEXT_MAX} characters, at least one of them not white space.`,
+      fields: { parameter: 'text', max_length: POST_TEXT_MAX },
     });
   }
 }

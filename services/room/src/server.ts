@@ -29,20 +29,19 @@ function toProtoAgent(agent: AgentRecord): Agent {
 
 export interface RoomHandlersOptions {
   store: RoomStore;
-  baseUrl: string;
   clock?: () => number;
 }
 
 /** The RoomService over a store: thin wiring; rules live in posts.ts and agents.ts. */
 export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): RoomServiceHandlers {
-  const { store, baseUrl } = options;
+  const { store } = options;
   const now = options.clock ?? Date.now;
   return {
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
       const via = viaFromProto(request.via);
       const agent = await store.getAgent(request.agentId);
-      if (!agent) throw agentNotFound(request.agentId, baseUrl);
+      if (!agent) throw agentNotFound(request.agentId);
       const post = await store.appendPost({
         agentId: agent.id,
         agentName: agent.agentName,
@@ -69,8 +68,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       if (request.afterId !== '' && !STREAM_ID.test(request.afterId)) {
         throw new DomainError('invalid-request', {
           detail: 'after_id is not a post id.',
-          remedy: 'Pass the id of a post you received, or leave after_id empty to watch from now on.',
-          extensions: { parameter: 'after_id' },
+          fields: { parameter: 'after_id', expected: 'the id of a post you received, or empty to watch from now on' },
         });
       }
       const stop = new AbortController();
@@ -104,7 +102,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
 
     GetAgent: server.unary('GetAgent', async (request) => {
       const agent = await store.getAgent(request.agentId);
-      if (!agent) throw agentNotFound(request.agentId, baseUrl);
+      if (!agent) throw agentNotFound(request.agentId);
       return { agent: toProtoAgent(agent) };
     }),
   };

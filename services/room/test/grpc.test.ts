@@ -44,7 +44,7 @@ async function rejection(promise: Promise<unknown>): Promise<DomainError> {
 }
 
 beforeAll(async () => {
-  server = createRoomGrpcServer({ store: new MemoryRoomStore(), baseUrl: 'http://room.test/api/v1', log: createLogger('room', 'silent') });
+  server = createRoomGrpcServer({ store: new MemoryRoomStore(), log: createLogger('room', 'silent') });
   const port = await server.listen('127.0.0.1:0');
   address = `127.0.0.1:${port}`;
   client = newClient(address);
@@ -71,7 +71,8 @@ describe('RoomService over a loopback socket', () => {
     const error = await rejection(createPost('x'.repeat(501)));
     expect(error.slug).toBe('text-too-long');
     expect(error.status).toBe(400);
-    expect(error.remedy).toMatch(/500/);
+    // The service says what and how much, in fields; edge words the remedy for whoever asked.
+    expect(error.fields).toEqual({ parameter: 'text', max_length: 500, length: 501 });
   });
 
   it.each(['', '   ', '\n\t '])('refuses empty or blank text %j', async (text) => {
@@ -82,7 +83,7 @@ describe('RoomService over a loopback socket', () => {
     const error = await rejection(createPost('hi', 'VIA_REST', 'a_nobody0001'));
     expect(error.slug).toBe('agent-not-found');
     expect(error.status).toBe(404);
-    expect(error.remedy).toContain('http://room.test/api/v1/agents');
+    expect(error.fields).toEqual({ parameter: 'agentId' });
   });
 
   it('refuses a post without via', async () => {
@@ -166,7 +167,7 @@ describe('deadlines', () => {
 
 describe('graceful shutdown', () => {
   it('ends watch streams cleanly instead of cutting them, so watchers can resume', async () => {
-    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), baseUrl: 'http://room.test/api/v1', log: createLogger('room', 'silent') });
+    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), log: createLogger('room', 'silent') });
     const port = await own.listen('127.0.0.1:0');
     const target = newClient(`127.0.0.1:${port}`);
     const watch = target.watchPosts({ afterId: '' });
@@ -189,7 +190,7 @@ describe('request ids', () => {
   it('cross the gRPC hop: the room logs the caller\'s requestId with its own service name', async () => {
     const lines: Record<string, unknown>[] = [];
     const log = createLogger('room', 'debug', { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
-    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), baseUrl: 'http://room.test/api/v1', log });
+    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), log });
     const port = await own.listen('127.0.0.1:0');
     const target = newClient(`127.0.0.1:${port}`);
     await runWithContext({ requestId: 'req-from-edge-42' }, () =>

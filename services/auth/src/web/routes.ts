@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { AuthDomain } from '../index.js';
 import type { Human, Session } from '../records.js';
 import { accountPage, confirmPage, donePage, enterCodePage, signInPage } from './pages.js';
+import { humanRemedy } from './remedies.js';
 
 const FORM_COOKIE = 'ar_form';
 
@@ -26,11 +27,8 @@ function field(body: unknown, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
-function csrfRefused(urls: PublicUrls): DomainError {
-  return new DomainError('invalid-request', {
-    detail: 'The form is missing its CSRF token, or it is stale.',
-    remedy: `Reload the page (${urls.siteUrl}/signin, /device or /account) and submit the form again.`,
-  });
+function csrfRefused(): DomainError {
+  return new DomainError('csrf-invalid', { detail: 'The form is missing its CSRF token, or it is stale.' });
 }
 
 /**
@@ -96,7 +94,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
 
   site.post('/signin', async (req, res) => {
     const expected = cookies(req)[FORM_COOKIE];
-    if (expected === undefined || !sameSecret(field(req.body, 'csrf'), expected)) throw csrfRefused(urls);
+    if (expected === undefined || !sameSecret(field(req.body, 'csrf'), expected)) throw csrfRefused();
     const next = safeNext(field(req.body, 'next'));
     const name = field(req.body, 'name');
     const password = field(req.body, 'password');
@@ -108,7 +106,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       try {
         human = await domain.humans.register(name, password);
       } catch (error) {
-        if (error instanceof DomainError) return again(400, `${error.detail ?? error.message} ${error.remedy}`);
+        if (error instanceof DomainError) return again(400, `${error.detail ?? error.message} ${humanRemedy(error, urls)}`);
         throw error;
       }
     } else {
@@ -123,7 +121,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
   site.post('/signout', async (req, res) => {
     const who = await signedIn(req);
     if (who) {
-      if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused(urls);
+      if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused();
       await domain.humans.closeSession(who.sessionId);
     }
     res.append('Set-Cookie', stringifySetCookie(SESSION_COOKIE, '', { ...cookieOptions, maxAge: 0 }));
@@ -146,7 +144,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
-      html(res, error.status, enterCodePage({ ...base, userCode: typed, error: `${error.detail ?? error.message} ${error.remedy}` }));
+      html(res, error.status, enterCodePage({ ...base, userCode: typed, error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
     }
   });
 
@@ -156,7 +154,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/device`)}`);
       return;
     }
-    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused(urls);
+    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused();
     const userCode = field(req.body, 'user_code');
     const decision = field(req.body, 'decision');
     const base = { title: 'Approve an agent', ...layout(who), csrf: who.session.csrf, human: who.human.name };
@@ -167,7 +165,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
-      html(res, error.status, enterCodePage({ ...base, userCode, error: `${error.detail ?? error.message} ${error.remedy}` }));
+      html(res, error.status, enterCodePage({ ...base, userCode, error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
     }
   });
 
@@ -195,7 +193,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
       return;
     }
-    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused(urls);
+    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused();
     await domain.tokens.revokeForHuman(who.human.id, field(req.body, 'token_id'));
     res.redirect(303, `${sitePath}/account?revoked=1`);
   });
@@ -205,22 +203,16 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
   // The specification's completeSignup, for a signed-in human's browser (CONTRACT §3, §11).
   api.post('/agent/signup/complete', async (req, res) => {
     if (req.headers.authorization !== undefined) {
-      throw new DomainError('invalid-request', {
-        detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.',
-        remedy: `Show the human the verification_uri_complete; they approve at ${urls.siteUrl}/device.`,
-      });
+      throw new DomainError('agent-cannot-approve', { detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.' });
     }
     const who = await signedIn(req);
     if (!who) {
-      throw new DomainError('invalid-request', {
-        detail: 'Approving needs a signed-in human.',
-        remedy: `Sign in at ${urls.siteUrl}/signin, then approve at ${urls.siteUrl}/device.`,
-      });
+      throw new DomainError('sign-in-required', { detail: 'Approving needs a signed-in human.' });
     }
-    if (!sameSecret(req.headers['x-csrf-token'], who.session.csrf)) throw csrfRefused(urls);
+    if (!sameSecret(req.headers['x-csrf-token'], who.session.csrf)) throw csrfRefused();
     const body = completeBody.safeParse(req.body);
     if (!body.success) {
-      throw new DomainError('invalid-request', { detail: 'user_code is missing.', remedy: 'Send {"user_code": "XXXX-XXXX"} as JSON.', extensions: { parameter: 'user_code' } });
+      throw new DomainError('invalid-request', { detail: 'user_code is missing.', fields: { parameter: 'user_code', expected: 'the code the agent shows (XXXX-XXXX), sent as JSON {"user_code": "XXXX-XXXX"}' } });
     }
     await domain.attempts.guard(clientKeys(req, who));
     try {

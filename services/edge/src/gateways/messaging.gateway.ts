@@ -8,7 +8,8 @@ import {
   type SendMessageResponse__Output,
   type WatchMessagesResponse__Output,
 } from '@agentroom/proto';
-import type { Message, Via } from '../api.js';
+import type { Via } from '@agentroom/kit';
+import type { Message } from '../operations/schemas.js';
 import { type UpstreamWatch, upstreamWatch } from '../live/upstream.js';
 
 function toMessage(message: Message__Output): Message {

@@ -11,7 +11,8 @@ import {
   type RoomServiceClient,
   type WatchPostsResponse__Output,
 } from '@agentroom/proto';
-import type { Agent, Post, Via } from '../api.js';
+import type { Via } from '@agentroom/kit';
+import type { Agent, Post } from '../operations/schemas.js';
 import { type UpstreamWatch, upstreamWatch } from '../live/upstream.js';
 
 function toPost(post: Post__Output): Post {

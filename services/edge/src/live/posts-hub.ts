@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { compareStreamIds, DomainError, liveFanoutDuration, type Logger } from '@agentroom/kit';
-import type { Post } from '../api.js';
+import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, unavailable as unavailableProblem } from '@agentroom/kit';
+import type { Post } from '../operations/schemas.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { UpstreamWatch } from './upstream.js';
 
@@ -150,5 +150,5 @@ export class PostsHub {
 }
 
 function unavailable(): DomainError {
-  return new DomainError('unavailable', { detail: 'The live feed is shutting down.', remedy: 'Reconnect in a few seconds.', headers: { 'Retry-After': '2' } });
+  return unavailableProblem('The live feed is shutting down; reconnect.', 2);
 }

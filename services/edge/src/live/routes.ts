@@ -1,8 +1,9 @@
-import { DomainError, type PublicUrls } from '@agentroom/kit';
+import { DomainError } from '@agentroom/kit';
 import { type Request, type Response, Router } from 'express';
-import type { Post } from '../api.js';
-import { principalOf, requireScope } from '../bearer.js';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
+import type { Core } from '../operations/core.js';
+import type { Post } from '../operations/schemas.js';
+import { admissionOf } from '../rest/routes.js';
 import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
 import type { UpstreamWatch } from './upstream.js';
@@ -11,7 +12,8 @@ export interface LiveDeps {
   hub: PostsHub;
   live: LiveStreams;
   auth: AuthGateway;
-  urls: PublicUrls;
+  /** The pipeline's scope step, for the inbox stream. */
+  core: Pick<Core, 'authorize'>;
   /** The token's inbox from `afterId` (or from now on), as a watch of the messaging service. */
   watchInbox?: (agentId: string, afterId: string | undefined) => UpstreamWatch<{ id: string }>;
 }
@@ -62,7 +64,7 @@ async function serve<T>(
 /** The live feeds of CONTRACT §8, mounted at the path of `{base_url}`. */
 export function liveRoutes(deps: LiveDeps): Router {
   const router = Router();
-  const { hub, live, auth, urls } = deps;
+  const { hub, live, auth, core } = deps;
 
   router.get('/posts/stream', async (req, res) => {
     const after = lastEventId(req);
@@ -74,10 +76,11 @@ export function liveRoutes(deps: LiveDeps): Router {
   const { watchInbox } = deps;
   if (watchInbox === undefined) return router;
 
-  router.get('/messages/stream', requireScope('messages:read', urls), async (req, res) => {
-    const principal = principalOf(res);
-    const token = res.locals.bearerToken as string | undefined;
-    if (!principal || token === undefined) throw new Error('requireScope let a request without a principal through');
+  router.get('/messages/stream', async (req, res) => {
+    const admission = admissionOf(res);
+    const principal = core.authorize(admission, 'messages:read');
+    const { token } = admission.caller;
+    if (!principal || token === undefined) throw new Error('the scope step let a request without a token through');
     const after = lastEventId(req);
     // A token revoked (or expired) while its stream is open: the stream ends at the next heartbeat.
     const recheck = async (): Promise<EndReason | undefined> => {

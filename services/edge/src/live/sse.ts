@@ -1,4 +1,4 @@
-import { DomainError, liveStreamsEnded, liveSubscribers, type Logger, STREAM_ID } from '@agentroom/kit';
+import { DomainError, liveStreamsEnded, liveSubscribers, type Logger, STREAM_ID, unavailable } from '@agentroom/kit';
 import type { Request, Response } from 'express';
 
 export type Feed = 'posts' | 'messages';
@@ -55,11 +55,7 @@ export function lastEventId(req: Request): string | undefined {
 }
 
 function invalidEventId(detail: string): DomainError {
-  return new DomainError('invalid-event-id', {
-    detail,
-    remedy: 'Send the `id` of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out to receive events from now on.',
-    extensions: { parameter: 'Last-Event-ID' },
-  });
+  return new DomainError('invalid-event-id', { detail, fields: { parameter: 'Last-Event-ID' } });
 }
 
 /** One open Server-Sent Events response. */
@@ -133,7 +129,7 @@ export class LiveStreams {
   /** Answers 200 with the event-stream headers now, so the client knows it is subscribed. */
   open(req: Request, res: Response, feed: Feed, recheck?: () => Promise<EndReason | undefined>): SseStream {
     if (this.closing) {
-      throw new DomainError('unavailable', { detail: 'This edge process is shutting down.', remedy: 'Reconnect; another replica will answer.', headers: { 'Retry-After': '1' } });
+      throw unavailable('This edge process is shutting down; reconnect, and another replica will answer.', 1);
     }
     const stream = new SseStream(res, feed, this.options.maxBufferedBytes, (s) => this.forget(s), recheck);
     this.streams.add(stream);

@@ -3,7 +3,7 @@ import { DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } 
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { Agent, Post } from '../api.js';
+import type { Agent, Post } from '../operations/schemas.js';
 import type { AuthGateway, SignedInHuman } from '../gateways/auth.gateway.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 
@@ -51,6 +51,13 @@ interface View {
   error?: string;
   draft?: { agentId: string; text: string };
 }
+
+/** What a human does about a refused post, in the words of the page. */
+const HUMAN_FIXES: Partial<Record<DomainError['slug'], string>> = {
+  'text-too-long': 'Shorten it, or split it into several posts.',
+  'text-empty': 'Write something first.',
+  'agent-not-found': 'That agent is gone; choose another.',
+};
 
 const webPostForm = z.object({ csrf: z.string().max(200), agent_id: z.string().max(200), text: z.string().max(10_000) });
 
@@ -205,7 +212,7 @@ ${view.agents.length === 0 ? '<p>No agents yet.</p>' : `<ul>${view.agents.map(ag
       res.redirect(303, `${sitePath}/#post-${post.id}`);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500) throw error;
-      await send(res, error.status, { who, error: `${error.detail ?? error.message} ${error.remedy}`, draft });
+      await send(res, error.status, { who, error: `${error.detail ?? error.title} ${HUMAN_FIXES[error.slug] ?? ''}`.trim(), draft });
     }
   });
 

@@ -1,8 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import { DomainError, isProblemSlug, type ProblemCode } from '../problems.js';
+import { z } from 'zod';
+import { DomainError, isProblemSlug, problemFields, type ProblemCode, unavailable } from '../problems.js';
 import { isStorageUnavailable } from '../store/redis.js';
 
-/** The binary trailer that carries a domain error across the gRPC hop. */
+/** The binary trailer that carries a domain error across the gRPC hop: its slug, detail and fields, nothing worded for a protocol. */
 const PROBLEM_TRAILER = 'agentroom-problem-bin';
 
 const STATUS_OF_CODE: Record<ProblemCode, grpc.status> = {
@@ -17,34 +18,25 @@ const STATUS_OF_CODE: Record<ProblemCode, grpc.status> = {
   internal: grpc.status.INTERNAL,
 };
 
-interface ProblemTrailer {
-  slug: string;
-  remedy: string;
-  detail?: string;
-  extensions?: Record<string, string | number | boolean | string[]>;
-  headers?: Record<string, string>;
-}
+// What arrives from a peer is outside data: checked before it becomes a DomainError.
+const problemTrailer = z.object({
+  slug: z.string().refine(isProblemSlug),
+  detail: z.string().max(2_000).optional(),
+  fields: problemFields.optional(),
+});
 
 /**
  * The one boundary where a domain error becomes a gRPC status. Anything that is not a domain error
  * is an unexpected fault: the caller gets a generic INTERNAL and the log gets the whole error.
  */
 export function toServiceError(error: unknown): grpc.ServiceError {
-  if (isStorageUnavailable(error)) {
-    error = new DomainError('unavailable', {
-      detail: 'Storage did not answer.',
-      remedy: 'Retry in a few seconds with exponential backoff.',
-      headers: { 'Retry-After': '5' },
-    });
-  }
+  if (isStorageUnavailable(error)) error = unavailable();
   if (error instanceof DomainError) {
     const metadata = new grpc.Metadata();
-    const trailer: ProblemTrailer = {
+    const trailer: z.input<typeof problemTrailer> = {
       slug: error.slug,
-      remedy: error.remedy,
       ...(error.detail === undefined ? {} : { detail: error.detail }),
-      extensions: error.extensions,
-      headers: error.headers,
+      fields: error.fields,
     };
     metadata.set(PROBLEM_TRAILER, Buffer.from(JSON.stringify(trailer)));
     const status = error.status === 503 ? grpc.status.UNAVAILABLE : STATUS_OF_CODE[error.code];
@@ -61,41 +53,33 @@ function isServiceError(error: unknown): error is grpc.ServiceError {
   return error instanceof Error && 'code' in error && typeof (error as { code: unknown }).code === 'number';
 }
 
-function readTrailer(metadata: grpc.Metadata | undefined): ProblemTrailer | undefined {
+function readTrailer(metadata: grpc.Metadata | undefined): DomainError | undefined {
   const raw = metadata?.get(PROBLEM_TRAILER)[0];
   if (!Buffer.isBuffer(raw)) return undefined;
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(raw.toString('utf8'));
-    if (typeof parsed === 'object' && parsed !== null && 'slug' in parsed && 'remedy' in parsed) {
-      return parsed as ProblemTrailer;
-    }
+    parsed = JSON.parse(raw.toString('utf8'));
   } catch {
-    // A peer that sent garbage gets treated like one that sent nothing.
+    return undefined;
   }
-  return undefined;
+  // A peer that sent garbage gets treated like one that sent nothing.
+  const trailer = problemTrailer.safeParse(parsed);
+  if (!trailer.success || !isProblemSlug(trailer.data.slug)) return undefined;
+  return new DomainError(trailer.data.slug, {
+    ...(trailer.data.detail === undefined ? {} : { detail: trailer.data.detail }),
+    fields: trailer.data.fields ?? {},
+  });
 }
 
 /** The other side of the hop: a failed call becomes the domain error it carried, or a generic one. */
 export function fromServiceError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
   if (isServiceError(error)) {
-    const trailer = readTrailer(error.metadata);
-    if (trailer && isProblemSlug(trailer.slug)) {
-      return new DomainError(trailer.slug, {
-        remedy: trailer.remedy,
-        ...(trailer.detail === undefined ? {} : { detail: trailer.detail }),
-        extensions: trailer.extensions ?? {},
-        headers: trailer.headers ?? {},
-      });
-    }
+    const carried = readTrailer(error.metadata);
+    if (carried) return carried;
     if (error.code === grpc.status.UNAVAILABLE || error.code === grpc.status.DEADLINE_EXCEEDED) {
-      return new DomainError('unavailable', {
-        detail: error.code === grpc.status.DEADLINE_EXCEEDED ? 'An internal service did not answer in time.' : 'An internal service is unreachable.',
-        remedy: 'Retry in a few seconds with exponential backoff.',
-      });
+      return unavailable(error.code === grpc.status.DEADLINE_EXCEEDED ? 'An internal service did not answer in time.' : 'An internal service is unreachable.');
     }
   }
-  return new DomainError('internal', {
-    remedy: 'Retry later; if it keeps failing, report it with the request id through POST /api/agent/feedback.',
-  });
+  return new DomainError('internal');
 }

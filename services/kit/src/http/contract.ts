@@ -1,43 +1,38 @@
-import express, { type ErrorRequestHandler, type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
 import { REQUEST_ID_HEADER, requestIdFrom, runWithContext } from '../context.js';
 import type { Logger } from '../log.js';
 import { httpRequestDuration, quotaRejections } from '../metrics.js';
-import { DomainError } from '../problems.js';
+import { DomainError, unavailable } from '../problems.js';
 import type { QuotaState, QuotaStore } from '../store/quota.js';
 import { isStorageUnavailable } from '../store/redis.js';
 import { fromServiceError } from '../grpc/status.js';
-import { sendProblem } from './problem.js';
+import { type ProblemAnswer, sendProblem } from './problem.js';
 import { idempotency } from './idempotency.js';
 import type { IdempotencyStore } from '../store/idempotency.js';
 
 /** Largest request body accepted, any content type (CONTRACT §6). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
-/** What one call counts against: `tok:<id>` with the token quota, or `addr:<ip>` with the address quota. */
-export interface QuotaSubject {
+/** One call counted: against which subject (`tok:<id>` or `addr:<ip>`), the quota after it, and whether to refuse it now. */
+export interface Admission {
   subject: string;
-  limit: number;
+  quota: QuotaState;
+  /** Answered at once, RateLimit headers included (the quota is spent, storage is down...). */
+  refusal?: DomainError;
 }
 
 export interface HttpContractOptions {
   service: string;
   siteUrl: string;
   log: Logger;
-  quota: QuotaStore;
-  /** Daily calls per client address for calls without a token. */
-  quotaPerAddress: number;
   /** Express `trust proxy`: which hops may set X-Forwarded-For (our router and Envoy). */
   trustProxy: string;
-  /**
-   * Who is calling, for the quota: a token's subject and limit, or undefined for "count it per
-   * client address". It may throw a DomainError (a bad token): the call is then counted per
-   * address and answered with that error, RateLimit headers included.
-   */
-  identify?: (req: Request, res: Response) => Promise<QuotaSubject | undefined>;
-  /** Where Idempotency-Key records live; every POST honours the header. */
-  idempotency: IdempotencyStore;
-  /** What the 404 problem tells the caller to do: where the real routes are. */
-  notFoundRemedy: string;
+  /** Counts every request against a daily quota before anything else runs (see `addressAdmission`). */
+  admit(req: Request, res: Response): Promise<Admission>;
+  /** Words the remedy of a problem (and any headers it needs) for whoever this surface serves. */
+  answer(error: DomainError, req: Request): ProblemAnswer;
+  /** When set, every POST honours `Idempotency-Key` by replaying its first HTTP answer. */
+  idempotency?: IdempotencyStore;
 }
 
 export interface HttpApp {
@@ -49,7 +44,7 @@ export interface HttpApp {
 /**
  * An express app with the product's HTTP contract around whatever routes the service adds:
  * request ids, metrics, the daily quota with RateLimit headers on every response, a 64 KiB body
- * limit, JSON parse errors as problems.
+ * limit, errors as problem documents.
  */
 export function createHttpApp(options: HttpContractOptions): HttpApp {
   const app = express();
@@ -58,19 +53,19 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
   app.set('trust proxy', options.trustProxy);
 
   app.use(requestContext(options.service));
-  app.use(quota(options));
+  app.use(admission(options));
   app.use(
     express.json({ limit: BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }),
-    // OAuth endpoints (RFC 8628, RFC 7009) take form bodies.
+    // OAuth endpoints (RFC 8628, RFC 7009) and human forms take form bodies.
     express.urlencoded({ limit: BODY_LIMIT_BYTES, extended: false, parameterLimit: 50 }),
     // Any other body still counts against the limit, so 413 holds whatever the content type.
     express.raw({ limit: BODY_LIMIT_BYTES, type: () => true }),
   );
-  app.use(idempotency(options.idempotency, options.log));
+  if (options.idempotency) app.use(idempotency(options.idempotency, options.log));
   return {
     app,
     finish() {
-      app.use(notFound(options.notFoundRemedy));
+      app.use(notFound());
       app.use(errorHandler(options));
     },
   };
@@ -99,58 +94,55 @@ export function setRateLimitHeaders(res: Response, state: QuotaState): void {
   res.setHeader('RateLimit-Reset', String(state.resetSeconds));
 }
 
-function quota(options: HttpContractOptions): RequestHandler {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const byAddress: QuotaSubject = { subject: `addr:${req.ip ?? 'unknown'}`, limit: options.quotaPerAddress };
-    let chosen = byAddress;
-    let refused: unknown;
+function admission(options: HttpContractOptions): RequestHandler {
+  return async (req, res, next) => {
+    let admitted: Admission;
     try {
-      chosen = (await options.identify?.(req, res)) ?? byAddress;
+      admitted = await options.admit(req, res);
     } catch (error) {
-      refused = error;
+      return next(error);
     }
-    let state: QuotaState;
-    try {
-      state = await options.quota.consume(chosen.subject, chosen.limit);
-    } catch (error) {
-      options.log.error({ err: error }, 'quota store failed');
-      // The count is unknown; say so with a full allowance rather than tell the client to stop for a day.
-      setRateLimitHeaders(res, { limit: chosen.limit, remaining: chosen.limit, resetSeconds: 1, allowed: true });
-      return next(unavailable());
-    }
-    setRateLimitHeaders(res, state);
-    res.locals.quotaSubject = chosen.subject;
-    if (refused !== undefined) return next(refused);
-    if (!state.allowed) {
-      quotaRejections.inc({ service: options.service });
-      return next(
-        new DomainError('rate-limited', {
-          detail: `All ${state.limit} calls of today (UTC) are spent.`,
-          remedy: `Wait ${state.resetSeconds} seconds, until midnight UTC, when the quota resets; see RateLimit-Reset.`,
-          headers: { 'Retry-After': String(state.resetSeconds) },
-        }),
-      );
-    }
-    return next();
+    setRateLimitHeaders(res, admitted.quota);
+    res.locals.quotaSubject = admitted.subject;
+    return next(admitted.refusal);
   };
 }
 
-function unavailable(): DomainError {
-  return new DomainError('unavailable', {
-    detail: 'Storage did not answer.',
-    remedy: 'Retry in a few seconds with exponential backoff.',
-    headers: { 'Retry-After': '5' },
+/** A full allowance until midnight, for answers whose count is unknown because storage failed. */
+export function unknownQuota(limit: number): QuotaState {
+  return { limit, remaining: limit, resetSeconds: 1, allowed: true };
+}
+
+/**
+ * Counts a request per client address (auth's human pages, which take no bearer token): a spent
+ * quota is refused with 429, and a quota store that fails answers 503 rather than stop the client for a day.
+ */
+export function addressAdmission(quota: QuotaStore, perAddress: number, log: Logger, service: string): HttpContractOptions['admit'] {
+  return async (req) => {
+    const subject = `addr:${req.ip ?? 'unknown'}`;
+    try {
+      const state = await quota.consume(subject, perAddress);
+      if (state.allowed) return { subject, quota: state };
+      quotaRejections.inc({ service });
+      return { subject, quota: state, refusal: rateLimited(state) };
+    } catch (error) {
+      log.error({ err: error }, 'quota store failed');
+      return { subject, quota: unknownQuota(perAddress), refusal: unavailable() };
+    }
+  };
+}
+
+/** The quota of today is spent: wait until midnight UTC. */
+export function rateLimited(state: QuotaState): DomainError {
+  return new DomainError('rate-limited', {
+    detail: `All ${state.limit} calls of today (UTC) are spent.`,
+    fields: { retry_after: state.resetSeconds, limit: state.limit },
   });
 }
 
-function notFound(remedy: string): RequestHandler {
+function notFound(): RequestHandler {
   return (req, _res, next) => {
-    next(
-      new DomainError('not-found', {
-        detail: `Nothing answers ${req.method} ${req.path}.`,
-        remedy,
-      }),
-    );
+    next(new DomainError('not-found', { detail: `Nothing answers ${req.method} ${req.path}.` }));
   };
 }
 
@@ -166,29 +158,24 @@ function errorHandler(options: HttpContractOptions): ErrorRequestHandler {
       res.end();
       return;
     }
-    sendProblem(res, problem, options.siteUrl);
+    sendProblem(res, problem, options.siteUrl, options.answer(problem, req));
   };
 }
 
-function toDomainError(error: unknown, log: Logger, req: Request): DomainError {
+/** Any failure of a request as a domain error: parser errors by their type, gRPC failures by what they carried. */
+export function toDomainError(error: unknown, log: Logger, req: Request): DomainError {
   if (error instanceof DomainError) return error;
   const parserError = error as BodyParserError;
   if (parserError.type === 'entity.too.large' || parserError.status === 413) {
-    return new DomainError('payload-too-large', {
-      detail: `The body is larger than ${BODY_LIMIT_BYTES} bytes.`,
-      remedy: `Send a body of at most ${BODY_LIMIT_BYTES} bytes (64 KiB).`,
-    });
+    return new DomainError('payload-too-large', { detail: `The body is larger than ${BODY_LIMIT_BYTES} bytes.`, fields: { max_bytes: BODY_LIMIT_BYTES } });
   }
   if (parserError.type === 'entity.parse.failed') {
-    return new DomainError('parse-error', {
-      detail: 'The body is not well-formed JSON.',
-      remedy: 'Send a well-formed JSON body with Content-Type: application/json.',
-    });
+    return new DomainError('parse-error', { detail: 'The body is not well-formed JSON.' });
   }
   if (parserError.type !== undefined && parserError.status !== undefined && parserError.status < 500) {
     return new DomainError('invalid-request', {
       detail: 'The body could not be read.',
-      remedy: 'Send a JSON body with Content-Type: application/json and a supported encoding (identity, gzip, deflate, br).',
+      fields: { parameter: 'Content-Encoding', expected: 'identity, gzip, deflate or br' },
     });
   }
   if (isStorageUnavailable(error)) return unavailable();

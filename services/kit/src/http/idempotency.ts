@@ -1,61 +1,62 @@
 import type { RequestHandler, Response } from 'express';
+import { z } from 'zod';
 import type { Logger } from '../log.js';
 import { hashSecret } from '../tokens.js';
 import { DomainError } from '../problems.js';
-import type { IdempotencyStore, StoredResponse } from '../store/idempotency.js';
+import type { IdempotencyStore } from '../store/idempotency.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
-const KEY = /^[\x20-\x7E]{1,255}$/;
+/** What an idempotency key may be (CONTRACT §6), whichever protocol carries it. */
+export const IDEMPOTENCY_KEY = /^[\x20-\x7E]{1,255}$/;
+const KEY_EXPECTED = '1 to 255 printable ASCII characters, such as a UUID';
 // Headers a replay must carry to mean the same thing; the rest (dates, request ids, quota) are per call.
 const REPLAYED_HEADERS = ['content-type', 'location', 'retry-after', 'www-authenticate'];
 
-/** The subject a call was counted against (set by the quota step), so keys are scoped per token or address. */
+/** An HTTP answer kept for replay, byte for byte. */
+const storedResponse = z.object({ status: z.number().int(), headers: z.record(z.string(), z.string()), body: z.string() });
+type StoredResponse = z.output<typeof storedResponse>;
+
+/** The subject a call was counted against (set by the admission step), so keys are scoped per token or address. */
 export function quotaSubjectOf(res: Response): string {
   return typeof res.locals.quotaSubject === 'string' ? res.locals.quotaSubject : 'unknown';
 }
 
+/** A key that is not 1 to 255 printable ASCII characters. */
+export function idempotencyKeyInvalid(parameter: string): DomainError {
+  return new DomainError('idempotency-key-invalid', { detail: 'The idempotency key must be 1 to 255 printable ASCII characters.', fields: { parameter, expected: KEY_EXPECTED } });
+}
+
+export function idempotencyMismatch(): DomainError {
+  return new DomainError('idempotency-mismatch', { detail: 'This idempotency key was first used with a different input.' });
+}
+
+export function idempotencyInFlight(): DomainError {
+  return new DomainError('idempotency-in-flight', { detail: 'The first call with this idempotency key has not finished.', fields: { retry_after: 1 } });
+}
+
 /**
- * `Idempotency-Key` on any POST (CONTRACT §6): the first request runs, a repeat replays its status
- * and body with `Idempotent-Replayed: true`, a repeat while it runs is 409, the same key with
- * another body is 422. 5xx answers are not kept, so a retry can succeed.
+ * `Idempotency-Key` on any POST of a page surface (auth's), replaying its first HTTP answer: a
+ * repeat replays status and body with `Idempotent-Replayed: true`, a repeat while it runs is 409,
+ * the same key with another body is 422. 5xx answers are not kept, so a retry can succeed.
+ * (Edge's operations keep result objects instead, in its own pipeline.)
  */
 export function idempotency(store: IdempotencyStore, log: Logger): RequestHandler {
   return async (req, res, next) => {
     const key = req.headers[IDEMPOTENCY_HEADER];
     if (req.method !== 'POST' || key === undefined) return next();
-    if (typeof key !== 'string' || !KEY.test(key)) {
-      return next(
-        new DomainError('idempotency-key-invalid', {
-          detail: 'Idempotency-Key must be 1 to 255 printable ASCII characters.',
-          remedy: 'Send an Idempotency-Key of 1 to 255 printable ASCII characters, such as a UUID.',
-        }),
-      );
-    }
+    if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) return next(idempotencyKeyInvalid('Idempotency-Key'));
     const body: unknown = req.body;
     const fingerprint = hashSecret(Buffer.isBuffer(body) ? body.toString('base64') : JSON.stringify(body ?? null));
     const storeKey = `${quotaSubjectOf(res)}:${hashSecret(`${req.method} ${req.baseUrl}${req.path}\n${key}`)}`;
     const begun = await store.begin(storeKey, fingerprint);
-    if (begun.outcome === 'mismatch') {
-      return next(
-        new DomainError('idempotency-mismatch', {
-          detail: 'This Idempotency-Key was first used with a different body.',
-          remedy: 'Use a new Idempotency-Key for a different request; a key stays bound to its first body for 24 hours.',
-        }),
-      );
-    }
-    if (begun.outcome === 'running') {
-      return next(
-        new DomainError('idempotency-in-flight', {
-          detail: 'The first request with this Idempotency-Key has not finished.',
-          remedy: 'Retry in a second with the same key and body to receive the stored answer.',
-          headers: { 'Retry-After': '1' },
-        }),
-      );
-    }
+    if (begun.outcome === 'mismatch') return next(idempotencyMismatch());
+    if (begun.outcome === 'running') return next(idempotencyInFlight());
     if (begun.outcome === 'replay') {
-      for (const [name, value] of Object.entries(begun.response.headers)) res.setHeader(name, value);
+      const stored = storedResponse.safeParse(begun.result);
+      if (!stored.success) return next(new Error('an idempotency record of another kind sits under this key'));
+      for (const [name, value] of Object.entries(stored.data.headers)) res.setHeader(name, value);
       res.setHeader('Idempotent-Replayed', 'true');
-      res.status(begun.response.status).end(Buffer.from(begun.response.body, 'base64'));
+      res.status(stored.data.status).end(Buffer.from(stored.data.body, 'base64'));
       return;
     }
     captureResponse(res, (response) => {

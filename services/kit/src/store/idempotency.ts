@@ -2,23 +2,21 @@ import type { Redis } from 'ioredis';
 import { type Clock, systemClock } from './clock.js';
 import { Keyspace } from './redis.js';
 
-/** A stored answer, replayed byte for byte. */
-export interface StoredResponse {
-  status: number;
-  headers: Record<string, string>;
-  /** base64 of the body bytes. */
-  body: string;
-}
+/**
+ * What a finished call left to replay: any JSON value its caller chose (edge keeps an operation's
+ * result object; auth's pages keep an HTTP answer). The store neither reads nor shapes it.
+ */
+export type StoredResult = unknown;
 
 export type IdempotencyRecord =
   | { state: 'running'; fingerprint: string }
-  | { state: 'done'; fingerprint: string; response: StoredResponse };
+  | { state: 'done'; fingerprint: string; result: StoredResult };
 
 export type BeginResult =
   | { outcome: 'started' }
   | { outcome: 'running' }
   | { outcome: 'mismatch' }
-  | { outcome: 'replay'; response: StoredResponse };
+  | { outcome: 'replay'; result: StoredResult };
 
 /** How long answers are remembered (CONTRACT §6). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -31,14 +29,14 @@ export const IDEMPOTENCY_RUNNING_TTL_MS = 60 * 1000;
  */
 export interface IdempotencyStore {
   begin(key: string, fingerprint: string): Promise<BeginResult>;
-  complete(key: string, fingerprint: string, response: StoredResponse): Promise<void>;
-  /** Forgets a key whose request failed with 5xx, so a retry can succeed. */
+  complete(key: string, fingerprint: string, result: StoredResult): Promise<void>;
+  /** Forgets a key whose call failed, so a retry can succeed. */
   abandon(key: string): Promise<void>;
 }
 
 function classify(record: IdempotencyRecord, fingerprint: string): BeginResult {
   if (record.fingerprint !== fingerprint) return { outcome: 'mismatch' };
-  return record.state === 'running' ? { outcome: 'running' } : { outcome: 'replay', response: record.response };
+  return record.state === 'running' ? { outcome: 'running' } : { outcome: 'replay', result: record.result };
 }
 
 export class MemoryIdempotencyStore implements IdempotencyStore {
@@ -60,8 +58,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return Promise.resolve({ outcome: 'started' });
   }
 
-  complete(key: string, fingerprint: string, response: StoredResponse): Promise<void> {
-    this.records.set(key, { record: { state: 'done', fingerprint, response }, expiresAt: this.clock.now() + IDEMPOTENCY_TTL_MS });
+  complete(key: string, fingerprint: string, result: StoredResult): Promise<void> {
+    this.records.set(key, { record: { state: 'done', fingerprint, result }, expiresAt: this.clock.now() + IDEMPOTENCY_TTL_MS });
     return Promise.resolve();
   }
 
@@ -98,8 +96,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return { outcome: 'running' };
   }
 
-  async complete(key: string, fingerprint: string, response: StoredResponse): Promise<void> {
-    const record: IdempotencyRecord = { state: 'done', fingerprint, response };
+  async complete(key: string, fingerprint: string, result: StoredResult): Promise<void> {
+    const record: IdempotencyRecord = { state: 'done', fingerprint, result };
     await this.redis.set(this.keyOf(key), JSON.stringify(record), 'PX', IDEMPOTENCY_TTL_MS);
   }
 

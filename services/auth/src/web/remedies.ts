@@ -1,0 +1,52 @@
+import type { DomainError, ProblemAnswer, PublicUrls } from '@agentroom/kit';
+
+/**
+ * What a human (or the page script acting for one) should do about a problem, in the words of the
+ * sign-in and approval pages. Agents never see these: edge words their remedies.
+ */
+export function humanRemedy(error: DomainError, urls: PublicUrls): string {
+  const { fields } = error;
+  const device = `${urls.siteUrl}/device`;
+  switch (error.slug) {
+    case 'csrf-invalid':
+      return `Reload the page (${urls.siteUrl}/signin, ${device} or ${urls.siteUrl}/account) and submit the form again.`;
+    case 'sign-in-required':
+      return `Sign in at ${urls.siteUrl}/signin, then approve at ${device}.`;
+    case 'agent-cannot-approve':
+      return `Show the human the verification_uri_complete; they approve at ${device}.`;
+    case 'not-the-approver':
+      return 'Ask the human who approved this agent to open the link; or have the agent start a signup without its token, as a new agent you can approve.';
+    case 'name-taken':
+      return `Sign in at ${urls.siteUrl}/signin if it is yours, or choose another name.`;
+    case 'user-code-unknown':
+      return `Type the code exactly as the agent shows it (XXXX-XXXX) at ${device}, or ask the agent to start a new signup.`;
+    case 'too-many-attempts':
+      return `Wait ${fields.retry_after ?? 60} seconds (Retry-After), then type the code exactly as the agent shows it at ${device}.`;
+    case 'not-found':
+      return fields.parameter === 'token_id'
+        ? `See the agents you approved, and revoke them, at ${urls.siteUrl}/account.`
+        : `Humans sign in at ${urls.siteUrl}/signin and approve agents at ${device}.`;
+    case 'payload-too-large':
+      return `Send a body of at most ${fields.max_bytes ?? 65_536} bytes (64 KiB).`;
+    case 'parse-error':
+      return 'Send a well-formed JSON body with Content-Type: application/json.';
+    case 'rate-limited':
+      return `Wait ${fields.retry_after ?? 0} seconds, until midnight UTC, when the quota of this address resets; see RateLimit-Reset.`;
+    case 'idempotency-key-invalid':
+      return 'Send an Idempotency-Key of 1 to 255 printable ASCII characters, such as a UUID.';
+    case 'idempotency-in-flight':
+      return 'Retry in a second with the same key and body to receive the stored answer.';
+    case 'idempotency-mismatch':
+      return 'Use a new Idempotency-Key for a different request; a key stays bound to its first body for 24 hours.';
+    case 'unavailable':
+      return `Try again in ${fields.retry_after ?? 5} seconds.`;
+    default:
+      if (fields.parameter !== undefined) return `Check ${fields.parameter}${fields.expected === undefined ? '' : `: ${fields.expected}`}.`;
+      return `Try again later; if it keeps failing, tell the operator of this room the X-Request-Id of this answer. The room is at ${urls.siteUrl}/.`;
+  }
+}
+
+/** The answer of auth's HTTP contract: human remedies; no bearer challenge, since humans sign in with a session. */
+export function humanAnswer(urls: PublicUrls): (error: DomainError) => ProblemAnswer {
+  return (error) => ({ remedy: humanRemedy(error, urls) });
+}

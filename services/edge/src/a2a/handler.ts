@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import { IDEMPOTENCY_KEY, type ProblemCode, type ProblemDocument } from '@agentroom/kit';
+import { type AgentCard, type Message, Role, type Task } from '@a2a-js/sdk';
+import { type A2AErrorInfo, ERROR_INFO_TYPE, JsonRpcRequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
+import { DomainError } from '@agentroom/kit';
+import type { Admission, Core } from '../operations/core.js';
+import type { Agent } from '../operations/schemas.js';
+import type { Surface } from '../operations/surface.js';
+import type { Problem } from '../problems/problem.js';
+
+/** Where an A2A message goes: the room (it becomes a post) or one agent (it becomes a direct message). */
+export type A2ATarget = { kind: 'room' } | { kind: 'agent'; agent: Agent };
+
+/**
+ * The caller of one A2A request, as the SDK's `ServerCallContext.user`: the pipeline's admission
+ * for the request, the endpoint it was sent to, and its Idempotency-Key header if any.
+ */
+export class A2ACaller implements User {
+  constructor(
+    readonly admission: Admission,
+    readonly target: A2ATarget,
+    readonly idempotencyHeader: string | undefined,
+  ) {}
+
+  get isAuthenticated(): boolean {
+    return this.admission.caller.principal !== undefined;
+  }
+
+  get userName(): string {
+    return this.admission.caller.principal?.agentName ?? '';
+  }
+}
+
+/**
+ * JSON-RPC error codes of the room's problems. A2A's own codes (-32001 to -32009) mean task and
+ * protocol errors; the room's sit beside them, named after the HTTP status they stand for.
+ */
+export const A2A_ERROR_CODES: Record<ProblemCode, number> = {
+  parse_error: -32602,
+  invalid_request: -32602,
+  no_token: -32041,
+  token_invalid: -32041,
+  token_expired: -32041,
+  scope_required: -32043,
+  not_found: -32044,
+  rate_limited: -32029,
+  internal: -32603,
+};
+
+/** The problem document as `google.rpc.ErrorInfo` metadata: strings only, lists space-separated. */
+function metadataOf(problem: ProblemDocument): Record<string, string> {
+  return Object.fromEntries(Object.entries(problem).map(([key, value]) => [key, Array.isArray(value) ? value.join(' ') : String(value)]));
+}
+
+/**
+ * A problem as a JSON-RPC error the A2A SDK writes: A2A 1.0 carries it as `google.rpc.ErrorInfo`
+ * in `error.data` (reason = the problem's `code`, metadata = its fields), 0.3 as the problem
+ * document itself in `error.data`.
+ */
+export class RoomProblemError extends JsonRpcRequestMalformedError {
+  constructor(
+    readonly problem: ProblemDocument,
+    private readonly domain: string,
+  ) {
+    super({ message: `${problem.title}${problem.detail === undefined ? '' : `: ${problem.detail}`}`, envelopeCode: A2A_ERROR_CODES[problem.code], data: problem });
+  }
+
+  override toErrorInfo(): A2AErrorInfo {
+    // The SDK types ErrorInfo for A2A's own errors (domain a2a-protocol.org); the room's name their own domain.
+    return { '@type': ERROR_INFO_TYPE, reason: this.problem.code.toUpperCase(), domain: this.domain, metadata: metadataOf(this.problem) } as unknown as A2AErrorInfo;
+  }
+}
+
+/** The text of a message: its text parts, in order, one per line. */
+function textOf(message: Message): string {
+  return message.parts
+    .map((part) => (part.content?.$case === 'text' ? part.content.value : undefined))
+    .filter((text): text is string => text !== undefined)
+    .join('\n');
+}
+
+function reply(request: Message, text: string, data: Record<string, unknown>): Message {
+  return {
+    messageId: randomUUID(),
+    contextId: request.contextId,
+    taskId: '',
+    role: Role.ROLE_AGENT,
+    parts: [
+      { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' },
+      { content: { $case: 'data', value: data }, metadata: undefined, filename: '', mediaType: 'application/json' },
+    ],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+/**
+ * The room as an A2A agent: `SendMessage` (and 0.3's `message/send`) runs one operation through the
+ * pipeline (a post at the room's endpoint, a direct message at an agent's) and answers with a
+ * message naming what was stored. There are no tasks: every answer is a message.
+ */
+export class RoomA2AHandler implements A2ARequestHandler {
+  constructor(
+    private readonly core: Core,
+    private readonly surface: Surface,
+    /** The card the SDK checks requested versions against; every endpoint of the room speaks the same ones. */
+    private readonly card: AgentCard,
+  ) {}
+
+  getAgentCard(): Promise<AgentCard> {
+    return Promise.resolve(this.card);
+  }
+
+  async sendMessage(params: { message: Message | undefined }, context: ServerCallContext): Promise<Message | Task> {
+    const caller = context.user;
+    if (!(caller instanceof A2ACaller)) throw new Error('an A2A request reached the handler without its caller');
+    const { message } = params;
+    const text = message === undefined ? '' : textOf(message);
+    const { target } = caller;
+    const operation = target.kind === 'room' ? 'createPost' : 'sendMessage';
+    if (message === undefined || text === '') {
+      throw this.refusal(
+        this.core.problem(new DomainError('invalid-request', { detail: 'The message has no text part.', fields: { parameter: 'text', expected: 'at least one text part' } }), this.surface, operation),
+      );
+    }
+    // A retry of the same message (same messageId) is the same write; an Idempotency-Key header wins.
+    const key = caller.idempotencyHeader ?? (IDEMPOTENCY_KEY.test(message.messageId) ? message.messageId : undefined);
+    const options = { surface: this.surface, idempotencyKey: key };
+    if (target.kind === 'room') {
+      const outcome = await this.core.invoke(caller.admission, 'createPost', { text }, options);
+      if (!outcome.ok) throw this.refusal(outcome.problem);
+      const post = outcome.output;
+      return reply(message, `Posted to the room as ${post.agentName}: post ${post.id}.`, { post });
+    }
+    const outcome = await this.core.invoke(caller.admission, 'sendMessage', { to: target.agent.id, text }, options);
+    if (!outcome.ok) throw this.refusal(outcome.problem);
+    const sent = outcome.output;
+    return reply(message, `Delivered to ${sent.toAgentName}'s inbox as direct message ${sent.id}.`, { message: sent });
+  }
+
+  refusal(problem: Problem): RoomProblemError {
+    return new RoomProblemError(problem.document, new URL(this.surface.urls.siteUrl).host);
+  }
+
+  // The room keeps no tasks and streams nothing: what A2A offers beyond a message is refused plainly.
+  getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
+    return Promise.reject(new UnsupportedOperationError('This agent has no extended card.'));
+  }
+
+  sendMessageStream(): AsyncGenerator<never> {
+    return refusedStream('Streaming is not supported: send SendMessage and read the answer message.');
+  }
+
+  resubscribe(): AsyncGenerator<never> {
+    return refusedStream('There are no tasks to subscribe to: every answer is a message.');
+  }
+
+  getTask(): Promise<Task> {
+    return Promise.reject(new TaskNotFoundError('The room keeps no tasks: every answer is a message.'));
+  }
+
+  cancelTask(): Promise<Task> {
+    return Promise.reject(new TaskNotFoundError('The room keeps no tasks: every answer is a message.'));
+  }
+
+  listTasks(): Promise<never> {
+    return Promise.reject(new UnsupportedOperationError('The room keeps no tasks: every answer is a message.'));
+  }
+
+  createTaskPushNotificationConfig(): Promise<never> {
+    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
+  }
+
+  getTaskPushNotificationConfig(): Promise<never> {
+    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
+  }
+
+  listTaskPushNotificationConfigs(): Promise<never> {
+    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
+  }
+
+  deleteTaskPushNotificationConfig(): Promise<never> {
+    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
+  }
+}
+
+// eslint-disable-next-line require-yield -- a stream that fails before its first event
+async function* refusedStream(message: string): AsyncGenerator<never> {
+  throw new UnsupportedOperationError(message);
+}

@@ -1,0 +1,147 @@
+import { DomainError, IDEMPOTENCY_HEADER, type PublicUrls } from '@agentroom/kit';
+import { AgentCard as AgentCardJson, A2A_VERSION_HEADER, type AgentCard } from '@a2a-js/sdk';
+import { toJsonRpcError } from '@a2a-js/sdk/errors';
+import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
+import { type NextFunction, type Request, type RequestHandler, type Response, Router } from 'express';
+import type { Core } from '../operations/core.js';
+import { type Agent, agentId as agentIdSchema } from '../operations/schemas.js';
+import type { Surface } from '../operations/surface.js';
+import type { RoomGateway } from '../gateways/room.gateway.js';
+import type { Problem } from '../problems/problem.js';
+import { restCall } from '../rest/surface.js';
+import { admissionOf, sendRestProblem } from '../rest/routes.js';
+import { agentCard, roomCard } from './cards.js';
+import { A2ACaller, type A2ATarget, RoomA2AHandler, type RoomProblemError } from './handler.js';
+
+export interface A2AOptions {
+  core: Core;
+  surface: Surface;
+  room: Pick<RoomGateway, 'getAgent'>;
+  version: string;
+}
+
+/** How A2A names things: the room's and agents' endpoints and their `SendMessage`; the rest by REST URL. */
+export function a2aSurface(urls: PublicUrls): Surface {
+  return {
+    protocol: 'a2a',
+    urls,
+    call(operation) {
+      if (operation === 'createPost') return `SendMessage to the room at ${urls.apiUrl}/a2a`;
+      if (operation === 'sendMessage') return `SendMessage to ${urls.apiUrl}/a2a/<agentId>`;
+      return restCall(urls, operation) ?? `the card at ${urls.siteUrl}/.well-known/agent-card.json`;
+    },
+    input(parameter) {
+      if (parameter === 'text') return "the message's text parts";
+      if (parameter === 'to') return 'the agent id in the endpoint URL';
+      return JSON.stringify(parameter);
+    },
+  };
+}
+
+/** A request that asks A2A 0.3: the SDK reads a missing `A2A-Version` as 0.3. */
+function isLegacy(req: Request): boolean {
+  const version = req.header(A2A_VERSION_HEADER);
+  return version === undefined || version === '' || version.startsWith('0.');
+}
+
+/** The SDK's handlers are routers that answer at their own root: hand them the request as if mounted at this path. */
+function atRoot(handler: RequestHandler, req: Request, res: Response, next: NextFunction): void {
+  const url = req.url;
+  req.url = '/';
+  void handler(req, res, (error?: unknown) => {
+    req.url = url;
+    next(error);
+  });
+}
+
+/**
+ * A card, in the version the caller asked: 1.0 as A2A's JSON, 0.3 through the SDK's translation.
+ * (The SDK's own handler writes its 1.0 card unconverted, so that branch is ours.)
+ */
+function serveCard(req: Request, res: Response, next: NextFunction, card: AgentCard): void {
+  res.append('Vary', A2A_VERSION_HEADER);
+  if (isLegacy(req)) {
+    atRoot(agentCardHandler({ agentCardProvider: () => Promise.resolve(card), legacyCompat: { enabled: true }, cache: { maxAge: 300 } }), req, res, next);
+    return;
+  }
+  res.setHeader('Cache-Control', 'public, max-age=300');
+  res.json(AgentCardJson.toJSON(card));
+}
+
+/**
+ * A2A (@a2a-js/sdk, A2A 1.0 with 0.3's `message/send` too): the room's card and endpoint, and one
+ * card and endpoint per agent. The SDK does the JSON-RPC; every message runs through the pipeline.
+ */
+export function a2aRoutes(options: A2AOptions): { api: Router; site: Router } {
+  const { core, surface, room, version } = options;
+  const { urls } = surface;
+  const handler = new RoomA2AHandler(core, surface, roomCard(urls, version));
+  const rpc: RequestHandler = jsonRpcHandler({
+    requestHandler: handler,
+    legacyCompat: { enabled: true },
+    userBuilder: (req) => {
+      const caller = (req.res?.locals as { a2aCaller?: A2ACaller } | undefined)?.a2aCaller;
+      return caller ? Promise.resolve(caller) : Promise.reject(new Error('an A2A request reached the SDK without its caller'));
+    },
+  });
+
+  /** A problem as a JSON-RPC error, with an HTTP status of its own (404 for an unknown agent, 401 for a bad token). */
+  function sendRpcProblem(req: Request, res: Response, problem: Problem): void {
+    const error: RoomProblemError = handler.refusal(problem);
+    const body: unknown = req.body;
+    const id = typeof body === 'object' && body !== null && 'id' in body && (typeof body.id === 'string' || typeof body.id === 'number') ? body.id : null;
+    for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+    const rpcError = isLegacy(req) ? { code: error.envelopeCode, message: error.message, data: problem.document } : toJsonRpcError(error);
+    res.status(problem.status).json({ jsonrpc: '2.0', id, error: rpcError });
+  }
+
+  /** The agent an endpoint names, or undefined after answering 404 (or 503) the way the caller speaks. */
+  async function targetOf(req: Request, res: Response, answer: (problem: Problem) => void): Promise<A2ATarget | undefined> {
+    const { agentId } = req.params as { agentId?: string };
+    if (agentId === undefined) return { kind: 'room' };
+    if (!agentIdSchema.safeParse(agentId).success) {
+      answer(core.problem(new DomainError('agent-not-found', { detail: 'No agent has this id.', fields: { parameter: 'to' } }), surface, 'sendMessage'));
+      return undefined;
+    }
+    try {
+      const agent: Agent = await room.getAgent(agentId);
+      return { kind: 'agent', agent };
+    } catch (error) {
+      answer(core.problem(error, surface, 'sendMessage'));
+      return undefined;
+    }
+  }
+
+  async function endpoint(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const answer = (problem: Problem): void => sendRpcProblem(req, res, problem);
+    const target = await targetOf(req, res, answer);
+    if (!target) return;
+    const admission = admissionOf(res);
+    // A bad token is refused at the HTTP level, with the bearer challenge; everything else inside JSON-RPC.
+    if (admission.tokenRefusal) return answer(core.problem(admission.tokenRefusal, surface));
+    const key = req.headers[IDEMPOTENCY_HEADER];
+    res.locals.a2aCaller = new A2ACaller(admission, target, typeof key === 'string' ? key : undefined);
+    atRoot(rpc, req, res, next);
+  }
+
+  async function card(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const target = await targetOf(req, res, (problem) => sendRestProblem(res, problem));
+    if (!target) return;
+    serveCard(req, res, next, target.kind === 'room' ? roomCard(urls, version) : agentCard(urls, version, target.agent));
+  }
+
+  const api = Router();
+  // The SDK resolves `.well-known/agent-card.json` against the last path segment: a URL without its trailing slash lands here.
+  api.get('/.well-known/agent-card.json', () => {
+    throw new DomainError('not-found', {
+      detail: `No card here: an agent's card is at ${urls.apiUrl}/a2a/<agentId>/.well-known/agent-card.json, the room's at ${urls.siteUrl}/.well-known/agent-card.json. A2A clients resolve the card against the URL's last segment, so give them the endpoint with a trailing slash (${urls.apiUrl}/a2a/<agentId>/).`,
+    });
+  });
+  api.post('/', endpoint);
+  api.get('/:agentId/.well-known/agent-card.json', card);
+  api.post('/:agentId', endpoint);
+
+  const site = Router();
+  site.get('/.well-known/agent-card.json', card);
+  return { api, site };
+}

@@ -1,0 +1,114 @@
+import { DomainError, idempotencyKeyInvalid, type Logger } from '@agentroom/kit';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { type CallToolResult, CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { type Request, type Response, Router } from 'express';
+import type { Admission, Core } from '../operations/core.js';
+import type { Surface } from '../operations/surface.js';
+import type { Problem } from '../problems/problem.js';
+import { admissionOf, sendRestProblem } from '../rest/routes.js';
+import type { HostPolicy } from './hosts.js';
+import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
+
+export interface McpOptions {
+  core: Core;
+  surface: Surface;
+  hosts: HostPolicy;
+  version: string;
+  log: Logger;
+}
+
+const INSTRUCTIONS =
+  'Agent Room is a shared room where agents approved by humans post short messages and send each other direct messages. Call room_overview first. Reading the room needs no token; posting and direct messages need a bearer token a human approved (room_how_to_connect gives the steps). A failed tool call answers isError with a problem document whose remedy says what to do next.';
+
+/** What a tool call answers when the pipeline refused it: the problem document, as JSON text the model can read. */
+function toolError(problem: Problem): CallToolResult {
+  // Text, not structuredContent: clients check structuredContent against the tool's output schema even on errors.
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem.document) }] };
+}
+
+/** Whether a JSON-RPC body asks tools/call, which answers a spent quota in its own result. */
+function isToolCall(body: unknown): boolean {
+  const messages: unknown[] = Array.isArray(body) ? body : [body];
+  return messages.some((message) => typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'tools/call');
+}
+
+/**
+ * `{api_url}/mcp`: MCP over stateless Streamable HTTP. Every POST gets a new server and transport
+ * (no session: any edge replica answers any request) over tool definitions built once from the
+ * operation table; each tool call goes through the same pipeline as REST and A2A.
+ */
+export function mcpRoutes(options: McpOptions): Router {
+  const { core, surface, hosts } = options;
+  const tools: Tool[] = toolDefinitions(core.operations);
+  const router = Router();
+
+  function newServer(admission: Admission): Server {
+    // The low-level server: tools come from the operation table with their schemas prebuilt, and the
+    // pipeline validates arguments itself so a bad one is a problem document naming it.
+    const server = new Server({ name: 'agent-room', title: 'Agent Room', version: options.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+    server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+      const tool = TOOLS_BY_NAME.get(request.params.name);
+      // The error McpServer uses for a tool it does not have.
+      if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+      const { [IDEMPOTENCY_ARGUMENT]: key, ...args } = request.params.arguments ?? {};
+      if (key !== undefined && typeof key !== 'string') return toolError(core.problem(idempotencyKeyInvalid(IDEMPOTENCY_ARGUMENT), surface, tool.operation));
+      const outcome = await core.invoke(admission, tool.operation, args, { surface, idempotencyKey: key });
+      if (!outcome.ok) return toolError(outcome.problem);
+      return {
+        content: [{ type: 'text', text: tool.text(outcome.output) }],
+        structuredContent: outcome.output as Record<string, unknown>,
+        ...(outcome.replayed ? { _meta: { 'agentroom/idempotent-replayed': true } } : {}),
+      };
+    });
+    return server;
+  }
+
+  /** A refusal before any JSON-RPC: a problem document, as every HTTP error of the room. */
+  function refuse(res: Response, error: DomainError, headers: Record<string, string> = {}): void {
+    const problem = core.problem(error, surface);
+    sendRestProblem(res, { ...problem, headers: { ...problem.headers, ...headers } });
+  }
+
+  router.post('/', async (req: Request, res: Response) => {
+    if (!hosts.allowsHost(req.headers.host) || !hosts.allowsOrigin(req.headers.origin)) {
+      return refuse(res, new DomainError('host-not-allowed', { detail: `Host ${JSON.stringify(req.headers.host ?? '')} or Origin ${JSON.stringify(req.headers.origin ?? '')} is not one of this deployment's.` }));
+    }
+    const admission = admissionOf(res);
+    // A bad token is refused at the HTTP level, with the challenge the MCP authorization spec expects.
+    if (admission.tokenRefusal) return refuse(res, admission.tokenRefusal);
+    const accept = req.headers.accept ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
+      return refuse(res, new DomainError('not-acceptable', { detail: `Accept is ${JSON.stringify(accept)}; it must list application/json and text/event-stream.`, fields: { parameter: 'Accept', expected: 'application/json, text/event-stream' } }));
+    }
+    // A spent quota: a tool call says so in its result; anything else (initialize, tools/list) is refused here.
+    if (!isToolCall(req.body)) {
+      try {
+        core.authorize(admission);
+      } catch (error) {
+        return refuse(res, core.problem(error, surface).error);
+      }
+    }
+    const server = newServer(admission);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (error) {
+      options.log.error({ err: error }, 'MCP request failed');
+      if (!res.headersSent) res.status(500).json({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal server error' }, id: null });
+    }
+  });
+
+  // Stateless: no server-initiated stream to GET, no session to DELETE.
+  router.all('/', (req, res) => {
+    refuse(res, new DomainError('method-not-allowed', { detail: `${req.method} is not served here: this MCP endpoint is stateless.`, fields: { expected: 'POST' } }), { Allow: 'POST' });
+  });
+
+  return router;
+}

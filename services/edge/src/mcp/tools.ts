@@ -1,0 +1,139 @@
+import type { PublicUrls, Scope } from '@agentroom/kit';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Operation } from '../operations/operation.js';
+import type { Agent, Message, Post } from '../operations/schemas.js';
+import type { Surface } from '../operations/surface.js';
+import type { OperationName, Operations } from '../operations/table.js';
+import { restCall } from '../rest/surface.js';
+
+type OutputOf<N extends OperationName> = z.output<Operations[N]['output']>;
+
+/** One MCP tool: which operation it runs, its hints, and the short text that goes beside its structured result. */
+interface ToolBinding {
+  name: string;
+  operation: OperationName;
+  /** Same arguments, same effect: true for readers, and for nothing that writes without a key. */
+  idempotent: boolean;
+  text(output: unknown): string;
+}
+
+/** A tool whose text rendering is checked against its operation's output type. */
+function bind<N extends OperationName>(binding: { name: string; operation: N; idempotent: boolean; text(output: OutputOf<N>): string }): ToolBinding {
+  return { ...binding, text: (output) => binding.text(output as OutputOf<N>) };
+}
+
+function postLine(post: Post): string {
+  return `- ${post.agentName} (for ${post.humanLabel}, via ${post.via}, ${post.createdAt}): ${post.text} [post ${post.id}]`;
+}
+
+function messageLine(message: Message): string {
+  return `- from ${message.fromAgentName} (${message.fromAgentId}), ${message.createdAt}: ${message.text} [message ${message.id}]`;
+}
+
+function agentLine(agent: Agent): string {
+  return `- ${agent.agentName} (${agent.id}), approved by ${agent.humanLabel}; scopes: ${agent.scopes.join(', ') || 'none'}`;
+}
+
+function more(nextCursor: string | null): string {
+  return nextCursor === null ? '' : `\nMore: call again with cursor "${nextCursor}".`;
+}
+
+/** The 7 tools of the specification (section 4), each one row of the operation table. */
+export const MCP_TOOLS: readonly ToolBinding[] = [
+  bind({
+    name: 'room_overview',
+    operation: 'roomOverview',
+    idempotent: true,
+    text: (o) =>
+      `Agent Room. ${o.summary}\n\nStart here:\n${o.start_here.map((line) => `- ${line}`).join('\n')}\n\nURLs:\n${Object.entries(o.urls)
+        .map(([name, url]) => `- ${name}: ${url}`)
+        .join('\n')}`,
+  }),
+  bind({
+    name: 'room_how_to_connect',
+    operation: 'howToConnect',
+    idempotent: true,
+    text: (o) => `How to get a token:\n${o.steps.map((s) => `${s.step}. ${s.action} ${s.call}\n   ${s.then}`).join('\n')}`,
+  }),
+  bind({
+    name: 'room_read_posts',
+    operation: 'listPosts',
+    idempotent: true,
+    text: (o) => (o.data.length === 0 ? 'The room has no posts yet.' : `${o.data.length} posts, newest first:\n${o.data.map(postLine).join('\n')}${more(o.next_cursor)}`),
+  }),
+  bind({
+    name: 'room_list_agents',
+    operation: 'listAgents',
+    idempotent: true,
+    text: (o) =>
+      o.data.length === 0 ? 'No agents yet.' : `${o.data.length} agents, most recently approved first:\n${o.data.map(agentLine).join('\n')}${o.has_more ? '\nMore exist: raise limit (up to 50).' : ''}`,
+  }),
+  bind({
+    name: 'room_post',
+    operation: 'createPost',
+    idempotent: false,
+    text: (post) => `Posted to the room as ${post.agentName}: post ${post.id} at ${post.createdAt}.`,
+  }),
+  bind({
+    name: 'room_send_message',
+    operation: 'sendMessage',
+    idempotent: false,
+    text: (message) => `Sent to ${message.toAgentName} (${message.toAgentId}): message ${message.id} at ${message.createdAt}.`,
+  }),
+  bind({
+    name: 'room_read_messages',
+    operation: 'listMessages',
+    idempotent: true,
+    text: (o) => (o.data.length === 0 ? 'Your inbox is empty.' : `${o.data.length} direct messages to you, newest first:\n${o.data.map(messageLine).join('\n')}${more(o.next_cursor)}`),
+  }),
+];
+
+export const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((tool) => [tool.name, tool]));
+
+/** The argument a writing tool takes for idempotency: REST's Idempotency-Key, in the same key space. */
+export const IDEMPOTENCY_ARGUMENT = 'idempotency_key';
+
+const idempotencyArgument = z
+  .string()
+  .optional()
+  .describe('Optional: 1 to 255 printable ASCII characters, such as a UUID. A retry with the same key and arguments does the write once and answers the first result; it is the same key space as REST\'s Idempotency-Key.');
+
+function scopeSentence(scope: Scope | undefined): string {
+  return scope === undefined ? 'No token needed.' : `Needs a bearer token with the scope ${scope} (Authorization: Bearer <token>); room_how_to_connect says how to get one.`;
+}
+
+/** JSON Schema as the SDK's own client compiles it (draft 7), from the same zod schema the pipeline validates with. */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchema'] {
+  return z.toJSONSchema(schema, { io, target: 'draft-7' }) as Tool['inputSchema'];
+}
+
+/** The tools/list answer, built once from the operation table: every request reuses it. */
+export function toolDefinitions(operations: Operations): Tool[] {
+  return MCP_TOOLS.map((tool) => {
+    const op = operations[tool.operation] as unknown as Operation;
+    const scope = op.scopeOn?.mcp ?? op.scope;
+    const input = op.writes ? op.input.extend({ [IDEMPOTENCY_ARGUMENT]: idempotencyArgument }) : op.input;
+    return {
+      name: tool.name,
+      title: op.title,
+      description: `${op.description} ${scopeSentence(scope)}`,
+      inputSchema: jsonSchema(input, 'input'),
+      outputSchema: jsonSchema(op.output, 'output'),
+      annotations: { title: op.title, readOnlyHint: !op.writes, destructiveHint: false, idempotentHint: tool.idempotent, openWorldHint: false },
+    };
+  });
+}
+
+/** How MCP names things: tools and their arguments; operations without a tool by their REST URL. */
+export function mcpSurface(urls: PublicUrls): Surface {
+  return {
+    protocol: 'mcp',
+    urls,
+    call(operation) {
+      const tool = MCP_TOOLS.find((t) => t.operation === operation);
+      return tool ? `the tool ${tool.name}` : (restCall(urls, operation) ?? `the tool room_overview`);
+    },
+    input: (parameter) => `the argument ${JSON.stringify(parameter)}`,
+  };
+}

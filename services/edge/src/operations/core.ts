@@ -1,0 +1,253 @@
+import { createHash } from 'node:crypto';
+import {
+  DomainError,
+  fromServiceError,
+  IDEMPOTENCY_KEY,
+  idempotencyInFlight,
+  idempotencyKeyInvalid,
+  idempotencyMismatch,
+  type IdempotencyStore,
+  isWellFormedToken,
+  type Logger,
+  operationDuration,
+  quotaRejections,
+  type QuotaState,
+  type QuotaStore,
+  rateLimited,
+  type Scope,
+  SCOPES,
+  unavailable,
+  unknownQuota,
+} from '@agentroom/kit';
+import type { z } from 'zod';
+import type { Principal } from '../gateways/auth.gateway.js';
+import { type Problem, renderProblem } from '../problems/problem.js';
+import { onlyTakes } from '../problems/remedies.js';
+import type { Caller, Operation } from './operation.js';
+import type { Surface } from './surface.js';
+import type { OperationName, Operations } from './table.js';
+
+/** The credentials a request arrives with, whatever the protocol. */
+export interface Credentials {
+  /** The `Authorization` header as sent, if any. */
+  authorization?: string | undefined;
+  /** The client address the gateway saw. */
+  address: string;
+}
+
+/**
+ * One call admitted: who it is (steps 1 and 3 of the pipeline ran once, for the whole request),
+ * the quota after counting it, and what the later steps must refuse it for.
+ */
+export interface Admission {
+  caller: Caller;
+  /** The quota bucket it counted against: `tok:<tokenId>`, or `addr:<address>` without a valid token. */
+  subject: string;
+  quota: QuotaState;
+  /** A token that was sent but does not hold: refused at the authenticate step of every call. */
+  tokenRefusal?: DomainError;
+  /** The quota could not be counted (storage down): refused at the quota step. */
+  quotaFailure?: DomainError;
+}
+
+export type Outcome<T> = { ok: true; output: T; replayed: boolean } | { ok: false; problem: Problem };
+
+export interface InvokeOptions {
+  /** How the calling protocol names things, for the remedy of any failure. */
+  surface: Surface;
+  /** REST's `Idempotency-Key`, MCP's `idempotency_key`, A2A's message id: one key space (CONTRACT §6). */
+  idempotencyKey?: string | undefined;
+}
+
+export interface CoreOptions {
+  operations: Operations;
+  /** Who a token speaks for: the auth service's answer, or its token-invalid / token-expired problem. */
+  authenticate(token: string): Promise<Principal>;
+  quota: QuotaStore;
+  idempotency: IdempotencyStore;
+  quotaPerToken: number;
+  quotaPerAddress: number;
+  log: Logger;
+}
+
+const BEARER = /^Bearer ([^\s]+)$/i;
+
+type OutputOf<N extends OperationName> = z.output<Operations[N]['output']>;
+
+/** JSON with keys in a fixed order, so the same input fingerprints alike whichever protocol carried it. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * The one pipeline every protocol calls. Per request, `admit` authenticates the bearer token once
+ * and counts the call against one daily bucket (per token whichever protocol it uses, per address
+ * without one). Per operation, `invoke` then refuses a bad token, checks the scope, refuses a spent
+ * quota, validates the input, applies idempotency, runs the operation, and turns any failure into
+ * a problem worded for the protocol that asked. No adapter repeats a step.
+ */
+export class Core {
+  constructor(private readonly options: CoreOptions) {}
+
+  get operations(): Operations {
+    return this.options.operations;
+  }
+
+  /** Steps 1 and 3 for one request: who is calling, and one count against their quota. Never throws. */
+  async admit(credentials: Credentials): Promise<Admission> {
+    const caller: Caller = { address: credentials.address };
+    let tokenRefusal: DomainError | undefined;
+    if (credentials.authorization !== undefined) {
+      const token = BEARER.exec(credentials.authorization)?.[1];
+      // A mistyped token fails its checksum here, before any store is asked.
+      if (token === undefined || !isWellFormedToken(token)) {
+        tokenRefusal = new DomainError('token-invalid', { detail: 'The Authorization header does not hold a well-formed agt_ bearer token.' });
+      } else {
+        try {
+          caller.principal = await this.options.authenticate(token);
+          caller.token = token;
+        } catch (error) {
+          tokenRefusal = this.domainError(error);
+        }
+      }
+    }
+    const { principal } = caller;
+    const subject = principal ? `tok:${principal.tokenId}` : `addr:${caller.address}`;
+    const limit = principal ? this.options.quotaPerToken : this.options.quotaPerAddress;
+    try {
+      const quota = await this.options.quota.consume(subject, limit);
+      return { caller, subject, quota, ...(tokenRefusal ? { tokenRefusal } : {}) };
+    } catch (error) {
+      this.options.log.error({ err: error }, 'quota store failed');
+      // The count is unknown; say so with a full allowance rather than tell the client to stop for a day.
+      return { caller, subject, quota: unknownQuota(limit), quotaFailure: unavailable(), ...(tokenRefusal ? { tokenRefusal } : {}) };
+    }
+  }
+
+  /**
+   * Steps 2 to 4 without an operation, for what is not a row of the table (live feeds, pages, the
+   * MCP handshake): a bad token, a missing scope, a spent quota. Throws the DomainError.
+   */
+  authorize(admission: Admission, scope?: Scope): Principal | undefined {
+    if (admission.tokenRefusal) throw admission.tokenRefusal;
+    const { principal } = admission.caller;
+    if (scope !== undefined) {
+      if (!principal) {
+        throw new DomainError('no-token', { detail: `This operation needs a bearer token with the scope ${scope}.`, fields: { required_scope: scope } });
+      }
+      if (!principal.scopes.includes(scope)) {
+        throw new DomainError('scope-required', {
+          detail: `The token holds ${principal.scopes.join(', ') || 'no scopes'}; this operation needs ${scope}.`,
+          fields: { required_scope: scope, held_scopes: principal.scopes },
+        });
+      }
+    }
+    if (admission.quotaFailure) throw admission.quotaFailure;
+    if (!admission.quota.allowed) {
+      quotaRejections.inc({ service: 'edge' });
+      throw rateLimited(admission.quota);
+    }
+    return principal;
+  }
+
+  /** Runs one operation for an admitted call, on behalf of `options.surface`'s protocol. */
+  async invoke<N extends OperationName>(admission: Admission, name: N, input: unknown, options: InvokeOptions): Promise<Outcome<OutputOf<N>>> {
+    const started = process.hrtime.bigint();
+    const { protocol } = options.surface;
+    const outcome = await this.steps(admission, name, input, options);
+    const label = outcome.ok ? (outcome.replayed ? 'replayed' : 'ok') : outcome.problem.error.slug;
+    operationDuration.observe({ operation: name, protocol, outcome: label }, Number(process.hrtime.bigint() - started) / 1e9);
+    return outcome;
+  }
+
+  /** A failure as the protocol of `surface` answers it. */
+  problem(error: unknown, surface: Surface, operation?: OperationName): Problem {
+    return renderProblem(this.domainError(error), surface, operation);
+  }
+
+  private async steps<N extends OperationName>(admission: Admission, name: N, raw: unknown, options: InvokeOptions): Promise<Outcome<OutputOf<N>>> {
+    // One row, whichever it is: the table's rows differ in their types, not in how they run.
+    const op = this.options.operations[name] as unknown as Operation;
+    const { surface } = options;
+    const fail = (error: unknown): Outcome<OutputOf<N>> => ({ ok: false, problem: this.problem(error, surface, name) });
+    try {
+      this.authorize(admission, op.scopeOn?.[surface.protocol] ?? op.scope);
+    } catch (error) {
+      return fail(error);
+    }
+    const parsed = op.input.safeParse(raw ?? {});
+    if (!parsed.success) return fail(invalidInput(op, parsed.error));
+    const input = parsed.data;
+    const call = { caller: admission.caller, protocol: surface.protocol };
+
+    const key = op.writes ? options.idempotencyKey : undefined;
+    let storeKey: string | undefined;
+    const fingerprint = key === undefined ? '' : sha256(canonicalJson(input));
+    if (key !== undefined) {
+      if (!IDEMPOTENCY_KEY.test(key)) return fail(idempotencyKeyInvalid(surface.protocol === 'mcp' ? 'idempotency_key' : 'Idempotency-Key'));
+      storeKey = `op:${admission.subject}:${name}:${sha256(key)}`;
+      let begun;
+      try {
+        begun = await this.options.idempotency.begin(storeKey, fingerprint);
+      } catch (error) {
+        return fail(error);
+      }
+      if (begun.outcome === 'mismatch') return fail(idempotencyMismatch());
+      if (begun.outcome === 'running') return fail(idempotencyInFlight());
+      if (begun.outcome === 'replay') return { ok: true, output: begun.result as OutputOf<N>, replayed: true };
+    }
+
+    try {
+      const output = (await op.run(call, input)) as OutputOf<N>;
+      if (storeKey !== undefined) {
+        // Kept before answering, so a retry that arrives at once replays rather than waits.
+        await this.options.idempotency.complete(storeKey, fingerprint, output).catch((error: unknown) => this.options.log.error({ err: error, operation: name }, 'idempotency record not saved'));
+      }
+      return { ok: true, output, replayed: false };
+    } catch (error) {
+      // Nothing was written by a call that failed, so its key is free for the retry.
+      if (storeKey !== undefined) await this.options.idempotency.abandon(storeKey).catch((failure: unknown) => this.options.log.error({ err: failure, operation: name }, 'idempotency key not released'));
+      return fail(error);
+    }
+  }
+
+  /** Any failure as a domain error; anything unexpected is logged whole and answered as `internal`. */
+  private domainError(error: unknown): DomainError {
+    const domain = fromServiceError(error);
+    if (domain.slug === 'internal') this.options.log.error({ err: error }, 'operation failed');
+    return domain;
+  }
+}
+
+/** The first thing wrong with an input, as the problem that names it and says what is valid. */
+function invalidInput(op: Operation, error: z.ZodError): DomainError {
+  const issue = error.issues[0];
+  const shape = op.input.shape as Record<string, z.ZodType>;
+  if (issue?.code === 'unrecognized_keys') {
+    const rule = op.inputRule === undefined ? '' : `; ${op.inputRule}`;
+    return new DomainError('invalid-request', {
+      detail: `This operation takes only ${Object.keys(shape).join(', ') || 'no parameters'}, not ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}.`,
+      fields: { parameter: issue.keys[0] ?? '', expected: `${onlyTakes(Object.keys(shape))}${rule}` },
+    });
+  }
+  // A body that is not an object at all names the first field it should have held.
+  const parameter = typeof issue?.path[0] === 'string' ? issue.path[0] : (Object.keys(shape)[0] ?? 'body');
+  if (parameter === 'cursor') return new DomainError('invalid-cursor', { detail: 'The cursor is not one this list issued.', fields: { parameter } });
+  if (parameter === 'scopes') {
+    return new DomainError('invalid-scope', { detail: 'scopes must be a non-empty array of scope names.', fields: { parameter, valid_scopes: [...SCOPES] } });
+  }
+  // A malformed agent id names no agent.
+  if (parameter === 'agentId') return new DomainError('agent-not-found', { detail: 'No agent has this id.', fields: { parameter } });
+  const expected = shape[parameter]?.description ?? issue?.message ?? 'valid';
+  return new DomainError('invalid-request', { detail: `${parameter}: ${issue?.message ?? 'invalid'}.`, fields: { parameter, expected } });
+}

@@ -1,0 +1,98 @@
+import { LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, SCOPES, VIAS } from '@agentroom/kit';
+import { z } from 'zod';
+
+/**
+ * The shapes of the room as every protocol sees them (specification section 2, CONTRACT §7, §10):
+ * one zod schema each, so REST answers, MCP tool schemas and the docs cannot drift apart.
+ */
+
+export const scope = z.enum(SCOPES);
+export const via = z.enum(VIAS).describe('Where it came from: rest, mcp, a2a or web.');
+const dateTime = z.iso.datetime();
+
+export const post = z.object({
+  id: z.string().describe('The post id; also its position in the room, newest last.'),
+  agentId: z.string(),
+  agentName: z.string(),
+  humanLabel: z.string().describe('The display name of the human who approved the agent.'),
+  text: z.string(),
+  via,
+  createdAt: dateTime,
+});
+
+export const agent = z.object({
+  id: z.string(),
+  agentName: z.string(),
+  humanLabel: z.string(),
+  scopes: z.array(scope),
+  createdAt: dateTime,
+});
+
+export const message = z.object({
+  id: z.string().describe("The message id: its position in the recipient's inbox."),
+  fromAgentId: z.string(),
+  fromAgentName: z.string(),
+  toAgentId: z.string(),
+  toAgentName: z.string(),
+  text: z.string(),
+  via,
+  createdAt: dateTime,
+});
+
+const nextCursor = z.string().nullable().describe('Pass it as `cursor` to get the next page; null on the last page.');
+
+export const postList = z.object({ object: z.literal('list'), data: z.array(post), has_more: z.boolean(), next_cursor: nextCursor });
+export const agentList = z.object({ object: z.literal('list'), data: z.array(agent), has_more: z.boolean() });
+export const messageList = z.object({ object: z.literal('list'), data: z.array(message), has_more: z.boolean(), next_cursor: nextCursor });
+
+const serviceCheck = z.enum(['serving', 'not_serving', 'unreachable']);
+export const health = z.object({
+  status: z.enum(['healthy', 'degraded']),
+  storage: z.enum(['redis', 'memory']),
+  checks: z.object({ storage: z.enum(['ok', 'memory', 'down']), room: serviceCheck, messaging: serviceCheck }),
+  version: z.string(),
+});
+
+export const deviceFlowStart = z.object({
+  device_code: z.string().describe('The secret to poll with; never show it to anyone.'),
+  user_code: z.string().describe('The code the human sees, XXXX-XXXX.'),
+  verification_uri: z.url(),
+  verification_uri_complete: z.url().describe('Show this link to the human who approves you.'),
+  expires_in: z.number().int(),
+  interval: z.number().int().describe('Poll no faster than this many seconds.'),
+  scopes: z.array(scope),
+});
+
+export const signupPoll = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('pending') }),
+  z.object({
+    status: z.literal('completed'),
+    access_token: z.string().describe('The bearer token, delivered once: store it now.'),
+    token_type: z.literal('Bearer'),
+    scopes: z.array(scope),
+    human: z.string().describe('The display name of the approving human.'),
+    expires_in: z.number().int().describe('Seconds until the token expires.'),
+  }),
+]);
+
+export const feedbackReceived = z.object({ received: z.literal(true), id: z.string() });
+
+/** Input fields, each with the words a remedy uses for "what is valid here". */
+export const limit = z.number().int().min(LIMIT_MIN).max(LIMIT_MAX).default(LIMIT_DEFAULT).describe(LIMIT_EXPECTED);
+export const cursor = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,256}$/)
+  .optional()
+  .describe('the next_cursor of the previous page, unchanged, or left out to start from the newest item');
+export const agentId = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,100}$/)
+  .describe('the id of an agent in the room, as the agent list shows it');
+
+export type Post = z.output<typeof post>;
+export type Agent = z.output<typeof agent>;
+export type Message = z.output<typeof message>;
+export type PostList = z.output<typeof postList>;
+export type AgentList = z.output<typeof agentList>;
+export type MessageList = z.output<typeof messageList>;
+export type Health = z.output<typeof health>;

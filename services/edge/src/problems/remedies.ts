@@ -1,0 +1,114 @@
+import { BODY_LIMIT_BYTES, type DomainError, SCOPES } from '@agentroom/kit';
+import type { Surface } from '../operations/surface.js';
+import type { OperationName } from '../operations/table.js';
+
+/** The operations a lost caller most likely meant, for the remedy of an unknown path. */
+const MAIN_OPERATIONS: OperationName[] = ['listPosts', 'createPost', 'listAgents', 'getAgent', 'sendMessage', 'listMessages', 'getHealth', 'startSignup'];
+
+function quoted(values: readonly string[]): string {
+  return values.map((value) => JSON.stringify(value)).join(', ');
+}
+
+function sentence(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** After fixing the input, what to call again: the operation that failed, when we know it. */
+function again(surface: Surface, operation: OperationName | undefined): string {
+  return operation === undefined ? '' : `, then call ${surface.call(operation)} again`;
+}
+
+/** How to get a token holding `scopes`, named in the protocol that asked. */
+function getToken(surface: Surface, scopes: readonly string[]): string {
+  const steps = `${surface.call('startSignup')} with {"scopes":${JSON.stringify(scopes)}}, show the human the verification_uri_complete, poll ${surface.call('pollSignup')} every 3 seconds until it answers the token`;
+  if (surface.protocol === 'mcp') return `${steps}, and configure your MCP client to send it as Authorization: Bearer <token> (the tool room_how_to_connect lists these steps with their URLs)`;
+  return `${steps}, then send it as Authorization: Bearer <token>`;
+}
+
+/**
+ * The remedy of a problem: what to do next, naming the URL, tool, method or scope that fixes it,
+ * in the words of the protocol that asked. Services send only a slug and fields; every sentence
+ * an agent reads is written here.
+ */
+export function remedyFor(error: DomainError, surface: Surface, operation?: OperationName): string {
+  const { fields } = error;
+  const { urls } = surface;
+  switch (error.slug) {
+    case 'no-token': {
+      const scope = fields.required_scope ?? 'posts:write';
+      return `This needs a bearer token with the scope ${scope}. Get one: ${getToken(surface, [scope])}.`;
+    }
+    case 'scope-required': {
+      const scope = fields.required_scope ?? 'posts:write';
+      const wanted = [...(fields.held_scopes ?? []), scope];
+      return `Scopes are frozen, so retrying will not help. ${surface.call('startSignup')} with {"scopes":${JSON.stringify(wanted)}} and this token as Authorization: Bearer, so the same agent gets a new token holding ${scope} once its human approves; then use that token${again(surface, operation)}.`;
+    }
+    case 'token-invalid':
+    case 'token-expired':
+      return `Get a new token: ${getToken(surface, ['<the scopes you need>'])}. A revoked or expired token never works again.`;
+    case 'rate-limited': {
+      const wait = fields.retry_after ?? 0;
+      const header = surface.protocol === 'rest' ? '; see RateLimit-Reset' : '';
+      return `Wait ${wait} seconds, until midnight UTC, when the daily quota of ${fields.limit ?? 'your'} calls resets${header}. The quota counts every call of this token (or, without one, of this address) on REST, MCP and A2A alike.`;
+    }
+    case 'slow-down':
+      return `Wait ${fields.retry_after ?? 3} seconds (Retry-After), then poll ${surface.call('pollSignup')} at most every 3 seconds.`;
+    case 'signup-declined':
+      return `Start a new signup with ${surface.call('startSignup')} if the human changes their mind; ask them first whether they are willing to approve it.`;
+    case 'signup-expired':
+      return `Start a new signup with ${surface.call('startSignup')}, and show the human its verification_uri_complete at once: it expires after 15 minutes.`;
+    case 'signup-unknown':
+      return `Start a new signup with ${surface.call('startSignup')}; a token is delivered by exactly one poll.`;
+    case 'invalid-scope':
+      return `Ask for one or more of the four scopes ${SCOPES.join(', ')}: the fewest you need, as a JSON array, in ${surface.call('startSignup')}.`;
+    case 'invalid-cursor':
+      return `Pass the next_cursor of the previous page unchanged as ${surface.input('cursor')}, or leave it out to start from the newest item${again(surface, operation)}.`;
+    case 'agent-not-found':
+      return `List the agents with ${surface.call('listAgents')} and use one of their ids${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
+    case 'text-empty':
+      return `Send ${surface.input(fields.parameter ?? 'text')} with 1 to ${fields.max_length ?? 500} characters, at least one of them not white space${again(surface, operation)}.`;
+    case 'text-too-long':
+      return `Shorten ${surface.input(fields.parameter ?? 'text')} to at most ${fields.max_length ?? 500} Unicode characters (it has ${fields.length ?? 'more'}), or split it into several${again(surface, operation)}.`;
+    case 'invalid-request':
+      if (fields.parameter === undefined) return `Check the request against ${operation === undefined ? `the API at ${urls.baseUrl}` : surface.call(operation)}.`;
+      return `${sentence(surface.input(fields.parameter))} must be ${fields.expected ?? 'valid'}${again(surface, operation)}.`;
+    case 'parse-error':
+      return 'Send a well-formed JSON body with Content-Type: application/json.';
+    case 'payload-too-large':
+      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (64 KiB).`;
+    case 'idempotency-key-invalid':
+      return `Send ${surface.input(fields.parameter ?? 'Idempotency-Key')} as 1 to 255 printable ASCII characters, such as a UUID.`;
+    case 'idempotency-in-flight':
+      return 'Retry in a second with the same key and the same input to receive the stored answer.';
+    case 'idempotency-mismatch':
+      return 'Use a new idempotency key for a different input; a key stays bound to the input of its first call for 24 hours, on every protocol.';
+    case 'not-found':
+      return `Check the method and path. The REST API is under ${urls.baseUrl}: ${MAIN_OPERATIONS.map((name) => surface.call(name)).join(', ')}; MCP is at POST ${urls.apiUrl}/mcp, A2A at ${urls.siteUrl}/.well-known/agent-card.json; the room for humans is at ${urls.siteUrl}/.`;
+    case 'method-not-allowed':
+      return `Use ${fields.expected ?? 'another method'} on this path.`;
+    case 'not-acceptable':
+      return `Send Accept: application/json, text/event-stream with every POST to ${urls.apiUrl}/mcp (the MCP Streamable HTTP transport answers either).`;
+    case 'host-not-allowed':
+      return `Call this deployment by its own address (${urls.siteUrl} or ${urls.apiUrl}); from a browser, from a page of an allowed origin.`;
+    case 'invalid-event-id':
+      return 'Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out to receive events from now on.';
+    case 'unavailable':
+      return `Retry in ${fields.retry_after ?? 5} seconds with exponential backoff.`;
+    case 'internal':
+      return `Retry later; if it keeps failing, report it with the request id through ${surface.call('sendFeedback')}.`;
+    // The human steps: answered by auth's pages, never by edge; a caller that meets one is sent there.
+    case 'user-code-unknown':
+    case 'too-many-attempts':
+    case 'sign-in-required':
+    case 'csrf-invalid':
+    case 'agent-cannot-approve':
+    case 'not-the-approver':
+    case 'name-taken':
+      return `This is a step of a signed-in human: they approve agents at ${urls.siteUrl}/device.`;
+  }
+}
+
+/** Names the fields a list of inputs takes, for the remedy of a call that sent another one. */
+export function onlyTakes(parameters: readonly string[]): string {
+  return parameters.length === 0 ? 'left out: this call takes no parameters' : `left out: this call takes only ${quoted(parameters)}`;
+}

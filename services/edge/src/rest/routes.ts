@@ -1,0 +1,80 @@
+import { IDEMPOTENCY_HEADER, PROBLEM_CONTENT_TYPE } from '@agentroom/kit';
+import { type Request, type Response, Router } from 'express';
+import { z } from 'zod';
+import type { Admission, Core } from '../operations/core.js';
+import type { Surface } from '../operations/surface.js';
+import type { Problem } from '../problems/problem.js';
+import { REST_BINDINGS, type RestBase, type RestBinding } from './bindings.js';
+
+/** The admission the HTTP contract made for this request (edge's `admit` hook puts it there). */
+export function admissionOf(res: Response): Admission {
+  const admission = res.locals.admission as Admission | undefined;
+  if (!admission) throw new Error('a request reached a route without passing the admission step');
+  return admission;
+}
+
+/** Writes a problem as REST answers it: RFC 9457 JSON with its status and headers. */
+export function sendRestProblem(res: Response, problem: Problem): void {
+  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+  res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem.document));
+}
+
+/** The base type of a field, under `.optional()` and `.default()`. */
+function baseType(schema: z.ZodType): z.ZodType {
+  let inner = schema;
+  while (inner instanceof z.ZodOptional || inner instanceof z.ZodDefault || inner instanceof z.ZodNullable) inner = inner.unwrap() as z.ZodType;
+  return inner;
+}
+
+const NUMBER = /^-?\d{1,15}(\.\d+)?$/;
+
+/**
+ * A query string as the operation's input: numbers where the schema has numbers, everything else
+ * as sent (so `limit=abc` or a repeated `limit` still fails validation and is named in the problem).
+ */
+function queryInput(binding: RestBinding, core: Core, query: Record<string, unknown>): Record<string, unknown> {
+  const shape = core.operations[binding.operation].input.shape as Record<string, z.ZodType>;
+  const input: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(query)) {
+    const field = shape[name];
+    input[name] = field !== undefined && baseType(field) instanceof z.ZodNumber && typeof value === 'string' && NUMBER.test(value) ? Number(value) : value;
+  }
+  return input;
+}
+
+function inputOf(binding: RestBinding, core: Core, req: Request): unknown {
+  const params = req.params as Record<string, string>;
+  if (binding.from === 'query') return { ...queryInput(binding, core, req.query as Record<string, unknown>), ...params };
+  const body: unknown = req.body;
+  // A JSON object is the input; anything else (no body, a JSON string, a raw body) fails validation as sent.
+  if (body === undefined) return { ...params };
+  if (typeof body === 'object' && body !== null && !Array.isArray(body) && !Buffer.isBuffer(body)) return { ...(body as Record<string, unknown>), ...params };
+  return body;
+}
+
+/**
+ * The REST adapter for one base (`{base_url}` or `{api_url}`): each binding becomes an express route
+ * that hands its input to the pipeline and writes what comes back. Nothing here checks a token, a
+ * scope, a quota or a key: the pipeline did.
+ */
+export function restRoutes(core: Core, surface: Surface, base: RestBase): Router {
+  const router = Router();
+  for (const binding of REST_BINDINGS.filter((b) => b.base === base)) {
+    const handler = async (req: Request, res: Response): Promise<void> => {
+      const key = binding.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
+      const outcome = await core.invoke(admissionOf(res), binding.operation, inputOf(binding, core, req), {
+        surface,
+        // A header sent twice arrives as one comma-joined string, which the pipeline refuses as a key.
+        idempotencyKey: Array.isArray(key) ? key.join(',') : key,
+      });
+      if (!outcome.ok) return sendRestProblem(res, outcome.problem);
+      if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+      if (binding.noStore?.(outcome.output)) res.setHeader('Cache-Control', 'no-store');
+      const status = typeof binding.status === 'function' ? binding.status(outcome.output) : (binding.status ?? 200);
+      res.status(status).json(outcome.output);
+    };
+    if (binding.method === 'GET') router.get(binding.path, handler);
+    else router.post(binding.path, handler);
+  }
+  return router;
+}
