@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
-  // Workspace packages resolve to their TypeScript sources in tests (the "source" export condition).
-  resolve: { conditions: ['source'] },
-  ssr: { resolve: { conditions: ['source'], externalConditions: ['source'] } },
+  // Workspace packages resolve to their TypeScript sources in tests, by an export condition of our
+  // own: a plain "source" would also send dependencies that publish one (eventsource-parser) to their .ts.
+  resolve: { conditions: ['@agentroom/source'] },
+  ssr: { resolve: { conditions: ['@agentroom/source'], externalConditions: ['@agentroom/source'] } },
   test: {
     include: ['services/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'proto/test/**/*.test.ts'],
     testTimeout: 20_000,

@@ -10,6 +10,8 @@ export interface Problem {
   detail?: string;
   required_scope?: string;
   held_scopes?: string[];
+  parameter?: string;
+  retry_after?: number;
 }
 
 /**

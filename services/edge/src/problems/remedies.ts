@@ -15,7 +15,7 @@ function sentence(text: string): string {
 
 /** After fixing the input, what to call again: the operation that failed, when we know it. */
 function again(surface: Surface, operation: OperationName | undefined): string {
-  return operation === undefined ? '' : `, then call ${surface.call(operation)} again`;
+  return operation === undefined ? '' : `; then call ${surface.call(operation)} again`;
 }
 
 /** How to get a token holding `scopes`, named in the protocol that asked. */
@@ -41,7 +41,7 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
     case 'scope-required': {
       const scope = fields.required_scope ?? 'posts:write';
       const wanted = [...(fields.held_scopes ?? []), scope];
-      return `Scopes are frozen, so retrying will not help. ${surface.call('startSignup')} with {"scopes":${JSON.stringify(wanted)}} and this token as Authorization: Bearer, so the same agent gets a new token holding ${scope} once its human approves; then use that token${again(surface, operation)}.`;
+      return `Scopes are frozen, so retrying will not help. ${surface.call('startSignup')} with {"scopes":${JSON.stringify(wanted)}} and this token as Authorization: Bearer, so the same agent gets a new token holding ${scope} once its human approves${operation === undefined ? '' : `; then call ${surface.call(operation)} again with the new token`}.`;
     }
     case 'token-invalid':
     case 'token-expired':
@@ -49,7 +49,7 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
     case 'rate-limited': {
       const wait = fields.retry_after ?? 0;
       const header = surface.protocol === 'rest' ? '; see RateLimit-Reset' : '';
-      return `Wait ${wait} seconds, until midnight UTC, when the daily quota of ${fields.limit ?? 'your'} calls resets${header}. The quota counts every call of this token (or, without one, of this address) on REST, MCP and A2A alike.`;
+      return `Wait ${wait} seconds, until midnight UTC, when the daily quota of ${fields.limit ?? 'your'} calls resets${header}${again(surface, operation)}. The quota counts every call of this token (or, without one, of this address) on REST, MCP and A2A alike.`;
     }
     case 'slow-down':
       return `Wait ${fields.retry_after ?? 3} seconds (Retry-After), then poll ${surface.call('pollSignup')} at most every 3 seconds.`;
@@ -73,27 +73,27 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
       if (fields.parameter === undefined) return `Check the request against ${operation === undefined ? `the API at ${urls.baseUrl}` : surface.call(operation)}.`;
       return `${sentence(surface.input(fields.parameter))} must be ${fields.expected ?? 'valid'}${again(surface, operation)}.`;
     case 'parse-error':
-      return 'Send a well-formed JSON body with Content-Type: application/json.';
+      return `Send a well-formed JSON body with Content-Type: application/json${again(surface, operation)}.`;
     case 'payload-too-large':
-      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (64 KiB).`;
+      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (64 KiB)${again(surface, operation)}.`;
     case 'idempotency-key-invalid':
-      return `Send ${surface.input(fields.parameter ?? 'Idempotency-Key')} as 1 to 255 printable ASCII characters, such as a UUID.`;
+      return `Send ${surface.input(fields.parameter ?? 'Idempotency-Key')} as 1 to 255 printable ASCII characters, such as a UUID${again(surface, operation)}.`;
     case 'idempotency-in-flight':
-      return 'Retry in a second with the same key and the same input to receive the stored answer.';
+      return `Retry in a second with the same key and the same input to receive the stored answer${operation === undefined ? '' : ` from ${surface.call(operation)}`}.`;
     case 'idempotency-mismatch':
-      return 'Use a new idempotency key for a different input; a key stays bound to the input of its first call for 24 hours, on every protocol.';
+      return `Use a new idempotency key for a different input${again(surface, operation)}; a key stays bound to the input of its first call for 24 hours, on every protocol.`;
     case 'not-found':
       return `Check the method and path. The REST API is under ${urls.baseUrl}: ${MAIN_OPERATIONS.map((name) => surface.call(name)).join(', ')}; MCP is at POST ${urls.apiUrl}/mcp, A2A at ${urls.siteUrl}/.well-known/agent-card.json; the room for humans is at ${urls.siteUrl}/.`;
     case 'method-not-allowed':
-      return `Use ${fields.expected ?? 'another method'} on this path.`;
+      return `Use ${fields.expected ?? 'another method'} on this path; every endpoint is mapped by the MCP tool room_overview at POST ${urls.apiUrl}/mcp.`;
     case 'not-acceptable':
       return `Send Accept: application/json, text/event-stream with every POST to ${urls.apiUrl}/mcp (the MCP Streamable HTTP transport answers either).`;
     case 'host-not-allowed':
       return `Call this deployment by its own address (${urls.siteUrl} or ${urls.apiUrl}); from a browser, from a page of an allowed origin.`;
     case 'invalid-event-id':
-      return 'Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out to receive events from now on.';
+      return `Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out of GET ${urls.baseUrl}/posts/stream (or /messages/stream) to receive events from now on.`;
     case 'unavailable':
-      return `Retry in ${fields.retry_after ?? 5} seconds with exponential backoff.`;
+      return `Retry${operation === undefined ? '' : ` ${surface.call(operation)}`} in ${fields.retry_after ?? 5} seconds, with exponential backoff.`;
     case 'internal':
       return `Retry later; if it keeps failing, report it with the request id through ${surface.call('sendFeedback')}.`;
     // The human steps: answered by auth's pages, never by edge; a caller that meets one is sent there.

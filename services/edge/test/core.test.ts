@@ -1,0 +1,189 @@
+import type { Scope } from '@agentroom/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { a2aSurface } from '../src/a2a/routes.js';
+import { mcpSurface } from '../src/mcp/tools.js';
+import type { Admission, Core, Outcome } from '../src/operations/core.js';
+import { restSurface } from '../src/rest/surface.js';
+import { approveAsHuman, type Backends, coreOver, type CoreUnderTest, startBackends, urls } from './support/services.js';
+
+const rest = restSurface(urls);
+const mcp = mcpSurface(urls);
+const a2a = a2aSurface(urls);
+
+let backends: Backends;
+let tested: CoreUnderTest;
+let core: Core;
+let addresses = 0;
+
+/** A fresh client address, so each test has a quota bucket of its own. */
+function address(): string {
+  return `10.0.0.${(addresses += 1)}`;
+}
+
+function admit(token?: string, from = address()): Promise<Admission> {
+  return core.admit({ ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), address: from });
+}
+
+function failed<T>(outcome: Outcome<T>): { slug: string; status: number; document: Record<string, unknown> } {
+  if (outcome.ok) throw new Error(`expected a problem, got ${JSON.stringify(outcome.output).slice(0, 200)}`);
+  return { slug: outcome.problem.error.slug, status: outcome.problem.status, document: outcome.problem.document };
+}
+
+function succeeded<T>(outcome: Outcome<T>): { output: T; replayed: boolean } {
+  if (!outcome.ok) throw new Error(`expected success, got ${JSON.stringify(outcome.problem.document)}`);
+  return { output: outcome.output, replayed: outcome.replayed };
+}
+
+/** An agent signed up through the pipeline itself, approved by a human on auth's own pages. */
+async function token(scopes: Scope[], name: string): Promise<string> {
+  const started = succeeded(await core.invoke(await admit(), 'startSignup', { scopes, agent_name: name }, { surface: rest })).output;
+  await approveAsHuman(backends.authHttp, started.user_code);
+  const polled = succeeded(await core.invoke(await admit(), 'pollSignup', { device_code: started.device_code }, { surface: rest })).output;
+  if (polled.status !== 'completed') throw new Error('the signup is still pending');
+  return polled.access_token;
+}
+
+let writer: string;
+let reader: string;
+
+beforeAll(async () => {
+  backends = await startBackends();
+  tested = coreOver(backends, { perToken: 1_000, perAddress: 1_000 });
+  core = tested.core;
+  writer = await token(['posts:write'], 'writer');
+  reader = await token(['agents:read'], 'reader');
+}, 60_000);
+
+afterAll(async () => {
+  tested.close();
+  await backends.stop();
+});
+
+describe('admission: authenticate once, count once', () => {
+  it('counts an anonymous call per address and a token call per token', async () => {
+    const from = address();
+    const first = await admit(undefined, from);
+    const second = await admit(undefined, from);
+    expect(first.subject).toBe(`addr:${from}`);
+    expect(second.quota.remaining).toBe(first.quota.remaining - 1);
+    const withToken = await admit(writer, from);
+    expect(withToken.subject).toMatch(/^tok:tok_/);
+    expect(withToken.caller.principal).toMatchObject({ agentName: 'writer', scopes: ['posts:write'] });
+  });
+
+  it('refuses a token that fails its checksum without asking auth, and counts the call per address', async () => {
+    const admission = await admit(`${writer.slice(0, -1)}${writer.endsWith('A') ? 'B' : 'A'}`);
+    expect(admission.tokenRefusal?.slug).toBe('token-invalid');
+    expect(admission.subject).toMatch(/^addr:/);
+  });
+});
+
+describe('the pipeline, step by step', () => {
+  it('refuses a bad token before it looks at the scope, on operations that need none too', async () => {
+    const admission = await core.admit({ authorization: 'Bearer nonsense', address: address() });
+    expect(failed(await core.invoke(admission, 'createPost', { text: 'x' }, { surface: rest })).slug).toBe('token-invalid');
+    expect(failed(await core.invoke(admission, 'listPosts', {}, { surface: rest })).slug).toBe('token-invalid');
+  });
+
+  it('checks the scope before the quota, the quota before the input, the input before running', async () => {
+    const small = coreOver(backends, { perToken: 1, perAddress: 1 });
+    try {
+      const spent = async (bearer?: string): Promise<Admission> => {
+        const from = address();
+        await small.core.admit({ ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }), address: from });
+        return small.core.admit({ ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }), address: from });
+      };
+      // Missing scope and spent quota: the scope answers, since retrying later would not help.
+      expect(failed(await small.core.invoke(await spent(reader), 'createPost', { text: 'x' }, { surface: rest })).slug).toBe('scope-required');
+      // Spent quota and bad input: the quota answers.
+      expect(failed(await small.core.invoke(await spent(writer), 'createPost', { text: 42 }, { surface: rest })).slug).toBe('rate-limited');
+      // Within quota, bad input is refused before anything runs.
+      const before = (await tested.room.listPosts(1, undefined)).posts[0]?.id;
+      expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 42 }, { surface: rest })).document).toMatchObject({ code: 'invalid_request', parameter: 'text' });
+      expect((await tested.room.listPosts(1, undefined)).posts[0]?.id).toBe(before);
+    } finally {
+      small.close();
+    }
+  });
+
+  it('asks the scope of the row, or the stricter one a protocol names (listAgents on MCP)', async () => {
+    expect(failed(await core.invoke(await admit(), 'createPost', { text: 'x' }, { surface: rest })).document).toMatchObject({ code: 'no_token', required_scope: 'posts:write' });
+    expect(failed(await core.invoke(await admit(writer), 'getAgent', { agentId: 'a_whoever' }, { surface: rest })).document).toMatchObject({ code: 'scope_required', required_scope: 'agents:read', held_scopes: ['posts:write'] });
+    expect(succeeded(await core.invoke(await admit(), 'listAgents', {}, { surface: rest })).output.object).toBe('list');
+    expect(failed(await core.invoke(await admit(), 'listAgents', {}, { surface: mcp })).document).toMatchObject({ code: 'no_token', required_scope: 'agents:read' });
+    expect(succeeded(await core.invoke(await admit(reader), 'listAgents', {}, { surface: mcp })).output.object).toBe('list');
+  });
+
+  it('runs with the caller from the token, and via the protocol that asked', async () => {
+    for (const surface of [rest, mcp, a2a]) {
+      const { output } = succeeded(await core.invoke(await admit(writer), 'createPost', { text: `from ${surface.protocol}`, agentName: 'impostor' }, { surface }));
+      expect(output).toMatchObject({ agentName: 'writer', text: `from ${surface.protocol}`, via: surface.protocol });
+    }
+  });
+});
+
+describe('idempotency on result objects', () => {
+  it('replays the stored result for the same key and input, on any protocol', async () => {
+    const first = succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'kept once' }, { surface: rest, idempotencyKey: 'k-replay' }));
+    expect(first.replayed).toBe(false);
+    const again = succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'kept once' }, { surface: mcp, idempotencyKey: 'k-replay' }));
+    expect(again).toEqual({ output: first.output, replayed: true });
+  });
+
+  it('refuses the same key with another input (422), and a malformed key (400)', async () => {
+    succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'first input' }, { surface: rest, idempotencyKey: 'k-mismatch' }));
+    const other = failed(await core.invoke(await admit(writer), 'createPost', { text: 'second input' }, { surface: rest, idempotencyKey: 'k-mismatch' }));
+    expect(other).toMatchObject({ slug: 'idempotency-mismatch', status: 422 });
+    expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 'x' }, { surface: mcp, idempotencyKey: 'ключ' })).document).toMatchObject({ parameter: 'idempotency_key' });
+  });
+
+  it('lets one of many concurrent calls with one key run; the others wait (409) or replay', async () => {
+    const admission = await admit(writer);
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => core.invoke(admission, 'createPost', { text: 'raced' }, { surface: rest, idempotencyKey: 'k-race' })));
+    const ran = outcomes.filter((o) => o.ok && !o.replayed);
+    expect(ran).toHaveLength(1);
+    for (const outcome of outcomes) if (!outcome.ok) expect(outcome.problem).toMatchObject({ status: 409, error: { slug: 'idempotency-in-flight' } });
+    const posts = (await tested.room.listPosts(50, undefined)).posts.filter((p) => p.text === 'raced');
+    expect(posts).toHaveLength(1);
+  });
+
+  it('keeps keys apart per token, and frees the key of a call that failed', async () => {
+    const other = await token(['posts:write'], 'other-writer');
+    const mine = succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'same key' }, { surface: rest, idempotencyKey: 'k-shared' }));
+    const theirs = succeeded(await core.invoke(await admit(other), 'createPost', { text: 'same key' }, { surface: rest, idempotencyKey: 'k-shared' }));
+    expect(theirs.replayed).toBe(false);
+    expect(theirs.output.id).not.toBe(mine.output.id);
+    expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 'x'.repeat(501) }, { surface: rest, idempotencyKey: 'k-retry' })).slug).toBe('text-too-long');
+    expect(succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'shorter now' }, { surface: rest, idempotencyKey: 'k-retry' })).replayed).toBe(false);
+  });
+});
+
+describe('failures become problems worded for the protocol that asked', () => {
+  it('names the REST URL, the MCP tool and the A2A method in the same problem', async () => {
+    const remedies = await Promise.all(
+      [rest, mcp, a2a].map(async (surface) => failed(await core.invoke(await admit(reader), 'sendMessage', { to: 'a_x', text: 'hi' }, { surface })).document),
+    );
+    for (const document of remedies) expect(document).toMatchObject({ type: `${urls.siteUrl}/problems/scope-required`, code: 'scope_required', required_scope: 'messages:write' });
+    expect(remedies[0]?.remedy).toContain(`POST ${urls.baseUrl}/messages`);
+    expect(remedies[1]?.remedy).toContain('the tool room_send_message');
+    expect(remedies[2]?.remedy).toContain(`SendMessage to ${urls.apiUrl}/a2a/<agentId>`);
+  });
+
+  it('carries a service problem from gRPC (agent-not-found from messaging) with the fields it sent', async () => {
+    const messenger = await token(['messages:write'], 'messenger');
+    const problem = failed(await core.invoke(await admit(messenger), 'sendMessage', { to: 'a_nobody0000000000', text: 'anyone?' }, { surface: mcp }));
+    expect(problem).toMatchObject({ slug: 'agent-not-found', status: 404, document: { parameter: 'to' } });
+    expect(problem.document.remedy).toBe('List the agents with the tool room_list_agents and use one of their ids as the argument "to".');
+  });
+
+  it('answers an unreachable service as 503 unavailable, never a stack', async () => {
+    const gone = coreOver({ ...backends, room: { ...backends.room, address: '127.0.0.1:9' } }, { perToken: 10, perAddress: 10 });
+    try {
+      const problem = failed(await gone.core.invoke(await gone.core.admit({ address: address() }), 'listPosts', {}, { surface: rest }));
+      expect(problem).toMatchObject({ slug: 'unavailable', status: 503, document: { retry_after: 5 } });
+      expect(JSON.stringify(problem.document)).not.toMatch(/at \w+ \(|node_modules|ECONNREFUSED/);
+    } finally {
+      gone.close();
+    }
+  });
+});

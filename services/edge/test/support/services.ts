@@ -1,0 +1,116 @@
+import { createLogger, freePort, MemoryFeedbackStore, MemoryIdempotencyStore, MemoryQuotaStore, publicUrls, type PublicUrls, type ServiceProcess, startServiceProcess } from '@agentroom/kit';
+import { AuthGateway } from '../../src/gateways/auth.gateway.js';
+import { MessagingGateway } from '../../src/gateways/messaging.gateway.js';
+import { RoomGateway } from '../../src/gateways/room.gateway.js';
+import { Core } from '../../src/operations/core.js';
+import { operationTable } from '../../src/operations/table.js';
+
+export const urls: PublicUrls = publicUrls({ PORT: 8080, SITE_URL: 'http://room.test', API_URL: undefined });
+
+/** The services behind edge, each its own process, reached over real gRPC (and auth's human pages over HTTP). */
+export interface Backends {
+  room: ServiceProcess;
+  messaging: ServiceProcess;
+  auth: ServiceProcess;
+  /** Where auth's human pages listen. */
+  authHttp: string;
+  stop(): Promise<void>;
+}
+
+export async function startBackends(): Promise<Backends> {
+  const env = { SITE_URL: urls.siteUrl, LOG_LEVEL: 'silent' };
+  const room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env });
+  const messaging = await startServiceProcess({ service: 'messaging', addressVariable: 'MESSAGING_GRPC_ADDR', env: { ...env, ROOM_ADDR: room.address } });
+  const httpPort = await freePort();
+  const auth = await startServiceProcess({
+    service: 'auth',
+    addressVariable: 'AUTH_GRPC_ADDR',
+    env: { ...env, ROOM_ADDR: room.address, AUTH_HTTP_PORT: String(httpPort), AUTH_HTTP_HOST: '127.0.0.1', QUOTA_PER_ADDRESS: '100000' },
+  });
+  return {
+    room,
+    messaging,
+    auth,
+    authHttp: `http://127.0.0.1:${httpPort}`,
+    async stop() {
+      await auth.stop();
+      await messaging.stop();
+      await room.stop();
+    },
+  };
+}
+
+export interface CoreUnderTest {
+  core: Core;
+  room: RoomGateway;
+  close(): void;
+}
+
+/** Edge's pipeline over the real services, with the embedded default's stores. */
+export function coreOver(backends: Backends, limits: { perToken: number; perAddress: number }): CoreUnderTest {
+  const room = new RoomGateway(backends.room.address, 2_000);
+  const auth = new AuthGateway(backends.auth.address, 2_000);
+  const messaging = new MessagingGateway(backends.messaging.address, 2_000);
+  const log = createLogger('edge', 'silent');
+  const operations = operationTable({
+    urls,
+    room,
+    auth,
+    messaging,
+    feedback: new MemoryFeedbackStore(),
+    storage: { kind: 'memory', ping: () => Promise.resolve() },
+    version: '0.0.0-test',
+    log,
+  });
+  const core = new Core({
+    operations,
+    authenticate: (token) => auth.authenticate(token),
+    quota: new MemoryQuotaStore(),
+    idempotency: new MemoryIdempotencyStore(),
+    quotaPerToken: limits.perToken,
+    quotaPerAddress: limits.perAddress,
+    log,
+  });
+  return {
+    core,
+    room,
+    close() {
+      room.close();
+      auth.close();
+      messaging.close();
+    },
+  };
+}
+
+function cookieOf(response: Response, name: string): string {
+  const pair = response.headers.getSetCookie().map((line) => line.split(';')[0] ?? '').find((p) => p.startsWith(`${name}=`));
+  if (pair === undefined) throw new Error(`no ${name} cookie from ${response.url}`);
+  return pair;
+}
+
+function fieldOf(html: string, name: string): string {
+  const value = new RegExp(`name="${name}" value="([^"]+)"`).exec(html)?.[1];
+  if (value === undefined) throw new Error(`no ${name} field in the page`);
+  return value;
+}
+
+let humans = 0;
+
+/** A human registers on auth's own pages and approves `userCode` through completeSignup, as their browser would. */
+export async function approveAsHuman(authHttp: string, userCode: string): Promise<void> {
+  const signin = await fetch(`${authHttp}/signin`);
+  const registered = await fetch(`${authHttp}/signin`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(signin, 'ar_form') },
+    body: new URLSearchParams({ csrf: fieldOf(await signin.text(), 'csrf'), next: '/account', action: 'register', name: `Human ${process.pid}-${(humans += 1)}`, password: 'a long enough password' }),
+  });
+  const session = cookieOf(registered, 'ar_session');
+  const csrf = fieldOf(await (await fetch(`${authHttp}/account`, { headers: { cookie: session } })).text(), 'csrf');
+  const completed = await fetch(`${authHttp}/api/agent/signup/complete`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: session, 'x-csrf-token': csrf },
+    body: JSON.stringify({ user_code: userCode }),
+  });
+  if (completed.status !== 200) throw new Error(`completeSignup answered ${completed.status}: ${await completed.text()}`);
+}
