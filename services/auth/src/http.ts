@@ -1,6 +1,6 @@
 import { addressAdmission, createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
 import type { Express } from 'express';
-import type { AuthDomain } from './index.js';
+import type { AuthDomain } from './domain.js';
 import { humanAnswer } from './web/remedies.js';
 import { humanPages } from './web/routes.js';
 

@@ -16,6 +16,7 @@ import {
 import { AttemptLimiter } from './attempt-limiter.js';
 import type { AuthConfig } from './config.js';
 import { DeviceFlows } from './device-flow.js';
+import type { AuthDomain } from './domain.js';
 import { createAuthApp } from './http.js';
 import { Humans } from './humans.js';
 import { RoomGateway } from './room.gateway.js';
@@ -51,13 +52,7 @@ export { RedisAuthStore } from './store-redis.js';
 export type { DeviceFlow, DeviceFlowStatus, Grant, Human, Session, TokenRecord } from './records.js';
 export { formatUserCode, normalizeUserCode, newUserCode, USER_CODE_ALPHABET } from './user-code.js';
 
-/** The domain of a running auth service, for its pages (and tests) to call in-process. */
-export interface AuthDomain {
-  flows: DeviceFlows;
-  tokens: Tokens;
-  humans: Humans;
-  attempts: AttemptLimiter;
-}
+export type { AuthDomain } from './domain.js';
 
 export interface RunningAuth extends AuthDomain {
   /** The gRPC port. */

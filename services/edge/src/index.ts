@@ -33,7 +33,7 @@ export { Core, type Admission, type Outcome } from './operations/core.js';
 export { operationTable, type OperationName, type Operations } from './operations/table.js';
 export { MCP_TOOLS } from './mcp/tools.js';
 export { REST_BINDINGS } from './rest/bindings.js';
-export type * from './operations/schemas.js';
+export type * from './schemas.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 

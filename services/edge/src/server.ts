@@ -10,7 +10,7 @@ import { mcpSurface } from './mcp/tools.js';
 import { oauthRoutes } from './oauth/routes.js';
 import type { Core } from './operations/core.js';
 import type { Surface } from './operations/surface.js';
-import { renderProblem } from './problems/problem.js';
+import { renderProblem } from './operations/problem.js';
 import { admissionOf, restRoutes } from './rest/routes.js';
 import { restSurface } from './rest/surface.js';
 import { roomPage } from './web/room-page.js';

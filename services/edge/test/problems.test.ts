@@ -2,7 +2,7 @@ import { DomainError, PROBLEM_TYPES, type ProblemSlug } from '@agentroom/kit';
 import { describe, expect, it } from 'vitest';
 import { a2aSurface } from '../src/a2a/routes.js';
 import { mcpSurface } from '../src/mcp/tools.js';
-import { renderProblem } from '../src/problems/problem.js';
+import { renderProblem } from '../src/operations/problem.js';
 import { restSurface } from '../src/rest/surface.js';
 import { urls } from './support/services.js';
 

@@ -3,7 +3,7 @@ import { DomainError, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agent
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { AuthDomain } from '../index.js';
+import type { AuthDomain } from '../domain.js';
 import type { Human, Session } from '../records.js';
 import { accountPage, confirmPage, donePage, enterCodePage, signInPage } from './pages.js';
 import { humanRemedy } from './remedies.js';

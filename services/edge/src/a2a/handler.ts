@@ -5,9 +5,9 @@ import { type A2AErrorInfo, ERROR_INFO_TYPE, JsonRpcRequestMalformedError, TaskN
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import { DomainError } from '@agentroom/kit';
 import type { Admission, Core } from '../operations/core.js';
-import type { Agent } from '../operations/schemas.js';
+import type { Agent } from '../schemas.js';
 import type { Surface } from '../operations/surface.js';
-import type { Problem } from '../problems/problem.js';
+import type { Problem } from '../operations/problem.js';
 
 /** Where an A2A message goes: the room (it becomes a post) or one agent (it becomes a direct message). */
 export type A2ATarget = { kind: 'room' } | { kind: 'agent'; agent: Agent };
@@ -158,32 +158,26 @@ export class RoomA2AHandler implements A2ARequestHandler {
   }
 
   getTask(): Promise<Task> {
-    return Promise.reject(new TaskNotFoundError('The room keeps no tasks: every answer is a message.'));
+    return Promise.reject(new TaskNotFoundError(NO_TASKS));
   }
 
   cancelTask(): Promise<Task> {
-    return Promise.reject(new TaskNotFoundError('The room keeps no tasks: every answer is a message.'));
+    return Promise.reject(new TaskNotFoundError(NO_TASKS));
   }
 
-  listTasks(): Promise<never> {
-    return Promise.reject(new UnsupportedOperationError('The room keeps no tasks: every answer is a message.'));
-  }
+  listTasks = unsupported(NO_TASKS);
+  createTaskPushNotificationConfig = unsupported(NO_PUSH);
+  getTaskPushNotificationConfig = unsupported(NO_PUSH);
+  listTaskPushNotificationConfigs = unsupported(NO_PUSH);
+  deleteTaskPushNotificationConfig = unsupported(NO_PUSH);
+}
 
-  createTaskPushNotificationConfig(): Promise<never> {
-    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
-  }
+const NO_TASKS = 'The room keeps no tasks: every answer is a message.';
+const NO_PUSH = 'Push notifications are not supported.';
 
-  getTaskPushNotificationConfig(): Promise<never> {
-    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
-  }
-
-  listTaskPushNotificationConfigs(): Promise<never> {
-    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
-  }
-
-  deleteTaskPushNotificationConfig(): Promise<never> {
-    return Promise.reject(new UnsupportedOperationError('Push notifications are not supported.'));
-  }
+/** A method of A2A the room does not offer: it answers UnsupportedOperation. */
+function unsupported(message: string): () => Promise<never> {
+  return () => Promise.reject(new UnsupportedOperationError(message));
 }
 
 // eslint-disable-next-line require-yield -- a stream that fails before its first event

@@ -9,8 +9,8 @@ import {
   type WatchMessagesResponse__Output,
 } from '@agentroom/proto';
 import type { Via } from '@agentroom/kit';
-import type { Message } from '../operations/schemas.js';
-import { type UpstreamWatch, upstreamWatch } from '../live/upstream.js';
+import type { Message } from '../schemas.js';
+import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
 function toMessage(message: Message__Output): Message {
   return {

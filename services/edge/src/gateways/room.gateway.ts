@@ -12,8 +12,8 @@ import {
   type WatchPostsResponse__Output,
 } from '@agentroom/proto';
 import type { Via } from '@agentroom/kit';
-import type { Agent, Post } from '../operations/schemas.js';
-import { type UpstreamWatch, upstreamWatch } from '../live/upstream.js';
+import type { Agent, Post } from '../schemas.js';
+import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
 function toPost(post: Post__Output): Post {
   return {

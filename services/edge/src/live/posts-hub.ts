@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, unavailable as unavailableProblem } from '@agentroom/kit';
-import type { Post } from '../operations/schemas.js';
+import type { Post } from '../schemas.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
-import type { UpstreamWatch } from './upstream.js';
+import type { UpstreamWatch } from '../gateways/upstream.js';
 
 type Deliver = (post: Post) => void;
 

@@ -2,11 +2,11 @@ import { DomainError } from '@agentroom/kit';
 import { type Request, type Response, Router } from 'express';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { Core } from '../operations/core.js';
-import type { Post } from '../operations/schemas.js';
+import type { Post } from '../schemas.js';
 import { admissionOf } from '../rest/routes.js';
 import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
-import type { UpstreamWatch } from './upstream.js';
+import type { UpstreamWatch } from '../gateways/upstream.js';
 
 export interface LiveDeps {
   hub: PostsHub;

@@ -5,7 +5,7 @@ import { type CallToolResult, CallToolRequestSchema, ErrorCode, ListToolsRequest
 import { type Request, type Response, Router } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
-import type { Problem } from '../problems/problem.js';
+import type { Problem } from '../operations/problem.js';
 import { admissionOf, sendRestProblem } from '../rest/routes.js';
 import type { HostPolicy } from './hosts.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';

@@ -2,7 +2,7 @@ import type { PublicUrls, Scope } from '@agentroom/kit';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';
-import type { Agent, Message, Post } from '../operations/schemas.js';
+import type { Agent, Message, Post } from '../schemas.js';
 import type { Surface } from '../operations/surface.js';
 import type { OperationName, Operations } from '../operations/table.js';
 import { restCall } from '../rest/surface.js';

@@ -3,7 +3,7 @@ import { type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
-import type { Problem } from '../problems/problem.js';
+import type { Problem } from '../operations/problem.js';
 import { admissionOf, sendRestProblem } from '../rest/routes.js';
 
 /** RFC 8628 §3.4's grant type. */

@@ -21,8 +21,8 @@ import {
 } from '@agentroom/kit';
 import type { z } from 'zod';
 import type { Principal } from '../gateways/auth.gateway.js';
-import { type Problem, renderProblem } from '../problems/problem.js';
-import { onlyTakes } from '../problems/remedies.js';
+import { type Problem, renderProblem } from './problem.js';
+import { onlyTakes } from './remedies.js';
 import type { Caller, Operation } from './operation.js';
 import type { Surface } from './surface.js';
 import type { OperationName, Operations } from './table.js';

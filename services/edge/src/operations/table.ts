@@ -19,7 +19,7 @@ import {
   postList,
   scope,
   signupPoll,
-} from './schemas.js';
+} from '../schemas.js';
 
 /** What the operations call: the services behind edge, and edge's own stores. */
 export interface OperationDeps {

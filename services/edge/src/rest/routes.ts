@@ -3,7 +3,7 @@ import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
-import type { Problem } from '../problems/problem.js';
+import type { Problem } from '../operations/problem.js';
 import { REST_BINDINGS, type RestBase, type RestBinding } from './bindings.js';
 
 /** The admission the HTTP contract made for this request (edge's `admit` hook puts it there). */

@@ -3,7 +3,7 @@ import { DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } 
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { Agent, Post } from '../operations/schemas.js';
+import type { Agent, Post } from '../schemas.js';
 import type { AuthGateway, SignedInHuman } from '../gateways/auth.gateway.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 

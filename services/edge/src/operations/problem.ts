@@ -1,6 +1,6 @@
 import { type DomainError, problemDocument, type ProblemDocument, type Scope } from '@agentroom/kit';
-import type { Surface } from '../operations/surface.js';
-import type { OperationName } from '../operations/table.js';
+import type { Surface } from './surface.js';
+import type { OperationName } from './table.js';
 import { remedyFor } from './remedies.js';
 
 /** A failure as every adapter receives it: the error, its problem document worded for the protocol, and its HTTP headers. */

@@ -1,6 +1,6 @@
 import { BODY_LIMIT_BYTES, type DomainError, SCOPES } from '@agentroom/kit';
-import type { Surface } from '../operations/surface.js';
-import type { OperationName } from '../operations/table.js';
+import type { Surface } from './surface.js';
+import type { OperationName } from './table.js';
 
 /** The operations a lost caller most likely meant, for the remedy of an unknown path. */
 const MAIN_OPERATIONS: OperationName[] = ['listPosts', 'createPost', 'listAgents', 'getAgent', 'sendMessage', 'listMessages', 'getHealth', 'startSignup'];
