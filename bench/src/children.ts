@@ -25,11 +25,15 @@ export interface EdgeProcess {
 interface Ready {
   port: number;
   edges?: EdgeProcess[];
+  apiUrl?: string;
 }
 
-/** Tells the parent the child is ready and where it listens (and, for the cluster, its edge processes). */
-export function announcePort(port: number, edges?: EdgeProcess[]): void {
-  const ready: Ready = edges === undefined ? { port } : { port, edges };
+/**
+ * Tells the parent the child is ready and where it listens (and, for the cluster, its edge
+ * processes; for the embedded product, its API_URL).
+ */
+export function announcePort(port: number, extra: { edges?: EdgeProcess[]; apiUrl?: string } = {}): void {
+  const ready: Ready = { port, ...extra };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
 }
 
@@ -56,6 +60,8 @@ export interface ServerChild {
   origin: string;
   /** The cluster's edge processes; empty for other children. */
   edges: EdgeProcess[];
+  /** The product's API_URL (`http://127.0.0.1:<port>/api`), when the child announced it. */
+  apiUrl: string | undefined;
   /** Undefined while it runs; the exit code (or signal) once it has exited. */
   exited(): string | undefined;
   /** SIGTERM, then SIGKILL if it has not exited within a few seconds. Safe to call twice. */
@@ -88,10 +94,11 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => running.delete(child));
 
-  const server = (origin: string, edges: EdgeProcess[]): ServerChild => ({
+  const server = (origin: string, edges: EdgeProcess[], apiUrl: string | undefined): ServerChild => ({
     name,
     origin,
     edges,
+    apiUrl,
     exited: () => exitDescription(child),
     async stop() {
       if (exitDescription(child) !== undefined) return;
@@ -123,7 +130,7 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
         clearTimeout(timer);
         // Our own children write this line; its shape is ours (announcePort).
         const ready = JSON.parse(line) as Ready;
-        resolve(server(`http://127.0.0.1:${ready.port}`, ready.edges ?? []));
+        resolve(server(`http://127.0.0.1:${ready.port}`, ready.edges ?? [], ready.apiUrl));
       } else {
         process.stderr.write(`[${name}] ${line}\n`);
       }

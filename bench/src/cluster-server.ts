@@ -47,4 +47,4 @@ for (;;) {
   }
   await new Promise((resolve) => setTimeout(resolve, 100));
 }
-announcePort(port, edges);
+announcePort(port, { edges });

@@ -1,11 +1,19 @@
-// Child process: the whole product in embedded mode with 1,000 posts in the room; prints {"port":N}.
+// Child process: the whole product in embedded mode with 1,000 posts in the room; prints
+// {"port":N,"apiUrl":"http://127.0.0.1:N/api"}.
+import { freePort } from '@agentroom/kit';
 import { startEmbedded } from '@agentroom/gateway';
 import { announcePort, SEEDED_POSTS, stopOnSignal } from './children.js';
 import { seedRoom } from './seed.js';
 
+// The MCP endpoint accepts only a Host naming the deployment's own address (its DNS-rebinding
+// rule), so the product must know its real port: a free one chosen here, not PORT=0.
+const port = await freePort();
+const siteUrl = `http://127.0.0.1:${port}`;
 const embedded = await startEmbedded({
   ...process.env,
-  PORT: '0',
+  PORT: String(port),
+  SITE_URL: siteUrl,
+  API_URL: `${siteUrl}/api`,
   LOG_LEVEL: 'warn',
   // The load comes from one address; the default daily quota would turn it into 429s.
   QUOTA_PER_ADDRESS: '1000000000',
@@ -15,4 +23,4 @@ const embedded = await startEmbedded({
 });
 stopOnSignal(() => embedded.stop());
 await seedRoom(embedded.roomPort, SEEDED_POSTS);
-announcePort(embedded.port);
+announcePort(embedded.port, { apiUrl: embedded.urls.apiUrl });

@@ -1,5 +1,7 @@
 // `npm run bench`: each scenario measures a route of Agent Room against a bare node:http server
-// answering the same bytes, with the same autocannon load, and prints both and their ratio.
+// answering the same bytes, with the same autocannon load, and prints both and their ratio. A
+// scenario may also measure companions: other routes of the same product answering the same
+// question (listPosts as the MCP tool room_read_posts), compared with its subject.
 import { arch, availableParallelism, cpus, platform, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import { approvedToken } from './human.js';
@@ -20,6 +22,8 @@ interface LoadTarget {
   body?: string;
   /** Each request carries its own Idempotency-Key, so none is a replay. */
   uniqueIdempotencyKey?: boolean;
+  /** A check of every response body (a 200 can still carry an error, as JSON-RPC does); failures count as mismatches. */
+  expectBody?: { check(body: string): boolean; description: string };
 }
 
 /** One response, byte for byte, as the bare server must replay it. */
@@ -38,12 +42,24 @@ interface Context {
   startCluster(): Promise<ServerChild>;
 }
 
-/** What a scenario loads: the product (subject) and a bare server (baseline). */
+/** Another route of the same product, measured in the same run and compared with the subject's req/s. */
+interface Companion {
+  target: LoadTarget;
+  /** Its name in the ratio line. */
+  name: string;
+  /** The share of the subject's req/s it should reach. */
+  targetRatio: number;
+  /** What its response is, for the reader: size and content type. */
+  note: string;
+}
+
+/** What a scenario loads: the product (subject) and a bare server (baseline), and any companions. */
 interface Prepared {
   subject: LoadTarget;
   baseline: LoadTarget;
   /** What the response is, for the reader: size and content type. */
   note: string;
+  companions?: Companion[];
 }
 
 /** A route to measure against a bare server that sends the same bytes. */
@@ -65,6 +81,11 @@ interface Scenario {
 
 const LIST_POSTS_PATH = '/api/v1/posts?limit=20';
 
+/** The MCP protocol version the bench asks for in initialize; it then sends the one the server answers. */
+const MCP_PROTOCOL_VERSION = '2025-06-18';
+/** The share of REST listPosts' req/s that MCP room_read_posts should reach. */
+const MCP_TARGET_RATIO = 0.5;
+
 const listPosts: Scenario = {
   key: 'list',
   mode: 'embedded',
@@ -78,14 +99,75 @@ const listPosts: Scenario = {
     const page = JSON.parse(response.body.toString('utf8')) as { data?: unknown };
     const count = Array.isArray(page.data) ? page.data.length : -1;
     if (count !== 20) throw new Error(`GET ${url} answered ${count} posts, expected 20`);
+    const mcp = await mcpReadPosts(embedded, postIds(page.data));
     const bare = await startBare('bare-posts', response);
     return {
       subject: { label: 'listPosts (embedded)', url },
       baseline: { label: 'bare node:http, same bytes', url: `${bare.origin}${LIST_POSTS_PATH}` },
       note: `${integer(response.body.length)} bytes, ${response.contentType}`,
+      companions: [mcp],
     };
   },
 };
+
+function postIds(data: unknown): string[] {
+  return Array.isArray(data) ? data.map((post) => String((post as { id?: unknown }).id)) : [];
+}
+
+/**
+ * The same page of posts over MCP: a stateless tools/call of room_read_posts (limit 20) POSTed to
+ * `{api_url}/mcp`, each request on its own (no initialize before it, as any stateless client may).
+ * Checked once here to answer the posts REST answered, and during the load on every response.
+ */
+async function mcpReadPosts(embedded: ServerChild, restIds: string[]): Promise<Companion> {
+  if (embedded.apiUrl === undefined) throw new Error('the embedded server did not announce its API_URL');
+  const url = `${embedded.apiUrl}/mcp`;
+  const rpc = async (body: string, headers: Record<string, string> = {}): Promise<{ response: CapturedResponse; json: McpAnswer }> => {
+    const response = await capture(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+    const text = response.body.toString('utf8');
+    if (response.status !== 200) throw new Error(`POST ${url} answered ${response.status}: ${text.slice(0, 500)}`);
+    return { response, json: JSON.parse(text) as McpAnswer };
+  };
+
+  // Only to learn the protocol version the server speaks; the measured requests do not initialize.
+  const init = await rpc(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'agent-room-bench', version: '0.1.0' } } }));
+  const version = init.json.result?.protocolVersion;
+  if (typeof version !== 'string') throw new Error(`POST ${url} initialize answered no protocolVersion: ${JSON.stringify(init.json).slice(0, 500)}`);
+
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': version };
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'room_read_posts', arguments: { limit: 20 } } });
+  const { response, json } = await rpc(body, { 'mcp-protocol-version': version });
+  const result = json.result;
+  if (json.error !== undefined || result === undefined || result.isError === true || result.structuredContent?.object !== 'list') {
+    throw new Error(`POST ${url} tools/call room_read_posts did not answer a list: ${response.body.toString('utf8').slice(0, 500)}`);
+  }
+  const ids = postIds(result.structuredContent.data);
+  if (ids.length !== 20 || ids.join() !== restIds.join()) throw new Error(`POST ${url} room_read_posts answered ${ids.length} posts, not the 20 GET ${LIST_POSTS_PATH} answered`);
+
+  return {
+    target: {
+      label: 'MCP room_read_posts (embedded)',
+      url,
+      method: 'POST',
+      headers,
+      body,
+      // A failed JSON-RPC call is still a 200: check each answer is the tool's list, not an error.
+      expectBody: {
+        check: (text) => text.includes('"structuredContent":{"object":"list"') && !text.includes('"isError":true') && !text.includes('"error":{'),
+        description: 'not a room_read_posts result with structuredContent.object "list"',
+      },
+    },
+    name: 'MCP room_read_posts/listPosts',
+    targetRatio: MCP_TARGET_RATIO,
+    note: `tools/call room_read_posts {"limit":20} POSTed to ${url} (no initialize first, Mcp-Protocol-Version ${version}); answer ${integer(response.body.length)} bytes, ${response.status}, ${response.contentType}`,
+  };
+}
+
+/** The parts of a JSON-RPC answer the bench looks at. */
+interface McpAnswer {
+  result?: { protocolVersion?: unknown; isError?: unknown; structuredContent?: { object?: unknown; data?: unknown } };
+  error?: unknown;
+}
 
 const CREATE_POST_PATH = '/api/v1/posts';
 
@@ -147,6 +229,7 @@ async function capture(url: string, init?: RequestInit): Promise<CapturedRespons
 let keys = 0;
 
 function cannon(target: LoadTarget, seconds: number, overallRate?: number): Promise<autocannon.Result> {
+  const expected = target.expectBody;
   return autocannon({
     url: target.url,
     method: target.method ?? 'GET',
@@ -156,6 +239,8 @@ function cannon(target: LoadTarget, seconds: number, overallRate?: number): Prom
     pipelining: LOAD.pipelining,
     duration: seconds,
     ...(overallRate === undefined ? {} : { overallRate }),
+    // autocannon gathers each response body as a string.
+    ...(expected ? { verifyBody: (body: string | Buffer | undefined) => expected.check(String(body ?? '')) } : {}),
     ...(target.uniqueIdempotencyKey
       ? { requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${process.pid}-${(keys += 1)}` } }) }] }
       : {}),
@@ -170,8 +255,9 @@ async function measure(target: LoadTarget): Promise<autocannon.Result> {
 }
 
 /** What makes a run's figures untrustworthy, in words; empty when the run was clean. */
-function problemsOf(label: string, result: autocannon.Result): string[] {
+function problemsOf(target: LoadTarget, result: autocannon.Result, label = target.label): string[] {
   const problems: string[] = [];
+  if (target.expectBody && result.mismatches > 0) problems.push(`${label}: ${result.mismatches} responses ${target.expectBody.description}`);
   if (result.non2xx > 0) {
     const codes = Object.entries(result.statusCodeStats ?? {})
       .filter(([code]) => !code.startsWith('2'))
@@ -209,7 +295,7 @@ function printMachine(): void {
   );
 }
 
-function printScenario(scenario: Scenario, prepared: Prepared, subject: autocannon.Result, baseline: autocannon.Result, halfRate?: autocannon.Result): void {
+function printScenario(scenario: Scenario, prepared: Prepared, subject: autocannon.Result, baseline: autocannon.Result, companions: autocannon.Result[], halfRate?: autocannon.Result): void {
   const row = (label: string, r: autocannon.Result): string[] => [label, integer(r.requests.average), ms(r.latency.p50), ms(r.latency.p99), String(r.non2xx), String(r.errors)];
   const ratio = subject.requests.average / baseline.requests.average;
   const met = ratio >= scenario.targetRatio;
@@ -217,9 +303,15 @@ function printScenario(scenario: Scenario, prepared: Prepared, subject: autocann
   console.log(scenario.title);
   console.log(`  response: ${prepared.note}`);
   const header = ['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors'];
-  console.log(table([header, row(prepared.subject.label, subject), row(prepared.baseline.label, baseline)]).replace(/^/gm, '  '));
+  const companionRows = (prepared.companions ?? []).map((companion, i) => row(companion.target.label, companions[i]!));
+  console.log(table([header, row(prepared.subject.label, subject), ...companionRows, row(prepared.baseline.label, baseline)]).replace(/^/gm, '  '));
   const verdict = scenario.targetRatio === 0 ? 'no target' : `target >= ${scenario.targetRatio * 100} %: ${met ? 'MET' : 'NOT MET'}`;
   console.log(`  ratio ${scenario.subjectName}/bare: ${(ratio * 100).toFixed(1)} % of req/s — ${verdict}`);
+  (prepared.companions ?? []).forEach((companion, i) => {
+    const share = companions[i]!.requests.average / subject.requests.average;
+    console.log(`  ${companion.target.label}: ${companion.note}`);
+    console.log(`  ratio ${companion.name}: ${(share * 100).toFixed(1)} % of req/s — target >= ${companion.targetRatio * 100} % of ${scenario.subjectName}: ${share >= companion.targetRatio ? 'MET' : 'NOT MET'}`);
+  });
   if (halfRate) {
     const rate = Math.round(subject.requests.average / 2);
     console.log(`  at half that rate (${integer(rate)} req/s offered): ${integer(halfRate.requests.average)} req/s, p50 ${ms(halfRate.latency.p50)} ms, p99 ${ms(halfRate.latency.p99)} ms — target p99 <= 20 ms: ${halfRate.latency.p99 <= 20 ? 'MET' : 'NOT MET'}`);
@@ -306,15 +398,19 @@ async function main(children: ServerChild[], keys: Set<Key>): Promise<string[]> 
     process.stderr.write(`\n${scenario.title}\n`);
     const prepared = await scenario.prepare(context);
     const subject = await measure(prepared.subject);
+    // Companions right after the subject: the same product process, data and load.
+    const companions: autocannon.Result[] = [];
+    for (const companion of prepared.companions ?? []) companions.push(await measure(companion.target));
     const baseline = await measure(prepared.baseline);
     const halfRate = scenario.halfRateP99 ? await cannon(prepared.subject, LOAD.measureSeconds, Math.max(1, Math.round(subject.requests.average / 2))) : undefined;
-    problems.push(...problemsOf(prepared.subject.label, subject), ...problemsOf(prepared.baseline.label, baseline));
-    if (halfRate) problems.push(...problemsOf(`${prepared.subject.label} at half rate`, halfRate));
+    problems.push(...problemsOf(prepared.subject, subject), ...problemsOf(prepared.baseline, baseline));
+    (prepared.companions ?? []).forEach((companion, i) => problems.push(...problemsOf(companion.target, companions[i]!)));
+    if (halfRate) problems.push(...problemsOf(prepared.subject, halfRate, `${prepared.subject.label} at half rate`));
     for (const child of children) {
       const exited = child.exited();
       if (exited !== undefined) problems.push(`${child.name} exited during the run (${exited})`);
     }
-    printScenario(scenario, prepared, subject, baseline, halfRate);
+    printScenario(scenario, prepared, subject, baseline, companions, halfRate);
   }
 
   if (keys.has('sse')) {
