@@ -99,6 +99,8 @@ describe('a human approves an agent in a real browser', () => {
     const row = page.getByRole('row').filter({ hasText: 'short-lived' });
     expect(await row.textContent()).toContain('posts:write');
     await row.getByRole('button', { name: /Revoke/ }).click();
+    // Revoking asks first; only the confirmation revokes.
+    await page.getByRole('button', { name: 'Revoke', exact: true }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Revoked');
     const refused = await post(app, token, { text: 'not any more' });
     expect(refused.status).toBe(401);

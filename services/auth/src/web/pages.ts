@@ -30,14 +30,28 @@ function page(layout: Layout, body: string): string {
 <title>${e(layout.title)} · Agent Room</title>
 <style>
 body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:0 auto;padding:1rem;color:#1b1b1b}
+h1,h2,p,li,nav,table.agents td:first-child{overflow-wrap:anywhere}
 header{display:flex;justify-content:space-between;flex-wrap:wrap;gap:.5rem;border-bottom:1px solid #ddd;padding-bottom:.5rem}
 header a.home{font-weight:700;color:inherit;text-decoration:none}
 label{display:block;margin:.6rem 0 .2rem}input[type=text],input[type=password]{font:inherit;padding:.4rem;width:100%;max-width:20rem;box-sizing:border-box}
-button{font:inherit;padding:.4rem .9rem;margin:.6rem .4rem 0 0;cursor:pointer}
+button,a.button{font:inherit;line-height:1.25;padding:.4rem .9rem;margin:.6rem .4rem 0 0;border:1px solid #767676;border-radius:3px;background:#f3f3f3;color:inherit;cursor:pointer}
+a.button{display:inline-block;text-decoration:none}
 button.link{background:none;border:none;padding:0;margin:0;color:#0645ad;text-decoration:underline}
-.inline{display:inline}.error{color:#a40000;font-weight:600}.ok{color:#05620b;font-weight:600}
+.inline{display:inline}.error{color:#a40000;font-weight:600}.ok{color:#05620b;font-weight:600}.id{color:#555}
 .code{font:700 1.4rem ui-monospace,monospace;letter-spacing:.1em}
 ul.scopes li{margin:.3rem 0}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #eee;vertical-align:top}
+td.action button{margin:0}table.agents th,table.agents td[data-label],table.agents td.scopes span{white-space:nowrap}
+.visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;border:0;overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap}
+@media (max-width:36rem){
+h1{font-size:1.6rem}
+table.agents,table.agents tbody,table.agents tr,table.agents td{display:block}
+table.agents thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%)}
+table.agents tr{border-bottom:1px solid #ddd;padding:.6rem 0}
+table.agents td{border:none;padding:.1rem 0}
+table.agents td[data-label]{white-space:normal}table.agents td[data-label]::before{content:attr(data-label) ": ";font-weight:600}
+table.agents td.scopes br{display:none}table.agents td.scopes span:not(:last-of-type)::after{content:","}
+table.agents td.action button{margin-top:.4rem}
+}
 :focus-visible{outline:3px solid #1a73e8;outline-offset:2px}
 </style>
 </head>
@@ -185,10 +199,12 @@ export interface AccountView extends Layout {
 
 export function accountPage(view: AccountView): string {
   const e = escapeHtml;
+  // A table on wide screens; under 36rem each agent is a block of its own, labelled (see the style).
+  // The explicit roles keep the table's semantics when the style changes its display.
   const rows = view.rows
     .map(
-      (row) => `<tr><td><strong>${e(row.agentName)}</strong><br><small>${e(row.agentId)}</small></td><td>${row.scopes.map(e).join('<br>')}</td><td>${e(row.approvedAt.slice(0, 10))}</td><td>${e(row.expiresAt.slice(0, 10))}</td>
-<td><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}<button type="submit" aria-label="Revoke the token of ${e(row.agentName)}">Revoke</button></form></td></tr>`,
+      (row) => `<tr role="row"><td role="cell"><strong>${e(row.agentName)}</strong><br><small class="id">${e(row.agentId)}</small></td><td role="cell" class="scopes" data-label="Scopes">${row.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(row.approvedAt.slice(0, 10))}</td><td role="cell" data-label="Expires">${e(row.expiresAt.slice(0, 10))}</td>
+<td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}<button type="submit" aria-label="Revoke the token of ${e(row.agentName)}">Revoke</button></form></td></tr>`,
     )
     .join('\n');
   return page(
@@ -198,9 +214,35 @@ ${message('ok', view.notice)}
 ${
   view.rows.length === 0
     ? '<p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you.</p>'
-    : `<table><thead><tr><th scope="col">Agent</th><th scope="col">Scopes</th><th scope="col">Approved</th><th scope="col">Expires</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead><tbody>
+    : `<table class="agents" role="table"><caption class="visually-hidden">The agents you approved, with what each may do</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Agent</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved</th><th scope="col" role="columnheader">Expires</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
 ${rows}
 </tbody></table>`
 }`,
+  );
+}
+
+export interface RevokeView extends Layout {
+  csrf: string;
+  human: string;
+  row: AccountRow;
+}
+
+/**
+ * The question before a revocation, so one stray click does not cut an agent off: it works without
+ * JavaScript, since "Revoke" posts the same form again with `confirm=yes` and "Keep it" goes back.
+ */
+export function revokePage(view: RevokeView): string {
+  const e = escapeHtml;
+  const { row } = view;
+  return page(
+    { ...view, title: `Revoke ${row.agentName}?` },
+    `<h1 id="revoke-heading">Revoke ${e(row.agentName)}?</h1>
+<p>It stops working at once. Its token is refused on its next call, over REST, MCP and A2A alike; to let it back in, approve it again when it asks.</p>
+<p><small class="id">Agent id ${e(row.agentId)} · approved on ${e(row.approvedAt.slice(0, 10))} · ${row.scopes.map(e).join(', ')}</small></p>
+<form method="post" action="${e(view.siteUrl)}/account/revoke" aria-labelledby="revoke-heading">
+${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}${hidden('confirm', 'yes')}
+<button type="submit">Revoke</button>
+<a class="button" href="${e(view.siteUrl)}/account">Keep it</a>
+</form>`,
   );
 }

@@ -4,8 +4,8 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { AuthDomain } from '../domain.js';
-import type { Human, Session } from '../records.js';
-import { accountPage, confirmPage, donePage, enterCodePage, signInPage } from './pages.js';
+import type { Human, Session, TokenRecord } from '../records.js';
+import { type AccountRow, accountPage, confirmPage, donePage, enterCodePage, revokePage, signInPage } from './pages.js';
 import { humanRemedy } from './remedies.js';
 
 const FORM_COOKIE = 'ar_form';
@@ -27,14 +27,26 @@ function field(body: unknown, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** A token as /account and the revoke question show it. */
+function accountRow(token: TokenRecord): AccountRow {
+  return {
+    tokenId: token.id,
+    agentId: token.agentId,
+    agentName: token.agentName,
+    scopes: token.scopes,
+    approvedAt: new Date(token.createdAt).toISOString(),
+    expiresAt: new Date(token.expiresAt).toISOString(),
+  };
+}
+
 function csrfRefused(): DomainError {
   return new DomainError('csrf-invalid', { detail: 'The form is missing its CSRF token, or it is stale.' });
 }
 
 /**
- * The pages humans use (CONTRACT §5): sign in or register, approve or decline an agent's device
+ * The pages humans use (docs/decisions.md §5): sign in or register, approve or decline an agent's device
  * flow, see and revoke the agents they approved. Sessions live in the store; the cookie is
- * HttpOnly, SameSite=Lax, Secure outside localhost; every form POST carries a CSRF token.
+ * HttpOnly, SameSite=Lax, Secure when the site is served over https; every form POST carries a CSRF token.
  */
 export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions): { site: Router; api: Router } {
   const site = Router();
@@ -175,14 +187,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
       return;
     }
-    const rows = (await domain.tokens.liveOfHuman(who.human.id)).map((token) => ({
-      tokenId: token.id,
-      agentId: token.agentId,
-      agentName: token.agentName,
-      scopes: token.scopes,
-      approvedAt: new Date(token.createdAt).toISOString(),
-      expiresAt: new Date(token.expiresAt).toISOString(),
-    }));
+    const rows = (await domain.tokens.liveOfHuman(who.human.id)).map(accountRow);
     const notice = req.query.revoked === '1' ? 'Revoked. That token no longer works.' : undefined;
     html(res, 200, accountPage({ title: 'Your agents', ...layout(who), csrf: who.session.csrf, human: who.human.name, rows, ...(notice ? { notice } : {}) }));
   });
@@ -193,14 +198,23 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
       return;
     }
+    // Both steps carry the session's CSRF token: the question and the confirmed revocation.
     if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused();
-    await domain.tokens.revokeForHuman(who.human.id, field(req.body, 'token_id'));
+    const tokenId = field(req.body, 'token_id');
+    if (field(req.body, 'confirm') !== 'yes') {
+      // First the question, naming the agent; only a POST with confirm=yes revokes.
+      const token = tokenId === '' ? undefined : (await domain.tokens.liveOfHuman(who.human.id)).find((t) => t.id === tokenId);
+      if (!token) throw new DomainError('not-found', { detail: 'You approved no live token with this id.', fields: { parameter: 'token_id' } });
+      html(res, 200, revokePage({ title: 'Revoke', ...layout(who), csrf: who.session.csrf, human: who.human.name, row: accountRow(token) }));
+      return;
+    }
+    await domain.tokens.revokeForHuman(who.human.id, tokenId);
     res.redirect(303, `${sitePath}/account?revoked=1`);
   });
 
   const completeBody = z.object({ user_code: z.string().min(1).max(40), human_label: z.string().max(200).optional() });
 
-  // The specification's completeSignup, for a signed-in human's browser (CONTRACT §3, §11).
+  // completeSignup, for a signed-in human's browser (docs/decisions.md §3, §11).
   api.post('/agent/signup/complete', async (req, res) => {
     if (req.headers.authorization !== undefined) {
       throw new DomainError('agent-cannot-approve', { detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.' });
@@ -217,7 +231,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     await domain.attempts.guard(clientKeys(req, who));
     try {
       const view = await domain.flows.approve(body.data.user_code, who.human);
-      // The label is always the signed-in human's display name (CONTRACT §5), whatever human_label says.
+      // The label is always the signed-in human's display name (docs/decisions.md §5), whatever human_label says.
       res.json({ status: 'approved', agent_name: view.agentName, human: who.human.name });
     } catch (error) {
       if (error instanceof DomainError && error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
