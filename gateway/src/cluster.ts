@@ -1,18 +1,23 @@
 // `npm run cluster`: every service as its own process, Redis required, the router in front.
 // The topology of a Kubernetes deployment, on one machine.
+import './node-version.js';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
+  assertPortFree,
   createLogger,
+  exitOnStartupFailure,
   freePort,
   HealthChecker,
   loadConfigOrExit,
   type LocalRedis,
   logEnv,
+  openRedis,
   port,
   publicUrls,
   publicUrlsEnv,
   startRedisServer,
+  startupProblem,
   storageEnv,
 } from '@agentroom/kit';
 import { z } from 'zod';
@@ -27,7 +32,7 @@ const clusterEnv = z.object({
 });
 
 const config = loadConfigOrExit(clusterEnv, 'cluster');
-const log = createLogger('cluster', config.LOG_LEVEL);
+const log = createLogger('cluster', config.LOG_LEVEL, config.LOG_FORMAT);
 const urls = publicUrls(config);
 const children: { name: string; child: ChildProcess }[] = [];
 let redis: LocalRedis | undefined;
@@ -40,12 +45,13 @@ function entry(pkg: string, file: string): string {
 /** Where each process serves Prometheus `/metrics` (METRICS_PORT), by process name. */
 const metrics: Record<string, string> = {};
 
-async function launch(name: string, script: string, env: Record<string, string>): Promise<ChildProcess> {
+/** Starts one process; with `ipc`, it has a channel to tell us it listens (the router). */
+async function launch(name: string, script: string, env: Record<string, string>, ipc = false): Promise<ChildProcess> {
   const metricsPort = await freePort();
   metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
   const child = spawn(process.execPath, ['--enable-source-maps', script], {
     env: { ...process.env, METRICS_PORT: String(metricsPort), ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ipc ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'],
   });
   children.push({ name, child });
   child.once('exit', (code, signal) => {
@@ -74,7 +80,23 @@ async function httpAnswers(url: string): Promise<boolean> {
   }
 }
 
-async function stop(code: number): Promise<void> {
+/** Resolves when the child says it listens; fails if it exits first (it has said why on its own). */
+async function listening(name: string, child: ChildProcess, timeoutMs = 20_000): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} was not listening within ${timeoutMs / 1000} s`)), timeoutMs);
+    child.once('message', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited before listening`));
+    });
+  });
+}
+
+/** Stops every process started so far; `failure`, when given, is the last line printed (on stderr). */
+async function stop(code: number, failure?: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   // Front to back: the router stops taking requests first, storage goes last.
@@ -86,12 +108,22 @@ async function stop(code: number): Promise<void> {
     }
   }
   await redis?.stop();
-  log.info('cluster stopped');
+  if (failure === undefined) log.info('cluster stopped');
+  else process.stderr.write(`${failure}\n`);
   process.exit(code);
 }
 
 process.on('SIGTERM', () => void stop(0));
 process.on('SIGINT', () => void stop(0));
+
+// What a person can fix is found before anything starts, and said in one line: a busy PORT, a
+// Redis at REDIS_URL that does not answer or refuses us.
+try {
+  await assertPortFree(config.PORT);
+  if (config.REDIS_URL !== undefined) await (await openRedis(config.REDIS_URL, 'cluster')).quit();
+} catch (error) {
+  exitOnStartupFailure('cluster', error, log, { ports: { PORT: config.PORT } });
+}
 
 try {
   let redisUrl = config.REDIS_URL;
@@ -130,15 +162,17 @@ try {
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
 
-  await launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` });
+  const router = await launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` }, true);
   const routerUrl = `http://127.0.0.1:${config.PORT}`;
-  await waitFor('router', () => httpAnswers(routerUrl));
+  // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
+  await listening('router', router);
 
   log.info(
     { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl, metrics },
     `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and the router, on Redis`,
   );
 } catch (error) {
-  log.fatal({ err: error }, `cluster could not start: ${(error as Error).message}`);
-  await stop(1);
+  const problem = startupProblem(error, { ports: { PORT: config.PORT } });
+  if (problem === undefined) log.fatal({ err: error }, `cluster could not start: ${(error as Error).message}`);
+  await stop(1, problem === undefined ? undefined : `cluster could not start: ${problem}`);
 }

@@ -1,4 +1,4 @@
-import { logEnv, metricsEnv, publicUrlsEnv, shutdownEnv } from '@agentroom/kit';
+import { logEnv, metricsEnv, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The router's own environment, when it runs as its own process. */
@@ -30,5 +30,5 @@ export const routerEnv = z.object({
   ...shutdownEnv.shape,
 });
 
-/** `npm start`: everything in one process. */
-export const embeddedEnv = z.object({ ...publicUrlsEnv.shape, ...logEnv.shape, ...metricsEnv.shape, ...shutdownEnv.shape });
+/** `npm start`: everything in one process (storage is checked here too, so a bad REDIS_URL is told before anything starts). */
+export const embeddedEnv = z.object({ ...publicUrlsEnv.shape, ...storageEnv.shape, ...logEnv.shape, ...metricsEnv.shape, ...shutdownEnv.shape });

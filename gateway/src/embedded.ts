@@ -28,16 +28,16 @@ export interface Embedded {
  */
 export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: Logger): Promise<Embedded> {
   const config = loadConfig(embeddedEnv, env);
-  const logger = log ?? createLogger('gateway', config.LOG_LEVEL);
-  const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), createLogger('room', config.LOG_LEVEL));
+  const logger = log ?? createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
+  const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT));
   const messaging = await startMessaging(
     loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }),
-    createLogger('messaging', config.LOG_LEVEL),
+    createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT),
   );
-  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), { listen: false, log: createLogger('auth', config.LOG_LEVEL) });
+  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), { listen: false, log: createLogger('auth', config.LOG_LEVEL, config.LOG_FORMAT) });
   const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }), {
     listen: false,
-    log: createLogger('edge', config.LOG_LEVEL),
+    log: createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT),
   });
   const urls = publicUrls(config);
   const router = await startRouter({

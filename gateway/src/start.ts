@@ -1,11 +1,15 @@
 // `npm start`: the room at http://localhost:8080 with no setup.
-import { closeHttpServer, createLogger, exitOnSignal, loadConfigOrExit, startMetricsServer } from '@agentroom/kit';
+import './node-version.js';
+import { assertPortFree, closeHttpServer, createLogger, exitOnSignal, exitOnStartupFailure, loadConfigOrExit, startMetricsServer } from '@agentroom/kit';
 import { embeddedEnv } from './config.js';
 import { startEmbedded } from './embedded.js';
 
-const config = loadConfigOrExit(embeddedEnv, 'agent-room');
-const log = createLogger('gateway', config.LOG_LEVEL);
+const config = loadConfigOrExit(embeddedEnv, 'Agent Room');
+const log = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
+const ports = { PORT: config.PORT, METRICS_PORT: config.METRICS_PORT };
 try {
+  // A busy PORT fails here, before any service has started or logged.
+  await assertPortFree(config.PORT);
   const running = await startEmbedded(process.env, log);
   const metrics = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(config.METRICS_PORT);
   log.info(
@@ -19,6 +23,6 @@ try {
     if (metrics) await closeHttpServer(metrics.server, 1_000);
   });
 } catch (error) {
-  log.fatal({ err: error }, `Agent Room could not start: ${(error as Error).message}`);
-  process.exit(1);
+  // Port in use, Redis unreachable or refusing: one line that says what to do, exit 1. A bug keeps its stack.
+  exitOnStartupFailure('Agent Room', error, log, { ports });
 }

@@ -75,7 +75,7 @@ export interface StartOptions {
 
 /** Starts the auth service: storage, the room client, the gRPC server, and the human pages. */
 export async function start(config: AuthConfig, options: StartOptions = {}): Promise<RunningAuth> {
-  const log = options.log ?? createLogger('auth', config.LOG_LEVEL);
+  const log = options.log ?? createLogger('auth', config.LOG_LEVEL, config.LOG_FORMAT);
   const clock = options.clock ?? systemClock;
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'auth', log);
   const store: AuthStore = redis ? new RedisAuthStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryAuthStore(clock);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { defaultLogFormat, LOG_FORMATS } from './log.js';
 
 /** Raised at boot when the environment does not fit the schema; the message names every bad variable. */
 export class ConfigError extends Error {
@@ -15,9 +16,23 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
   const lines = parsed.error.issues.map((issue) => {
     const name = issue.path.join('.') || '(environment)';
     const value = typeof issue.path[0] === 'string' ? env[issue.path[0]] : undefined;
-    return `  ${name}${value === undefined ? '' : `=${JSON.stringify(value)}`}: ${issue.message}`;
+    return `${name}${value === undefined ? '' : `=${JSON.stringify(withoutPassword(value))}`}: ${issue.message}`;
   });
-  throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  // One bad variable, one line; several, one line each.
+  throw new ConfigError(lines.length === 1 ? `invalid configuration: ${lines[0]}` : `invalid configuration:\n${lines.map((line) => `  ${line}`).join('\n')}`);
+}
+
+/** A URL's password is never printed back (a REDIS_URL may carry one). */
+export function withoutPassword(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.password === '') return value;
+    url.password = '***';
+    return url.href;
+  } catch {
+    // Not a URL to the parser (a bad port…), yet it may still hold `scheme://user:password@`.
+    return value.replace(/^([a-z][a-z\d+.-]*:\/\/[^:@/]*:).*@/i, '$1***@');
+  }
 }
 
 const absoluteUrl = z
@@ -31,7 +46,7 @@ export const port = z.coerce.number().int().min(0).max(65535);
 export const address = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 
 /**
- * The addresses every part of the product derives its URLs from (CONTRACT §1).
+ * The addresses every part of the product derives its URLs from (docs/decisions.md §1).
  * `SITE_URL` defaults to the local port; `API_URL` to `{site_url}/api`.
  */
 export const publicUrlsEnv = z.object({
@@ -54,15 +69,34 @@ export function publicUrls(env: z.output<typeof publicUrlsEnv>): PublicUrls {
 
 export const logEnv = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `json` for machines, `pretty` (a readable line each) for people; pretty when stdout is a terminal. */
+  LOG_FORMAT: z.enum(LOG_FORMATS).default(() => defaultLogFormat()),
 });
+
+const REDIS_URL_HINT = 'use one like redis://127.0.0.1:6379 or rediss://:password@host:6380/0, or unset REDIS_URL for in-memory storage';
+
+/** A Redis URL ioredis will connect to as written: scheme, a host, a numeric port, at most a database number. */
+const redisUrl = z.string().superRefine((value, context) => {
+  const problem = redisUrlProblem(value);
+  if (problem !== undefined) context.addIssue({ code: 'custom', message: `${problem}: ${REDIS_URL_HINT}` });
+});
+
+function redisUrlProblem(value: string): string | undefined {
+  if (!/^rediss?:\/\//.test(value)) return 'must start with redis:// or rediss://';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not a valid URL (is the port a number? are special characters of the password %-encoded?)';
+  }
+  if (url.hostname === '') return 'names no host';
+  if (!/^\/?(\d+)?$/.test(url.pathname)) return `has path ${JSON.stringify(url.pathname)}: only a database number may follow the host`;
+  return undefined;
+}
 
 /** Storage: Redis when `REDIS_URL` is set, the in-memory embedded default otherwise. */
 export const storageEnv = z.object({
-  REDIS_URL: z
-    .string()
-    .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
-    .optional()
-    .or(z.literal('').transform(() => undefined)),
+  REDIS_URL: redisUrl.optional().or(z.literal('').transform(() => undefined)),
   /** First segment of every key, so several deployments (or test runs) can share one Redis. */
   REDIS_KEY_PREFIX: z
     .string()

@@ -5,6 +5,7 @@ export * from './metrics.js';
 export * from './problems.js';
 export * from './text.js';
 export * from './lifecycle.js';
+export * from './startup.js';
 export * from './grpc/status.js';
 export * from './grpc/server.js';
 export * from './grpc/client.js';

@@ -1,13 +1,55 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 import { currentContext } from './context.js';
 
 export type { Logger } from 'pino';
 
+/** `json`: one JSON object per line, for machines. `pretty`: one readable line, for people. */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** Pretty when a person watches stdout (a terminal), JSON when a program reads it (a pipe, a file). */
+export function defaultLogFormat(): LogFormat {
+  return process.stdout.isTTY === true ? 'pretty' : 'json';
+}
+
+let prettyStdout: DestinationStream | undefined;
+
 /**
- * JSON logs to stdout with `service` on every line and the current `requestId` when there is one.
+ * pino-pretty rendering in this thread and writing at once (stdout is synchronous on Linux for
+ * terminals and pipes), so a line logged just before `process.exit` is never lost and every
+ * logger of the process shares one destination. Each line reads
+ * `[time] LEVEL: service: message (request <id>) {other fields}`; a request line's message already
+ * says method, path, status and time, so its `http` fields are not repeated.
+ */
+function prettyDestination(): DestinationStream {
+  if (prettyStdout) return prettyStdout;
+  const render = prettyFactory({
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,service,requestId,http',
+    singleLine: true,
+    messageFormat: (log, messageKey) => {
+      const service = typeof log.service === 'string' ? `${log.service}: ` : '';
+      const message = log[messageKey];
+      const requestId = typeof log.requestId === 'string' ? ` (request ${log.requestId})` : '';
+      return `${service}${typeof message === 'string' ? message : ''}${requestId}`;
+    },
+  });
+  prettyStdout = {
+    write(line: string) {
+      process.stdout.write(render(line));
+    },
+  };
+  return prettyStdout;
+}
+
+/**
+ * Logs to stdout with `service` on every line and the current `requestId` when there is one: JSON
+ * (`format` `json`, the default) or readable lines (`pretty`, see LOG_FORMAT). A destination
+ * stream instead of a format receives the JSON lines (tests).
  * Secrets never reach a log line: the paths below are redacted wherever they appear.
  */
-export function createLogger(service: string, level = 'info', destination?: DestinationStream): Logger {
+export function createLogger(service: string, level = 'info', output: LogFormat | DestinationStream = 'json'): Logger {
   const options = {
     level,
     base: { service },
@@ -21,5 +63,6 @@ export function createLogger(service: string, level = 'info', destination?: Dest
       return context ? { requestId: context.requestId } : {};
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  if (output === 'json') return pino(options);
+  return pino(options, output === 'pretty' ? prettyDestination() : output);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, grpcDeadlineEnv, loadConfig, publicUrls, publicUrlsEnv, storageEnv } from '../src/index.js';
+import { ConfigError, grpcDeadlineEnv, loadConfig, logEnv, publicUrls, publicUrlsEnv, storageEnv, withoutPassword } from '../src/index.js';
 
 describe('configuration from the environment', () => {
   it('derives the public URLs from PORT when nothing else is set', () => {
@@ -33,5 +33,29 @@ describe('configuration from the environment', () => {
     expect(message).toContain('PORT="eighty"');
     expect(message).toContain('REDIS_URL="localhost:6379": must start with redis:// or rediss://');
     expect(message).toContain('GRPC_DEADLINE_MS="5"');
+  });
+
+  it('reads LOG_FORMAT as json or pretty, by default pretty only when stdout is a terminal', () => {
+    expect(loadConfig(logEnv, { LOG_FORMAT: 'pretty' }).LOG_FORMAT).toBe('pretty');
+    expect(loadConfig(logEnv, { LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');
+    expect(loadConfig(logEnv, {}).LOG_FORMAT).toBe(process.stdout.isTTY === true ? 'pretty' : 'json');
+    expect(() => loadConfig(logEnv, { LOG_FORMAT: 'yaml' })).toThrow(/^invalid configuration: LOG_FORMAT="yaml": .*"json"\|"pretty"/);
+  });
+
+  it('takes a REDIS_URL ioredis would read as written, and says what a good one looks like', () => {
+    for (const good of ['redis://127.0.0.1:6379', 'rediss://user:pa%40ss@redis.example:6380/2', 'redis://localhost']) {
+      expect(loadConfig(storageEnv, { REDIS_URL: good }).REDIS_URL).toBe(good);
+    }
+    expect(loadConfig(storageEnv, { REDIS_URL: '' }).REDIS_URL).toBeUndefined();
+    for (const bad of ['redis://', 'redis://127.0.0.1:port', 'redis://host:6379/keys', 'http://host:6379']) {
+      expect(() => loadConfig(storageEnv, { REDIS_URL: bad })).toThrow(/REDIS_URL=.*use one like redis:\/\/127\.0\.0\.1:6379/);
+    }
+  });
+
+  it('never prints a password back', () => {
+    expect(withoutPassword('redis://:s3cret@host:6379')).toBe('redis://:***@host:6379');
+    expect(withoutPassword('redis://user:s3cret@host:notaport')).toBe('redis://user:***@host:notaport');
+    expect(withoutPassword('redis://user:a@b@host:x')).toBe('redis://user:***@host:x');
+    expect(withoutPassword('redis://host:6379')).toBe('redis://host:6379');
   });
 });

@@ -21,7 +21,7 @@ export interface RunningMessaging {
 }
 
 /** Starts the messaging service: storage, the room client, then the gRPC server. `main.ts` and the embedded launcher call this. */
-export async function start(config: MessagingConfig, log: Logger = createLogger('messaging', config.LOG_LEVEL)): Promise<RunningMessaging> {
+export async function start(config: MessagingConfig, log: Logger = createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT)): Promise<RunningMessaging> {
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'messaging', log);
   const store: MessagingStore = redis ? new RedisMessagingStore(redis, config.REDIS_KEY_PREFIX) : new MemoryMessagingStore();
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);

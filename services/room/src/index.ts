@@ -21,7 +21,7 @@ export interface RunningRoom {
 }
 
 /** Starts the room service: storage, then the gRPC server. `main.ts` and the embedded launcher call this. */
-export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL)): Promise<RunningRoom> {
+export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT)): Promise<RunningRoom> {
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'room', log);
   const store: RoomStore = redis ? new RedisRoomStore(redis, config.REDIS_KEY_PREFIX) : new MemoryRoomStore();
   const server = createRoomGrpcServer({ store, log });

@@ -6,11 +6,11 @@ import { DomainError, unavailable } from '../problems.js';
 import type { QuotaState, QuotaStore } from '../store/quota.js';
 import { isStorageUnavailable } from '../store/redis.js';
 import { fromServiceError } from '../grpc/status.js';
-import { type ProblemAnswer, sendProblem } from './problem.js';
+import { prefersHtml, type ProblemAnswer, sendNotFoundPage, sendProblem } from './problem.js';
 import { idempotency } from './idempotency.js';
 import type { IdempotencyStore } from '../store/idempotency.js';
 
-/** Largest request body accepted, any content type (CONTRACT §6). */
+/** Largest request body accepted, any content type (docs/decisions.md §6). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /** One call counted: against which subject (`tok:<id>` or `addr:<ip>`), the quota after it, and whether to refuse it now. */
@@ -52,7 +52,7 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
   app.set('etag', false);
   app.set('trust proxy', options.trustProxy);
 
-  app.use(requestContext(options.service));
+  app.use(requestContext(options.service, options.log));
   app.use(admission(options));
   app.use(
     express.json({ limit: BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }),
@@ -71,7 +71,13 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
   };
 }
 
-function requestContext(service: string): RequestHandler {
+/**
+ * Request ids, the request duration metric and one log line per request when its response ends:
+ * `GET /api/v1/posts 200 3.1 ms` with `requestId` and `http: {method, path, status, durationMs}`
+ * (a live stream's line comes when it closes). The path goes without its query, which may carry
+ * a device code; 5xx lines are warnings, a client that went away before the end is said so.
+ */
+function requestContext(service: string, log: Logger): RequestHandler {
   return (req, res, next) => {
     const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
     res.setHeader('X-Request-Id', requestId);
@@ -83,6 +89,16 @@ function requestContext(service: string): RequestHandler {
         { service, method: req.method, route: route === undefined ? 'unmatched' : `${req.baseUrl}${route}`, status: res.statusCode },
         seconds,
       );
+    });
+    res.once('close', () => {
+      const durationMs = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+      const path = req.originalUrl.split('?')[0] ?? '/';
+      const status = res.statusCode;
+      const complete = res.writableFinished;
+      const line = `${req.method} ${path} ${status} ${durationMs} ms${complete ? '' : ' (client went away first)'}`;
+      const fields = { requestId, http: { method: req.method, path, status, durationMs, ...(complete ? {} : { aborted: true }) } };
+      if (status >= 500) log.warn(fields, line);
+      else log.info(fields, line);
     });
     runWithContext({ requestId }, next);
   };
@@ -156,6 +172,10 @@ function errorHandler(options: HttpContractOptions): ErrorRequestHandler {
     const problem = toDomainError(error, options.log, req);
     if (res.headersSent) {
       res.end();
+      return;
+    }
+    if (problem.slug === 'not-found' && prefersHtml((types) => req.accepts(types), req.method)) {
+      sendNotFoundPage(res, problem, options.siteUrl);
       return;
     }
     sendProblem(res, problem, options.siteUrl, options.answer(problem, req));

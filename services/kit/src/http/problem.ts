@@ -19,3 +19,36 @@ export function sendProblem(res: Response, error: DomainError, siteUrl: string, 
   for (const [name, value] of Object.entries({ ...problemHeaders(error), ...answer.headers })) res.setHeader(name, value);
   res.status(error.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemDocument(error, siteUrl, answer.remedy)));
 }
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * A browser that follows a wrong link gets a page, not JSON: a small 404 that links home and to
+ * the developer portal. API clients (anything that does not prefer HTML) still get the problem document.
+ */
+export function sendNotFoundPage(res: Response, error: DomainError, siteUrl: string): void {
+  const site = escapeHtml(siteUrl);
+  res
+    .status(error.status)
+    .type('html')
+    .setHeader('Content-Security-Policy', "default-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+    .send(`<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Not found · Agent Room</title></head>
+<body>
+<main>
+<h1>Nothing is here</h1>
+<p>${escapeHtml(error.detail ?? error.title)}</p>
+<p><a href="${site}/">Go to the room</a> or read the <a href="${site}/developers">developer portal</a>.</p>
+</main>
+</body>
+</html>
+`);
+}
+
+/** Whether the client prefers an HTML page to a problem document: a browser's navigation does. */
+export function prefersHtml(accepts: (types: string[]) => string | false, method: string): boolean {
+  return (method === 'GET' || method === 'HEAD') && accepts(['application/json', PROBLEM_CONTENT_TYPE, 'text/html']) === 'text/html';
+}

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { StartupError } from '../startup.js';
 
 export const REDIS_INSTALL_HINT =
   'redis-server is not on PATH. Install it with `bash scripts/install-test-deps.sh` (as root it runs `apt-get install -y redis-server`), or `sudo apt-get install redis-server`, or set REDIS_URL to a Redis you run.';
@@ -32,7 +33,7 @@ export interface LocalRedis {
  * For tests and `npm run cluster`; a missing binary fails with the command that installs it.
  */
 export async function startRedisServer(): Promise<LocalRedis> {
-  if (spawnSync('redis-server', ['--version']).error) throw new Error(REDIS_INSTALL_HINT);
+  if (spawnSync('redis-server', ['--version']).error) throw new StartupError(REDIS_INSTALL_HINT);
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'agentroom-redis-'));
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {

@@ -1,5 +1,7 @@
 import { Redis } from 'ioredis';
+import { withoutPassword } from '../config.js';
 import type { Logger } from '../log.js';
+import { StartupError } from '../startup.js';
 
 export { Redis } from 'ioredis';
 
@@ -9,7 +11,13 @@ export { Redis } from 'ioredis';
  * written for RESP2's nested arrays; the store contract tests pin this down.
  */
 export function connectRedis(url: string, name: string, log?: Logger): Redis {
-  const redis = new Redis(url, {
+  const redis = newRedis(url, name);
+  reportConnectionTrouble(redis, name, log);
+  return redis;
+}
+
+function newRedis(url: string, name: string): Redis {
+  return new Redis(url, {
     protocol: 2,
     connectionName: name,
     // Fail a command after two reconnect attempts instead of queueing it forever: callers answer 503.
@@ -17,7 +25,10 @@ export function connectRedis(url: string, name: string, log?: Logger): Redis {
     connectTimeout: 2_000,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
   });
-  // Connection trouble is reported once per state change; commands fail on their own and answer 503.
+}
+
+// Connection trouble is reported once per state change; commands fail on their own and answer 503.
+function reportConnectionTrouble(redis: Redis, name: string, log?: Logger): void {
   let reported = false;
   redis.on('error', (error: Error) => {
     if (!reported) log?.warn({ err: error, connection: name }, 'Redis connection failed; retrying');
@@ -27,22 +38,55 @@ export function connectRedis(url: string, name: string, log?: Logger): Redis {
     if (reported) log?.info({ connection: name }, 'Redis connection restored');
     reported = false;
   });
-  return redis;
 }
 
 /**
  * Connects and checks that Redis answers, so a service with a wrong REDIS_URL refuses to start
- * with a readable message instead of failing its first requests.
+ * with one line that says what is wrong (nothing listens, the password is refused…) and what to
+ * do, instead of failing its first requests. Nothing is logged until the first answer.
  */
 export async function openRedis(url: string, name: string, log?: Logger): Promise<Redis> {
-  const redis = connectRedis(url, name, log);
+  let redis: Redis;
+  try {
+    redis = newRedis(url, name);
+  } catch (error) {
+    throw new StartupError(`REDIS_URL=${withoutPassword(url)} is not a Redis URL (${(error as Error).message}): use one like redis://127.0.0.1:6379`);
+  }
+  let connectionError: Error | undefined;
+  const remember = (error: Error): void => {
+    connectionError ??= error;
+  };
+  redis.on('error', remember);
   try {
     await redis.ping();
   } catch (error) {
-    redis.disconnect();
-    throw new Error(`${name}: Redis at REDIS_URL does not answer (${(error as Error).message})`);
+    redis.disconnect(); // `remember` stays: a late error event of this connection must not go unhandled
+    throw new StartupError(redisProblem(url, connectionError ?? (error as Error)));
   }
+  redis.off('error', remember);
+  reportConnectionTrouble(redis, name, log);
   return redis;
+}
+
+/** What went wrong reaching the Redis at `url`, and what to do, in one line. */
+export function redisProblem(url: string, error: Error): string {
+  const shown = withoutPassword(url);
+  const { code } = error as NodeJS.ErrnoException;
+  const message = error.message.split('\n')[0] ?? '';
+  const where = (() => {
+    try {
+      const parsed = new URL(url);
+      return `${parsed.hostname}:${parsed.port || '6379'}`;
+    } catch {
+      return shown;
+    }
+  })();
+  if (code === 'ECONNREFUSED') return `nothing listens at ${where} (REDIS_URL=${shown}): start Redis there, point REDIS_URL at a running one, or unset REDIS_URL for in-memory storage`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host of REDIS_URL=${shown} is not found: fix REDIS_URL or unset it for in-memory storage`;
+  if (code === 'ETIMEDOUT') return `Redis at ${where} (REDIS_URL=${shown}) did not answer in time: check the address, a firewall, and rediss:// (TLS) against redis:// (plain)`;
+  if (/^(NOAUTH|WRONGPASS)|invalid password|AUTH.*without any password/i.test(message))
+    return `Redis at ${where} refused the credentials in REDIS_URL=${shown} (${message}): put the right user and password in REDIS_URL (redis://user:password@host:port)`;
+  return `Redis at ${where} (REDIS_URL=${shown}) does not answer (${message}): check that Redis runs there, or unset REDIS_URL for in-memory storage`;
 }
 
 /**

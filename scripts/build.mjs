@@ -1,0 +1,186 @@
+#!/usr/bin/env node
+// `npm run build` (and so the first step of `npm start`, `npm run cluster`, `npm test`, `npm run
+// bench`): `turbo run build`, saying what it does while it works. A first build compiles every
+// workspace (30 s to 2 minutes on 2 CPUs, by how busy they are); later ones come from turbo's
+// cache in about a second.
+//
+// Plain JavaScript on purpose: it runs before anything is compiled. Arguments go to turbo
+// (`npm start` builds `--filter=@agentroom/gateway...`: the gateway and what it needs).
+//
+// How progress is known: `turbo run build --dry-run=json` lists the tasks, their dependencies and
+// which ones the cache holds. The real run prints each task's output as one group when the task
+// ends (`--log-order=grouped`), then `<task>: ERROR …` if it failed; so a group means "this
+// workspace is built", and a task whose dependencies are all built is building now (turbo starts
+// a task as soon as it can).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import process from 'node:process';
+import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const started = Date.now();
+const args = process.argv.slice(2);
+
+/** Seconds since start, right-aligned, for the progress lines. */
+function clock() {
+  return `[${String(Math.round((Date.now() - started) / 1000)).padStart(3)} s]`;
+}
+
+function say(line) {
+  process.stdout.write(`${line}\n`);
+}
+
+function fail(line, code = 1) {
+  process.stderr.write(`${line}\n`);
+  process.exit(code);
+}
+
+// 1. Node.js as package.json's "engines" asks, before anything can fail less readably.
+const engines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines?.node ?? '';
+const minimum = /^>=\s*(\d+(?:\.\d+){0,2})$/.exec(engines.trim())?.[1];
+if (minimum !== undefined && isOlderThan(process.versions.node, minimum)) {
+  fail(`Agent Room needs Node.js ${minimum} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: install a newer Node.js (e.g. \`nvm install 20\`), then run \`npm ci\` again`);
+}
+
+/** True when version `a` (`20.18.1`) is older than `b` (`20.19`). */
+function isOlderThan(a, b) {
+  const have = a.split('.').map(Number);
+  const need = b.split('.').map(Number);
+  for (let i = 0; i < need.length; i += 1) {
+    if ((have[i] ?? 0) !== need[i]) return (have[i] ?? 0) < need[i];
+  }
+  return false;
+}
+
+// 2. turbo comes with `npm ci`.
+const turbo = join(root, 'node_modules', '.bin', 'turbo');
+if (!existsSync(turbo)) fail('turbo is not installed: run `npm ci` first, then this again');
+
+// 3. What there is to do.
+const dry = spawnSync(turbo, ['run', 'build', '--dry-run=json', ...args], { cwd: root, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+let tasks;
+try {
+  tasks = JSON.parse(dry.stdout).tasks.map((task) => ({
+    id: task.taskId,
+    name: task.package.replace(/^@agentroom\//, ''),
+    prefix: `${task.package}:${task.task}: `,
+    dependencies: task.dependencies ?? [],
+    cached: task.cache?.status === 'HIT',
+  }));
+} catch {
+  // No plan (turbo changed its output, or refused the arguments): run it plainly, as it prints.
+  const plain = spawnSync(turbo, ['run', 'build', ...args], { cwd: root, stdio: 'inherit' });
+  process.exit(plain.status ?? 1);
+}
+
+const toBuild = tasks.filter((task) => !task.cached);
+const done = new Set(tasks.filter((task) => task.cached).map((task) => task.id));
+const announced = new Map(); // task id -> when it started building
+let lastPrinted = Date.now();
+
+function print(line) {
+  say(line);
+  lastPrinted = Date.now();
+}
+
+/** Announces every task whose dependencies are all built: turbo is building it now. */
+function announceReady() {
+  for (const task of toBuild) {
+    if (announced.has(task.id) || done.has(task.id)) continue;
+    if (!task.dependencies.every((dependency) => done.has(dependency))) continue;
+    announced.set(task.id, Date.now());
+    print(`  ${clock()} building ${task.name} (${announced.size}/${toBuild.length})…`);
+  }
+}
+
+if (toBuild.length > 0) {
+  const cached = tasks.length - toBuild.length;
+  say(
+    `Build: ${toBuild.length} of ${tasks.length} workspaces to compile${cached > 0 ? ` (${cached} from turbo's cache)` : ''}; ` +
+      (toBuild.length === tasks.length ? 'a first build takes from 30 s to 2 minutes, later starts reuse the cache' : 'this takes a few seconds to a minute'),
+  );
+  announceReady();
+}
+
+// 4. The build itself, stdout and stderr in one pipe so turbo's lines keep their order. Its
+// output is kept, and shown only when it fails.
+const output = [];
+const child = spawn('sh', ['-c', '"$0" "$@" 2>&1', turbo, 'run', 'build', '--ui=stream', '--log-order=grouped', '--output-logs=full', ...args], {
+  cwd: root,
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+
+const failed = new Set();
+/** The task whose group is being printed: it has ended; a failure is said right after its group. */
+let ending;
+let endingTimer;
+
+function settle(task, ok) {
+  clearTimeout(endingTimer);
+  if (ending === task) ending = undefined;
+  done.add(task.id);
+  if (!ok) {
+    failed.add(task.id);
+    print(`  ${clock()} ${task.name} failed`);
+    return;
+  }
+  const since = announced.get(task.id);
+  if (since !== undefined) print(`  ${clock()} built ${task.name} in ${Math.round((Date.now() - since) / 1000)} s`);
+  else if (!task.cached) print(`  ${clock()} built ${task.name}`);
+  announceReady();
+}
+
+function onLine(line) {
+  const plain = line.replace(/\x1b\[[0-9;]*m/g, ''); // eslint-disable-line no-control-regex
+  output.push(plain);
+  // `<package>#build:  ERROR  command … exited (1)`: that task failed (said right after its group).
+  const failure = tasks.find((task) => plain.startsWith(`${task.id}:`) && /\bERROR\b/.test(plain));
+  if (failure !== undefined) {
+    if (!failed.has(failure.id)) settle(failure, false);
+    return;
+  }
+  if (ending !== undefined && !plain.startsWith(ending.prefix)) settle(ending, true);
+  const task = tasks.find((candidate) => plain.startsWith(candidate.prefix));
+  if (task === undefined || done.has(task.id)) return;
+  // A group's lines come in one burst; a quiet moment after them, with no ERROR line, means success.
+  ending = task;
+  clearTimeout(endingTimer);
+  endingTimer = setTimeout(() => settle(task, true), 300);
+}
+
+let buffer = '';
+child.stdout.setEncoding('utf8');
+child.stdout.on('data', (chunk) => {
+  buffer += chunk;
+  let newline = buffer.indexOf('\n');
+  while (newline >= 0) {
+    onLine(buffer.slice(0, newline));
+    buffer = buffer.slice(newline + 1);
+    newline = buffer.indexOf('\n');
+  }
+});
+child.stdout.on('end', () => buffer && onLine(buffer));
+
+// Nothing said for a while: say what is still being built.
+const heartbeat = setInterval(() => {
+  if (Date.now() - lastPrinted < 15_000) return;
+  const building = toBuild.filter((task) => announced.has(task.id) && !done.has(task.id)).map((task) => task.name);
+  if (building.length > 0) print(`  ${clock()} still building ${building.join(', ')}…`);
+}, 1_000);
+
+child.on('close', (code, signal) => {
+  clearInterval(heartbeat);
+  if (ending !== undefined) settle(ending, code === 0);
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (code === 0) {
+    say(toBuild.length === 0 ? `Build: up to date (${tasks.length} workspaces from turbo's cache, ${seconds} s)` : `Build: done in ${seconds} s`);
+    return;
+  }
+  // What the failed tasks printed (everything turbo said when that is not known), then what to do.
+  const shown = failed.size === 0 ? output : output.filter((line) => [...failed].some((id) => line.startsWith(tasks.find((task) => task.id === id).prefix) || line.startsWith(`${id}:`)));
+  process.stdout.write(`${shown.join('\n')}\n`);
+  fail(`Build failed after ${seconds} s (turbo ${signal ?? `exit ${code}`}): the compiler's messages are above; fix them and run this again`, code ?? 1);
+});
