@@ -9,6 +9,8 @@ export default defineConfig({
     include: ['services/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'proto/test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    // Every JSON answer of a running product is checked against its own /openapi.json.
+    setupFiles: ['./gateway/test/support/openapi-check.ts'],
     reporters: ['default', './scripts/vitest-summary.ts'],
   },
 });

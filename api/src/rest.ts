@@ -1,5 +1,5 @@
 import type { PublicUrls } from '@agentroom/kit';
-import type { OperationName } from '../operations/table.js';
+import type { OperationName } from './operations.js';
 
 /** Where a REST route hangs: `{base_url}` (the versioned API) or `{api_url}` (signup, feedback). */
 export type RestBase = 'base' | 'api';
@@ -23,7 +23,7 @@ function statusOf(output: unknown): string | undefined {
   return typeof output === 'object' && output !== null && 'status' in output && typeof output.status === 'string' ? output.status : undefined;
 }
 
-/** The REST API of the specification (section 4) and CONTRACT §7, §10: one row per operation it carries. */
+/** The REST API (docs/product.md, "REST"): one row per operation it carries. */
 export const REST_BINDINGS: readonly RestBinding[] = [
   { operation: 'listPosts', method: 'GET', base: 'base', path: '/posts', from: 'query' },
   { operation: 'createPost', method: 'POST', base: 'base', path: '/posts', from: 'body', status: 201 },

@@ -2,8 +2,8 @@ import { LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, SCOPES, VIAS } fro
 import { z } from 'zod';
 
 /**
- * The shapes of the room as every protocol sees them (specification section 2, CONTRACT §7, §10):
- * one zod schema each, so REST answers, MCP tool schemas and the docs cannot drift apart.
+ * The shapes of the room as every protocol sees them (docs/product.md, "The shapes"): one zod
+ * schema each, so REST answers, MCP tool schemas, the OpenAPI document and the docs cannot drift apart.
  */
 
 export const scope = z.enum(SCOPES);
@@ -77,6 +77,44 @@ export const signupPoll = z.discriminatedUnion('status', [
 
 export const feedbackReceived = z.object({ received: z.literal(true), id: z.string() });
 
+/** Where everything lives, as absolute URLs: the manifest, room_overview and the docs share it. */
+export const urlMap = z.object({
+  room: z.url(),
+  rest: z.url(),
+  mcp: z.url(),
+  a2a_card: z.url(),
+  a2a_room: z.url(),
+  a2a_agent: z.string().describe('The A2A endpoint of one agent: replace <agentId>.'),
+  signup_start: z.url(),
+  signup_poll: z.url(),
+  oauth_metadata: z.url(),
+  protected_resource_metadata: z.url(),
+  feedback: z.url(),
+  posts_stream: z.url(),
+  openapi: z.url(),
+  developers: z.url(),
+  llms_txt: z.url(),
+  auth_md: z.url(),
+});
+
+export const overview = z.object({
+  name: z.string(),
+  summary: z.string(),
+  start_here: z.array(z.string()),
+  urls: urlMap,
+  scopes: z.record(scope, z.string()),
+  limits: z.object({ post_text: z.number().int(), message_text: z.number().int(), page_size_max: z.number().int(), poll_interval_seconds: z.number().int() }),
+});
+
+export const connectSteps = z.object({
+  steps: z.array(z.object({ step: z.number().int(), action: z.string(), call: z.string(), body: z.record(z.string(), z.unknown()).optional(), then: z.string() })),
+  scopes: z.record(scope, z.string()),
+  poll_interval_seconds: z.number().int(),
+  expires_in_seconds: z.number().int(),
+  token: z.object({ prefix: z.string(), header: z.string(), keep: z.string(), never: z.string() }),
+  oauth: z.object({ metadata: z.url(), device_authorization_endpoint: z.url(), token_endpoint: z.url(), grant_type: z.string() }),
+});
+
 /** Input fields, each with the words a remedy uses for "what is valid here". */
 export const limit = z.number().int().min(LIMIT_MIN).max(LIMIT_MAX).default(LIMIT_DEFAULT).describe(LIMIT_EXPECTED);
 export const cursor = z
@@ -96,3 +134,6 @@ export type PostList = z.output<typeof postList>;
 export type AgentList = z.output<typeof agentList>;
 export type MessageList = z.output<typeof messageList>;
 export type Health = z.output<typeof health>;
+export type UrlMap = z.output<typeof urlMap>;
+export type Overview = z.output<typeof overview>;
+export type ConnectSteps = z.output<typeof connectSteps>;

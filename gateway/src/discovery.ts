@@ -1,12 +1,21 @@
-import { type PublicUrls, SCOPES } from '@agentroom/kit';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { DEVICE_CODE_GRANT, LIMITS, MCP_TOOL_OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, urlMapOf } from '@agentroom/api';
+import { PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES } from '@agentroom/kit';
+import { authMd, llmsTxt } from './guides.js';
+import { openApiDocument } from './openapi.js';
+import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage } from './portal.js';
 
-/** RFC 8628 §3.4's grant type. */
-const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+/** One document the gateway answers itself: its bytes and how to send them. */
+export interface Document {
+  contentType: string;
+  body: Buffer;
+  /** Extra headers (a page's Content-Security-Policy). */
+  headers?: Record<string, string>;
+  /** Seconds caches may keep it. */
+  maxAge: number;
+}
 
-/**
- * The discovery documents, rendered from one source with the deployment's URLs. The local router
- * serves them; the Envoy config will serve the same bytes.
- */
 /** RFC 8414 metadata; `issuer` is `{site_url}` exactly, as clients check it. */
 export function authorizationServerMetadata(urls: PublicUrls): Record<string, unknown> {
   return {
@@ -35,11 +44,86 @@ export function protectedResourceMetadata(urls: PublicUrls): Record<string, unkn
   };
 }
 
-/** Request path → document, for the router. */
-export function discoveryDocuments(urls: PublicUrls): Record<string, Record<string, unknown>> {
-  const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
+/** `/.well-known/ai-agent.json`: the manifest, where an agent that knows only the site's address starts. Every other URL is in it. */
+export function agentManifest(urls: PublicUrls, version: string): Record<string, unknown> {
+  const map = urlMapOf(urls);
   return {
-    [`${root}/.well-known/oauth-authorization-server`]: authorizationServerMetadata(urls),
-    [`${root}/.well-known/oauth-protected-resource`]: protectedResourceMetadata(urls),
+    schema_version: '1.0',
+    name: 'Agent Room',
+    description: ROOM_SUMMARY,
+    version,
+    url: urls.siteUrl,
+    interfaces: {
+      rest: { url: map.rest, openapi: map.openapi, live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream` } },
+      mcp: {
+        url: map.mcp,
+        transport: 'streamable-http',
+        stateless: true,
+        headers: { Accept: 'application/json, text/event-stream' },
+        tools: Object.keys(MCP_TOOL_OPERATIONS),
+      },
+      a2a: { agent_card: map.a2a_card, room_endpoint: map.a2a_room, agent_endpoint: map.a2a_agent, protocol_versions: ['1.0', '0.3'] },
+    },
+    auth: {
+      type: 'oauth2-device-code',
+      read_without_token: true,
+      signup_start: map.signup_start,
+      signup_poll: map.signup_poll,
+      poll_interval_seconds: LIMITS.poll_interval_seconds,
+      signup_expires_in_seconds: LIMITS.signup_expires_in_seconds,
+      verification_uri: `${urls.siteUrl}/device`,
+      token_header: 'Authorization: Bearer <access_token>',
+      scopes: SCOPE_MEANINGS,
+      authorization_server_metadata: map.oauth_metadata,
+      protected_resource_metadata: map.protected_resource_metadata,
+      guide: map.auth_md,
+    },
+    documentation: { manifest: `${urls.siteUrl}/.well-known/ai-agent.json`, developers: map.developers, reference: `${urls.siteUrl}/developers/reference`, openapi: map.openapi, llms_txt: map.llms_txt, auth_md: map.auth_md, problems: `${urls.siteUrl}/problems` },
+    limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, idempotency_key_hours: 24 },
+    feedback: map.feedback,
+    room: map.room,
   };
+}
+
+const require = createRequire(import.meta.url);
+
+/** The product's version, as the gateway package states it. */
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** The reference renderer's standalone bundle, served from our own origin (nothing loads from another). */
+function scalarBundle(): Buffer {
+  return readFileSync(require.resolve('@scalar/api-reference/browser/standalone.js'));
+}
+
+function json(value: unknown, maxAge = 300): Document {
+  return { contentType: 'application/json', body: Buffer.from(`${JSON.stringify(value, null, 2)}\n`), maxAge };
+}
+
+function text(contentType: string, body: string, headers?: Record<string, string>, maxAge = 300): Document {
+  return { contentType, body: Buffer.from(body), maxAge, ...(headers === undefined ? {} : { headers }) };
+}
+
+/**
+ * Every document the gateway serves, by full request path, rendered once from the route table's
+ * addresses, the operation table and the problem catalogue with this deployment's URLs. The local
+ * router serves these bytes; a proxy in front (Envoy) can serve the same files.
+ */
+export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<string, Document> {
+  const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
+  const html = (body: string, csp = PORTAL_CSP): Document => text('text/html; charset=utf-8', body, { 'content-security-policy': csp });
+  const documents = new Map<string, Document>([
+    ['/.well-known/ai-agent.json', json(agentManifest(urls, version))],
+    ['/.well-known/oauth-authorization-server', json(authorizationServerMetadata(urls))],
+    ['/.well-known/oauth-protected-resource', json(protectedResourceMetadata(urls))],
+    ['/openapi.json', json(openApiDocument(urls, version))],
+    ['/llms.txt', text('text/plain; charset=utf-8', llmsTxt(urls))],
+    ['/auth.md', text('text/markdown; charset=utf-8', authMd(urls))],
+    ['/developers', html(developersPage(urls))],
+    ['/developers/reference', html(referencePage(urls), referenceCsp(urls))],
+    ['/developers/assets/portal.css', text('text/css; charset=utf-8', PORTAL_CSS)],
+    ['/developers/assets/scalar.js', { contentType: 'text/javascript; charset=utf-8', body: scalarBundle(), maxAge: 86_400 }],
+    ['/problems', html(problemsIndexPage(urls))],
+    ...(Object.keys(PROBLEM_TYPES) as ProblemSlug[]).map((slug): [string, Document] => [`/problems/${slug}`, html(problemPage(urls, slug))]),
+  ]);
+  return new Map([...documents].map(([path, document]) => [`${root}${path}`, document]));
 }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { AddressInfo } from 'node:net';
 import { REQUEST_ID_HEADER, requestIdFrom, type Logger } from '@agentroom/kit';
 import { CATCH_ALL, matchRoute, type ResolvedRoute, type Upstream } from './routes.js';
+import type { Document } from './discovery.js';
 
 /** An upstream is served in this process (embedded mode) or by replicas over HTTP (cluster mode). */
 export type Target = { kind: 'local'; handler: RequestListener } | { kind: 'remote'; urls: URL[] };
@@ -9,8 +10,8 @@ export type Target = { kind: 'local'; handler: RequestListener } | { kind: 'remo
 export interface RouterOptions {
   routes: readonly ResolvedRoute[];
   targets: Record<Exclude<Upstream, 'gateway'>, Target>;
-  /** The gateway's own answers (discovery documents), by full path. */
-  documents: Record<string, unknown>;
+  /** The gateway's own answers (discovery documents, the portal), by full path. */
+  documents: ReadonlyMap<string, Document>;
   log: Logger;
 }
 
@@ -53,15 +54,23 @@ function badGateway(res: ServerResponse): void {
   );
 }
 
-function serveDocument(req: IncomingMessage, res: ServerResponse, document: unknown): void {
+function serveDocument(req: IncomingMessage, res: ServerResponse, document: Document): void {
+  const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/problem+json' });
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/problem+json', 'x-request-id': requestId });
     res.end(JSON.stringify({ type: 'about:blank', title: 'Method not allowed', status: 405, code: 'invalid_request', remedy: 'Use GET.' }));
     return;
   }
-  const body = JSON.stringify(document, null, 2);
-  res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' });
-  res.end(req.method === 'HEAD' ? undefined : body);
+  res.writeHead(200, {
+    'content-type': document.contentType,
+    'content-length': String(document.body.length),
+    'cache-control': `public, max-age=${document.maxAge}`,
+    'access-control-allow-origin': '*',
+    'x-content-type-options': 'nosniff',
+    'x-request-id': requestId,
+    ...document.headers,
+  });
+  res.end(req.method === 'HEAD' ? undefined : document.body);
 }
 
 /** Proxied event streams open now: they never finish by themselves, so shutdown ends them first. */
@@ -79,11 +88,15 @@ export function routeRequests(options: RouterOptions): RequestListener {
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = matchRoute(options.routes, req.headers.host, path);
-    const upstream = route?.upstream ?? CATCH_ALL;
-    if (upstream === 'gateway') {
-      serveDocument(req, res, options.documents[path]);
-      return;
+    if (route?.upstream === 'gateway') {
+      const document = options.documents.get(path);
+      if (document) {
+        serveDocument(req, res, document);
+        return;
+      }
     }
+    // A gateway path with no document here (an unknown problem slug) gets the catch-all's 404.
+    const upstream = route === undefined || route.upstream === 'gateway' ? CATCH_ALL : route.upstream;
     const target = options.targets[upstream];
     stampForwarding(req);
     if (target.kind === 'local') {

@@ -3,7 +3,7 @@ import type { PublicUrls } from '@agentroom/kit';
 /** Who answers a route: a service, or the gateway itself for the static discovery documents. */
 export type Upstream = 'edge' | 'auth' | 'gateway';
 
-/** Which public address a route hangs off (CONTRACT §1). */
+/** Which public address a route hangs off (docs/decisions.md §1). */
 export type Base = 'site' | 'api' | 'base';
 
 export interface Route {
@@ -19,16 +19,23 @@ export interface Route {
 }
 
 /**
- * The route table of CONTRACT §1, as data. The local router reads it now; the Envoy bootstrap will
+ * The route table (docs/decisions.md §1), as data. The local router reads it now; the Envoy bootstrap will
  * be rendered from it. Most specific first; anything unmatched goes to the catch-all (edge),
  * which answers the 404 problem with RateLimit headers.
  */
 export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/.well-known/oauth-authorization-server', match: 'exact', upstream: 'gateway', what: 'RFC 8414 metadata' },
   { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata' },
+  { base: 'site', path: '/.well-known/ai-agent.json', match: 'exact', upstream: 'gateway', what: 'the manifest: every other URL' },
   { base: 'site', path: '/.well-known/agent-card.json', match: 'exact', upstream: 'edge', what: "the room's A2A card (1.0, or 0.3 by A2A-Version)" },
+  { base: 'site', path: '/openapi.json', match: 'exact', upstream: 'gateway', what: 'OpenAPI 3.1 of the REST API' },
+  { base: 'site', path: '/llms.txt', match: 'exact', upstream: 'gateway', what: 'the guide for LLM agents' },
+  { base: 'site', path: '/auth.md', match: 'exact', upstream: 'gateway', what: 'the authentication guide' },
+  { base: 'site', path: '/developers', match: 'exact', upstream: 'gateway', what: 'the developer portal' },
+  { base: 'site', path: '/developers/', match: 'prefix', upstream: 'gateway', what: "the API reference and the portal's assets" },
+  { base: 'site', path: '/problems', match: 'exact', upstream: 'gateway', what: 'every problem type' },
+  { base: 'site', path: '/problems/', match: 'prefix', upstream: 'gateway', what: 'one page per problem type: the `type` of every problem document' },
   { base: 'site', path: '/', match: 'exact', upstream: 'edge', what: 'the room, for humans' },
-  { base: 'site', path: '/developers', match: 'exact', upstream: 'edge', what: 'the developer portal' },
   { base: 'site', path: '/assets/', match: 'prefix', upstream: 'edge', what: "the room page's script" },
   { base: 'site', path: '/signin', match: 'exact', upstream: 'auth', what: 'humans sign in or register' },
   { base: 'site', path: '/signout', match: 'exact', upstream: 'auth', what: 'humans sign out' },
@@ -47,7 +54,7 @@ export const ROUTES: readonly Route[] = [
 ];
 
 /** Where unmatched requests go: edge answers them with the 404 problem. */
-export const CATCH_ALL: Upstream = 'edge';
+export const CATCH_ALL: Exclude<Upstream, 'gateway'> = 'edge';
 
 export interface ResolvedRoute {
   /** `host[:port]` the route belongs to, or undefined when site and API share one origin. */

@@ -28,7 +28,7 @@ describe('sign-up, tokens and the write path (embedded)', () => {
 
   afterAll(() => app.stop());
 
-  it('starts a signup with the device-flow fields of the specification', async () => {
+  it('starts a signup with the device-flow fields of docs/product.md', async () => {
     const response = await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

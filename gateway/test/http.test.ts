@@ -61,7 +61,7 @@ describe('REST through the router (embedded, memory storage)', () => {
     await app.stop();
   });
 
-  it('lists posts as a PostList, newest first, with the fields of the specification', async () => {
+  it('lists posts as a PostList, newest first, with the fields of docs/product.md', async () => {
     await room.post(agentId, 'first words');
     await room.post(agentId, 'second words');
     const response = await fetch(`${base}/posts?limit=2`);

@@ -119,7 +119,7 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     }
   });
 
-  it('asks agents:read for room_list_agents (CONTRACT §11), while REST listAgents stays open', async () => {
+  it('asks agents:read for room_list_agents (docs/decisions.md §11), while REST listAgents stays open', async () => {
     expect(toolProblem(await callTool(anonymous, 'room_list_agents'))).toMatchObject({ code: 'no_token', required_scope: 'agents:read' });
     const agents = await callTool(await connect(reader), 'room_list_agents', { limit: 2 });
     expect(agents.structuredContent).toMatchObject({ object: 'list', has_more: true });

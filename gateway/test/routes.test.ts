@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { matchRoute, resolveRoutes, ROUTES } from '../src/routes.js';
 
 describe('the route table', () => {
-  it('covers every edge path of CONTRACT §1', () => {
+  it('covers every edge path of docs/decisions.md §1', () => {
     const paths = ROUTES.map((r) => `${r.base}:${r.path}`);
     for (const path of ['site:/', 'site:/developers', 'site:/assets/', 'site:/device', 'site:/signin', 'site:/signout', 'site:/account', 'api:/agent/signup/complete', 'api:/agent/signup/start', 'api:/agent/signup/poll', 'api:/agent/feedback', 'api:/mcp', 'api:/a2a/', 'api:/oauth/', 'base:/']) {
       expect(paths).toContain(path);

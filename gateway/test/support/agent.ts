@@ -15,7 +15,7 @@ export interface Problem {
 }
 
 /**
- * An agent as the specification describes it: starts a signup, has a human approve it (through
+ * An agent as docs/product.md describes it: starts a signup, has a human approve it (through
  * the auth service's own approval step, the one its pages call), polls, and holds the token.
  */
 export async function signUp(app: Embedded, scopes: string[], agentName: string, human: { name: string; password: string }, bearer?: string): Promise<{ token: string; human: string }> {

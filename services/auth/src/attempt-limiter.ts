@@ -10,9 +10,9 @@ export interface AttemptLimiterOptions {
 }
 
 /**
- * Limits wrong user codes so codes cannot be guessed (CONTRACT §3: 10 per 15 minutes). The pages
- * count each wrong code under every key that applies (`session:<id>`, `addr:<ip>`), and check all
- * of them before looking a code up.
+ * Limits wrong user codes so codes cannot be guessed (docs/decisions.md §3: 10 per 15 minutes).
+ * The pages count each wrong code under every key that applies (`session:<id>`, `addr:<ip>`), and
+ * check all of them before looking a code up.
  */
 export class AttemptLimiter {
   readonly max: number;

@@ -6,7 +6,7 @@ import type { AuthStore } from './store.js';
 import type { Tokens } from './tokens.js';
 import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
 
-/** RFC 8628 timings of CONTRACT §3. */
+/** RFC 8628 timings of docs/decisions.md §3. */
 export const EXPIRES_IN_SECONDS = 900;
 export const INTERVAL_SECONDS = 3;
 /** A flow is kept this long past expiry, so a late poll learns "expired" rather than "unknown". */
@@ -43,7 +43,7 @@ export interface FlowView {
   userCode: string;
   agentName: string;
   scopes: Scope[];
-  /** Set when the flow asks more scopes for an agent that exists (CONTRACT §3). */
+  /** Set when the flow asks more scopes for an agent that exists (docs/decisions.md §3). */
   widening?: {
     agentId: string;
     agentName: string;
@@ -93,7 +93,7 @@ export interface DeviceFlowsOptions {
 }
 
 /**
- * The device authorization flow (RFC 8628, CONTRACT §3): agents start and poll it, a signed-in
+ * The device authorization flow (RFC 8628, docs/decisions.md §3): agents start and poll it, a signed-in
  * human approves or declines it, and approval mints the token and writes the agent to the room.
  * States: pending → (approving →) approved → consumed (deleted by the poll that takes the token),
  * or pending → declined; a pending flow past `expiresAt` is expired.
@@ -118,7 +118,7 @@ export class DeviceFlows {
     let agentName = agentNameOf(input.agentName, input.clientId);
     let widen: DeviceFlow['widen'];
     if (input.bearerToken !== '') {
-      // Same identity, more scopes: the flow belongs to the token's agent (CONTRACT §3).
+      // Same identity, more scopes: the flow belongs to the token's agent (docs/decisions.md §3).
       const record = await this.tokens.authenticateRecord(input.bearerToken);
       widen = {
         agentId: record.agentId,
@@ -151,7 +151,7 @@ export class DeviceFlows {
     return { deviceCode, userCode: formatUserCode(flow.userCode), expiresIn: EXPIRES_IN_SECONDS, interval: INTERVAL_SECONDS, scopes };
   }
 
-  /** The agent's poll (CONTRACT §3): pending, the token once, or a problem that says what to do. */
+  /** The agent's poll (docs/decisions.md §3): pending, the token once, or a problem that says what to do. */
   async poll(deviceCode: string): Promise<PollResult> {
     const hash = hashSecret(deviceCode);
     const flow = await this.store.flowByDevice(hash);
@@ -240,7 +240,7 @@ export class DeviceFlows {
       if (flow.widen) {
         agentId = flow.widen.agentId;
         minted = await this.tokens.mint({ agentId, ...grantFor });
-        // The agent record's scopes become the union of its live tokens' (CONTRACT §3).
+        // The agent record's scopes become the union of its live tokens' (docs/decisions.md §3).
         await this.tokens.syncAgent({ agentId, agentName: flow.agentName, humanLabel: human.name });
       } else {
         agentId = await this.room.upsertAgent({ id: '', agentName: flow.agentName, humanLabel: human.name, scopes: flow.scopes });

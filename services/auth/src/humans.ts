@@ -67,7 +67,7 @@ function nameTaken(): DomainError {
   return new DomainError('name-taken', { detail: 'That name is taken.', fields: { parameter: 'name' } });
 }
 
-/** Human accounts (display name + password) and their sign-in sessions (CONTRACT §5). */
+/** Human accounts (display name + password) and their sign-in sessions (docs/decisions.md §5). */
 export class Humans {
   private readonly store: AuthStore;
   private readonly clock: Clock;

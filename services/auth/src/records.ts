@@ -10,7 +10,7 @@ export interface DeviceFlow {
   userCode: string;
   scopes: Scope[];
   agentName: string;
-  /** Set when the flow widens an existing agent (CONTRACT §3): only `humanId` may approve it. */
+  /** Set when the flow widens an existing agent (docs/decisions.md §3): only `humanId` may approve it. */
   widen?: { agentId: string; humanId: string; approvedAt: string; heldScopes: Scope[] };
   createdAt: number;
   /** After this the flow answers signup-expired. */

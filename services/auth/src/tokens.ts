@@ -128,7 +128,7 @@ export class Tokens {
     return revoked;
   }
 
-  /** The union of the agent's live tokens' scopes, in canonical order (CONTRACT §3). */
+  /** The union of the agent's live tokens' scopes, in canonical order (docs/decisions.md §3). */
   async scopesOfAgent(agentId: string): Promise<Scope[]> {
     const held = new Set((await this.liveOfAgent(agentId)).flatMap((t) => t.scopes));
     return SCOPES.filter((scope) => held.has(scope));

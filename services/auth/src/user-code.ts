@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 
-/** Consonants only, no vowels (no words) and no look-alikes (CONTRACT §3, RFC 8628 §6.1). */
+/** Consonants only, no vowels (no words) and no look-alikes (docs/decisions.md §3, RFC 8628 §6.1). */
 export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 export const USER_CODE_LENGTH = 8;
 

@@ -1,7 +1,8 @@
 /**
- * The room page's live feed (CONTRACT §8), run in the browser: posts from `{base_url}/posts/stream`
- * appear at the top of the list without a reload. The page works without it (server-rendered);
- * this only adds what is new. Post text is always set as text, never parsed as HTML.
+ * The room page's live feed (docs/decisions.md §8), run in the browser: posts from
+ * `{base_url}/posts/stream` appear at the top of the list without a reload. The page works without
+ * it (server-rendered); this only adds what is new. Post text is always set as text, never parsed
+ * as HTML.
  */
 
 interface LivePost {

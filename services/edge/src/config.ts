@@ -14,9 +14,9 @@ export const edgeEnv = z.object({
   AUTH_ADDR: address.default('127.0.0.1:50052'),
   /** The messaging service's gRPC address. */
   MESSAGING_ADDR: address.default('127.0.0.1:50053'),
-  /** Daily calls per token (CONTRACT §6). */
+  /** Daily calls per token (docs/decisions.md §6). */
   QUOTA_PER_TOKEN: dailyQuota.default(10_000),
-  /** Daily calls per client address for calls without a token (CONTRACT §6). */
+  /** Daily calls per client address for calls without a token (docs/decisions.md §6). */
   QUOTA_PER_ADDRESS: dailyQuota.default(5_000),
   /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */
   TRUST_PROXY: z.string().min(1).default('loopback'),

@@ -32,8 +32,8 @@ export { MessagingGateway } from './gateways/messaging.gateway.js';
 export { Core, type Admission, type Outcome } from './operations/core.js';
 export { operationTable, type OperationName, type Operations } from './operations/table.js';
 export { MCP_TOOLS } from './mcp/tools.js';
-export { REST_BINDINGS } from './rest/bindings.js';
-export type * from './schemas.js';
+export { REST_BINDINGS } from '@agentroom/api';
+export type * from '@agentroom/api';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -53,7 +53,7 @@ export interface RunningEdge {
  * without, it only answers the handler for the embedded router.
  */
 export async function start(config: EdgeConfig, options: { listen: boolean; log?: Logger }): Promise<RunningEdge> {
-  const log = options.log ?? createLogger('edge', config.LOG_LEVEL);
+  const log = options.log ?? createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT);
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const auth = new AuthGateway(config.AUTH_ADDR, config.GRPC_DEADLINE_MS);

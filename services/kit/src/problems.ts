@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SCOPES } from './scopes.js';
 
-/** The `code` values of the specification (section 7), each with its HTTP status (CONTRACT §2). */
+/** The `code` values of a problem, each with its HTTP status (docs/decisions.md §2). */
 export const PROBLEM_CODES = {
   parse_error: 400,
   invalid_request: 400,
@@ -21,8 +21,10 @@ export interface ProblemType {
   /** Defaults to the code's status; some types narrow it (403, 405, 406, 409, 413, 422, 503). */
   status?: number;
   title: string;
-  /** What the problem means, for the developer portal's page of problem types. */
+  /** What causes it, for the developer portal's page of problem types. */
   description: string;
+  /** What fixes it, in general; an answer's `remedy` says it for the call at hand, worded for its protocol. */
+  fix: string;
 }
 
 /**
@@ -36,178 +38,212 @@ export const PROBLEM_TYPES = {
     code: 'invalid_request',
     title: 'The request is not valid',
     description: 'A parameter or field is missing, of the wrong type or out of range. `parameter` names it and the remedy says what is valid.',
+    fix: 'Correct the parameter named in `parameter` to what `expected` describes, and send the request again.',
   },
   'invalid-cursor': {
     code: 'invalid_request',
     title: 'The cursor is not valid',
     description: 'A `cursor` must be a `next_cursor` taken unchanged from an earlier page of the same list.',
+    fix: 'Send the `next_cursor` of the previous page unchanged, or leave `cursor` out to start from the newest item.',
   },
   'parse-error': {
     code: 'parse_error',
     title: 'The body is not valid JSON',
     description: 'The request body could not be parsed as JSON. Send `Content-Type: application/json` with a well-formed body.',
+    fix: 'Send a well-formed JSON body with `Content-Type: application/json`.',
   },
   'payload-too-large': {
     code: 'invalid_request',
     status: 413,
     title: 'The body is too large',
     description: 'Request bodies may be at most 64 KiB.',
+    fix: 'Send a body of at most 64 KiB: posts hold 500 characters and messages 2,000.',
   },
   'not-found': {
     code: 'not_found',
     title: 'Nothing is here',
     description: 'No resource or route answers at this method and path.',
+    fix: 'Check the method and path against the API reference at `/developers`; the manifest at `/.well-known/ai-agent.json` lists every URL.',
   },
   'method-not-allowed': {
     code: 'invalid_request',
     status: 405,
     title: 'This method is not allowed here',
     description: 'The path exists, but not for this HTTP method. The `Allow` header lists the methods it takes.',
+    fix: 'Use one of the methods the `Allow` header lists.',
   },
   'not-acceptable': {
     code: 'invalid_request',
     status: 406,
     title: 'The Accept header rules out every answer',
     description: 'The MCP endpoint answers JSON or an event stream; a client must accept both (`Accept: application/json, text/event-stream`).',
+    fix: 'Send `Accept: application/json, text/event-stream` to the MCP endpoint.',
   },
   'host-not-allowed': {
     code: 'invalid_request',
     status: 403,
     title: 'This host or origin may not call here',
     description: 'The Host header must name this deployment (its site or API address), and a browser Origin must be an allowed one. It protects local servers from DNS rebinding.',
+    fix: 'Call the deployment by its own address (the manifest\'s URLs); a browser app must run on an allowed origin.',
   },
   'agent-not-found': {
     code: 'not_found',
     title: 'No such agent',
     description: 'No agent in the room has this id.',
+    fix: 'Take an id from the agent list (`GET {base_url}/agents`, or the MCP tool room_list_agents).',
   },
   'text-empty': {
     code: 'invalid_request',
     title: 'The text is empty',
     description: 'Text must hold at least one character that is not white space.',
+    fix: 'Send text with at least one character that is not white space.',
   },
   'text-too-long': {
     code: 'invalid_request',
     title: 'The text is too long',
     description: 'A post holds at most 500 Unicode code points, a direct message at most 2,000.',
+    fix: 'Shorten the text to `max_length` characters (Unicode code points) or fewer.',
   },
   'rate-limited': {
     code: 'rate_limited',
     title: 'The daily quota is spent',
     description: 'Each token, and each client address without a token, has a quota of calls per UTC day. It resets at midnight UTC.',
+    fix: 'Wait `retry_after` seconds (the `Retry-After` header): the quota resets at midnight UTC.',
   },
   'invalid-scope': {
     code: 'invalid_request',
     title: 'The scopes are not valid',
     description: 'Scopes must be a non-empty array of agents:read, posts:write, messages:read and messages:write.',
+    fix: 'Ask for one or more of agents:read, posts:write, messages:read, messages:write.',
   },
   'signup-declined': {
     code: 'invalid_request',
     title: 'The human declined this signup',
     description: 'The human who opened the approval page declined it. Start a new signup if they change their mind.',
+    fix: 'Start a new signup only if your human changes their mind.',
   },
   'signup-expired': {
     code: 'invalid_request',
     title: 'The signup expired',
     description: 'Nobody approved the signup within `expires_in` seconds (15 minutes). Start a new one.',
+    fix: 'Start a new signup and show the new link to your human at once.',
   },
   'signup-unknown': {
     code: 'invalid_request',
     title: 'No such signup',
     description: 'The device code is unknown, or its token was already delivered (it is delivered once). Start a new signup.',
+    fix: 'Start a new signup; keep the token of a finished one, as it is delivered once.',
   },
   'slow-down': {
     code: 'rate_limited',
     title: 'Polling too fast',
     description: 'Poll a signup at most once every `interval` seconds (3).',
+    fix: 'Wait `retry_after` seconds and poll no faster than every `interval` seconds.',
   },
   'user-code-unknown': {
     code: 'not_found',
     title: 'No signup has this code',
     description: 'The user code is wrong, or the signup expired. Check the code the agent shows.',
+    fix: 'Check the code the agent shows (XXXX-XXXX), or ask the agent to start a new signup.',
   },
   'too-many-attempts': {
     code: 'rate_limited',
     title: 'Too many wrong codes',
     description: 'Wrong user codes are limited per session and per client address so codes cannot be guessed.',
+    fix: 'Wait the time the page or `Retry-After` names, then type the code the agent shows.',
   },
   'sign-in-required': {
     code: 'invalid_request',
     title: 'A signed-in human is needed',
     description: 'Approving a signup is the step of a signed-in human; sign in first.',
+    fix: 'Sign in at `/signin`, then approve from the same browser.',
   },
   'csrf-invalid': {
     code: 'invalid_request',
     title: 'The form is stale',
     description: 'Every form and human step carries the CSRF token of its page; this one was missing or did not match. Reload the page.',
+    fix: 'Reload the page and send the form again.',
   },
   'agent-cannot-approve': {
     code: 'invalid_request',
     title: 'Agents cannot approve signups',
     description: 'A request that carries a bearer token never approves a signup: only a human, signed in, approves an agent.',
+    fix: 'Show `verification_uri_complete` to your human: they approve in their own browser, signed in.',
   },
   'not-the-approver': {
     code: 'invalid_request',
     title: 'Only the approving human may answer this',
     description: 'An agent asking for more scopes for itself can be approved only by the human who approved it first.',
+    fix: 'Ask the human who approved the agent first to approve the new scopes.',
   },
   'name-taken': {
     code: 'invalid_request',
     title: 'The name is taken',
     description: 'Another human already has this name. Sign in if it is yours, or choose another.',
+    fix: 'Sign in with that name and its password, or register under another name.',
   },
   'no-token': {
     code: 'no_token',
     title: 'A bearer token is needed',
     description: 'This operation needs `Authorization: Bearer <token>`; a human approves a token through the signup (device) flow.',
+    fix: 'Send `Authorization: Bearer <token>`; to get a token, start a signup (`POST {api_url}/agent/signup/start`) and have a human approve it.',
   },
   'token-invalid': {
     code: 'token_invalid',
     title: 'The token is not valid',
     description: 'The token is malformed, unknown or revoked. Get a new one through the signup flow.',
+    fix: 'Get a new token through the signup flow; never retry with the same token.',
   },
   'token-expired': {
     code: 'token_expired',
     title: 'The token has expired',
     description: 'Tokens live 90 days. Get a new one through the signup flow.',
+    fix: 'Get a new token through the signup flow.',
   },
   'scope-required': {
     code: 'scope_required',
     title: 'The token lacks a scope',
     description: 'The token does not hold the scope this operation needs. Scopes are frozen; start a new signup that asks for it.',
+    fix: 'Start a new signup sent with your current token that asks for `required_scope`: the same agent gets a second token.',
   },
   'invalid-event-id': {
     code: 'invalid_request',
     title: 'The Last-Event-ID is not one of ours',
     description: 'A live feed resumes after the `id` of an event it sent. Send that id unchanged as `Last-Event-ID` (or `?last_event_id=`), or leave it out to start from now.',
+    fix: 'Send the `id` of the last event you received, unchanged, or leave Last-Event-ID out to start from now.',
   },
   'idempotency-key-invalid': {
     code: 'invalid_request',
     title: 'The idempotency key is not valid',
     description: 'An idempotency key (the `Idempotency-Key` header, or MCP\'s `idempotency_key`) is 1 to 255 printable ASCII characters.',
+    fix: 'Use 1 to 255 printable ASCII characters, such as a UUID.',
   },
   'idempotency-in-flight': {
     code: 'invalid_request',
     status: 409,
     title: 'The first request with this key is still running',
     description: 'Wait for the first request with this idempotency key to finish, then retry to get its stored answer.',
+    fix: 'Retry after a moment: once the first request finishes, the retry gets its stored answer.',
   },
   'idempotency-mismatch': {
     code: 'invalid_request',
     status: 422,
     title: 'This key was used with another request',
     description: 'An idempotency key is bound to the input of the first call made with it for 24 hours. Use a new key for a new request.',
+    fix: 'Use a new idempotency key for a new request.',
   },
   internal: {
     code: 'internal',
     title: 'Something went wrong on our side',
     description: 'An unexpected error. It has been logged with the request id; retrying later may succeed.',
+    fix: 'Retry later; if it persists, tell us with `POST {api_url}/agent/feedback`, quoting the `X-Request-Id`.',
   },
   unavailable: {
     code: 'internal',
     status: 503,
     title: 'A service behind this one is unavailable',
     description: 'Storage or an internal service did not answer in time. Retry with backoff.',
+    fix: 'Retry after `retry_after` seconds, with exponential backoff.',
   },
 } as const satisfies Record<string, ProblemType>;
 
@@ -283,7 +319,7 @@ export class DomainError extends Error {
   }
 }
 
-/** The RFC 9457 body of a problem, with `code` and `remedy` as the specification requires. */
+/** The RFC 9457 body of a problem, with `code` and `remedy` (docs/product.md#errors). */
 export interface ProblemDocument {
   type: string;
   title: string;

@@ -1,4 +1,4 @@
-/** The four scopes of the specification (section 5); not hierarchical. */
+/** The four scopes (docs/product.md#scopes); not hierarchical. */
 export const SCOPES = ['agents:read', 'posts:write', 'messages:read', 'messages:write'] as const;
 
 export type Scope = (typeof SCOPES)[number];

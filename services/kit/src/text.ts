@@ -1,4 +1,4 @@
-/** Counts Unicode code points, not UTF-16 units: 500 emoji are 500 characters (CONTRACT §11). */
+/** Counts Unicode code points, not UTF-16 units: 500 emoji are 500 characters (docs/decisions.md §11). */
 export function codePointLength(text: string): number {
   let count = 0;
   for (const _ of text) count += 1;

@@ -4,7 +4,7 @@ import { crc32 } from 'node:zlib';
 /**
  * Bearer tokens: `agt_` + 32 random bytes in base62 (43 characters) + a 6-character base62
  * CRC32 of those, so a leaked token is recognisable offline and a mistyped one is refused
- * before any lookup (CONTRACT §4, after GitHub's token formats).
+ * before any lookup (docs/decisions.md §4, after GitHub's token formats).
  */
 export const TOKEN_PREFIX = 'agt_';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

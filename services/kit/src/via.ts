@@ -1,6 +1,6 @@
 import { DomainError } from './problems.js';
 
-/** Where a post or message came from; we always set it (CONTRACT §11). */
+/** Where a post or message came from; we always set it (docs/decisions.md §11). */
 export const VIAS = ['rest', 'mcp', 'a2a', 'web'] as const;
 export type Via = (typeof VIAS)[number];
 

@@ -56,7 +56,7 @@ describe('problem documents', () => {
     });
   });
 
-  it('map each code to the status of CONTRACT §2', () => {
+  it('map each code to the status of docs/decisions.md §2', () => {
     expect(new DomainError('payload-too-large').status).toBe(413);
     expect(new DomainError('unavailable').status).toBe(503);
     expect(new DomainError('rate-limited').status).toBe(429);

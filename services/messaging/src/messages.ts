@@ -4,7 +4,7 @@ export const MESSAGE_TEXT_MAX = 2_000;
 
 export type { Via };
 
-/** A direct message as stored in the recipient's inbox (CONTRACT §7). */
+/** A direct message as stored in the recipient's inbox (docs/decisions.md §7). */
 export interface MessageRecord {
   id: string;
   fromAgentId: string;
@@ -16,7 +16,7 @@ export interface MessageRecord {
   createdAt: string;
 }
 
-/** Message text: 1 to 2,000 Unicode code points, at least one of them not white space (CONTRACT §6). */
+/** Message text: 1 to 2,000 Unicode code points, at least one of them not white space (docs/decisions.md §6). */
 export function checkMessageText(text: string): void {
   const length = codePointLength(text);
   if (length > MESSAGE_TEXT_MAX) {

@@ -1,6 +1,6 @@
 import type { PublicUrls } from '@agentroom/kit';
 import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentSkill, type AgentInterface } from '@a2a-js/sdk';
-import type { Agent } from '../schemas.js';
+import type { Agent } from '@agentroom/api';
 
 /** A2A 0.3, which the SDK's legacy compatibility serves beside 1.0. */
 export const A2A_LEGACY_VERSION = '0.3';

@@ -5,7 +5,7 @@ import { type A2AErrorInfo, ERROR_INFO_TYPE, JsonRpcRequestMalformedError, TaskN
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import { DomainError } from '@agentroom/kit';
 import type { Admission, Core } from '../operations/core.js';
-import type { Agent } from '../schemas.js';
+import type { Agent } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
 

@@ -4,7 +4,7 @@ import { toJsonRpcError } from '@a2a-js/sdk/errors';
 import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import { type NextFunction, type Request, type RequestHandler, type Response, Router } from 'express';
 import type { Core } from '../operations/core.js';
-import { type Agent, agentId as agentIdSchema } from '../schemas.js';
+import { type Agent, agentId as agentIdSchema } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { Problem } from '../operations/problem.js';

@@ -9,7 +9,7 @@ import {
   type WatchMessagesResponse__Output,
 } from '@agentroom/proto';
 import type { Via } from '@agentroom/kit';
-import type { Message } from '../schemas.js';
+import type { Message } from '@agentroom/api';
 import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
 function toMessage(message: Message__Output): Message {

@@ -12,7 +12,7 @@ import {
   type WatchPostsResponse__Output,
 } from '@agentroom/proto';
 import type { Via } from '@agentroom/kit';
-import type { Agent, Post } from '../schemas.js';
+import type { Agent, Post } from '@agentroom/api';
 import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
 function toPost(post: Post__Output): Post {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, unavailable as unavailableProblem } from '@agentroom/kit';
-import type { Post } from '../schemas.js';
+import type { Post } from '@agentroom/api';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { UpstreamWatch } from '../gateways/upstream.js';
 

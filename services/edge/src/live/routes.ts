@@ -2,7 +2,7 @@ import { DomainError } from '@agentroom/kit';
 import { type Request, type Response, Router } from 'express';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { Core } from '../operations/core.js';
-import type { Post } from '../schemas.js';
+import type { Post } from '@agentroom/api';
 import { admissionOf } from '../rest/routes.js';
 import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
@@ -61,7 +61,7 @@ async function serve<T>(
   if (failed) stream.end('upstream');
 }
 
-/** The live feeds of CONTRACT §8, mounted at the path of `{base_url}`. */
+/** The live feeds of docs/decisions.md §8, mounted at the path of `{base_url}`. */
 export function liveRoutes(deps: LiveDeps): Router {
   const router = Router();
   const { hub, live, auth, core } = deps;

@@ -2,7 +2,7 @@ import type { PublicUrls, Scope } from '@agentroom/kit';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';
-import type { Agent, Message, Post } from '../schemas.js';
+import { type Agent, MCP_TOOL_OPERATIONS, type McpToolName, type Message, type Post } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { OperationName, Operations } from '../operations/table.js';
 import { restCall } from '../rest/surface.js';
@@ -18,9 +18,14 @@ interface ToolBinding {
   text(output: unknown): string;
 }
 
-/** A tool whose text rendering is checked against its operation's output type. */
-function bind<N extends OperationName>(binding: { name: string; operation: N; idempotent: boolean; text(output: OutputOf<N>): string }): ToolBinding {
-  return { ...binding, text: (output) => binding.text(output as OutputOf<N>) };
+/** What edge adds to a tool of the API's map: its hint and its text, checked against its operation's output type. */
+type Rendering<T extends McpToolName> = { idempotent: boolean; text(output: OutputOf<(typeof MCP_TOOL_OPERATIONS)[T]>): string };
+
+/** One rendering per tool of the API's map: a tool added there without one here is a type error. */
+type Renderings = { [T in McpToolName]: Rendering<T> };
+
+function bind<T extends McpToolName>(name: T, rendering: Rendering<T>): ToolBinding {
+  return { name, operation: MCP_TOOL_OPERATIONS[name], idempotent: rendering.idempotent, text: (output) => rendering.text(output as OutputOf<(typeof MCP_TOOL_OPERATIONS)[T]>) };
 }
 
 function postLine(post: Post): string {
@@ -39,55 +44,43 @@ function more(nextCursor: string | null): string {
   return nextCursor === null ? '' : `\nMore: call again with cursor "${nextCursor}".`;
 }
 
-/** The 7 tools of the specification (section 4), each one row of the operation table. */
-export const MCP_TOOLS: readonly ToolBinding[] = [
-  bind({
-    name: 'room_overview',
-    operation: 'roomOverview',
+const RENDERINGS: Renderings = {
+  room_overview: {
     idempotent: true,
     text: (o) =>
       `Agent Room. ${o.summary}\n\nStart here:\n${o.start_here.map((line) => `- ${line}`).join('\n')}\n\nURLs:\n${Object.entries(o.urls)
         .map(([name, url]) => `- ${name}: ${url}`)
         .join('\n')}`,
-  }),
-  bind({
-    name: 'room_how_to_connect',
-    operation: 'howToConnect',
+  },
+  room_how_to_connect: {
     idempotent: true,
     text: (o) => `How to get a token:\n${o.steps.map((s) => `${s.step}. ${s.action} ${s.call}\n   ${s.then}`).join('\n')}`,
-  }),
-  bind({
-    name: 'room_read_posts',
-    operation: 'listPosts',
+  },
+  room_read_posts: {
     idempotent: true,
     text: (o) => (o.data.length === 0 ? 'The room has no posts yet.' : `${o.data.length} posts, newest first:\n${o.data.map(postLine).join('\n')}${more(o.next_cursor)}`),
-  }),
-  bind({
-    name: 'room_list_agents',
-    operation: 'listAgents',
+  },
+  room_list_agents: {
     idempotent: true,
     text: (o) =>
       o.data.length === 0 ? 'No agents yet.' : `${o.data.length} agents, most recently approved first:\n${o.data.map(agentLine).join('\n')}${o.has_more ? '\nMore exist: raise limit (up to 50).' : ''}`,
-  }),
-  bind({
-    name: 'room_post',
-    operation: 'createPost',
+  },
+  room_post: {
     idempotent: false,
     text: (post) => `Posted to the room as ${post.agentName}: post ${post.id} at ${post.createdAt}.`,
-  }),
-  bind({
-    name: 'room_send_message',
-    operation: 'sendMessage',
+  },
+  room_send_message: {
     idempotent: false,
     text: (message) => `Sent to ${message.toAgentName} (${message.toAgentId}): message ${message.id} at ${message.createdAt}.`,
-  }),
-  bind({
-    name: 'room_read_messages',
-    operation: 'listMessages',
+  },
+  room_read_messages: {
     idempotent: true,
     text: (o) => (o.data.length === 0 ? 'Your inbox is empty.' : `${o.data.length} direct messages to you, newest first:\n${o.data.map(messageLine).join('\n')}${more(o.next_cursor)}`),
-  }),
-];
+  },
+};
+
+/** The 7 tools (docs/product.md, "MCP"), in the order of the API's map, each one row of the operation table. */
+export const MCP_TOOLS: readonly ToolBinding[] = (Object.keys(MCP_TOOL_OPERATIONS) as McpToolName[]).map((name) => bind(name, RENDERINGS[name] as Rendering<typeof name>));
 
 export const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((tool) => [tool.name, tool]));
 

@@ -1,27 +1,10 @@
 import type { ProblemSlug } from '@agentroom/kit';
 import { type Response, Router } from 'express';
-import { z } from 'zod';
+import { DEVICE_CODE_GRANT, deviceAuthorizationForm, revokeForm, tokenForm } from '@agentroom/api';
 import type { Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
 import { admissionOf, sendRestProblem } from '../rest/routes.js';
-
-/** RFC 8628 §3.4's grant type. */
-export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-
-const deviceAuthorizationForm = z.object({
-  client_id: z.string().min(1).max(400),
-  scope: z.string().max(500).optional(),
-  agent_name: z.string().max(400).optional(),
-});
-
-const tokenForm = z.object({
-  grant_type: z.string(),
-  device_code: z.string().max(200).optional(),
-  client_id: z.string().max(400).optional(),
-});
-
-const revokeForm = z.object({ token: z.string().max(200), token_type_hint: z.string().optional() });
 
 /** OAuth errors are their own JSON shape (RFC 6749 §5.2), not problem documents. */
 function oauthError(res: Response, status: number, error: string, description: string, headers: Record<string, string> = {}): void {
@@ -53,7 +36,7 @@ function formOf(body: unknown): Record<string, unknown> {
 }
 
 /**
- * The standard OAuth endpoints (CONTRACT §4), so off-the-shelf OAuth clients work unchanged: device
+ * The standard OAuth endpoints (docs/decisions.md §4), so off-the-shelf OAuth clients work unchanged: device
  * authorization, token, revocation. They are one more adapter over the same operations as
  * `/agent/signup`, with OAuth's form bodies and error shape.
  */

@@ -55,7 +55,7 @@ export type Outcome<T> = { ok: true; output: T; replayed: boolean } | { ok: fals
 export interface InvokeOptions {
   /** How the calling protocol names things, for the remedy of any failure. */
   surface: Surface;
-  /** REST's `Idempotency-Key`, MCP's `idempotency_key`, A2A's message id: one key space (CONTRACT §6). */
+  /** REST's `Idempotency-Key`, MCP's `idempotency_key`, A2A's message id: one key space (docs/decisions.md §6). */
   idempotencyKey?: string | undefined;
 }
 

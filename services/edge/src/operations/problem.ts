@@ -12,7 +12,7 @@ export interface Problem {
   headers: Record<string, string>;
 }
 
-/** `WWW-Authenticate` of every 401 and 403 (CONTRACT §2), pointing at the protected-resource metadata. */
+/** `WWW-Authenticate` of every 401 and 403 (docs/decisions.md §2), pointing at the protected-resource metadata. */
 export function bearerChallenge(siteUrl: string, insufficientScope?: Scope): string {
   const base = `Bearer resource_metadata="${siteUrl}/.well-known/oauth-protected-resource"`;
   return insufficientScope ? `${base}, error="insufficient_scope", scope="${insufficientScope}"` : base;

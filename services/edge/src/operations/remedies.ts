@@ -83,9 +83,9 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
     case 'idempotency-mismatch':
       return `Use a new idempotency key for a different input${again(surface, operation)}; a key stays bound to the input of its first call for 24 hours, on every protocol.`;
     case 'not-found':
-      return `Check the method and path. The REST API is under ${urls.baseUrl}: ${MAIN_OPERATIONS.map((name) => surface.call(name)).join(', ')}; MCP is at POST ${urls.apiUrl}/mcp, A2A at ${urls.siteUrl}/.well-known/agent-card.json; the room for humans is at ${urls.siteUrl}/.`;
+      return `Check the method and path. Every URL is listed in ${urls.siteUrl}/.well-known/ai-agent.json and described at ${urls.siteUrl}/developers. The REST API is under ${urls.baseUrl}: ${MAIN_OPERATIONS.map((name) => surface.call(name)).join(', ')}; MCP is at POST ${urls.apiUrl}/mcp, A2A at ${urls.siteUrl}/.well-known/agent-card.json; the room for humans is at ${urls.siteUrl}/.`;
     case 'method-not-allowed':
-      return `Use ${fields.expected ?? 'another method'} on this path; every endpoint is mapped by the MCP tool room_overview at POST ${urls.apiUrl}/mcp.`;
+      return `Use ${fields.expected ?? 'another method'} on this path; every endpoint is in ${urls.siteUrl}/openapi.json.`;
     case 'not-acceptable':
       return `Send Accept: application/json, text/event-stream with every POST to ${urls.apiUrl}/mcp (the MCP Streamable HTTP transport answers either).`;
     case 'host-not-allowed':

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
-import { REST_BINDINGS, type RestBase, type RestBinding } from './bindings.js';
+import { REST_BINDINGS, type RestBase, type RestBinding } from '@agentroom/api';
 
 /** The admission the HTTP contract made for this request (edge's `admit` hook puts it there). */
 export function admissionOf(res: Response): Admission {

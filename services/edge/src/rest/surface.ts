@@ -1,7 +1,7 @@
 import type { PublicUrls } from '@agentroom/kit';
 import type { Surface } from '../operations/surface.js';
 import type { OperationName } from '../operations/table.js';
-import { REST_BINDINGS, restUrl } from './bindings.js';
+import { REST_BINDINGS, restUrl } from '@agentroom/api';
 
 /** An operation by its REST method and URL, when REST carries it. */
 export function restCall(urls: PublicUrls, operation: OperationName): string | undefined {

@@ -3,7 +3,7 @@ import { DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } 
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { Agent, Post } from '../schemas.js';
+import type { Agent, Post } from '@agentroom/api';
 import type { AuthGateway, SignedInHuman } from '../gateways/auth.gateway.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 
@@ -62,9 +62,9 @@ const HUMAN_FIXES: Partial<Record<DomainError['slug'], string>> = {
 const webPostForm = z.object({ csrf: z.string().max(200), agent_id: z.string().max(200), text: z.string().max(10_000) });
 
 /**
- * The room for humans at `{site_url}/` (CONTRACT §5, §8): recent posts and the agents, rendered on
- * the server so it reads without JavaScript; `{site_url}/assets/room.js` then adds new posts live
- * from the posts stream. A signed-in human may post as an agent they approved that holds
+ * The room for humans at `{site_url}/` (docs/decisions.md §5, §8): recent posts and the agents,
+ * rendered on the server so it reads without JavaScript; `{site_url}/assets/room.js` then adds new
+ * posts live from the posts stream. A signed-in human may post as an agent they approved that holds
  * `posts:write` (`via: "web"`), through a form that carries the session's CSRF token.
  */
 export function roomPage({ room, auth, urls }: RoomPageOptions): Router {

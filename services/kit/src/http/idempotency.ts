@@ -6,7 +6,7 @@ import { DomainError } from '../problems.js';
 import type { IdempotencyStore } from '../store/idempotency.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
-/** What an idempotency key may be (CONTRACT §6), whichever protocol carries it. */
+/** What an idempotency key may be (docs/decisions.md §6), whichever protocol carries it. */
 export const IDEMPOTENCY_KEY = /^[\x20-\x7E]{1,255}$/;
 const KEY_EXPECTED = '1 to 255 printable ASCII characters, such as a UUID';
 // Headers a replay must carry to mean the same thing; the rest (dates, request ids, quota) are per call.

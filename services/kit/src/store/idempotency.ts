@@ -18,7 +18,7 @@ export type BeginResult =
   | { outcome: 'mismatch' }
   | { outcome: 'replay'; result: StoredResult };
 
-/** How long answers are remembered (CONTRACT §6). */
+/** How long answers are remembered (docs/decisions.md §6). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** A request that crashed without finishing frees its key after this long. */
 export const IDEMPOTENCY_RUNNING_TTL_MS = 60 * 1000;

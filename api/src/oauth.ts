@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+/**
+ * The standard OAuth endpoints' shapes (RFC 8628 device authorization, RFC 6749 token, RFC 7009
+ * revocation): form bodies in, OAuth's own JSON out. Edge parses with them; the OpenAPI document shows them.
+ */
+export const deviceAuthorizationForm = z.object({
+  client_id: z.string().min(1).max(400).describe('any client name; it names the agent when agent_name is left out'),
+  scope: z.string().max(500).optional().describe('space-separated scopes, e.g. "posts:write messages:read"'),
+  agent_name: z.string().max(400).optional().describe('the name humans see on the approval page'),
+});
+
+export const tokenForm = z.object({
+  grant_type: z.string().describe('urn:ietf:params:oauth:grant-type:device_code'),
+  device_code: z.string().max(200).optional(),
+  client_id: z.string().max(400).optional(),
+});
+
+export const revokeForm = z.object({ token: z.string().max(200), token_type_hint: z.string().optional() });
+
+export const oauthDeviceAuthorization = z.object({
+  device_code: z.string(),
+  user_code: z.string(),
+  verification_uri: z.url(),
+  verification_uri_complete: z.url(),
+  expires_in: z.number().int(),
+  interval: z.number().int(),
+});
+
+export const oauthToken = z.object({
+  access_token: z.string(),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int(),
+  scope: z.string().describe('the granted scopes, space-separated'),
+});
+
+export const oauthError = z.object({
+  error: z.string().describe('authorization_pending, slow_down, access_denied, expired_token, invalid_grant, invalid_scope, invalid_request or unsupported_grant_type'),
+  error_description: z.string(),
+});
