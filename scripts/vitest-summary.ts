@@ -1,12 +1,15 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Ends the run with one plain line, `tests: N passed, N failed, N skipped`, that any CI can read. */
+/** Ends the run with one plain line, `tests: N passed, N failed, N skipped`, that any CI can read (and the files whose setup failed). */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    let brokenFiles = 0;
     for (const module of testModules) {
+      // A file whose setup failed (a hook threw) has no failed test, but it did not pass.
+      if (module.state() === 'failed' && ![...module.children.allTests()].some((test) => test.result().state === 'failed')) brokenFiles += 1;
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed += 1;
@@ -14,6 +17,7 @@ export default class SummaryReporter implements Reporter {
         else skipped += 1;
       }
     }
-    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+    const broken = brokenFiles === 0 ? '' : `; ${brokenFiles} test files failed outside their tests (a setup hook)`;
+    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken}\n`);
   }
 }

@@ -9,17 +9,29 @@ import { StartupError } from '../startup.js';
 export const REDIS_INSTALL_HINT =
   'redis-server is not on PATH. Install it with `bash scripts/install-test-deps.sh` (as root it runs `apt-get install -y redis-server`), or `sudo apt-get install redis-server`, or set REDIS_URL to a Redis you run.';
 
-/** A free TCP port on the loopback interface, as the OS hands it out. */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Below Linux's ephemeral range (32768-60999), from which every `listen(0)` and outgoing connection draws. */
+const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
+
+function tryListen(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A TCP port that is free on the loopback interface, for a process to listen on next. It is
+ * picked at random below the OS's ephemeral range: a port the OS handed out by `listen(0)` and
+ * took back could be handed at once to the next `listen(0)` or outgoing connection of any process
+ * (a gRPC server on port 0, a client socket), and the listen that comes after would then fail.
+ */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const port = CHOSEN_PORTS.from + Math.floor(Math.random() * (CHOSEN_PORTS.to - CHOSEN_PORTS.from));
+    if (await tryListen(port, host)) return port;
+  }
+  throw new Error(`no free port between ${CHOSEN_PORTS.from} and ${CHOSEN_PORTS.to} after 50 tries`);
 }
 
 export interface LocalRedis {
