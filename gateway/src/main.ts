@@ -14,6 +14,7 @@ try {
     routes: resolveRoutes(urls),
     targets: { edge: { kind: 'remote', urls: config.EDGE_URLS }, auth: { kind: 'remote', urls: config.AUTH_URLS } },
     documents: discoveryDocuments(urls),
+    quotaLimit: config.QUOTA_PER_ADDRESS,
     port: config.PORT,
     log,
   });

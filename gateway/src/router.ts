@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { REQUEST_ID_HEADER, requestIdFrom, type Logger } from '@agentroom/kit';
+import type { AddressInfo, Socket } from 'node:net';
+import { corsHeaders, corsPreflightHeaders, REQUEST_ID_HEADER, requestIdFrom, type Logger, uncountedQuota } from '@agentroom/kit';
 import { CATCH_ALL, matchRoute, type ResolvedRoute, type Upstream } from './routes.js';
 import type { Document } from './discovery.js';
 
@@ -13,6 +13,34 @@ export interface RouterOptions {
   /** The gateway's own answers (discovery documents, the portal), by full path. */
   documents: ReadonlyMap<string, Document>;
   log: Logger;
+  /**
+   * The daily quota of a client without a token (`QUOTA_PER_ADDRESS`, default 5,000). The router's
+   * own answers count no call, so they show it whole: `RateLimit-Remaining` = this, reset at UTC midnight.
+   */
+  quotaLimit?: number;
+}
+
+/** edge's default `QUOTA_PER_ADDRESS`. */
+const DEFAULT_QUOTA_LIMIT = 5_000;
+
+/**
+ * The headers of every answer the router makes itself (documents, 405, 502, parser errors): a
+ * request id and the RateLimit headers of a full allowance, since nothing was counted
+ * (docs/decisions.md §6). The quota store lives behind edge; the router does not reach into it.
+ */
+function ownHeaders(limit: number, requestId: string): Record<string, string> {
+  const quota = uncountedQuota(limit);
+  return {
+    'x-request-id': requestId,
+    'ratelimit-limit': String(quota.limit),
+    'ratelimit-remaining': String(quota.remaining),
+    'ratelimit-reset': String(quota.resetSeconds),
+  };
+}
+
+/** A problem the router answers itself: `about:blank`, since no service is there to name it (docs/decisions.md §2). */
+function ownProblem(status: number, title: string, remedy: string, code = 'invalid_request'): string {
+  return JSON.stringify({ type: 'about:blank', title, status, code, remedy });
 }
 
 // Connections to upstreams are reused; without this, every proxied request pays a TCP handshake.
@@ -37,40 +65,85 @@ function stampForwarding(req: IncomingMessage): void {
   req.headers[REQUEST_ID_HEADER] = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
 }
 
-function badGateway(res: ServerResponse): void {
+function badGateway(req: IncomingMessage, res: ServerResponse, limit: number): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  res.writeHead(502, { 'content-type': 'application/problem+json', 'retry-after': '5' });
-  res.end(
-    JSON.stringify({
-      type: 'about:blank',
-      title: 'The service behind the gateway is unavailable',
-      status: 502,
-      code: 'internal',
-      remedy: 'Retry in a few seconds with exponential backoff.',
-    }),
-  );
+  res.writeHead(502, { 'content-type': 'application/problem+json', 'retry-after': '5', ...ownHeaders(limit, requestIdFrom(req.headers[REQUEST_ID_HEADER])) });
+  res.end(ownProblem(502, 'The service behind the gateway is unavailable', 'Retry in a few seconds with exponential backoff.', 'internal'));
 }
 
-function serveDocument(req: IncomingMessage, res: ServerResponse, document: Document): void {
-  const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
+/** The gateway's documents are public: any origin may read them, and their preflight is answered. */
+function serveDocument(req: IncomingMessage, res: ServerResponse, document: Document, limit: number): void {
+  const headers = { ...ownHeaders(limit, requestIdFrom(req.headers[REQUEST_ID_HEADER])), ...corsHeaders() };
+  if (req.method === 'OPTIONS') {
+    res.writeHead(204, { ...headers, ...corsPreflightHeaders(), allow: 'GET, HEAD' });
+    res.end();
+    return;
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
-    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/problem+json', 'x-request-id': requestId });
-    res.end(JSON.stringify({ type: 'about:blank', title: 'Method not allowed', status: 405, code: 'invalid_request', remedy: 'Use GET.' }));
+    res.writeHead(405, { ...headers, allow: 'GET, HEAD', 'content-type': 'application/problem+json' });
+    res.end(ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.'));
     return;
   }
   res.writeHead(200, {
     'content-type': document.contentType,
     'content-length': String(document.body.length),
     'cache-control': `public, max-age=${document.maxAge}`,
-    'access-control-allow-origin': '*',
     'x-content-type-options': 'nosniff',
-    'x-request-id': requestId,
+    ...headers,
     ...document.headers,
   });
   res.end(req.method === 'HEAD' ? undefined : document.body);
+}
+
+/** Errors of Node's HTTP parser, by their code: what the raw answer says. */
+function parserProblem(error: NodeJS.ErrnoException): { status: number; reason: string; title: string; remedy: string } {
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    return {
+      status: 431,
+      reason: 'Request Header Fields Too Large',
+      title: 'The request headers are too large',
+      remedy: 'Send at most 16 KiB of request headers: drop cookies and headers this API does not read, and send the token once, as Authorization: Bearer <token>.',
+    };
+  }
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return { status: 408, reason: 'Request Timeout', title: 'The request took too long to arrive', remedy: 'Send the whole request at once, then retry.' };
+  }
+  return {
+    status: 400,
+    reason: 'Bad Request',
+    title: 'The request is not valid HTTP/1.1',
+    remedy: 'Send a well-formed HTTP/1.1 request: a request line such as GET /api/v1/posts HTTP/1.1, then headers as Name: value, each line ending in CRLF.',
+  };
+}
+
+/**
+ * Answers what Node's HTTP parser refused (headers too large, a malformed request line) as every
+ * other error: a problem document with a request id and RateLimit headers, written raw on the
+ * socket, which is then closed. Nothing is answered on a socket that is already answering a request.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket, limit: number, log: Logger): void {
+  const answering = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || answering) {
+    socket.destroy();
+    return;
+  }
+  const problem = parserProblem(error);
+  const requestId = requestIdFrom(undefined);
+  log.info({ requestId, code: error.code, status: problem.status }, 'request refused by the HTTP parser');
+  const body = Buffer.from(ownProblem(problem.status, problem.title, problem.remedy));
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/problem+json',
+    'Content-Length': String(body.length),
+    ...ownHeaders(limit, requestId),
+    Connection: 'close',
+  };
+  const head = `HTTP/1.1 ${problem.status} ${problem.reason}\r\n${Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')}\r\n`;
+  socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]));
 }
 
 /** Proxied event streams open now: they never finish by themselves, so shutdown ends them first. */
@@ -85,13 +158,14 @@ export function endLiveStreams(): void {
 /** Builds the request handler that routes by the table. */
 export function routeRequests(options: RouterOptions): RequestListener {
   const cursors = new Map<Upstream, number>();
+  const limit = options.quotaLimit ?? DEFAULT_QUOTA_LIMIT;
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = matchRoute(options.routes, req.headers.host, path);
     if (route?.upstream === 'gateway') {
       const document = options.documents.get(path);
       if (document) {
-        serveDocument(req, res, document);
+        serveDocument(req, res, document, limit);
         return;
       }
     }
@@ -124,7 +198,7 @@ export function routeRequests(options: RouterOptions): RequestListener {
       // Cancelled because the client went away: nothing failed, nobody to answer.
       if (clientGone) return;
       options.log.warn({ err: error, upstream, url: url.href }, 'upstream failed');
-      badGateway(res);
+      badGateway(req, res, limit);
     });
     // A client that goes away cancels the upstream request too (long-lived streams included).
     res.on('close', () => {
@@ -139,6 +213,8 @@ export function routeRequests(options: RouterOptions): RequestListener {
 /** Listens on `port` and routes every request by the table. */
 export async function startRouter(options: RouterOptions & { port: number; host?: string }): Promise<{ server: Server; port: number }> {
   const server = createServer({ keepAliveTimeout: 65_000 }, routeRequests(options));
+  // Without this, Node answers a bare status line with no body or headers of ours.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket, options.quotaLimit ?? DEFAULT_QUOTA_LIMIT, options.log));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());

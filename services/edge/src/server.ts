@@ -1,5 +1,5 @@
 import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
-import type { Express, RequestHandler } from 'express';
+import type { Express, Request, RequestHandler } from 'express';
 import { a2aRoutes, a2aSurface } from './a2a/routes.js';
 import type { AuthGateway } from './gateways/auth.gateway.js';
 import type { RoomGateway } from './gateways/room.gateway.js';
@@ -53,6 +53,25 @@ function admissionGuard(core: Core): RequestHandler {
   };
 }
 
+/** Whether `path` is `prefix` or below it. */
+function under(path: string, prefix: string): boolean {
+  return path === prefix || path.startsWith(`${prefix.replace(/\/$/, '')}/`);
+}
+
+/**
+ * The public API, which a browser on any origin may call (`Access-Control-Allow-Origin: *`, no
+ * credentials): REST under {base_url}, signup start and poll, feedback, OAuth, MCP, A2A and the
+ * room's card. Edge's human page (the room) and assets stay same-origin, as do auth's pages, which
+ * never reach edge (docs/decisions.md §1).
+ */
+function publicApi(urls: PublicUrls): (req: Request) => boolean {
+  const pathOf = (url: string): string => new URL(url).pathname.replace(/\/$/, '');
+  const api = pathOf(urls.apiUrl);
+  const prefixes = [pathOf(urls.baseUrl), ...['/agent/signup/start', '/agent/signup/poll', '/agent/feedback', '/oauth', '/mcp', '/a2a'].map((path) => `${api}${path}`)];
+  const card = `${pathOf(urls.siteUrl)}/.well-known/agent-card.json`;
+  return (req) => req.path === card || prefixes.some((prefix) => under(req.path, prefix));
+}
+
 /**
  * Edge's express app: the HTTP contract (request ids, one admission per request, body limits)
  * around the protocol adapters (REST, OAuth, MCP, A2A) over one pipeline, then the live feeds and
@@ -73,6 +92,7 @@ export function createEdgeApp(options: EdgeAppOptions): Express {
       return { subject: admission.subject, quota: admission.quota };
     },
     answer: restAnswer(rest),
+    cors: publicApi(urls),
   });
   const sitePath = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
   const apiPath = new URL(urls.apiUrl).pathname.replace(/\/$/, '');

@@ -79,10 +79,11 @@ describe('admission: authenticate once, count once', () => {
 });
 
 describe('the pipeline, step by step', () => {
-  it('refuses a bad token before it looks at the scope, on operations that need none too', async () => {
+  it('refuses a bad token before it looks at the scope; an operation that needs none runs as anonymous', async () => {
     const admission = await core.admit({ authorization: 'Bearer nonsense', address: address() });
     expect(failed(await core.invoke(admission, 'createPost', { text: 'x' }, { surface: rest })).slug).toBe('token-invalid');
-    expect(failed(await core.invoke(admission, 'listPosts', {}, { surface: rest })).slug).toBe('token-invalid');
+    // Changed deliberately (docs/decisions.md §4): a bad token does not break reading the room.
+    expect(succeeded(await core.invoke(admission, 'listPosts', {}, { surface: rest })).output.object).toBe('list');
   });
 
   it('checks the scope before the quota, the quota before the input, the input before running', async () => {

@@ -1,4 +1,4 @@
-import { codePointLength, DomainError, hasVisibleCharacter, type Via } from '@agentroom/kit';
+import { checkPlainText, codePointLength, DomainError, hasVisibleCharacter, type Via } from '@agentroom/kit';
 
 export const MESSAGE_TEXT_MAX = 2_000;
 
@@ -16,7 +16,7 @@ export interface MessageRecord {
   createdAt: string;
 }
 
-/** Message text: 1 to 2,000 Unicode code points, at least one of them not white space (docs/decisions.md §6). */
+/** Message text: 1 to 2,000 Unicode code points, at least one of them not white space, no control characters (docs/decisions.md §6). */
 export function checkMessageText(text: string): void {
   const length = codePointLength(text);
   if (length > MESSAGE_TEXT_MAX) {
@@ -31,6 +31,8 @@ export function checkMessageText(text: string): void {
       fields: { parameter: 'text', max_length: MESSAGE_TEXT_MAX },
     });
   }
+  // No control characters but newline and tab, no lone surrogates (docs/decisions.md §6).
+  checkPlainText(text, 'text');
 }
 
 /** The recipient is not an agent of the room: 404 at the edge. */

@@ -1,4 +1,4 @@
-import { codePointLength, DomainError, hasVisibleCharacter, type Via } from '@agentroom/kit';
+import { checkPlainText, codePointLength, DomainError, hasVisibleCharacter, type Via } from '@agentroom/kit';
 
 export const POST_TEXT_MAX = 500;
 
@@ -14,7 +14,7 @@ export interface PostRecord {
   createdAt: string;
 }
 
-/** Post text: 1 to 500 Unicode code points, at least one of them not white space. */
+/** Post text: 1 to 500 Unicode code points, at least one of them not white space, no control characters. */
 export function checkPostText(text: string): void {
   const length = codePointLength(text);
   if (length > POST_TEXT_MAX) {
@@ -29,6 +29,8 @@ export function checkPostText(text: string): void {
       fields: { parameter: 'text', max_length: POST_TEXT_MAX },
     });
   }
+  // No control characters but newline and tab, no lone surrogates (docs/decisions.md §6).
+  checkPlainText(text, 'text');
 }
 
 /** A stream id `<ms>-<seq>` tells when the post was made; createdAt is derived from it. */

@@ -14,6 +14,8 @@ import {
   type QuotaState,
   type QuotaStore,
   rateLimited,
+  plainTextFault,
+  PLAIN_TEXT_EXPECTED,
   type Scope,
   SCOPES,
   unavailable,
@@ -44,7 +46,11 @@ export interface Admission {
   /** The quota bucket it counted against: `tok:<tokenId>`, or `addr:<address>` without a valid token. */
   subject: string;
   quota: QuotaState;
-  /** A token that was sent but does not hold: refused at the authenticate step of every call. */
+  /**
+   * A token that was sent but does not hold. Refused by every operation that needs a scope; one
+   * that needs none (reading the room, feedback) runs as anonymous if the token is merely invalid,
+   * revoked or expired (docs/decisions.md §4).
+   */
   tokenRefusal?: DomainError;
   /** The quota could not be counted (storage down): refused at the quota step. */
   quotaFailure?: DomainError;
@@ -71,6 +77,16 @@ export interface CoreOptions {
 }
 
 const BEARER = /^Bearer ([^\s]+)$/i;
+
+/** Inputs that carry free text a client wrote: no control characters but newline and tab, no lone surrogates (docs/decisions.md §6). */
+const FREE_TEXT_INPUTS = new Set(['text', 'problem', 'url', 'agent', 'expected', 'agent_name', 'client_id']);
+
+/** A token refusal that leaves the call anonymous where no scope is needed: the token is bad, not the call. */
+function refusedAsAnonymous(refusal: DomainError): 'invalid' | 'expired' | undefined {
+  if (refusal.slug === 'token-invalid') return 'invalid';
+  if (refusal.slug === 'token-expired') return 'expired';
+  return undefined;
+}
 
 type OutputOf<N extends OperationName> = z.output<Operations[N]['output']>;
 
@@ -120,6 +136,8 @@ export class Core {
           tokenRefusal = this.domainError(error);
         }
       }
+      const status = tokenRefusal && refusedAsAnonymous(tokenRefusal);
+      if (status) caller.tokenStatus = status;
     }
     const { principal } = caller;
     const subject = principal ? `tok:${principal.tokenId}` : `addr:${caller.address}`;
@@ -139,7 +157,8 @@ export class Core {
    * MCP handshake): a bad token, a missing scope, a spent quota. Throws the DomainError.
    */
   authorize(admission: Admission, scope?: Scope): Principal | undefined {
-    if (admission.tokenRefusal) throw admission.tokenRefusal;
+    // A bad token fails what needs a scope; what needs none is served as to anyone (counted per address).
+    if (admission.tokenRefusal && (scope !== undefined || !refusedAsAnonymous(admission.tokenRefusal))) throw admission.tokenRefusal;
     const { principal } = admission.caller;
     if (scope !== undefined) {
       if (!principal) {
@@ -188,6 +207,8 @@ export class Core {
     const parsed = op.input.safeParse(raw ?? {});
     if (!parsed.success) return fail(invalidInput(op, parsed.error));
     const input = parsed.data;
+    const textFault = freeTextFault(input as Record<string, unknown>);
+    if (textFault) return fail(textFault);
     const call = { caller: admission.caller, protocol: surface.protocol };
 
     const key = op.writes ? options.idempotencyKey : undefined;
@@ -227,6 +248,16 @@ export class Core {
     if (domain.slug === 'internal') this.options.log.error({ err: error }, 'operation failed');
     return domain;
   }
+}
+
+/** The first free-text input holding a control character or a lone surrogate, as the problem that names it. */
+function freeTextFault(input: Record<string, unknown>): DomainError | undefined {
+  for (const [parameter, value] of Object.entries(input)) {
+    if (!FREE_TEXT_INPUTS.has(parameter) || typeof value !== 'string') continue;
+    const fault = plainTextFault(value);
+    if (fault !== undefined) return new DomainError('invalid-request', { detail: `${parameter} ${fault}.`, fields: { parameter, expected: PLAIN_TEXT_EXPECTED } });
+  }
+  return undefined;
 }
 
 /** The first thing wrong with an input, as the problem that names it and says what is valid. */

@@ -13,6 +13,8 @@ export interface Caller {
   token?: string;
   /** The client address the gateway saw, for the per-address quota. */
   address: string;
+  /** Set when the call carried a token that is invalid, revoked or expired, and runs as anonymous (docs/decisions.md §4). */
+  tokenStatus?: 'invalid' | 'expired';
 }
 
 /** What an operation's `run` knows of the call besides its input. */

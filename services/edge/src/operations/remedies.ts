@@ -74,6 +74,10 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
       return `${sentence(surface.input(fields.parameter))} must be ${fields.expected ?? 'valid'}${again(surface, operation)}.`;
     case 'parse-error':
       return `Send a well-formed JSON body with Content-Type: application/json${again(surface, operation)}.`;
+    case 'unsupported-media-type':
+      if (surface.protocol === 'mcp') return `Send each JSON-RPC message as a JSON body with Content-Type: application/json to POST ${urls.apiUrl}/mcp.`;
+      if (surface.protocol === 'a2a') return `Send the JSON-RPC request as a JSON body with Content-Type: application/json to ${urls.apiUrl}/a2a (or an agent's endpoint below it).`;
+      return `Send the body as JSON with Content-Type: application/json${again(surface, operation)}; only the OAuth endpoints under ${urls.apiUrl}/oauth/ take form bodies.`;
     case 'payload-too-large':
       return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (64 KiB)${again(surface, operation)}.`;
     case 'idempotency-key-invalid':

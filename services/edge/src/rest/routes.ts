@@ -1,4 +1,4 @@
-import { IDEMPOTENCY_HEADER, PROBLEM_CONTENT_TYPE } from '@agentroom/kit';
+import { DomainError, IDEMPOTENCY_HEADER, PROBLEM_CONTENT_TYPE } from '@agentroom/kit';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Admission, Core } from '../operations/core.js';
@@ -59,8 +59,18 @@ function inputOf(binding: RestBinding, core: Core, req: Request): unknown {
  */
 export function restRoutes(core: Core, surface: Surface, base: RestBase): Router {
   const router = Router();
-  for (const binding of REST_BINDINGS.filter((b) => b.base === base)) {
+  const bindings = REST_BINDINGS.filter((b) => b.base === base);
+  for (const binding of bindings) {
     const handler = async (req: Request, res: Response): Promise<void> => {
+      // JSON only: a form or text body is refused before anything reads it (docs/decisions.md §2).
+      if (binding.from === 'body' && !isJsonBody(req)) {
+        const type = req.headers['content-type'] ?? '';
+        const error = new DomainError('unsupported-media-type', {
+          detail: `The body is ${type === '' ? 'sent without a Content-Type' : JSON.stringify(type)}; this endpoint takes application/json.`,
+          fields: { parameter: 'Content-Type', expected: 'application/json' },
+        });
+        return sendRestProblem(res, core.problem(error, surface, binding.operation));
+      }
       const key = binding.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
       const outcome = await core.invoke(admissionOf(res), binding.operation, inputOf(binding, core, req), {
         surface,
@@ -76,5 +86,23 @@ export function restRoutes(core: Core, surface: Surface, base: RestBase): Router
     if (binding.method === 'GET') router.get(binding.path, handler);
     else router.post(binding.path, handler);
   }
+  // A known path with another method: 405 with the methods it takes (GET answers HEAD too).
+  for (const path of new Set(bindings.map((b) => b.path))) {
+    const methods = [...new Set(bindings.filter((b) => b.path === path).flatMap((b) => (b.method === 'GET' ? ['GET', 'HEAD'] : [b.method])))].sort();
+    const allow = methods.join(', ');
+    router.all(path, (req, res) => {
+      const error = new DomainError('method-not-allowed', { detail: `${req.method} is not served here; this path takes ${allow}.`, fields: { expected: allow } });
+      const problem = core.problem(error, surface);
+      sendRestProblem(res, { ...problem, headers: { ...problem.headers, Allow: allow } });
+    });
+  }
   return router;
+}
+
+/** Whether a request's body, if it has one, is JSON. A POST without a body (or with an empty one) is left to validation. */
+function isJsonBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) > 0);
+  if (!hasBody) return true;
+  return typeof req.is(['application/json', 'application/*+json']) === 'string';
 }

@@ -43,6 +43,8 @@ export async function startBackends(): Promise<Backends> {
 export interface CoreUnderTest {
   core: Core;
   room: RoomGateway;
+  /** Where sendFeedback keeps its reports. */
+  feedback: MemoryFeedbackStore;
   close(): void;
 }
 
@@ -52,12 +54,13 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
   const auth = new AuthGateway(backends.auth.address, 2_000);
   const messaging = new MessagingGateway(backends.messaging.address, 2_000);
   const log = createLogger('edge', 'silent');
+  const feedback = new MemoryFeedbackStore();
   const operations = operationTable({
     urls,
     room,
     auth,
     messaging,
-    feedback: new MemoryFeedbackStore(),
+    feedback,
     storage: { kind: 'memory', ping: () => Promise.resolve() },
     version: '0.0.0-test',
     log,
@@ -74,6 +77,7 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
   return {
     core,
     room,
+    feedback,
     close() {
       room.close();
       auth.close();

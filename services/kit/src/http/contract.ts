@@ -1,9 +1,11 @@
+import { isUtf8 } from 'node:buffer';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
 import { REQUEST_ID_HEADER, requestIdFrom, runWithContext } from '../context.js';
 import type { Logger } from '../log.js';
 import { httpRequestDuration, quotaRejections } from '../metrics.js';
 import { DomainError, unavailable } from '../problems.js';
 import type { QuotaState, QuotaStore } from '../store/quota.js';
+import { nextUtcMidnight } from '../store/clock.js';
 import { isStorageUnavailable } from '../store/redis.js';
 import { fromServiceError } from '../grpc/status.js';
 import { prefersHtml, type ProblemAnswer, sendNotFoundPage, sendProblem } from './problem.js';
@@ -33,7 +35,37 @@ export interface HttpContractOptions {
   answer(error: DomainError, req: Request): ProblemAnswer;
   /** When set, every POST honours `Idempotency-Key` by replaying its first HTTP answer. */
   idempotency?: IdempotencyStore;
+  /**
+   * Which requests a browser on any origin may make (the public API): they get `Access-Control-Allow-Origin: *`
+   * (never credentials) on every answer, errors included, and their preflight is answered. Left out, nothing is.
+   */
+  cors?: (req: Request) => boolean;
 }
+
+/** Request headers a browser on another origin may send to the public API. */
+export const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'Mcp-Protocol-Version', 'Last-Event-ID', 'A2A-Version'];
+/** Answer headers a browser on another origin may read. */
+export const CORS_EXPOSE_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed', 'Retry-After', 'WWW-Authenticate', 'Mcp-Session-Id', 'Allow'];
+/** Methods of the public API, for a preflight. */
+export const CORS_ALLOW_METHODS = ['GET', 'HEAD', 'POST'];
+
+/** The headers of an answer any origin may read: no credentials, ever (docs/decisions.md §1). */
+export function corsHeaders(): Record<string, string> {
+  return { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': CORS_EXPOSE_HEADERS.join(', ') };
+}
+
+/** The extra headers of a preflight's answer (204), cached by the browser for two hours. */
+export function corsPreflightHeaders(): Record<string, string> {
+  return { 'Access-Control-Allow-Methods': CORS_ALLOW_METHODS.join(', '), 'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS.join(', '), 'Access-Control-Max-Age': '7200' };
+}
+
+/** A full allowance of `limit`, for answers that count no call (the gateway's own documents); resets at the next UTC midnight. */
+export function uncountedQuota(limit: number, now = Date.now()): QuotaState {
+  return { limit, remaining: limit, resetSeconds: Math.max(1, Math.ceil((nextUtcMidnight(now) - now) / 1000)), allowed: true };
+}
+
+/** Raised while reading a JSON body whose bytes are not UTF-8. */
+const NOT_UTF8 = 'encoding.not.utf8';
 
 export interface HttpApp {
   app: Express;
@@ -53,9 +85,32 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
   app.set('trust proxy', options.trustProxy);
 
   app.use(requestContext(options.service, options.log));
+  const { cors } = options;
+  // Before admission, so that a refusal (429, 503, 413...) is readable by the browser too.
+  if (cors) {
+    app.use((req, res, next) => {
+      if (cors(req)) for (const [name, value] of Object.entries(corsHeaders())) res.setHeader(name, value);
+      next();
+    });
+  }
   app.use(admission(options));
+  // A preflight counts like any request (once), and is answered here, before any route's 405.
+  if (cors) {
+    app.use((req, res, next) => {
+      if (req.method !== 'OPTIONS' || !cors(req)) return next();
+      for (const [name, value] of Object.entries(corsPreflightHeaders())) res.setHeader(name, value);
+      res.status(204).end();
+    });
+  }
   app.use(
-    express.json({ limit: BODY_LIMIT_BYTES, type: ['application/json', 'application/*+json'] }),
+    express.json({
+      limit: BODY_LIMIT_BYTES,
+      type: ['application/json', 'application/*+json'],
+      // Refused rather than decoded with U+FFFD in place of the bad bytes (docs/decisions.md §6).
+      verify(_req, _res, buffer, encoding) {
+        if (encoding.toLowerCase().replace('-', '') === 'utf8' && !isUtf8(buffer)) throw Object.assign(new Error('The body is not valid UTF-8.'), { type: NOT_UTF8 });
+      },
+    }),
     // OAuth endpoints (RFC 8628, RFC 7009) and human forms take form bodies.
     express.urlencoded({ limit: BODY_LIMIT_BYTES, extended: false, parameterLimit: 50 }),
     // Any other body still counts against the limit, so 413 holds whatever the content type.
@@ -188,6 +243,9 @@ export function toDomainError(error: unknown, log: Logger, req: Request): Domain
   const parserError = error as BodyParserError;
   if (parserError.type === 'entity.too.large' || parserError.status === 413) {
     return new DomainError('payload-too-large', { detail: `The body is larger than ${BODY_LIMIT_BYTES} bytes.`, fields: { max_bytes: BODY_LIMIT_BYTES } });
+  }
+  if (parserError.type === NOT_UTF8) {
+    return new DomainError('invalid-request', { detail: 'The body is not valid UTF-8.', fields: { parameter: 'body', expected: 'JSON encoded as UTF-8' } });
   }
   if (parserError.type === 'entity.parse.failed') {
     return new DomainError('parse-error', { detail: 'The body is not well-formed JSON.' });

@@ -8,6 +8,8 @@ export interface Feedback {
   url?: string;
   agent?: string;
   expected?: string;
+  /** The call came with a bearer token that was invalid (or revoked) or expired: it was taken as anonymous. */
+  tokenStatus?: 'invalid' | 'expired';
 }
 
 export interface StoredFeedback extends Feedback {
