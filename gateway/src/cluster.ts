@@ -6,12 +6,14 @@ import { fileURLToPath } from 'node:url';
 import {
   assertPortFree,
   createLogger,
+  cursorSecretEnv,
   exitOnStartupFailure,
   freePort,
   HealthChecker,
   loadConfigOrExit,
   type LocalRedis,
   logEnv,
+  newCursorSecret,
   openRedis,
   port,
   publicUrls,
@@ -29,6 +31,7 @@ const clusterEnv = z.object({
   ...publicUrlsEnv.shape,
   ...storageEnv.shape,
   ...logEnv.shape,
+  ...cursorSecretEnv.shape,
 });
 
 const config = loadConfigOrExit(clusterEnv, 'cluster');
@@ -132,7 +135,9 @@ try {
     redisUrl = redis.url;
     log.info({ redis: redisUrl }, `REDIS_URL is not set: started a local redis-server at ${redisUrl} (not persisted; set REDIS_URL to use your own)`);
   }
-  const common = { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, SITE_URL: urls.siteUrl, API_URL: urls.apiUrl };
+  // Every process gets the same cursor secret, so a cursor works whichever process reads it (docs/decisions.md §6).
+  const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
+  const common = { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, SITE_URL: urls.siteUrl, API_URL: urls.apiUrl, CURSOR_SECRET };
 
   const roomPort = config.ROOM_GRPC_PORT ?? (await freePort());
   const roomAddr = `127.0.0.1:${roomPort}`;

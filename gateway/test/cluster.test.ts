@@ -66,6 +66,8 @@ describe('npm run cluster', () => {
     expect(ready.redis).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
     expect(ready.edges).toHaveLength(2);
     expect(lines.join('\n')).toContain('REDIS_URL is not set: started a local redis-server');
+    // The launcher gave room and messaging its one cursor secret: neither had to draw its own.
+    expect(lines.join('\n')).not.toContain('CURSOR_SECRET is not set');
   });
 
   it('shows a post created through the room gRPC API on the router REST, from every edge', async () => {
@@ -100,6 +102,33 @@ describe('npm run cluster', () => {
       client.close();
       expect(event).toMatchObject({ id, event: 'post' });
       expect(JSON.parse(event?.data ?? '{}')).toMatchObject({ id, text: 'from edge two to everyone', agentName: 'cluster-streamer' });
+    }
+  });
+
+  it('pages posts and an inbox with cursors across both edges, and refuses a forged or another list\'s cursor', async () => {
+    const [one, two] = ready.edges as [string, string];
+    const token = await approvedToken(ready.router, ['posts:write', 'messages:read', 'messages:write'], 'cluster-pager');
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const agents = (await (await fetch(`${one}/api/v1/agents?limit=50`)).json()) as { data: { id: string; agentName: string }[] };
+    const self = agents.data.find((a) => a.agentName === 'cluster-pager')?.id ?? '';
+    for (let i = 1; i <= 3; i += 1) {
+      expect((await fetch(`${one}/api/v1/posts`, { method: 'POST', headers, body: JSON.stringify({ text: `paged ${i}` }) })).status).toBe(201);
+      expect((await fetch(`${one}/api/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ to: self, text: `note ${i}` }) })).status).toBe(201);
+    }
+    type ListBody = { data: { text: string }[]; next_cursor: string };
+    const posts = (await (await fetch(`${one}/api/v1/posts?limit=1`)).json()) as ListBody;
+    const inbox = (await (await fetch(`${one}/api/v1/messages?limit=1`, { headers })).json()) as ListBody;
+    // Issued through edge one, read through edge two.
+    expect(((await (await fetch(`${two}/api/v1/posts?limit=1&cursor=${posts.next_cursor}`)).json()) as ListBody).data[0]?.text).toBe('paged 2');
+    expect(((await (await fetch(`${two}/api/v1/messages?limit=1&cursor=${inbox.next_cursor}`, { headers })).json()) as ListBody).data[0]?.text).toBe('note 2');
+    for (const url of [
+      `${two}/api/v1/posts?cursor=${inbox.next_cursor}`,
+      `${two}/api/v1/messages?cursor=${posts.next_cursor}`,
+      `${two}/api/v1/posts?cursor=${Buffer.from('v1:1-0').toString('base64url')}`,
+    ]) {
+      const refused = await fetch(url, { headers });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ code: 'invalid_request', parameter: 'cursor' });
     }
   });
 

@@ -177,11 +177,13 @@ describe.each([['memory'], ['redis']])('direct messages over REST (embedded, %s)
       const response = await fetch(`${app.urls.baseUrl}${path}`, { headers: { authorization: `Bearer ${snoop}` } });
       await problemOf(response, 404, 'not_found');
     }
-    // A cursor made from Bob's inbox only pages the snoop's own (empty) inbox.
+    // A cursor is bound to the inbox it came from: Bob's, or one made by hand from his message id, is refused.
     const bobsPage = await inbox(bob, '?limit=1');
-    const own = await inbox(snoop, `?cursor=${encodeURIComponent(Buffer.from(`v1:${secret.id}`).toString('base64url'))}`);
     expect(bobsPage.data[0]?.id).toBe(secret.id);
-    expect(own.data).toEqual([]);
+    for (const cursor of [bobsPage.next_cursor ?? '', Buffer.from(`v1:${secret.id}`).toString('base64url')]) {
+      const refused = await problemOf(await list(snoop, `?cursor=${encodeURIComponent(cursor)}`), 400, 'invalid_request');
+      expect(refused).toMatchObject({ parameter: 'cursor', type: `${app.urls.siteUrl}/problems/invalid-cursor` });
+    }
     expect(JSON.stringify(await inbox(snoop))).not.toContain('eyes only');
   });
 

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, DomainError, encodeCursor, fromServiceError, grpcLimit, problemDocument, STREAM_ID, toServiceError } from '../src/index.js';
+import {
+  ConfigError,
+  cursorSecretEnv,
+  CursorSigner,
+  DomainError,
+  fromServiceError,
+  grpcLimit,
+  loadConfig,
+  newCursorSecret,
+  problemDocument,
+  STREAM_ID,
+  toServiceError,
+} from '../src/index.js';
 
 function problemOf(fn: () => unknown): DomainError {
   try {
@@ -25,20 +37,99 @@ describe('gRPC list limits', () => {
   });
 });
 
-describe('cursors', () => {
-  it('round-trip a position and are opaque base64url', () => {
-    const cursor = encodeCursor('1732300000000-4');
-    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
-    expect(cursor).not.toContain('1732300000000');
-    expect(decodeCursor(cursor, STREAM_ID)).toBe('1732300000000-4');
+describe('signed cursors', () => {
+  const SECRET = 'k'.repeat(32);
+  const POSITION = '1732300000000-4';
+  const cursors = new CursorSigner(SECRET);
+  const posts = { name: 'posts' } as const;
+  const inbox = (owner: string) => ({ name: 'inbox', owner }) as const;
+
+  function refused(signer: CursorSigner, list: Parameters<CursorSigner['verify']>[0], cursor: string): DomainError {
+    const error = problemOf(() => signer.verify(list, cursor, STREAM_ID));
+    expect(error).toMatchObject({ slug: 'invalid-cursor', status: 400, code: 'invalid_request', fields: { parameter: 'cursor' } });
+    return error;
+  }
+
+  it('round-trip a position on the list that signed it, short, URL-safe and opaque', () => {
+    const cursor = cursors.sign(posts, POSITION);
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+    expect(cursor).not.toContain(POSITION);
+    expect(cursors.verify(posts, cursor, STREAM_ID)).toBe(POSITION);
+    expect(cursors.verify(inbox('a_alice'), cursors.sign(inbox('a_alice'), POSITION), STREAM_ID)).toBe(POSITION);
+    // Another signer with the same secret (another process of the deployment) accepts it.
+    expect(new CursorSigner(SECRET).verify(posts, cursor, STREAM_ID)).toBe(POSITION);
   });
 
-  it.each([Buffer.from('1732300000000-4').toString('base64url'), encodeCursor('posts:123'), 'AAAA', encodeCursor('')])(
-    'rejects %j, which we did not issue',
-    (cursor) => {
-      expect(problemOf(() => decodeCursor(cursor, STREAM_ID)).slug).toBe('invalid-cursor');
-    },
-  );
+  it('refuse a cursor with any one byte edited', () => {
+    const bytes = Buffer.from(cursors.sign(posts, POSITION), 'base64url');
+    for (let i = 0; i < bytes.length; i += 1) {
+      const copy = Buffer.from(bytes);
+      copy[i] = (copy[i] ?? 0) ^ 1;
+      refused(cursors, posts, copy.toString('base64url'));
+    }
+  });
+
+  it('refuse a cursor with one character edited, even where base64url has spare bits', () => {
+    const cursor = cursors.sign(posts, POSITION);
+    for (let i = 0; i < cursor.length; i += 1) {
+      const swapped = cursor[i] === 'A' ? 'B' : cursor[i] === 'B' ? 'C' : 'A';
+      refused(cursors, posts, `${cursor.slice(0, i)}${swapped}${cursor.slice(i + 1)}`);
+    }
+  });
+
+  it('refuse a cursor of another list, or of another agent\'s inbox', () => {
+    refused(cursors, inbox('a_alice'), cursors.sign(posts, POSITION));
+    refused(cursors, posts, cursors.sign(inbox('a_alice'), POSITION));
+    refused(cursors, inbox('a_bob'), cursors.sign(inbox('a_alice'), POSITION));
+  });
+
+  it('refuse a cursor signed with another secret', () => {
+    refused(cursors, posts, new CursorSigner('x'.repeat(32)).sign(posts, POSITION));
+    refused(cursors, posts, new CursorSigner(newCursorSecret()).sign(posts, POSITION));
+  });
+
+  it('refuse a truncated or extended cursor', () => {
+    const cursor = cursors.sign(posts, POSITION);
+    for (let cut = 1; cut < cursor.length; cut += 1) refused(cursors, posts, cursor.slice(0, cursor.length - cut));
+    refused(cursors, posts, `${cursor}A`);
+    refused(cursors, posts, `${cursor}AAAA`);
+  });
+
+  it.each([
+    Buffer.from(POSITION).toString('base64url'),
+    Buffer.from(`v1:${POSITION}`).toString('base64url'),
+    'AAAA',
+    '',
+    'not a cursor!',
+    'A'.repeat(300),
+  ])('refuse %j, which no list issued', (cursor) => {
+    refused(cursors, posts, cursor);
+  });
+
+  it('refuse a signed position of the wrong shape', () => {
+    refused(cursors, posts, cursors.sign(posts, 'posts:123'));
+  });
+
+  it('need a secret of at least 32 bytes, and draw random ones of that size', () => {
+    expect(() => new CursorSigner('k'.repeat(31))).toThrow(/32 bytes/);
+    const drawn = newCursorSecret();
+    expect(Buffer.byteLength(drawn)).toBeGreaterThanOrEqual(32);
+    expect(newCursorSecret()).not.toBe(drawn);
+  });
+
+  it('read CURSOR_SECRET as optional, at least 32 bytes, and never print it back', () => {
+    expect(loadConfig(cursorSecretEnv, {}).CURSOR_SECRET).toBeUndefined();
+    expect(loadConfig(cursorSecretEnv, { CURSOR_SECRET: SECRET }).CURSOR_SECRET).toBe(SECRET);
+    const short = 'short-secret';
+    expect(() => loadConfig(cursorSecretEnv, { CURSOR_SECRET: short })).toThrow(ConfigError);
+    try {
+      loadConfig(cursorSecretEnv, { CURSOR_SECRET: short });
+    } catch (error) {
+      expect((error as Error).message).toContain('CURSOR_SECRET');
+      expect((error as Error).message).toContain('at least 32 bytes');
+      expect((error as Error).message).not.toContain(short);
+    }
+  });
 });
 
 describe('problem documents', () => {

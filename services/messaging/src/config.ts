@@ -1,4 +1,4 @@
-import { address, serviceEnv } from '@agentroom/kit';
+import { address, cursorSecretEnv, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The messaging service's environment. */
@@ -8,6 +8,8 @@ export const messagingEnv = z.object({
   /** The room service, which knows the agents (both ends of every message are looked up there). */
   ROOM_ADDR: address.default('127.0.0.1:50051'),
   ...serviceEnv.shape,
+  /** The key its cursors are signed with (docs/decisions.md §6); unset, a random one per start. */
+  ...cursorSecretEnv.shape,
 });
 
 export type MessagingConfig = z.output<typeof messagingEnv>;

@@ -1,4 +1,4 @@
-import { createLogger, type Logger, openRedis } from '@agentroom/kit';
+import { createLogger, type Logger, cursorSecretOrRandom, openRedis } from '@agentroom/kit';
 import type { MessagingConfig } from './config.js';
 import { RoomGateway } from './room.gateway.js';
 import { createMessagingGrpcServer } from './server.js';
@@ -25,7 +25,7 @@ export async function start(config: MessagingConfig, log: Logger = createLogger(
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'messaging', log);
   const store: MessagingStore = redis ? new RedisMessagingStore(redis, config.REDIS_KEY_PREFIX) : new MemoryMessagingStore();
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
-  const server = createMessagingGrpcServer({ store, room, log });
+  const server = createMessagingGrpcServer({ store, room, log, cursorSecret: cursorSecretOrRandom(config.CURSOR_SECRET, log) });
   const port = await server.listen(config.MESSAGING_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
   log.info({ port, storage: store.kind }, 'messaging service ready');

@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
-import { decodeCursor, DomainError, encodeCursor, followFeed, GrpcServer, grpcLimit, type Logger, STREAM_ID, viaFromProto, viaToProto } from '@agentroom/kit';
+import { CursorSigner, DomainError, followFeed, GrpcServer, grpcLimit, type Logger, STREAM_ID, viaFromProto, viaToProto } from '@agentroom/kit';
 import { type Message, messagingProto, type MessagingServiceHandlers } from '@agentroom/proto';
 import { checkMessageText, type MessageRecord, recipientNotFound, senderNotFound } from './messages.js';
 import type { RoomGateway } from './room.gateway.js';
@@ -27,11 +27,14 @@ function inboxOwner(agentId: string): string {
 export interface MessagingHandlersOptions {
   store: MessagingStore;
   room: Pick<RoomGateway, 'getAgent'>;
+  /** The deployment's cursor secret (CURSOR_SECRET): inbox cursors are signed with it, each bound to its inbox. */
+  cursorSecret: string;
 }
 
 /** The MessagingService over a store and the room: thin wiring; rules live in messages.ts. */
 export function messagingHandlers(server: GrpcServer, options: MessagingHandlersOptions): MessagingServiceHandlers {
   const { store, room } = options;
+  const cursors = new CursorSigner(options.cursorSecret);
   return {
     SendMessage: server.unary('SendMessage', async (request) => {
       checkMessageText(request.text);
@@ -56,13 +59,15 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
     ListMessages: server.unary('ListMessages', async (request) => {
       const agentId = inboxOwner(request.agentId);
       const limit = grpcLimit(request.limit);
-      const before = request.cursor === '' ? undefined : decodeCursor(request.cursor, STREAM_ID);
+      // Bound to the inbox's owner: a cursor from one agent's inbox does not page another's.
+      const inbox = { name: 'inbox', owner: agentId } as const;
+      const before = request.cursor === '' ? undefined : cursors.verify(inbox, request.cursor, STREAM_ID);
       const page = await store.listInbox(agentId, limit, before);
       const last = page.items.at(-1);
       return {
         messages: page.items.map(toProtoMessage),
         hasMore: page.hasMore,
-        nextCursor: page.hasMore && last ? encodeCursor(last.id) : '',
+        nextCursor: page.hasMore && last ? cursors.sign(inbox, last.id) : '',
       };
     }),
 

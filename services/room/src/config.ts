@@ -1,4 +1,4 @@
-import { address, serviceEnv } from '@agentroom/kit';
+import { address, cursorSecretEnv, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The room service's environment. */
@@ -6,6 +6,8 @@ export const roomEnv = z.object({
   /** Where the RoomService gRPC server listens. */
   ROOM_GRPC_ADDR: address.default('0.0.0.0:50051'),
   ...serviceEnv.shape,
+  /** The key its cursors are signed with (docs/decisions.md §6); unset, a random one per start. */
+  ...cursorSecretEnv.shape,
 });
 
 export type RoomConfig = z.output<typeof roomEnv>;

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { createLogger, DomainError, fromServiceError, freePort, HealthChecker, runWithContext, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit';
+import { createLogger, DomainError, fromServiceError, freePort, HealthChecker, newCursorSecret, runWithContext, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit';
 import {
   type CreatePostResponse__Output,
   type ListPostsResponse__Output,
@@ -44,7 +44,7 @@ async function rejection(promise: Promise<unknown>): Promise<DomainError> {
 }
 
 beforeAll(async () => {
-  server = createRoomGrpcServer({ store: new MemoryRoomStore(), log: createLogger('room', 'silent') });
+  server = createRoomGrpcServer({ store: new MemoryRoomStore(), log: createLogger('room', 'silent'), cursorSecret: newCursorSecret() });
   const port = await server.listen('127.0.0.1:0');
   address = `127.0.0.1:${port}`;
   client = newClient(address);
@@ -167,7 +167,7 @@ describe('deadlines', () => {
 
 describe('graceful shutdown', () => {
   it('ends watch streams cleanly instead of cutting them, so watchers can resume', async () => {
-    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), log: createLogger('room', 'silent') });
+    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), log: createLogger('room', 'silent'), cursorSecret: newCursorSecret() });
     const port = await own.listen('127.0.0.1:0');
     const target = newClient(`127.0.0.1:${port}`);
     const watch = target.watchPosts({ afterId: '' });
@@ -190,7 +190,7 @@ describe('request ids', () => {
   it('cross the gRPC hop: the room logs the caller\'s requestId with its own service name', async () => {
     const lines: Record<string, unknown>[] = [];
     const log = createLogger('room', 'debug', { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
-    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), log });
+    const own = createRoomGrpcServer({ store: new MemoryRoomStore(), log, cursorSecret: newCursorSecret() });
     const port = await own.listen('127.0.0.1:0');
     const target = newClient(`127.0.0.1:${port}`);
     await runWithContext({ requestId: 'req-from-edge-42' }, () =>
