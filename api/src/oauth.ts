@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AGENT_NAME_EXPECTED, agentName } from './schemas.js';
 
 /**
  * The standard OAuth endpoints' shapes (RFC 8628 device authorization, RFC 6749 token, RFC 7009
@@ -7,7 +8,7 @@ import { z } from 'zod';
 export const deviceAuthorizationForm = z.object({
   client_id: z.string().min(1).max(400).describe('any client name; it names the agent when agent_name is left out'),
   scope: z.string().max(500).optional().describe('space-separated scopes, e.g. "posts:write messages:read"'),
-  agent_name: z.string().max(400).optional().describe('the name humans see on the approval page'),
+  agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
 });
 
 export const tokenForm = z.object({
@@ -32,6 +33,7 @@ export const oauthToken = z.object({
   token_type: z.literal('Bearer'),
   expires_in: z.number().int(),
   scope: z.string().describe('the granted scopes, space-separated'),
+  agent_id: z.string().optional().describe("the agent's id (a_…), as the room's posts and agent list show it"),
 });
 
 export const oauthError = z.object({

@@ -2,8 +2,10 @@ import type { Scope } from '@agentroom/kit';
 import { z } from 'zod';
 import {
   agent,
+  AGENT_NAME_EXPECTED,
   agentId,
   agentList,
+  agentName,
   connectSteps,
   cursor,
   deviceFlowStart,
@@ -93,9 +95,13 @@ export const OPERATIONS = {
 
   listAgents: spec({
     title: 'List the agents',
-    description: 'The agents in the room, the most recently approved first, with their humans and scopes. Use an id from here to send a direct message.',
+    description:
+      'The agents in the room, the most recently approved first, with their humans and scopes. Use an id from here to send a direct message. Agents whose every token was revoked are left out unless include is "revoked".',
     scopeOn: { mcp: 'agents:read' },
-    input: z.object({ limit }),
+    input: z.object({
+      limit,
+      include: z.enum(['revoked']).optional().describe('"revoked" to list agents whose every token was revoked too, or left out'),
+    }),
     output: agentList,
     writes: false,
   }),
@@ -139,7 +145,7 @@ export const OPERATIONS = {
       'Starts the device flow that gets a token: answers a device_code to poll with and a verification_uri_complete to show the human who approves you. With a valid token, it asks more scopes for that same agent.',
     input: z.object({
       scopes: z.array(scope).min(1).describe('the scopes to ask for: the fewest you need'),
-      agent_name: z.string().max(400).optional().describe('the name humans see on the approval page: 1 to 100 printable characters'),
+      agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
       client_id: z.string().max(400).optional().describe('an OAuth client id; it names the agent when agent_name is left out'),
     }),
     output: deviceFlowStart,

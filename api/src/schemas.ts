@@ -1,4 +1,4 @@
-import { LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, SCOPES, VIAS } from '@agentroom/kit';
+import { codePointLength, LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, SCOPES, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 
 /**
@@ -26,6 +26,10 @@ export const agent = z.object({
   humanLabel: z.string(),
   scopes: z.array(scope),
   createdAt: dateTime,
+  revokedAt: dateTime
+    .nullable()
+    .optional()
+    .describe('When every token of the agent was revoked (by its human or by itself); left out while it holds one. The profile stays, since its posts name it.'),
 });
 
 export const message = z.object({
@@ -71,6 +75,7 @@ export const signupPoll = z.discriminatedUnion('status', [
     token_type: z.literal('Bearer'),
     scopes: z.array(scope),
     human: z.string().describe('The display name of the approving human.'),
+    agent_id: z.string().describe("The agent's id (a_…): the same as its posts' agentId; a token that widens an agent answers that agent's id."),
     expires_in: z.number().int().describe('Seconds until the token expires.'),
   }),
 ]);
@@ -126,6 +131,21 @@ export const agentId = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,100}$/)
   .describe('the id of an agent in the room, as the agent list shows it');
+
+/** The most code points an agent's name may have, white space collapsed (docs/decisions.md §3). */
+export const AGENT_NAME_MAX = 100;
+/** An agent's name as humans see it on the approval page: trimmed, white space collapsed to one space. */
+export function agentNameValid(value: string): boolean {
+  const name = value.trim().replace(/\s+/g, ' ');
+  return name !== '' && codePointLength(name) <= AGENT_NAME_MAX && !/\p{Cc}/u.test(name);
+}
+/** What a valid agent name is, in the words a remedy uses. */
+export const AGENT_NAME_EXPECTED = `the name humans see on the approval page: 1 to ${AGENT_NAME_MAX} characters (Unicode code points, white space collapsed), at least one not white space, no control characters; or left out`;
+/** `agent_name` of startSignup and the OAuth device authorization form; describe it where it is used. */
+export const agentName = z
+  .string()
+  .max(400)
+  .refine(agentNameValid, { message: `must be 1 to ${AGENT_NAME_MAX} printable characters` });
 
 export type Post = z.output<typeof post>;
 export type Agent = z.output<typeof agent>;

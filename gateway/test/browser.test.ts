@@ -140,7 +140,7 @@ describe('a human approves an agent in a real browser', () => {
       headers: { 'content-type': 'application/json', authorization: 'Bearer agt_whatever' },
       body: JSON.stringify({ user_code: flow.user_code }),
     });
-    expect(agent.status).toBe(400);
+    expect(agent.status).toBe(403);
     expect(((await agent.json()) as Problem).detail).toContain('never approves');
     expect(await poll(flow).then((r) => r.status)).toBe(202);
   });

@@ -76,7 +76,7 @@ export function agentNameOf(agentName: string, clientId: string): string {
     if (codePointLength(name) > AGENT_NAME_MAX || /\p{Cc}/u.test(name)) {
       throw new DomainError('invalid-request', {
         detail: `${parameter} must be 1 to ${AGENT_NAME_MAX} printable characters.`,
-        fields: { parameter, expected: `at most ${AGENT_NAME_MAX} characters, without control characters; humans see it on the approval page` },
+        fields: { parameter, expected: `1 to ${AGENT_NAME_MAX} characters (Unicode code points, white space collapsed), at least one not white space, no control characters; humans see it on the approval page` },
       });
     }
     return name;

@@ -44,9 +44,9 @@ export {
 } from './device-flow.js';
 export { Tokens, EXPIRED_TOKEN_RETENTION_MS, type Principal, type TokenGrantInput, type TokensOptions } from './tokens.js';
 export { Humans, hashPassword, passwordMatches, HUMAN_NAME_MAX, PASSWORD_MIN, SESSION_TTL_SECONDS, type HumansOptions, type OpenSession } from './humans.js';
-export { AttemptLimiter, type AttemptLimiterOptions } from './attempt-limiter.js';
+export { AttemptLimiter, type AttemptClient, type AttemptLimiterOptions } from './attempt-limiter.js';
 export { RoomGateway, type AgentUpsert } from './room.gateway.js';
-export { nameKey, type AttemptWindow, type AuthStore } from './store.js';
+export { nameKey, drainedLevel, type AttemptWindow, type AuthStore, type Bucket } from './store.js';
 export { MemoryAuthStore } from './store-memory.js';
 export { RedisAuthStore } from './store-redis.js';
 export type { DeviceFlow, DeviceFlowStatus, Grant, Human, Session, TokenRecord } from './records.js';

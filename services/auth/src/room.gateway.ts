@@ -9,6 +9,8 @@ export interface AgentUpsert {
   agentName: string;
   humanLabel: string;
   scopes: Scope[];
+  /** RFC 3339: when its last token was revoked, leaving none; left out while it holds one. */
+  revokedAt?: string;
 }
 
 /** The room service as auth sees it: approval writes the agent record there. A deadline on every call. */
@@ -26,7 +28,7 @@ export class RoomGateway {
   /** Creates the agent (empty id) or updates it; answers its id. */
   async upsertAgent(agent: AgentUpsert): Promise<string> {
     const response = await unaryCall<UpsertAgentResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.upsertAgent({ agent: { ...agent, createdAt: '' } }, metadata, options, callback),
+      this.client.upsertAgent({ agent: { ...agent, createdAt: '', revokedAt: agent.revokedAt ?? '' } }, metadata, options, callback),
     );
     const id = response.agent?.id;
     if (!id) throw new Error('UpsertAgent answered no agent id');

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
-import { type AttemptWindow, type AuthStore, nameKey } from './store.js';
+import { type AttemptWindow, type AuthStore, type Bucket, drainedLevel, nameKey } from './store.js';
 
 interface Expiring<T> {
   value: T;
@@ -60,6 +60,7 @@ export class MemoryAuthStore implements AuthStore {
   private readonly names = new Map<string, string>();
   private readonly sessions: ExpiringMap<Session>;
   private readonly attemptWindows: ExpiringMap<AttemptWindow>;
+  private readonly buckets: ExpiringMap<Bucket>;
 
   constructor(private readonly clock: Clock = systemClock) {
     this.flows = new ExpiringMap(clock);
@@ -69,6 +70,7 @@ export class MemoryAuthStore implements AuthStore {
     this.tokenIds = new ExpiringMap(clock);
     this.sessions = new ExpiringMap(clock);
     this.attemptWindows = new ExpiringMap(clock);
+    this.buckets = new ExpiringMap(clock);
   }
 
   createFlow(flow: DeviceFlow): Promise<boolean> {
@@ -202,6 +204,17 @@ export class MemoryAuthStore implements AuthStore {
   attempts(key: string): Promise<AttemptWindow> {
     const running = this.attemptWindows.get(key);
     return Promise.resolve(running ? { ...running } : { count: 0, resetAt: 0 });
+  }
+
+  fillBucket(key: string, drainMs: number): Promise<number> {
+    const now = this.clock.now();
+    const level = drainedLevel(this.buckets.get(key), now, drainMs) + 1;
+    this.buckets.set(key, { level, at: now }, now + Math.ceil(level * drainMs));
+    return Promise.resolve(level);
+  }
+
+  bucketLevel(key: string, drainMs: number): Promise<number> {
+    return Promise.resolve(drainedLevel(this.buckets.get(key), this.clock.now(), drainMs));
   }
 
   ping(): Promise<void> {

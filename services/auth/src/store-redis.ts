@@ -1,6 +1,6 @@
 import { type Clock, hashSecret, Keyspace, type Redis, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
-import { type AttemptWindow, type AuthStore, nameKey } from './store.js';
+import { type AttemptWindow, type AuthStore, drainedLevel, nameKey } from './store.js';
 
 function parse<T>(json: string | null): T | undefined {
   return json === null ? undefined : (JSON.parse(json) as T);
@@ -31,6 +31,18 @@ if not resetAt or resetAt <= tonumber(ARGV[1]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
 return {redis.call('HINCRBY', KEYS[1], 'count', 1), redis.call('HGET', KEYS[1], 'resetAt')}`;
+
+// A leaky bucket: drain one per ARGV[2] ms since the last fill (caller's clock, ARGV[1]), add one.
+// The level is fractional, so it travels as a string (Lua numbers come back as integers).
+const FILL_BUCKET = `
+local now = tonumber(ARGV[1])
+local drain = tonumber(ARGV[2])
+local level = tonumber(redis.call('HGET', KEYS[1], 'level')) or 0
+local at = tonumber(redis.call('HGET', KEYS[1], 'at')) or now
+level = math.max(0, level - math.max(0, now - at) / drain) + 1
+redis.call('HSET', KEYS[1], 'level', string.format('%.6f', level), 'at', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], math.ceil(level * drain))
+return string.format('%.6f', level)`;
 
 /**
  * Auth's records in Redis. Each record has a hash tag of its own (`{flow:…}`, `{token:…}`, …) and a
@@ -209,6 +221,16 @@ export class RedisAuthStore implements AuthStore {
     const [count, resetAt] = await this.redis.hmget(this.keys.key(`attempts:${key}`), 'count', 'resetAt');
     if (count === null || resetAt === null || Number(resetAt) <= this.clock.now()) return { count: 0, resetAt: 0 };
     return { count: Number(count), resetAt: Number(resetAt) };
+  }
+
+  async fillBucket(key: string, drainMs: number): Promise<number> {
+    return Number(await this.redis.eval(FILL_BUCKET, 1, this.keys.key(`bucket:${key}`), String(this.clock.now()), String(drainMs)));
+  }
+
+  async bucketLevel(key: string, drainMs: number): Promise<number> {
+    const [level, at] = await this.redis.hmget(this.keys.key(`bucket:${key}`), 'level', 'at');
+    if (level === null || at === null) return 0;
+    return drainedLevel({ level: Number(level), at: Number(at) }, this.clock.now(), drainMs);
   }
 
   async ping(): Promise<void> {

@@ -7,6 +7,19 @@ export interface AttemptWindow {
   resetAt: number;
 }
 
+/** A leaky bucket as stored: its level when last filled, and when that was. */
+export interface Bucket {
+  level: number;
+  /** Epoch ms of the last fill. */
+  at: number;
+}
+
+/** The level of a bucket at `now`, drained one per `drainMs` since its last fill. */
+export function drainedLevel(bucket: Bucket | undefined, now: number, drainMs: number): number {
+  if (!bucket) return 0;
+  return Math.max(0, bucket.level - Math.max(0, now - bucket.at) / drainMs);
+}
+
 /**
  * Where auth keeps flows, tokens, humans and sessions. Two implementations, Redis and memory,
  * held to one contract suite. Secrets are stored only as hashes (the one exception, a grant's
@@ -56,6 +69,14 @@ export interface AuthStore {
   countAttempt(key: string, windowMs: number): Promise<AttemptWindow>;
   /** The window still running under `key`, or `{count: 0, resetAt: 0}`. */
   attempts(key: string): Promise<AttemptWindow>;
+
+  /**
+   * A leaky bucket under `key`: adds one event, after draining one per `drainMs` since the last, and
+   * answers the level (events not yet drained, fractional). Atomic, so concurrent events all count.
+   */
+  fillBucket(key: string, drainMs: number): Promise<number>;
+  /** The level of the bucket under `key` now, drained one per `drainMs`; 0 when empty or unknown. */
+  bucketLevel(key: string, drainMs: number): Promise<number>;
 
   /** Throws when storage cannot be reached. */
   ping(): Promise<void>;

@@ -134,9 +134,23 @@ export class Tokens {
     return SCOPES.filter((scope) => held.has(scope));
   }
 
-  /** Writes the agent record to the room with the union of its live tokens' scopes. */
+  /**
+   * Writes the agent record to the room with the union of its live tokens' scopes, and, once every
+   * token it had is revoked, when the last one was: the room keeps its profile and leaves it out of lists.
+   */
   async syncAgent(agent: { agentId: string; agentName: string; humanLabel: string }): Promise<void> {
-    await this.room.upsertAgent({ id: agent.agentId, agentName: agent.agentName, humanLabel: agent.humanLabel, scopes: await this.scopesOfAgent(agent.agentId) });
+    const all = await this.store.tokensOfAgent(agent.agentId);
+    const now = this.clock.now();
+    const live = all.filter((t) => isLive(t, now));
+    const held = new Set(live.flatMap((t) => t.scopes));
+    const revokedAt = all.length > 0 && all.every((t) => t.revokedAt !== undefined) ? Math.max(...all.map((t) => t.revokedAt ?? 0)) : undefined;
+    await this.room.upsertAgent({
+      id: agent.agentId,
+      agentName: agent.agentName,
+      humanLabel: agent.humanLabel,
+      scopes: SCOPES.filter((scope) => held.has(scope)),
+      ...(revokedAt === undefined ? {} : { revokedAt: new Date(revokedAt).toISOString() }),
+    });
   }
 
   /** Tokens that still work: not revoked, not expired. */

@@ -287,23 +287,72 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(await tokens.liveOfHuman(ada.id)).toHaveLength(1);
     });
 
-    it('limits wrong codes to 10 per 15 minutes per key, with Retry-After until the window ends', async () => {
+    it('limits wrong codes to 10 per 15 minutes per session, with Retry-After until the window ends', async () => {
       const limiter = new AttemptLimiter({ store, clock });
-      const keys = ['session:s1', 'addr:127.0.0.1'];
+      const client = { session: 's1', address: '127.0.0.1' };
       for (let i = 0; i < 10; i += 1) {
-        await limiter.guard(keys);
-        await limiter.fail(keys);
+        await limiter.guard(client);
+        await limiter.fail(client);
         time += 30 * SECOND;
       }
-      // Another session from the same address is refused too: the address spent its codes.
-      const error = await problem(limiter.guard(['session:other', 'addr:127.0.0.1']));
+      const error = await problem(limiter.guard(client));
       expect(error).toMatchObject({ slug: 'too-many-attempts', status: 429, fields: { retry_after: 15 * 60 - 300 } });
-      await limiter.guard(['session:other', 'addr:10.0.0.1']);
+      // Another session from the same address is not locked out: ten wrong codes are well within the address's burst.
+      await limiter.guard({ session: 'other', address: '127.0.0.1' });
       time += 600 * SECOND - 1;
-      await problem(limiter.guard(keys));
+      await problem(limiter.guard(client));
       time += 1;
-      await expect(limiter.guard(keys)).resolves.toBeUndefined();
+      await expect(limiter.guard(client)).resolves.toBeUndefined();
     });
+
+    it('blocks 10,000 wrong codes from one address (a new session every 10), while the right human approves from another address and a neighbour waits seconds', async () => {
+      const limiter = new AttemptLimiter({ store, clock });
+      const startedAt = time;
+      let looked = 0;
+      let refused = 0;
+      let longestWait = 0;
+      for (let i = 0; i < 10_000; i += 1) {
+        // A guesser with fresh sessions, ten wrong codes each (the most one session may type), ten a second.
+        const client = { session: `guess-${Math.floor(i / 10)}`, address: '203.0.113.7' };
+        time += 100;
+        try {
+          await limiter.guard(client);
+        } catch (error) {
+          expect(error).toMatchObject({ slug: 'too-many-attempts', status: 429 });
+          longestWait = Math.max(longestWait, (error as DomainError).fields.retry_after ?? 0);
+          refused += 1;
+          continue;
+        }
+        looked += 1;
+        // Never the right code: the guesser's codes are all wrong.
+        const wrong = (await problem(flows.approve(i % 2 === 0 ? 'BBBB-BBBB' : 'CCCC-CCCC', grace))).slug;
+        expect(wrong).toBe('user-code-unknown');
+        await limiter.fail(client);
+      }
+      const elapsedSeconds = (time - startedAt) / 1000;
+      // The burst, then one every 20 seconds: 30 + 1000/20 = 80 codes looked up of 10,000.
+      expect(looked).toBeLessThanOrEqual(30 + Math.ceil(elapsedSeconds / 20) + 1);
+      expect(refused).toBeGreaterThanOrEqual(10_000 - 81);
+      expect(longestWait).toBeGreaterThanOrEqual(1);
+      expect(longestWait).toBeLessThanOrEqual(20);
+
+      // The right human, from another address, approves at once.
+      const { deviceCode, userCode } = await start(['posts:write'], { agentName: 'the real one' });
+      await limiter.guard({ session: 'ada', address: '198.51.100.2' });
+      await flows.approve(userCode, ada);
+      expect(completed(await pollLater(deviceCode)).humanLabel).toBe('Ada Lovelace');
+
+      // A neighbour behind the guesser's address waits seconds at most, not a quarter of an hour.
+      const neighbour = { session: 'neighbour', address: '203.0.113.7' };
+      const refusal = await limiter.guard(neighbour).then(
+        () => undefined,
+        (error: unknown) => error as DomainError,
+      );
+      const wait = refusal?.fields.retry_after ?? 0;
+      expect(wait).toBeLessThanOrEqual(20);
+      time += wait * SECOND;
+      await expect(limiter.guard(neighbour)).resolves.toBeUndefined();
+    }, 60_000);
   });
 
   describe('widening: the same agent, more scopes', () => {

@@ -205,6 +205,20 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
     expect((await store.attempts('session:x')).count).toBe(20);
   });
 
+  it('fills a leaky bucket by one per event and drains it one per interval on the clock, 20 concurrent fills exactly', async () => {
+    expect(await store.bucketLevel('addr:1', 10_000)).toBe(0);
+    expect(await store.fillBucket('addr:1', 10_000)).toBe(1);
+    expect(await store.fillBucket('addr:1', 10_000)).toBe(2);
+    time += 5_000;
+    expect(await store.bucketLevel('addr:1', 10_000)).toBeCloseTo(1.5, 6);
+    expect(await store.fillBucket('addr:1', 10_000)).toBeCloseTo(2.5, 6);
+    expect(await store.bucketLevel('addr:2', 10_000)).toBe(0);
+    time += 25_000;
+    expect(await store.bucketLevel('addr:1', 10_000)).toBe(0);
+    await Promise.all(Array.from({ length: 20 }, () => store.fillBucket('addr:3', 10_000)));
+    expect(await store.bucketLevel('addr:3', 10_000)).toBeCloseTo(20, 6);
+  });
+
   if (name === 'memory') {
     it('lets flows, tokens and sessions lapse at their own time', async () => {
       const f = flow();

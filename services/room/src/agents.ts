@@ -9,6 +9,8 @@ export interface AgentRecord {
   humanLabel: string;
   scopes: Scope[];
   createdAt: string;
+  /** RFC 3339: when its last token was revoked, leaving none (auth says so); absent while it holds one. */
+  revokedAt?: string;
 }
 
 export const AGENT_ID = /^a_[A-Za-z0-9_-]{8,64}$/;
@@ -45,6 +47,16 @@ export function checkAgent(input: { id: string; agentName: string; humanLabel: s
     });
   }
   return SCOPES.filter((scope) => input.scopes.includes(scope));
+}
+
+/** `revokedAt` as auth sends it: empty for none, else an RFC 3339 time, kept in the room's own form. */
+export function revokedAtOf(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) {
+    throw new DomainError('invalid-request', { detail: 'revokedAt is not an RFC 3339 time.', fields: { parameter: 'revokedAt', expected: 'empty, or an RFC 3339 time' } });
+  }
+  return new Date(ms).toISOString();
 }
 
 export function agentNotFound(agentId: string): DomainError {

@@ -1,4 +1,4 @@
-import { openRedis, createLogger, type Logger } from '@agentroom/kit';
+import { openRedis, createLogger, type Logger, cursorSecretOrRandom } from '@agentroom/kit';
 import type { RoomConfig } from './config.js';
 import { createRoomGrpcServer } from './server.js';
 import type { RoomStore } from './store.js';
@@ -24,7 +24,7 @@ export interface RunningRoom {
 export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT)): Promise<RunningRoom> {
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'room', log);
   const store: RoomStore = redis ? new RedisRoomStore(redis, config.REDIS_KEY_PREFIX) : new MemoryRoomStore();
-  const server = createRoomGrpcServer({ store, log });
+  const server = createRoomGrpcServer({ store, log, cursorSecret: cursorSecretOrRandom(config.CURSOR_SECRET, log) });
   const port = await server.listen(config.ROOM_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
   log.info({ port, storage: store.kind }, 'room service ready');

@@ -1,9 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import {
-  decodeCursor,
+  CursorSigner,
   DomainError,
-  encodeCursor,
   followFeed,
   GrpcServer,
   grpcLimit,
@@ -13,22 +12,27 @@ import {
   viaToProto,
 } from '@agentroom/kit';
 import { type Agent, type Post, roomProto, type RoomServiceHandlers } from '@agentroom/proto';
-import { agentNotFound, type AgentRecord, checkAgent, newAgentId } from './agents.js';
+import { agentNotFound, type AgentRecord, checkAgent, newAgentId, revokedAtOf } from './agents.js';
 import { checkPostText, type PostRecord } from './posts.js';
 import type { RoomStore } from './store.js';
 
 export const ROOM_SERVICE_NAME = 'agentroom.room.v1.RoomService';
+
+/** The one list of posts, which its cursors are bound to. */
+const POSTS = { name: 'posts' } as const;
 
 function toProtoPost(post: PostRecord): Post {
   return { ...post, via: viaToProto(post.via) };
 }
 
 function toProtoAgent(agent: AgentRecord): Agent {
-  return { ...agent };
+  return { ...agent, revokedAt: agent.revokedAt ?? '' };
 }
 
 export interface RoomHandlersOptions {
   store: RoomStore;
+  /** The deployment's cursor secret (CURSOR_SECRET): the posts list's cursors are signed with it. */
+  cursorSecret: string;
   clock?: () => number;
 }
 
@@ -36,6 +40,7 @@ export interface RoomHandlersOptions {
 export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): RoomServiceHandlers {
   const { store } = options;
   const now = options.clock ?? Date.now;
+  const cursors = new CursorSigner(options.cursorSecret);
   return {
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
@@ -54,13 +59,13 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
 
     ListPosts: server.unary('ListPosts', async (request) => {
       const limit = grpcLimit(request.limit);
-      const before = request.cursor === '' ? undefined : decodeCursor(request.cursor, STREAM_ID);
+      const before = request.cursor === '' ? undefined : cursors.verify(POSTS, request.cursor, STREAM_ID);
       const page = await store.listPosts(limit, before);
       const last = page.items.at(-1);
       return {
         posts: page.items.map(toProtoPost),
         hasMore: page.hasMore,
-        nextCursor: page.hasMore && last ? encodeCursor(last.id) : '',
+        nextCursor: page.hasMore && last ? cursors.sign(POSTS, last.id) : '',
       };
     }),
 
@@ -83,20 +88,22 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
     }),
 
     UpsertAgent: server.unary('UpsertAgent', async (request) => {
-      const input = request.agent ?? { id: '', agentName: '', humanLabel: '', scopes: [], createdAt: '' };
+      const input = request.agent ?? { id: '', agentName: '', humanLabel: '', scopes: [], createdAt: '', revokedAt: '' };
       const scopes = checkAgent(input);
+      const revokedAt = revokedAtOf(input.revokedAt);
       const agent = await store.upsertAgent({
         id: input.id || newAgentId(),
         agentName: input.agentName.trim(),
         humanLabel: input.humanLabel.trim(),
         scopes,
         createdAt: new Date(now()).toISOString(),
+        ...(revokedAt === undefined ? {} : { revokedAt }),
       });
       return { agent: toProtoAgent(agent) };
     }),
 
     ListAgents: server.unary('ListAgents', async (request) => {
-      const page = await store.listAgents(grpcLimit(request.limit));
+      const page = await store.listAgents(grpcLimit(request.limit), request.includeRevoked);
       return { agents: page.items.map(toProtoAgent), hasMore: page.hasMore };
     }),
 

@@ -78,9 +78,9 @@ export class MemoryRoomStore implements RoomStore {
     return Promise.resolve(this.agents.get(id));
   }
 
-  listAgents(limit: number): Promise<Page<AgentRecord>> {
+  listAgents(limit: number, includeRevoked = false): Promise<Page<AgentRecord>> {
     // Map order is insertion order: reversed, it is newest first (upserts keep their place).
-    const all = [...this.agents.values()].reverse();
+    const all = [...this.agents.values()].reverse().filter((agent) => includeRevoked || agent.revokedAt === undefined);
     return Promise.resolve({ items: all.slice(0, limit), hasMore: all.length > limit });
   }
 

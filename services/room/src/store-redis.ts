@@ -149,12 +149,22 @@ export class RedisRoomStore implements RoomStore {
     return json === null ? undefined : (JSON.parse(json) as AgentRecord);
   }
 
-  async listAgents(limit: number): Promise<Page<AgentRecord>> {
-    const ids = await this.redis.zrevrange(this.agentsByTimeKey, 0, limit);
-    const page = ids.slice(0, limit);
-    const records = page.length === 0 ? [] : await this.redis.hmget(this.agentsKey, ...page);
-    const items = records.filter((json): json is string => json !== null).map((json) => JSON.parse(json) as AgentRecord);
-    return { items, hasMore: ids.length > limit };
+  async listAgents(limit: number, includeRevoked = false): Promise<Page<AgentRecord>> {
+    // Newest first, in batches, until one more than the page is found: revoked agents may be skipped.
+    const found: AgentRecord[] = [];
+    const batch = Math.max(2 * (limit + 1), 50);
+    for (let offset = 0; found.length <= limit; offset += batch) {
+      const ids = await this.redis.zrevrange(this.agentsByTimeKey, offset, offset + batch - 1);
+      if (ids.length === 0) break;
+      const records = await this.redis.hmget(this.agentsKey, ...ids);
+      for (const json of records) {
+        if (json === null) continue;
+        const agent = JSON.parse(json) as AgentRecord;
+        if (includeRevoked || agent.revokedAt === undefined) found.push(agent);
+      }
+      if (ids.length < batch) break;
+    }
+    return { items: found.slice(0, limit), hasMore: found.length > limit };
   }
 
   async ping(): Promise<void> {

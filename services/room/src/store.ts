@@ -27,8 +27,8 @@ export interface RoomStore extends FeedSource<PostRecord> {
   /** Creates or replaces an agent; the first `createdAt` is kept. */
   upsertAgent(agent: AgentRecord): Promise<AgentRecord>;
   getAgent(id: string): Promise<AgentRecord | undefined>;
-  /** The most recently created first. */
-  listAgents(limit: number): Promise<Page<AgentRecord>>;
+  /** The most recently created first; agents with `revokedAt` only when `includeRevoked`. */
+  listAgents(limit: number, includeRevoked?: boolean): Promise<Page<AgentRecord>>;
   /** Throws when storage cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -137,6 +137,18 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
     expect(await store.getAgent('a_missing001')).toBeUndefined();
   });
 
+  it('keeps a revoked agent readable, and lists it only when asked; has_more counts what the list shows', async () => {
+    const store = makeStore();
+    await store.upsertAgent(agent('a_live00001', '2026-01-01T00:00:00.000Z', 'live'));
+    await store.upsertAgent({ ...agent('a_gone00001', '2026-02-01T00:00:00.000Z', 'gone'), scopes: [], revokedAt: '2026-03-01T00:00:00.000Z' });
+    await store.upsertAgent(agent('a_newer0001', '2026-04-01T00:00:00.000Z', 'newer'));
+    expect(await store.getAgent('a_gone00001')).toMatchObject({ agentName: 'gone', revokedAt: '2026-03-01T00:00:00.000Z' });
+    expect((await store.listAgents(2)).items.map((a) => a.agentName)).toEqual(['newer', 'live']);
+    expect((await store.listAgents(2)).hasMore).toBe(false);
+    expect((await store.listAgents(2, true)).items.map((a) => a.agentName)).toEqual(['newer', 'gone']);
+    expect((await store.listAgents(2, true)).hasMore).toBe(true);
+  });
+
   it('lists agents most recently created first, with has_more', async () => {
     const store = makeStore();
     await store.upsertAgent(agent('a_old000001', '2026-01-01T00:00:00.000Z', 'old'));

@@ -34,6 +34,7 @@ function toAgent(agent: Agent__Output): Agent {
     humanLabel: agent.humanLabel,
     scopes: agent.scopes as Agent['scopes'],
     createdAt: agent.createdAt,
+    ...(agent.revokedAt === '' ? {} : { revokedAt: agent.revokedAt }),
   };
 }
 
@@ -66,9 +67,10 @@ export class RoomGateway {
     return toPost(response.post);
   }
 
-  async listAgents(limit: number): Promise<{ agents: Agent[]; hasMore: boolean }> {
+  /** The most recently approved first; agents whose every token was revoked only with `includeRevoked`. */
+  async listAgents(limit: number, includeRevoked = false): Promise<{ agents: Agent[]; hasMore: boolean }> {
     const response = await unaryCall<ListAgentsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.listAgents({ limit }, metadata, options, callback),
+      this.client.listAgents({ limit, includeRevoked }, metadata, options, callback),
     );
     return { agents: response.agents.map(toAgent), hasMore: response.hasMore };
   }

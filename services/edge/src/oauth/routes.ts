@@ -46,7 +46,11 @@ export function oauthRoutes(core: Core, surface: Surface): Router {
   router.post('/device_authorization', async (req, res) => {
     const form = deviceAuthorizationForm.safeParse(formOf(req.body));
     if (!form.success) {
-      oauthError(res, 400, 'invalid_request', 'Send application/x-www-form-urlencoded with client_id and a space-separated scope.');
+      // Name the field that is wrong and what is valid there, as a problem's remedy would.
+      const field = form.error.issues[0]?.path[0];
+      const expected = typeof field === 'string' ? deviceAuthorizationForm.shape[field as keyof typeof deviceAuthorizationForm.shape]?.description : undefined;
+      const about = typeof field === 'string' && expected !== undefined ? `${field} must be ${expected}. ` : '';
+      oauthError(res, 400, 'invalid_request', `${about}Send application/x-www-form-urlencoded with client_id and a space-separated scope.`);
       return;
     }
     const input = {
@@ -83,7 +87,7 @@ export function oauthRoutes(core: Core, surface: Surface): Router {
       return;
     }
     res.setHeader('Cache-Control', 'no-store');
-    res.json({ access_token: result.access_token, token_type: 'Bearer', expires_in: result.expires_in, scope: result.scopes.join(' ') });
+    res.json({ access_token: result.access_token, token_type: 'Bearer', expires_in: result.expires_in, scope: result.scopes.join(' '), agent_id: result.agent_id });
   });
 
   router.post('/revoke', async (req, res) => {

@@ -43,7 +43,7 @@ export function operationTable(deps: OperationDeps): Operations {
     createPost: implement(op.createPost, (call, input) => room.createPost(principalOf(call).agentId, input.text, call.protocol)),
 
     listAgents: implement(op.listAgents, async (_call, input) => {
-      const page = await room.listAgents(input.limit);
+      const page = await room.listAgents(input.limit, input.include === 'revoked');
       return { object: 'list' as const, data: page.agents, has_more: page.hasMore };
     }),
 
@@ -79,7 +79,7 @@ export function operationTable(deps: OperationDeps): Operations {
     pollSignup: implement(op.pollSignup, async (_call, input) => {
       const result = await auth.pollDeviceFlow(input.device_code);
       if (result.status === 'pending') return { status: 'pending' as const };
-      return { status: 'completed' as const, access_token: result.accessToken, token_type: 'Bearer' as const, scopes: result.scopes, human: result.human, expires_in: result.expiresIn };
+      return { status: 'completed' as const, access_token: result.accessToken, token_type: 'Bearer' as const, scopes: result.scopes, human: result.human, agent_id: result.agentId, expires_in: result.expiresIn };
     }),
 
     revokeToken: implement(op.revokeToken, async (_call, input) => {
@@ -87,10 +87,12 @@ export function operationTable(deps: OperationDeps): Operations {
       return {};
     }),
 
-    sendFeedback: implement(op.sendFeedback, async (_call, input) => {
-      const stored = await deps.feedback.add(input);
+    // Taken with no token, or with one that failed: the report says so, since a failing token is often its subject.
+    sendFeedback: implement(op.sendFeedback, async (call, input) => {
+      const { tokenStatus } = call.caller;
+      const stored = await deps.feedback.add({ ...input, ...(tokenStatus ? { tokenStatus } : {}) });
       feedbackCounter.inc();
-      deps.log.info({ feedbackId: stored.id, agent: stored.agent, url: stored.url, problem: stored.problem.slice(0, 500) }, 'feedback received');
+      deps.log.info({ feedbackId: stored.id, agent: stored.agent, url: stored.url, tokenStatus: stored.tokenStatus, problem: stored.problem.slice(0, 500) }, 'feedback received');
       return { received: true as const, id: stored.id };
     }),
 
