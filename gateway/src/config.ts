@@ -1,4 +1,4 @@
-import { logEnv, metricsEnv, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
+import { cursorSecretEnv, logEnv, metricsEnv, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The router's own environment, when it runs as its own process. */
@@ -24,11 +24,16 @@ export const routerEnv = z.object({
   EDGE_URLS: replicaUrls,
   /** Auth replicas (human pages) behind the router. */
   AUTH_URLS: replicaUrls,
+  /** Edge's daily quota per client address: the router's own answers show it whole in their RateLimit headers. */
+  QUOTA_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000_000).default(5_000),
   ...publicUrlsEnv.shape,
   ...logEnv.shape,
   ...metricsEnv.shape,
   ...shutdownEnv.shape,
 });
 
-/** `npm start`: everything in one process (storage is checked here too, so a bad REDIS_URL is told before anything starts). */
-export const embeddedEnv = z.object({ ...publicUrlsEnv.shape, ...storageEnv.shape, ...logEnv.shape, ...metricsEnv.shape, ...shutdownEnv.shape });
+/**
+ * `npm start`: everything in one process (storage and CURSOR_SECRET are checked here too, so a bad
+ * value is told before anything starts).
+ */
+export const embeddedEnv = z.object({ ...publicUrlsEnv.shape, ...storageEnv.shape, ...logEnv.shape, ...metricsEnv.shape, ...shutdownEnv.shape, ...cursorSecretEnv.shape });

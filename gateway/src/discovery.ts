@@ -110,7 +110,7 @@ function text(contentType: string, body: string, headers?: Record<string, string
  */
 export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<string, Document> {
   const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
-  const html = (body: string, csp = PORTAL_CSP): Document => text('text/html; charset=utf-8', body, { 'content-security-policy': csp });
+  const html = (body: string, csp = PORTAL_CSP): Document => text('text/html; charset=utf-8', body, { 'content-security-policy': csp, 'referrer-policy': 'strict-origin-when-cross-origin' });
   const documents = new Map<string, Document>([
     ['/.well-known/ai-agent.json', json(agentManifest(urls, version))],
     ['/.well-known/oauth-authorization-server', json(authorizationServerMetadata(urls))],

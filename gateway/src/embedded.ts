@@ -1,4 +1,4 @@
-import { closeHttpServer, createLogger, loadConfig, type Logger, publicUrls, type PublicUrls } from '@agentroom/kit';
+import { closeHttpServer, createLogger, loadConfig, type Logger, newCursorSecret, publicUrls, type PublicUrls } from '@agentroom/kit';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
@@ -29,13 +29,16 @@ export interface Embedded {
 export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: Logger): Promise<Embedded> {
   const config = loadConfig(embeddedEnv, env);
   const logger = log ?? createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
-  const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0' }), createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT));
+  // One cursor secret for the services that sign cursors: CURSOR_SECRET, or one drawn for this start (docs/decisions.md §6).
+  const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
+  const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0', CURSOR_SECRET }), createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT));
   const messaging = await startMessaging(
-    loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }),
+    loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
     createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT),
   );
   const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), { listen: false, log: createLogger('auth', config.LOG_LEVEL, config.LOG_FORMAT) });
-  const edge = await startEdge(loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }), {
+  const edgeConfig = loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}` });
+  const edge = await startEdge(edgeConfig, {
     listen: false,
     log: createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT),
   });
@@ -44,6 +47,8 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     routes: resolveRoutes(urls),
     targets: { edge: { kind: 'local', handler: edge.handler }, auth: { kind: 'local', handler: auth.handler } },
     documents: discoveryDocuments(urls),
+    // The router's own answers show the anonymous daily allowance, whole (docs/decisions.md §6).
+    quotaLimit: edgeConfig.QUOTA_PER_ADDRESS,
     port: config.PORT,
     log: logger,
   });

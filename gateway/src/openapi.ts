@@ -82,7 +82,7 @@ function examples(urls: PublicUrls): Partial<Record<OperationName, unknown>> {
     interval: 3,
     scopes: ['posts:write'],
   },
-  pollSignup: { status: 'completed', access_token: 'agt_…', token_type: 'Bearer', scopes: ['posts:write'], human: 'Ada', expires_in: 7776000 },
+  pollSignup: { status: 'completed', access_token: 'agt_…', token_type: 'Bearer', scopes: ['posts:write'], human: 'Ada', agent_id: 'a_WpGtvDXEpA12RrO6', expires_in: 7776000 },
   sendFeedback: { received: true, id: 'fb_1763900000000' },
   };
 }
@@ -94,6 +94,8 @@ function problemStatuses(spec: OperationSpec, binding: RestBinding | undefined, 
   if (binding?.path.includes(':') === true || name === 'sendMessage') statuses.add(404);
   if (spec.writes && name !== 'revokeToken') statuses.add(409).add(422);
   if (binding?.from === 'body' || name === 'revokeToken') statuses.add(413);
+  // A JSON endpoint refuses any other body (form-encoded, text); revocation takes a form.
+  if (binding?.from === 'body') statuses.add(415);
   return [...statuses].sort((a, b) => a - b);
 }
 

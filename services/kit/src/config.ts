@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CURSOR_SECRET_MIN_BYTES } from './http/paging.js';
 import { defaultLogFormat, LOG_FORMATS } from './log.js';
 
 /** Raised at boot when the environment does not fit the schema; the message names every bad variable. */
@@ -16,11 +17,16 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
   const lines = parsed.error.issues.map((issue) => {
     const name = issue.path.join('.') || '(environment)';
     const value = typeof issue.path[0] === 'string' ? env[issue.path[0]] : undefined;
-    return `${name}${value === undefined ? '' : `=${JSON.stringify(withoutPassword(value))}`}: ${issue.message}`;
+    // A secret is never printed back, not even a wrong one.
+    const shown = value === undefined || SECRET_VARIABLES.has(name) ? '' : `=${JSON.stringify(withoutPassword(value))}`;
+    return `${name}${shown}: ${issue.message}`;
   });
   // One bad variable, one line; several, one line each.
   throw new ConfigError(lines.length === 1 ? `invalid configuration: ${lines[0]}` : `invalid configuration:\n${lines.map((line) => `  ${line}`).join('\n')}`);
 }
+
+/** Variables whose values a configuration error does not repeat. */
+const SECRET_VARIABLES = new Set(['CURSOR_SECRET']);
 
 /** A URL's password is never printed back (a REDIS_URL may carry one). */
 export function withoutPassword(value: string): string {
@@ -117,6 +123,17 @@ export const shutdownEnv = z.object({
 export const metricsEnv = z.object({
   /** Port of the Prometheus `/metrics` listener; 0 picks a free port, unset turns it off. */
   METRICS_PORT: port.optional(),
+});
+
+/**
+ * The key cursors are signed with (docs/decisions.md §6), at least 32 bytes; the same in every
+ * process of a deployment. Unset, a service draws a random one at start.
+ */
+export const cursorSecretEnv = z.object({
+  CURSOR_SECRET: z
+    .string()
+    .refine((value) => Buffer.byteLength(value, 'utf8') >= CURSOR_SECRET_MIN_BYTES, `must be at least ${CURSOR_SECRET_MIN_BYTES} bytes (openssl rand -base64 32 makes one), or unset for a random one per start`)
+    .optional(),
 });
 
 /** For `main.ts` files: a bad environment prints the readable message and exits with status 2. */

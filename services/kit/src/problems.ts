@@ -79,6 +79,13 @@ export const PROBLEM_TYPES = {
     description: 'The MCP endpoint answers JSON or an event stream; a client must accept both (`Accept: application/json, text/event-stream`).',
     fix: 'Send `Accept: application/json, text/event-stream` to the MCP endpoint.',
   },
+  'unsupported-media-type': {
+    code: 'invalid_request',
+    status: 415,
+    title: 'The body is not JSON',
+    description: 'The REST API, signup and feedback take JSON bodies only (`Content-Type: application/json`); a form-encoded or plain-text body is refused. The OAuth endpoints under `/oauth/` take form bodies instead.',
+    fix: 'Send the body as JSON with `Content-Type: application/json`.',
+  },
   'host-not-allowed': {
     code: 'invalid_request',
     status: 403,
@@ -166,6 +173,7 @@ export const PROBLEM_TYPES = {
   },
   'agent-cannot-approve': {
     code: 'invalid_request',
+    status: 403,
     title: 'Agents cannot approve signups',
     description: 'A request that carries a bearer token never approves a signup: only a human, signed in, approves an agent.',
     fix: 'Show `verification_uri_complete` to your human: they approve in their own browser, signed in.',

@@ -3,12 +3,19 @@ import { DomainError, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agent
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
+import type { AttemptClient } from '../attempt-limiter.js';
 import type { AuthDomain } from '../domain.js';
 import type { Human, Session, TokenRecord } from '../records.js';
 import { type AccountRow, accountPage, confirmPage, donePage, enterCodePage, revokePage, signInPage } from './pages.js';
 import { humanRemedy } from './remedies.js';
 
 const FORM_COOKIE = 'ar_form';
+
+/**
+ * The pages run no script at all, style themselves with one inline sheet, post their forms only
+ * here, and may not be framed (clickjacking an approval).
+ */
+const PAGE_CSP = "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 export interface HumanPagesOptions {
   domain: AuthDomain;
@@ -37,6 +44,13 @@ function accountRow(token: TokenRecord): AccountRow {
     approvedAt: new Date(token.createdAt).toISOString(),
     expiresAt: new Date(token.expiresAt).toISOString(),
   };
+}
+
+/** A request that carries a bearer token is an agent's, and never approves anything (docs/decisions.md §3). */
+function refuseBearer(req: Request): void {
+  if (req.headers.authorization !== undefined) {
+    throw new DomainError('agent-cannot-approve', { detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.' });
+  }
 }
 
 function csrfRefused(): DomainError {
@@ -87,12 +101,26 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     ...(human ? { human: human.human.name, csrf: human.session.csrf } : {}),
   });
 
-  function clientKeys(req: Request, who: SignedIn): string[] {
-    return [`session:${who.session.idHash}`, `addr:${req.ip ?? 'unknown'}`];
+  /** Whom wrong codes are counted against: the session and the client address. */
+  function clientKeys(req: Request, who: SignedIn): AttemptClient {
+    return { session: who.session.idHash, address: req.ip ?? 'unknown' };
   }
 
   function html(res: Response, status: number, body: string): void {
-    res.status(status).type('html').setHeader('Cache-Control', 'no-store').send(body);
+    res
+      .status(status)
+      .type('html')
+      .setHeader('Cache-Control', 'no-store')
+      .setHeader('Content-Security-Policy', PAGE_CSP)
+      .setHeader('X-Content-Type-Options', 'nosniff')
+      .setHeader('Referrer-Policy', 'same-origin')
+      .send(body);
+  }
+
+  /** The code page again with the problem in words; a refusal that says how long to wait says it in Retry-After too. */
+  function codeRefused(res: Response, error: DomainError, view: Parameters<typeof enterCodePage>[0]): void {
+    if (error.fields.retry_after !== undefined) res.setHeader('Retry-After', String(error.fields.retry_after));
+    html(res, error.status, enterCodePage({ ...view, error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
   }
 
   site.get('/signin', async (req, res) => {
@@ -156,11 +184,13 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
-      html(res, error.status, enterCodePage({ ...base, userCode: typed, error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
+      codeRefused(res, error, { ...base, userCode: typed });
     }
   });
 
   site.post('/device', async (req, res) => {
+    // Before anything else: a session cookie and its CSRF token do not make an agent's request a human's.
+    refuseBearer(req);
     const who = await signedIn(req);
     if (!who) {
       res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/device`)}`);
@@ -177,7 +207,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
-      html(res, error.status, enterCodePage({ ...base, userCode, error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
+      codeRefused(res, error, { ...base, userCode });
     }
   });
 
@@ -216,9 +246,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
 
   // completeSignup, for a signed-in human's browser (docs/decisions.md §3, §11).
   api.post('/agent/signup/complete', async (req, res) => {
-    if (req.headers.authorization !== undefined) {
-      throw new DomainError('agent-cannot-approve', { detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.' });
-    }
+    refuseBearer(req);
     const who = await signedIn(req);
     if (!who) {
       throw new DomainError('sign-in-required', { detail: 'Approving needs a signed-in human.' });
