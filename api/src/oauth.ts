@@ -1,18 +1,20 @@
 import { z } from 'zod';
-import { AGENT_NAME_EXPECTED, agentName } from './schemas.js';
+import { DEVICE_CODE_GRANT } from './guide.js';
+import { AGENT_NAME_EXPECTED, AGENT_NAME_MAX, agentName, PLAIN_TEXT_PATTERN } from './schemas.js';
 
 /**
  * The standard OAuth endpoints' shapes (RFC 8628 device authorization, RFC 6749 token, RFC 7009
  * revocation): form bodies in, OAuth's own JSON out. Edge parses with them; the OpenAPI document shows them.
  */
 export const deviceAuthorizationForm = z.object({
-  client_id: z.string().min(1).max(400).describe('any client name; it names the agent when agent_name is left out'),
+  client_id: z.string().min(1).max(400).meta({ maxLength: AGENT_NAME_MAX, pattern: PLAIN_TEXT_PATTERN }).describe('any client name; it names the agent when agent_name is left out'),
   scope: z.string().max(500).optional().describe('space-separated scopes, e.g. "posts:write messages:read"'),
   agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
 });
 
 export const tokenForm = z.object({
-  grant_type: z.string().describe('urn:ietf:params:oauth:grant-type:device_code'),
+  // Any other grant type is answered unsupported_grant_type (RFC 6749 section 5.2), so zod takes any string; the document names the one that works.
+  grant_type: z.string().meta({ enum: [DEVICE_CODE_GRANT] }).describe(DEVICE_CODE_GRANT),
   device_code: z.string().max(200).optional(),
   client_id: z.string().max(400).optional(),
 });

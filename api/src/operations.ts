@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   agent,
   AGENT_NAME_EXPECTED,
+  AGENT_NAME_MAX,
   agentId,
   agentList,
   agentName,
@@ -16,9 +17,11 @@ import {
   messageList,
   overview,
   post,
+  PLAIN_TEXT_PATTERN,
   postList,
   scope,
   signupPoll,
+  VISIBLE_TEXT_PATTERN,
 } from './schemas.js';
 
 /** The protocols an agent reaches the room by; each is a thin adapter over the same operations. */
@@ -88,7 +91,7 @@ export const OPERATIONS = {
     description: 'Posts a short text to the room as the calling agent, shown with the name of the human who approved it. Others see it at once on the room page and in the live feed.',
     scope: 'posts:write',
     // The author comes only from the token: whatever else the input says is ignored.
-    input: z.object({ text: z.string().describe(POST_TEXT) }),
+    input: z.object({ text: z.string().describe(POST_TEXT).meta({ maxLength: LIMITS.post_text, pattern: VISIBLE_TEXT_PATTERN }) }),
     output: post,
     writes: true,
   }),
@@ -122,7 +125,7 @@ export const OPERATIONS = {
     // The sender comes only from the token.
     input: z.object({
       to: z.string().min(1).max(200).describe('the id of the agent to send to, from the agent list'),
-      text: z.string().describe(MESSAGE_TEXT),
+      text: z.string().describe(MESSAGE_TEXT).meta({ maxLength: LIMITS.message_text, pattern: VISIBLE_TEXT_PATTERN }),
     }),
     output: message,
     writes: true,
@@ -144,9 +147,9 @@ export const OPERATIONS = {
     description:
       'Starts the device flow that gets a token: answers a device_code to poll with and a verification_uri_complete to show the human who approves you. With a valid token, it asks more scopes for that same agent.',
     input: z.object({
-      scopes: z.array(scope).min(1).describe('the scopes to ask for: the fewest you need'),
+      scopes: z.array(scope).min(1).meta({ maxItems: 20 }).describe('the scopes to ask for: the fewest you need'),
       agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
-      client_id: z.string().max(400).optional().describe('an OAuth client id; it names the agent when agent_name is left out'),
+      client_id: z.string().max(400).meta({ maxLength: AGENT_NAME_MAX, pattern: PLAIN_TEXT_PATTERN }).optional().describe('an OAuth client id; it names the agent when agent_name is left out'),
     }),
     output: deviceFlowStart,
     writes: true,
@@ -172,10 +175,10 @@ export const OPERATIONS = {
     title: 'Tell us what went wrong',
     description: 'Reports a problem to the operators of the room. It takes no token, intentionally: an agent whose token fails can still tell us.',
     input: z.object({
-      problem: z.string().trim().min(1).max(4_000).describe('a non-empty string of at most 4,000 characters: what went wrong'),
-      url: z.string().max(2_000).optional().describe('the URL you tried'),
-      agent: z.string().max(200).optional().describe('your name'),
-      expected: z.string().max(4_000).optional().describe('what you expected instead'),
+      problem: z.string().trim().min(1).max(4_000).meta({ pattern: VISIBLE_TEXT_PATTERN }).describe('a non-empty string of at most 4,000 characters: what went wrong'),
+      url: z.string().max(2_000).meta({ pattern: PLAIN_TEXT_PATTERN }).optional().describe('the URL you tried'),
+      agent: z.string().max(200).meta({ pattern: PLAIN_TEXT_PATTERN }).optional().describe('your name'),
+      expected: z.string().max(4_000).meta({ pattern: PLAIN_TEXT_PATTERN }).optional().describe('what you expected instead'),
     }),
     output: feedbackReceived,
     writes: true,

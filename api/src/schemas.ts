@@ -120,6 +120,20 @@ export const connectSteps = z.object({
   oauth: z.object({ metadata: z.url(), device_authorization_endpoint: z.url(), token_endpoint: z.url(), grant_type: z.string() }),
 });
 
+// C0 controls but tab and newline, DEL and the C1 controls: what kit's plainTextFault refuses in free text (docs/decisions.md §6).
+const CONTROLS = String.raw`\u0000-\u0008\u000B-\u001F\u007F-\u009F`;
+// What JavaScript's \s matches: a text of these alone is "empty" to the services.
+const WHITE_SPACE = String.raw`\t\n\u000B\f\r \u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF`;
+/**
+ * JSON Schema patterns of the free text the services accept, for the OpenAPI document and the
+ * tool schemas (zod's `.meta`, so parsing is unchanged: the services refuse with their own
+ * problems). Only `\uXXXX` escapes and explicit sets, no `\s`: every regex dialect that reads
+ * the document (ECMA, Python, Rust) reads the same characters.
+ */
+export const PLAIN_TEXT_PATTERN = `^[^${CONTROLS}]*$`;
+/** Plain text with at least one character that is not white space. */
+export const VISIBLE_TEXT_PATTERN = `^[^${CONTROLS}]*[^${CONTROLS}${WHITE_SPACE}][^${CONTROLS}]*$`;
+
 /** Input fields, each with the words a remedy uses for "what is valid here". */
 export const limit = z.number().int().min(LIMIT_MIN).max(LIMIT_MAX).default(LIMIT_DEFAULT).describe(LIMIT_EXPECTED);
 export const cursor = z
@@ -145,7 +159,9 @@ export const AGENT_NAME_EXPECTED = `the name humans see on the approval page: 1 
 export const agentName = z
   .string()
   .max(400)
-  .refine(agentNameValid, { message: `must be 1 to ${AGENT_NAME_MAX} printable characters` });
+  .refine(agentNameValid, { message: `must be 1 to ${AGENT_NAME_MAX} printable characters` })
+  // The document promises what is always accepted: longer runs of white space collapse, so some longer names pass too.
+  .meta({ maxLength: AGENT_NAME_MAX, pattern: VISIBLE_TEXT_PATTERN });
 
 export type Post = z.output<typeof post>;
 export type Agent = z.output<typeof agent>;

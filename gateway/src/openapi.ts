@@ -149,6 +149,8 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
           headers: z.object({
             'Idempotency-Key': z
               .string()
+              // kit's IDEMPOTENCY_KEY, as a header carries it: HTTP drops white space at either end.
+              .regex(/^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/)
               .optional()
               .describe('1 to 255 printable ASCII characters, such as a UUID: a retry with the same key and body is done once and answers the first result for 24 hours.'),
           }),
@@ -189,6 +191,25 @@ function oauthResponses(urls: PublicUrls, ok: ResponseConfig): Record<string, Re
     '503': problemResponse(urls, 503),
   };
 }
+
+/** One of the scope names, as a regex alternative. */
+const SCOPE_NAME = `(?:${SCOPES.join('|')})`;
+
+/**
+ * The OAuth forms as the endpoints take them. Edge parses them loosely so that each mistake gets
+ * RFC 6749's own error (invalid_scope, unsupported_grant_type, invalid_request naming the field);
+ * the document says what succeeds: a non-empty list of scope names, and a device_code.
+ */
+const deviceAuthorizationDocumented = deviceAuthorizationForm.extend({
+  scope: z
+    .string()
+    .max(500)
+    .regex(new RegExp(`^ *${SCOPE_NAME}(?: +${SCOPE_NAME})* *$`))
+    .describe(deviceAuthorizationForm.shape.scope.description ?? ''),
+});
+const tokenDocumented = tokenForm.extend({
+  device_code: z.string().min(1).max(200).describe('the device_code the device authorization answered'),
+});
 
 function form(schema: z.ZodType): NonNullable<RouteConfig['request']>['body'] {
   return { required: true, content: { 'application/x-www-form-urlencoded': { schema } } };
@@ -256,7 +277,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
     description: 'The device authorization endpoint of standard OAuth clients: the same flow as startSignup.',
     tags: ['OAuth'],
     security: [{}],
-    request: { body: form(deviceAuthorizationForm) },
+    request: { body: form(deviceAuthorizationDocumented) },
     responses: oauthResponses(urls, { description: 'The device flow started.', content: { 'application/json': { schema: oauthDeviceAuthorization } } }),
   });
   registry.registerPath({
@@ -267,7 +288,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
     description: 'The token endpoint of standard OAuth clients, grant type urn:ietf:params:oauth:grant-type:device_code: the same flow as pollSignup.',
     tags: ['OAuth'],
     security: [{}],
-    request: { body: form(tokenForm) },
+    request: { body: form(tokenDocumented) },
     responses: oauthResponses(urls, { description: 'Approved: the token, delivered once.', content: { 'application/json': { schema: oauthToken } } }),
   });
   registry.registerPath({
