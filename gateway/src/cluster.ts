@@ -37,9 +37,10 @@ const clusterEnv = z.object({
 const config = loadConfigOrExit(clusterEnv, 'cluster');
 const log = createLogger('cluster', config.LOG_LEVEL, config.LOG_FORMAT);
 const urls = publicUrls(config);
-const children: { name: string; child: ChildProcess }[] = [];
 let redis: LocalRedis | undefined;
 let stopping = false;
+/** Set once the cluster is ready: from then on a process that exits is restarted, not fatal. */
+let supervising = false;
 
 function entry(pkg: string, file: string): string {
   return fileURLToPath(new URL(file, import.meta.resolve(pkg)));
@@ -48,21 +49,74 @@ function entry(pkg: string, file: string): string {
 /** Where each process serves Prometheus `/metrics` (METRICS_PORT), by process name. */
 const metrics: Record<string, string> = {};
 
+/**
+ * Restarts after a crash, as a Kubernetes kubelet would: the first after half a second, each next
+ * one twice as late up to 10 s, and back to half a second once the process has stayed up 20 s.
+ */
+const RESTART_BACKOFF = { initialMs: 500, maxMs: 10_000, stableMs: 20_000 } as const;
+
+/** One supervised process: what it runs, its current child, and how its restarts stand. */
+interface Supervised {
+  name: string;
+  script: string;
+  env: NodeJS.ProcessEnv;
+  ipc: boolean;
+  child: ChildProcess;
+  startedAt: number;
+  restarts: number;
+  nextDelayMs: number;
+  timer?: NodeJS.Timeout;
+}
+
+const processes: Supervised[] = [];
+
+function spawnChild(spec: Pick<Supervised, 'script' | 'env' | 'ipc'>): ChildProcess {
+  return spawn(process.execPath, ['--enable-source-maps', spec.script], {
+    env: spec.env,
+    stdio: spec.ipc ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'],
+  });
+}
+
 /** Starts one process; with `ipc`, it has a channel to tell us it listens (the router). */
 async function launch(name: string, script: string, env: Record<string, string>, ipc = false): Promise<ChildProcess> {
   const metricsPort = await freePort();
   metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
-  const child = spawn(process.execPath, ['--enable-source-maps', script], {
-    env: { ...process.env, METRICS_PORT: String(metricsPort), ...env },
-    stdio: ipc ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'],
-  });
-  children.push({ name, child });
+  // The same environment on every restart: same ports, same addresses, so peers find it again.
+  const spec = { name, script, env: { ...process.env, METRICS_PORT: String(metricsPort), ...env }, ipc };
+  const supervised: Supervised = { ...spec, child: spawnChild(spec), startedAt: Date.now(), restarts: 0, nextDelayMs: RESTART_BACKOFF.initialMs };
+  processes.push(supervised);
+  watch(supervised);
+  return supervised.child;
+}
+
+function watch(supervised: Supervised): void {
+  const { child, name } = supervised;
   child.once('exit', (code, signal) => {
     if (stopping) return;
-    log.error({ process: name, code, signal }, `${name} exited; stopping the cluster`);
-    void stop(1);
+    if (!supervising) {
+      // Still starting: a process that cannot start is a configuration problem, said once, not a loop.
+      log.error({ process: name, code, signal }, `${name} exited; stopping the cluster`);
+      void stop(1);
+      return;
+    }
+    const upMs = Date.now() - supervised.startedAt;
+    if (upMs >= RESTART_BACKOFF.stableMs) supervised.nextDelayMs = RESTART_BACKOFF.initialMs;
+    const delayMs = supervised.nextDelayMs;
+    supervised.nextDelayMs = Math.min(delayMs * 2, RESTART_BACKOFF.maxMs);
+    supervised.restarts += 1;
+    log.warn(
+      { process: name, pid: child.pid, code, signal, upMs, restart: supervised.restarts, delayMs },
+      `${name} exited (${signal ?? `code ${code}`}) after ${(upMs / 1000).toFixed(1)} s; restarting it in ${(delayMs / 1000).toFixed(1)} s (restart ${supervised.restarts})`,
+    );
+    supervised.timer = setTimeout(() => {
+      supervised.timer = undefined;
+      if (stopping) return;
+      supervised.child = spawnChild(supervised);
+      supervised.startedAt = Date.now();
+      log.info({ process: name, pid: supervised.child.pid, restart: supervised.restarts }, `${name} restarted (pid ${supervised.child.pid ?? '?'}, restart ${supervised.restarts})`);
+      watch(supervised);
+    }, delayMs);
   });
-  return child;
 }
 
 async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -103,7 +157,9 @@ async function stop(code: number, failure?: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   // Front to back: the router stops taking requests first, storage goes last.
-  for (const { child } of [...children].reverse()) {
+  for (const supervised of [...processes].reverse()) {
+    if (supervised.timer !== undefined) clearTimeout(supervised.timer);
+    const { child } = supervised;
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
@@ -172,8 +228,10 @@ try {
   // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
   await listening('router', router);
 
+  supervising = true;
+  const pids = Object.fromEntries(processes.map(({ name, child }) => [name, child.pid]));
   log.info(
-    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl, metrics },
+    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl, metrics, pids },
     `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and the router, on Redis`,
   );
 } catch (error) {

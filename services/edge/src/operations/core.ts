@@ -156,7 +156,7 @@ export class Core {
    * Steps 2 to 4 without an operation, for what is not a row of the table (live feeds, pages, the
    * MCP handshake): a bad token, a missing scope, a spent quota. Throws the DomainError.
    */
-  authorize(admission: Admission, scope?: Scope): Principal | undefined {
+  authorize(admission: Admission, scope?: Scope, options: { servedWhenStorageFails?: boolean } = {}): Principal | undefined {
     // A bad token fails what needs a scope; what needs none is served as to anyone (counted per address).
     if (admission.tokenRefusal && (scope !== undefined || !refusedAsAnonymous(admission.tokenRefusal))) throw admission.tokenRefusal;
     const { principal } = admission.caller;
@@ -171,7 +171,7 @@ export class Core {
         });
       }
     }
-    if (admission.quotaFailure) throw admission.quotaFailure;
+    if (admission.quotaFailure && options.servedWhenStorageFails !== true) throw admission.quotaFailure;
     if (!admission.quota.allowed) {
       quotaRejections.inc({ service: 'edge' });
       throw rateLimited(admission.quota);
@@ -200,7 +200,8 @@ export class Core {
     const { surface } = options;
     const fail = (error: unknown): Outcome<OutputOf<N>> => ({ ok: false, problem: this.problem(error, surface, name) });
     try {
-      this.authorize(admission, op.scopeOn?.[surface.protocol] ?? op.scope);
+      // Health reports a storage failure in its own answer (503 degraded, storage down) rather than be refused by it.
+      this.authorize(admission, op.scopeOn?.[surface.protocol] ?? op.scope, { servedWhenStorageFails: name === 'getHealth' });
     } catch (error) {
       return fail(error);
     }

@@ -9,6 +9,10 @@ export const CLIENT_OPTIONS: grpc.ChannelOptions = {
   'grpc.keepalive_time_ms': 30_000,
   'grpc.keepalive_timeout_ms': 10_000,
   'grpc.keepalive_permit_without_calls': 1,
+  // A peer that was restarted (a crash, a rollout) is found again within about a second; grpc-js's own
+  // defaults back off up to 120 s, and calls meanwhile fail as unavailable.
+  'grpc.initial_reconnect_backoff_ms': 250,
+  'grpc.max_reconnect_backoff_ms': 1_000,
 };
 
 /** Metadata for an outgoing call: the current request id crosses the hop. */

@@ -105,21 +105,36 @@ export class GrpcServer {
 
   /**
    * Re-checks a dependency (storage) every `intervalMs` and reports NOT_SERVING while it fails,
-   * so health answers say what is true rather than always SERVING.
+   * so health answers say what is true rather than always SERVING. While it fails it is checked
+   * every `retryMs`, so SERVING comes back within half a second of the dependency (`npm run chaos`).
    */
-  monitor(check: () => Promise<void>, intervalMs = 5_000): void {
+  monitor(check: () => Promise<void>, intervalMs = 5_000, retryMs = 500): void {
+    let failing = false;
+    const schedule = (ms: number): void => {
+      if (this.stopping) return;
+      this.monitorTimer = setTimeout(run, ms);
+      this.monitorTimer.unref();
+    };
     const run = (): void => {
       if (this.stopping) return;
       check().then(
-        () => !this.stopping && this.setStatus('SERVING'),
+        () => {
+          if (this.stopping) return;
+          if (failing) this.log.info('dependency check passed again; reporting SERVING');
+          failing = false;
+          this.setStatus('SERVING');
+          schedule(intervalMs);
+        },
         (error: unknown) => {
-          this.log.warn({ err: error }, 'dependency check failed; reporting NOT_SERVING');
-          if (!this.stopping) this.setStatus('NOT_SERVING');
+          if (this.stopping) return;
+          if (!failing) this.log.warn({ err: error }, 'dependency check failed; reporting NOT_SERVING');
+          failing = true;
+          this.setStatus('NOT_SERVING');
+          schedule(retryMs);
         },
       );
     };
-    this.monitorTimer = setInterval(run, intervalMs);
-    this.monitorTimer.unref();
+    schedule(intervalMs);
   }
 
   setStatus(status: ServingStatus): void {
@@ -138,7 +153,7 @@ export class GrpcServer {
 
   async shutdown(graceMs: number): Promise<void> {
     this.stopping = true;
-    clearInterval(this.monitorTimer);
+    clearTimeout(this.monitorTimer);
     this.setStatus('NOT_SERVING');
     this.draining.abort();
     await new Promise<void>((resolve) => {

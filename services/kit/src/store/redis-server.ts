@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,18 +37,39 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
 export interface LocalRedis {
   url: string;
   port: number;
+  /** The redis-server's process id (chaos tests kill it with SIGKILL). */
+  pid: number | undefined;
+  /** Where it keeps its files: the folder given, or its own temp folder. */
+  dir: string;
   stop(): Promise<void>;
 }
 
+export interface RedisServerOptions {
+  /** Listen here (e.g. to start it again where it was); a free port when unset. */
+  port?: number;
+  /**
+   * Keep data in this folder (created if missing) and leave it there on `stop`, so a server
+   * started again with the same `dir` reloads it; a throwaway temp folder when unset.
+   */
+  dir?: string;
+  /** Append-only file with this fsync policy (`everysec` loses at most about a second of writes); no persistence when unset. */
+  appendfsync?: 'always' | 'everysec' | 'no';
+}
+
 /**
- * Starts a throwaway `redis-server` on a free loopback port, persistence off, in a temp folder.
- * For tests and `npm run cluster`; a missing binary fails with the command that installs it.
+ * Starts a `redis-server` on a loopback port: by default a throwaway one on a free port,
+ * persistence off, in a temp folder. For tests, `npm run cluster` and `npm run chaos` (which asks
+ * for an append-only file and starts it again on the same port and folder after killing it).
+ * A missing binary fails with the command that installs it.
  */
-export async function startRedisServer(): Promise<LocalRedis> {
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<LocalRedis> {
   if (spawnSync('redis-server', ['--version']).error) throw new StartupError(REDIS_INSTALL_HINT);
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'agentroom-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+  const port = options.port ?? (await freePort());
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'agentroom-redis-'));
+  mkdirSync(dir, { recursive: true });
+  const persistence = options.appendfsync === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', options.appendfsync];
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir], {
     stdio: 'ignore',
   });
   const url = `redis://127.0.0.1:${port}`;
@@ -65,7 +86,7 @@ export async function startRedisServer(): Promise<LocalRedis> {
       probe.disconnect();
       if (child.exitCode !== null || Date.now() > deadline) {
         child.kill('SIGKILL');
-        rmSync(dir, { recursive: true, force: true });
+        if (ownDir) rmSync(dir, { recursive: true, force: true });
         throw new Error(`redis-server did not start on port ${port}: ${(error as Error).message}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -75,10 +96,12 @@ export async function startRedisServer(): Promise<LocalRedis> {
   return {
     url,
     port,
+    pid: child.pid,
+    dir,
     async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
-      rmSync(dir, { recursive: true, force: true });
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
