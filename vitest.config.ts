@@ -19,6 +19,8 @@ export default defineConfig({
   test: {
     testTimeout: 20_000,
     hookTimeout: 30_000,
+    // scrypt at its production cost takes most of a second a password; tests need no strong hashes.
+    env: { PASSWORD_HASH_COST: '1024' },
     // Every JSON answer of a running product is checked against its own /openapi.json.
     setupFiles: ['./gateway/test/support/openapi-check.ts'],
     reporters: ['default', './scripts/vitest-summary.ts'],

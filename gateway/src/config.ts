@@ -19,6 +19,24 @@ const replicaUrls = z
     return urls;
   });
 
+/**
+ * How long the router waits for a client to send its request (slow clients, docs/decisions.md §6).
+ * Both bound receiving the request only: a response, an event stream included, may last longer.
+ */
+export const routerTimeoutsEnv = z.object({
+  /** The request line and headers must have arrived this long after the request began, or 408 and close. */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(10_000),
+  /** The whole request, body included, must have arrived by then; at least HEADERS_TIMEOUT_MS. */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+});
+
+/** Node refuses a headers timeout longer than the request timeout; told here, with the variables' names, before anything starts. */
+function timeoutsInOrder(config: z.output<typeof routerTimeoutsEnv>, context: z.RefinementCtx): void {
+  if (config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
+    context.addIssue({ code: 'custom', path: ['HEADERS_TIMEOUT_MS'], message: `must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})` });
+  }
+}
+
 export const routerEnv = z.object({
   /** Edge replicas behind the router. */
   EDGE_URLS: replicaUrls,
@@ -26,14 +44,15 @@ export const routerEnv = z.object({
   AUTH_URLS: replicaUrls,
   /** Edge's daily quota per client address: the router's own answers show it whole in their RateLimit headers. */
   QUOTA_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000_000).default(5_000),
+  ...routerTimeoutsEnv.shape,
   ...publicUrlsEnv.shape,
   ...logEnv.shape,
   ...metricsEnv.shape,
   ...shutdownEnv.shape,
-});
+}).superRefine(timeoutsInOrder);
 
 /**
  * `npm start`: everything in one process (storage and CURSOR_SECRET are checked here too, so a bad
  * value is told before anything starts).
  */
-export const embeddedEnv = z.object({ ...publicUrlsEnv.shape, ...storageEnv.shape, ...logEnv.shape, ...metricsEnv.shape, ...shutdownEnv.shape, ...cursorSecretEnv.shape });
+export const embeddedEnv = z.object({ ...routerTimeoutsEnv.shape, ...publicUrlsEnv.shape, ...storageEnv.shape, ...logEnv.shape, ...metricsEnv.shape, ...shutdownEnv.shape, ...cursorSecretEnv.shape }).superRefine(timeoutsInOrder);

@@ -1,4 +1,4 @@
-import { closeHttpServer, createLogger, loadConfig, type Logger, newCursorSecret, publicUrls, type PublicUrls } from '@agentroom/kit';
+import { type Clock, closeHttpServer, createLogger, loadConfig, type Logger, MemoryQuotaStore, newCursorSecret, publicUrls, type PublicUrls, systemClock } from '@agentroom/kit';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
@@ -22,12 +22,21 @@ export interface Embedded {
   stop(): Promise<void>;
 }
 
+export interface EmbeddedOptions {
+  /** Time for auth's rules (poll interval, flow expiry, sessions) and the quota day; tests pass their own instead of sleeping. */
+  clock?: Clock;
+}
+
 /**
  * The whole product in one process: each service started by its own `start(config)`, talking
  * gRPC over loopback, edge behind the router on PORT. Memory storage unless REDIS_URL is set.
  */
-export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: Logger): Promise<Embedded> {
+export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: Logger, options: EmbeddedOptions = {}): Promise<Embedded> {
   const config = loadConfig(embeddedEnv, env);
+  const clock = options.clock ?? systemClock;
+  // In memory, edge and auth share one quota store: one count per address across the API and the
+  // auth pages, as in Redis, where both count under the same keys (docs/decisions.md §6).
+  const quota = config.REDIS_URL === undefined ? new MemoryQuotaStore(clock) : undefined;
   const logger = log ?? createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
   // One cursor secret for the services that sign cursors: CURSOR_SECRET, or one drawn for this start (docs/decisions.md §6).
   const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
@@ -36,11 +45,17 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
     createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT),
   );
-  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), { listen: false, log: createLogger('auth', config.LOG_LEVEL, config.LOG_FORMAT) });
+  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), {
+    listen: false,
+    log: createLogger('auth', config.LOG_LEVEL, config.LOG_FORMAT),
+    clock,
+    ...(quota ? { quota } : {}),
+  });
   const edgeConfig = loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}` });
   const edge = await startEdge(edgeConfig, {
     listen: false,
     log: createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT),
+    ...(quota ? { quota } : {}),
   });
   const urls = publicUrls(config);
   const router = await startRouter({
@@ -49,6 +64,8 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     documents: discoveryDocuments(urls),
     // The router's own answers show the anonymous daily allowance, whole (docs/decisions.md §6).
     quotaLimit: edgeConfig.QUOTA_PER_ADDRESS,
+    headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     port: config.PORT,
     log: logger,
   });

@@ -15,6 +15,8 @@ try {
     targets: { edge: { kind: 'remote', urls: config.EDGE_URLS }, auth: { kind: 'remote', urls: config.AUTH_URLS } },
     documents: discoveryDocuments(urls),
     quotaLimit: config.QUOTA_PER_ADDRESS,
+    headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     port: config.PORT,
     log,
   });

@@ -18,7 +18,14 @@ export interface RouterOptions {
    * own answers count no call, so they show it whole: `RateLimit-Remaining` = this, reset at UTC midnight.
    */
   quotaLimit?: number;
+  /** How long a client may take to send the request line and headers (`HEADERS_TIMEOUT_MS`, default 10 s). */
+  headersTimeoutMs?: number;
+  /** How long a client may take to send the whole request (`REQUEST_TIMEOUT_MS`, default 30 s); the response is not bounded. */
+  requestTimeoutMs?: number;
 }
+
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /** edge's default `QUOTA_PER_ADDRESS`. */
 const DEFAULT_QUOTA_LIMIT = 5_000;
@@ -212,7 +219,16 @@ export function routeRequests(options: RouterOptions): RequestListener {
 
 /** Listens on `port` and routes every request by the table. */
 export async function startRouter(options: RouterOptions & { port: number; host?: string }): Promise<{ server: Server; port: number }> {
-  const server = createServer({ keepAliveTimeout: 65_000 }, routeRequests(options));
+  const headersTimeout = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  if (headersTimeout > requestTimeout) throw new Error(`HEADERS_TIMEOUT_MS (${headersTimeout}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeout})`);
+  // A slow client (slowloris) gets 408 and its socket closed once its request is late, so it holds
+  // no connection for long. Node looks for late requests every connectionsCheckingInterval (30 s by
+  // default): checked four times per headers timeout, a late one is closed at most a quarter late.
+  const server = createServer(
+    { keepAliveTimeout: 65_000, headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(5_000, Math.max(50, Math.floor(headersTimeout / 4))) },
+    routeRequests(options),
+  );
   // Without this, Node answers a bare status line with no body or headers of ours.
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket, options.quotaLimit ?? DEFAULT_QUOTA_LIMIT, options.log));
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,7 @@
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { a2aClient, partsOf, rpcFailure, send, textMessage } from './support/a2a.js';
 import { signUp } from './support/agent.js';
 import { callTool, mcpClient } from './support/mcp.js';
@@ -38,7 +39,7 @@ describe('A2A (embedded)', () => {
   let aliceId: string;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     alice = (await signUp(app, ['messages:write', 'posts:write'], 'alice', ada)).token;
     bob = (await signUp(app, ['messages:read', 'agents:read'], 'bob', alan)).token;
     bobId = await agentId(app, 'bob');
@@ -167,7 +168,7 @@ describe('A2A and the daily quota', () => {
   let app: Embedded;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', QUOTA_PER_TOKEN: '3' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', QUOTA_PER_TOKEN: '3' });
   });
 
   afterAll(() => app.stop());

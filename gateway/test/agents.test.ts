@@ -2,6 +2,7 @@ import { freePort } from '@agentroom/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { a2aClient, partsOf, send, textMessage } from './support/a2a.js';
 import { signUp } from './support/agent.js';
 import { launchChromium } from './support/browser.js';
@@ -19,7 +20,7 @@ describe('an MCP agent and an A2A agent in one room, watched live', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     browser = await launchChromium();
   });
 

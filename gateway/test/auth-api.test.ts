@@ -1,11 +1,17 @@
+import { INTERVAL_SECONDS } from '@agentroom/auth';
 import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
 import * as oauth from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
+import { MovableClock } from './support/clock.js';
 import { post, type Problem, signUp } from './support/agent.js';
 
+/** Auth's clock: a test moves it past the poll interval instead of sleeping. */
+const clock = new MovableClock();
+
 async function startApp(env: Record<string, string> = {}): Promise<Embedded> {
-  return startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', ...env });
+  return startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', ...env }, undefined, { clock });
 }
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
@@ -61,14 +67,14 @@ describe('sign-up, tokens and the write path (embedded)', () => {
     expect(Number(tooFast.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const human = await app.auth.humans.register('Poll Tester', 'a long password');
     await app.auth.flows.approve(started.user_code, human);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    clock.advance(INTERVAL_SECONDS * 1000);
     const done = await poll();
     expect(done.status).toBe(200);
     expect(done.headers.get('cache-control')).toBe('no-store');
     const body = (await done.json()) as Record<string, unknown>;
     expect(body).toMatchObject({ status: 'completed', token_type: 'Bearer', scopes: ['posts:write'], human: 'Poll Tester' });
     expect(body.access_token).toMatch(/^agt_[0-9A-Za-z]{49}$/);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    clock.advance(INTERVAL_SECONDS * 1000);
     const again = await problemOf(await poll(), 400, 'invalid_request');
     expect(again.type).toMatch(/\/problems\/signup-unknown$/);
   });
@@ -250,7 +256,9 @@ describe('standard OAuth clients', () => {
     const human = await app.auth.humans.register('OAuth Approver', 'a long password');
     const view = await app.auth.flows.approve(device.user_code, human);
     expect(view.agentName).toBe('stock-cli');
-    const tokens = await oauth.pollDeviceAuthorizationGrant(config, device);
+    expect(device.interval).toBe(INTERVAL_SECONDS);
+    // Approved already, so the first poll answers: the client need not wait out the interval before it.
+    const tokens = await oauth.pollDeviceAuthorizationGrant(config, { ...device, interval: 0 });
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
     expect(tokens.scope).toBe('agents:read posts:write');
     const response = await post(app, tokens.access_token, { text: 'via a stock OAuth client' });

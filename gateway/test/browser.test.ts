@@ -1,9 +1,12 @@
+import { INTERVAL_SECONDS } from '@agentroom/auth';
 import { freePort } from '@agentroom/kit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { post, type Problem } from './support/agent.js';
 import { launchChromium } from './support/browser.js';
+import { MovableClock } from './support/clock.js';
 
 interface Flow {
   device_code: string;
@@ -15,6 +18,8 @@ describe('a human approves an agent in a real browser', () => {
   let app: Embedded;
   let browser: Browser;
   let page: Page;
+  /** Auth's clock: the agent's next poll is one interval later without the test waiting it out. */
+  const clock = new MovableClock();
 
   const startSignup = async (scopes: string[], agentName: string): Promise<Flow> =>
     (await (
@@ -24,7 +29,7 @@ describe('a human approves an agent in a real browser', () => {
   const poll = (flow: Flow): Promise<Response> => fetch(`${app.urls.apiUrl}/agent/signup/poll?device_code=${flow.device_code}`);
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' }, undefined, { clock });
     browser = await launchChromium();
     page = await (await browser.newContext()).newPage();
   }, 60_000);
@@ -53,12 +58,12 @@ describe('a human approves an agent in a real browser', () => {
     await page.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Approved');
 
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    clock.advance(INTERVAL_SECONDS * 1000);
     const delivered = await poll(flow);
     expect(delivered.status).toBe(200);
     const { access_token: token, human } = (await delivered.json()) as { access_token: string; human: string };
     expect(human).toBe('Ada Lovelace');
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    clock.advance(INTERVAL_SECONDS * 1000);
     const again = (await (await poll(flow)).json()) as Problem;
     expect(again.type).toMatch(/\/problems\/signup-unknown$/);
 
@@ -91,7 +96,7 @@ describe('a human approves an agent in a real browser', () => {
     await page.goto(flow.verification_uri_complete);
     await page.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Approved');
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    clock.advance(INTERVAL_SECONDS * 1000);
     const { access_token: token } = (await (await poll(flow)).json()) as { access_token: string };
     expect((await post(app, token, { text: 'still trusted' })).status).toBe(201);
 

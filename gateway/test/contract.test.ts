@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { callTool, mcpClient, toolProblem } from './support/mcp.js';
 import { post, type Problem, signUp } from './support/agent.js';
 
@@ -76,7 +77,7 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
   let messengerId: string;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: String(PER_ADDRESS) });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: String(PER_ADDRESS) });
     writer = (await signUp(app, ['posts:write'], 'contract-writer', ada)).token;
     messenger = (await signUp(app, ['messages:write', 'messages:read'], 'contract-messenger', ada)).token;
     const agents = (await (await fetch(`${app.urls.baseUrl}/agents`)).json()) as { data: { id: string; agentName: string }[] };

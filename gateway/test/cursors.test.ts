@@ -1,6 +1,7 @@
 import { ConfigError, freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { type Problem, post, signUp } from './support/agent.js';
 
 interface ListBody {
@@ -46,7 +47,7 @@ describe('cursors are signed by the deployment and bound to their list (embedded
   let bobId: string;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     const scopes = ['posts:write', 'messages:read', 'messages:write'];
     alice = (await signUp(app, scopes, 'alice', ada)).token;
     bob = (await signUp(app, scopes, 'bob', alan)).token;
@@ -123,7 +124,7 @@ describe('the cursor secret (CURSOR_SECRET)', () => {
   const started: Embedded[] = [];
 
   async function deployment(env: Record<string, string> = {}): Promise<Embedded> {
-    const app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'cursors', ...env });
+    const app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'cursors', ...env });
     started.push(app);
     return app;
   }
@@ -153,7 +154,7 @@ describe('the cursor secret (CURSOR_SECRET)', () => {
   it('refuses to start with a secret shorter than 32 bytes, and does not print it', async () => {
     const short = 'too-short-secret-31-bytes-long!';
     expect(Buffer.byteLength(short)).toBe(31);
-    const failure = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), CURSOR_SECRET: short }).then(
+    const failure = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), CURSOR_SECRET: short }).then(
       async (app) => {
         started.push(app);
         return undefined;

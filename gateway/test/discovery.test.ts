@@ -10,6 +10,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discoveryDocuments } from '../src/discovery.js';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { resolveRoutes, ROUTES } from '../src/routes.js';
 import { launchChromium } from './support/browser.js';
 import { checked } from './support/openapi-check.js';
@@ -46,7 +47,7 @@ describe('discovery: from the site address to everything else', () => {
   let site: string;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     site = app.urls.siteUrl;
   });
 
@@ -173,7 +174,7 @@ describe('discovery documents follow the deployment addresses', () => {
 
   it('serves each host its own documents when site and API live on two hosts', async () => {
     const port = await freePort();
-    const app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(port), SITE_URL: `http://room.test:${port}`, API_URL: `http://api.test:${port}` });
+    const app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(port), SITE_URL: `http://room.test:${port}`, API_URL: `http://api.test:${port}` });
     try {
       const get = (host: string, path: string) =>
         new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -205,7 +206,7 @@ describe('the portal in a real browser', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     browser = await launchChromium();
   });
 

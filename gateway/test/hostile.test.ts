@@ -2,6 +2,7 @@ import { freePort, type LocalRedis, mintToken, startRedisServer } from '@agentro
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 
 /** Every command Redis runs while `during` runs, as Redis's MONITOR reports them. */
 async function commandsDuring(url: string, during: () => Promise<void>): Promise<string[]> {
@@ -28,7 +29,7 @@ describe('hostile input', () => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), REDIS_URL: redis.url, QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), REDIS_URL: redis.url, QUOTA_PER_ADDRESS: '100000' });
   });
 
   afterAll(async () => {

@@ -4,11 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { closeHttpServer, freePort, type LocalRedis, startMetricsServer, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { RoomClient } from './support/room-client.js';
 
 /** The product on a free port, so its own URLs (problem types, remedies) are the ones the test calls. */
 async function startApp(env: Record<string, string> = {}): Promise<Embedded> {
-  return startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', ...env });
+  return startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', ...env });
 }
 
 function expectRateLimitHeaders(response: Response): void {

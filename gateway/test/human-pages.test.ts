@@ -2,6 +2,7 @@ import { freePort } from '@agentroom/kit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { post, type Problem, signUp } from './support/agent.js';
 import { launchChromium } from './support/browser.js';
 
@@ -45,7 +46,7 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
   }
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     browser = await launchChromium();
     context = await browser.newContext({ viewport: PHONE });
     page = await context.newPage();

@@ -1,6 +1,7 @@
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 
 function cookieOf(response: Response, name: string): string | undefined {
   const cookie = response.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
@@ -12,7 +13,7 @@ describe('human pages against a hostile web', () => {
   let site: string;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     site = app.urls.siteUrl;
     await app.auth.humans.register('Ada Lovelace', 'analytical-engine-1843');
   });

@@ -1,6 +1,7 @@
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { type Problem, signUp } from './support/agent.js';
 import { SseClient } from './support/sse.js';
 
@@ -20,6 +21,7 @@ describe('the inbox stream (embedded)', () => {
   let readerId: string;
   let writer: string;
   let bystander: string;
+  let bystanderId: string;
   let stream: string;
 
   async function send(token: string, to: string, text: string): Promise<MessageBody> {
@@ -33,7 +35,7 @@ describe('the inbox stream (embedded)', () => {
   }
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', LIVE_HEARTBEAT_MS: '100' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', LIVE_HEARTBEAT_MS: '100' });
     stream = `${app.urls.baseUrl}/messages/stream`;
     reader = (await signUp(app, ['messages:read', 'messages:write'], 'reader', ada)).token;
     writer = (await signUp(app, ['messages:write'], 'writer', alan)).token;
@@ -41,7 +43,9 @@ describe('the inbox stream (embedded)', () => {
     // The room's open agent list names the reader's id, as any agent would look it up.
     const agents = (await (await fetch(`${app.urls.baseUrl}/agents`)).json()) as { data: { id: string; agentName: string }[] };
     readerId = agents.data.find((a) => a.agentName === 'reader')?.id ?? '';
+    bystanderId = agents.data.find((a) => a.agentName === 'bystander')?.id ?? '';
     expect(readerId).not.toBe('');
+    expect(bystanderId).not.toBe('');
   });
 
   afterAll(() => app.stop());
@@ -63,10 +67,12 @@ describe('the inbox stream (embedded)', () => {
     const [event] = await mine.waitForEvents(1, 1_000);
     expect(event).toMatchObject({ id: sent.id, event: 'message' });
     expect(JSON.parse(event?.data ?? '{}')).toEqual(sent);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A stream is in order: had the reader's message gone to the bystander, it would come before this one.
+    const theirsOnly = await send(writer, bystanderId, 'for the bystander');
+    const [first] = await theirs.waitForEvents(1);
     mine.close();
     theirs.close();
-    expect(theirs.events).toHaveLength(0);
+    expect(first?.id).toBe(theirsOnly.id);
     expect(sent.toAgentId).toBe(readerId);
   });
 
@@ -77,11 +83,11 @@ describe('the inbox stream (embedded)', () => {
     first.close();
     const missed = [await send(writer, readerId, 'one'), await send(writer, readerId, 'two'), await send(writer, readerId, 'three')];
     const again = await SseClient.connect(stream, { authorization: `Bearer ${reader}`, 'last-event-id': seen.id });
-    const events = await again.waitForEvents(3);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A live message after the missed ones: any one repeated would come before it.
+    const live = await send(writer, readerId, 'live');
+    const events = await again.waitForEvents(4);
     again.close();
-    expect(events.map((e) => e.id)).toEqual(missed.map((m) => m.id));
-    expect(again.events).toHaveLength(3);
+    expect(events.map((e) => e.id)).toEqual([...missed, live].map((m) => m.id));
   });
 
   it('answers a Last-Event-ID that is not ours with a 400 problem', async () => {

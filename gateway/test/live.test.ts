@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { freePort, type LocalRedis, registry, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { post, type Problem, signUp } from './support/agent.js';
 import { SseClient } from './support/sse.js';
 
@@ -40,6 +41,7 @@ describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (
   beforeAll(async () => {
     if (storage === 'redis') redis = await startRedisServer();
     app = await startEmbedded({
+      ...FAST_PASSWORDS,
       LOG_LEVEL: 'silent',
       PORT: String(await freePort()),
       QUOTA_PER_ADDRESS: '100000',
@@ -87,15 +89,18 @@ describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (
       const events = await again.waitForEvents(expected.length);
       // Nothing missed, nothing twice: everything after the last id seen, in order, then live.
       expect(events.map((e) => e.id)).toEqual(expected);
-      await new Promise((resolve) => setTimeout(resolve, 150));
+      // One more live post: anything sent twice would have come before it.
+      const last = await makePost(app, token, `last after resuming by ${how}`);
+      const all = await again.waitForEvents(expected.length + 1);
       again.close();
-      expect(again.events).toHaveLength(expected.length);
+      expect(all.map((e) => e.id)).toEqual([...expected, last.id]);
+      expected.push(last.id);
     }
   });
 
   it('resumes from an id older than the live buffer, through storage', async () => {
     // A fresh app: its feed starts at the newest post when the first subscriber comes.
-    const fresh = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', ...(redis ? { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'fresh' } : {}) });
+    const fresh = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', ...(redis ? { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'fresh' } : {}) });
     try {
       const { token: freshToken } = await signUp(fresh, ['posts:write'], 'early-bird', grace);
       const [a, b, c] = [await makePost(fresh, freshToken, 'a'), await makePost(fresh, freshToken, 'b'), await makePost(fresh, freshToken, 'c')];
@@ -165,7 +170,7 @@ describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (
 
 describe('live streams at shutdown', () => {
   it('ends open streams when the product stops, instead of waiting out the grace period', async () => {
-    const app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), SHUTDOWN_GRACE_MS: '60000' });
+    const app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), SHUTDOWN_GRACE_MS: '60000' });
     const client = await SseClient.connect(`${app.urls.baseUrl}/posts/stream`);
     // With the stream left open, stop() would wait the whole minute and this test would time out.
     await app.stop();

@@ -8,6 +8,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 
 /** The suite's own CLI (pinned: 0.1.16 crashes on Node 20), run with the Node that runs the tests. */
 const conformanceCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/dist/index.js');
@@ -62,7 +63,7 @@ describe('MCP conformance suite against /api/mcp', () => {
   let workDir: string;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     workDir = await mkdtemp(join(tmpdir(), 'agentroom-conformance-'));
   });
 

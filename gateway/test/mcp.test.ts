@@ -3,6 +3,7 @@ import { freePort } from '@agentroom/kit';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { post, signUp } from './support/agent.js';
 import { callTool, mcpClient, toolProblem } from './support/mcp.js';
 
@@ -43,7 +44,7 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
   }
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     writer = (await signUp(app, ['posts:write'], 'scribe', ada)).token;
     reader = (await signUp(app, ['agents:read'], 'reader', ada)).token;
     everything = (await signUp(app, ['agents:read', 'posts:write', 'messages:read', 'messages:write'], 'polymath', ada)).token;

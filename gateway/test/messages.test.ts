@@ -1,6 +1,7 @@
 import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { type Problem, signUp } from './support/agent.js';
 
 interface MessageBody {
@@ -74,6 +75,7 @@ describe.each([['memory'], ['redis']])('direct messages over REST (embedded, %s)
   beforeAll(async () => {
     redis = storage === 'redis' ? await startRedisServer() : undefined;
     app = await startEmbedded({
+      ...FAST_PASSWORDS,
       LOG_LEVEL: 'silent',
       PORT: String(await freePort()),
       QUOTA_PER_ADDRESS: '100000',

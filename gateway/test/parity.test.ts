@@ -1,6 +1,7 @@
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { a2aClient, partsOf, rpcFailure, send, textMessage } from './support/a2a.js';
 import { post, type Problem, signUp } from './support/agent.js';
 import { callTool, mcpClient, toolProblem } from './support/mcp.js';
@@ -12,7 +13,7 @@ describe('one core, three protocols (embedded)', () => {
   let app: Embedded;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
   });
 
   afterAll(() => app.stop());

@@ -2,6 +2,7 @@ import { freePort } from '@agentroom/kit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { signUp } from './support/agent.js';
 import { launchChromium } from './support/browser.js';
 import { type TcpProxy, tcpProxy } from './support/tcp-proxy.js';
@@ -69,7 +70,7 @@ describe('the room page in a real browser', () => {
   beforeAll(async () => {
     const port = await freePort();
     proxy = await tcpProxy(port);
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(port), SITE_URL: `http://localhost:${proxy.port}`, QUOTA_PER_ADDRESS: '100000', LIVE_HEARTBEAT_MS: '1000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(port), SITE_URL: `http://localhost:${proxy.port}`, QUOTA_PER_ADDRESS: '100000', LIVE_HEARTBEAT_MS: '1000' });
     browser = await launchChromium();
     ({ token } = await signUp(app, ['posts:write'], 'herald', grace));
   }, 60_000);

@@ -2,6 +2,7 @@ import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 
 /** Every value stored under every key, as text: strings, hashes, lists, sets, sorted sets and streams. */
 async function everything(redis: Redis): Promise<string[]> {
@@ -36,7 +37,7 @@ describe('secrets at rest', () => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), REDIS_URL: redis.url, QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), REDIS_URL: redis.url, QUOTA_PER_ADDRESS: '100000' });
   });
 
   afterAll(async () => {

@@ -1,6 +1,7 @@
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
+import { FAST_PASSWORDS } from './support/env.js';
 import { type Problem, signUp } from './support/agent.js';
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
@@ -18,7 +19,7 @@ describe('signup rules (embedded)', () => {
   let app: Embedded;
 
   beforeAll(async () => {
-    app = await startEmbedded({ LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
   });
 
   afterAll(() => app.stop());

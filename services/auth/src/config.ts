@@ -1,5 +1,6 @@
 import { address, port, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
+import { DEFAULT_PASSWORD_HASH_COST, PASSWORD_HASH_COST_MAX, PASSWORD_HASH_COST_MIN } from './humans.js';
 
 const flag = z.enum(['true', 'false']).transform((value) => value === 'true');
 
@@ -18,6 +19,17 @@ export const authEnv = z.object({
   AUTH_HTTP_HOST: z.string().min(1).default('0.0.0.0'),
   /** Daily calls per client address (docs/decisions.md §6); the pages are used without tokens. */
   QUOTA_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000_000).default(5_000),
+  /**
+   * scrypt's N (CPU and memory cost) for new password hashes, a power of two; each hash keeps the
+   * cost it was made with. The default is OWASP's (2^15, 32 MiB, some tenths of a second a hash); tests set it low.
+   */
+  PASSWORD_HASH_COST: z.coerce
+    .number()
+    .int()
+    .min(PASSWORD_HASH_COST_MIN)
+    .max(PASSWORD_HASH_COST_MAX)
+    .refine((n) => (n & (n - 1)) === 0, 'must be a power of two')
+    .default(DEFAULT_PASSWORD_HASH_COST),
   /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */
   TRUST_PROXY: z.string().min(1).default('loopback'),
   ...serviceEnv.shape,

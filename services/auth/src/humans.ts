@@ -10,8 +10,13 @@ export const PASSWORD_MIN = 8;
 /** scrypt reads the whole password; a bound keeps one request from costing much. */
 const PASSWORD_MAX = 1_024;
 const KEY_LENGTH = 64;
-/** OWASP's scrypt setting for 32 MiB (N=2^15, r=8, p=3); stored with each hash so it can change later. */
-const COST = { N: 2 ** 15, r: 8, p: 3 };
+/** OWASP's scrypt N for 32 MiB (N=2^15, r=8, p=3): the production default of PASSWORD_HASH_COST. */
+export const DEFAULT_PASSWORD_HASH_COST = 2 ** 15;
+/** Bounds of PASSWORD_HASH_COST; the upper one is also the most a stored hash may ask of verification. */
+export const PASSWORD_HASH_COST_MIN = 2 ** 10;
+export const PASSWORD_HASH_COST_MAX = 2 ** 20;
+const R = 8;
+const P = 3;
 
 interface ScryptCost {
   N: number;
@@ -25,11 +30,15 @@ function derive(password: string, salt: Buffer, cost: ScryptCost): Promise<Buffe
   return new Promise((resolve, reject) => scrypt(password, salt, KEY_LENGTH, options, (error, key) => (error ? reject(error) : resolve(key))));
 }
 
-/** `scrypt$<N>$<r>$<p>$<salt>$<key>`, salt and key base64url; the salt is random per password. */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * `scrypt$<N>$<r>$<p>$<salt>$<key>`, salt and key base64url; the salt is random per password. The
+ * cost travels with the hash, so a hash keeps verifying after PASSWORD_HASH_COST changes.
+ */
+export async function hashPassword(password: string, N: number = DEFAULT_PASSWORD_HASH_COST): Promise<string> {
+  const cost = { N, r: R, p: P };
   const salt = randomBytes(16);
-  const key = await derive(password, salt, COST);
-  return ['scrypt', COST.N, COST.r, COST.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+  const key = await derive(password, salt, cost);
+  return ['scrypt', cost.N, cost.r, cost.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 /** Compares in constant time, so timing does not tell how much of a guess was right. */
@@ -37,18 +46,10 @@ export async function passwordMatches(password: string, stored: string): Promise
   const [scheme, n, r, p, salt, key, ...rest] = stored.split('$');
   const cost = { N: Number(n), r: Number(r), p: Number(p) };
   if (scheme !== 'scrypt' || salt === undefined || key === undefined || rest.length > 0) return false;
-  if (![cost.N, cost.r, cost.p].every((value) => Number.isInteger(value) && value > 0) || cost.N > 2 ** 20 || cost.r > 32 || cost.p > 16) return false;
+  if (![cost.N, cost.r, cost.p].every((value) => Number.isInteger(value) && value > 0) || cost.N > PASSWORD_HASH_COST_MAX || cost.r > 32 || cost.p > 16) return false;
   const expected = Buffer.from(key, 'base64url');
   const actual = await derive(password, Buffer.from(salt, 'base64url'), cost);
   return actual.length === expected.length && timingSafeEqual(actual, expected);
-}
-
-let decoy: Promise<string> | undefined;
-
-/** Compared against when a name is unknown, so timing does not tell which names exist; made once, when first needed. */
-function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomUUID());
-  return decoy;
 }
 
 export interface OpenSession {
@@ -61,6 +62,8 @@ export interface OpenSession {
 export interface HumansOptions {
   store: AuthStore;
   clock: Clock;
+  /** scrypt N of new hashes (PASSWORD_HASH_COST); the production default when absent. */
+  passwordHashCost?: number;
 }
 
 function nameTaken(): DomainError {
@@ -71,10 +74,19 @@ function nameTaken(): DomainError {
 export class Humans {
   private readonly store: AuthStore;
   private readonly clock: Clock;
+  private readonly cost: number;
+  private decoy: Promise<string> | undefined;
 
   constructor(options: HumansOptions) {
     this.store = options.store;
     this.clock = options.clock;
+    this.cost = options.passwordHashCost ?? DEFAULT_PASSWORD_HASH_COST;
+  }
+
+  /** Compared against when a name is unknown, so timing does not tell which names exist; made once, at the cost of new hashes. */
+  private decoyHash(): Promise<string> {
+    this.decoy ??= hashPassword(randomUUID(), this.cost);
+    return this.decoy;
   }
 
   /** A new account; the name is the `humanLabel` of every agent this human approves. */
@@ -96,7 +108,7 @@ export class Humans {
     }
     // Registering says whether a name is taken anyway, so a taken one need not cost a hash first.
     if (await this.store.humanByName(display)) throw nameTaken();
-    const human: Human = { id: `h_${randomBytes(12).toString('base64url')}`, name: display, passwordHash: await hashPassword(password), createdAt: this.clock.now() };
+    const human: Human = { id: `h_${randomBytes(12).toString('base64url')}`, name: display, passwordHash: await hashPassword(password, this.cost), createdAt: this.clock.now() };
     if (!(await this.store.createHuman(human))) throw nameTaken();
     return human;
   }
@@ -105,7 +117,7 @@ export class Humans {
   async verify(name: string, password: string): Promise<Human | undefined> {
     const human = codePointLength(password) > PASSWORD_MAX ? undefined : await this.store.humanByName(name);
     if (!human) {
-      await passwordMatches(password.slice(0, PASSWORD_MAX), await decoyHash());
+      await passwordMatches(password.slice(0, PASSWORD_MAX), await this.decoyHash());
       return undefined;
     }
     return (await passwordMatches(password, human.passwordHash)) ? human : undefined;

@@ -9,6 +9,7 @@ import {
   MemoryQuotaStore,
   openRedis,
   publicUrls,
+  type QuotaStore,
   RedisIdempotencyStore,
   RedisQuotaStore,
   systemClock,
@@ -43,7 +44,14 @@ export {
   type StartFlowInput,
 } from './device-flow.js';
 export { Tokens, EXPIRED_TOKEN_RETENTION_MS, type Principal, type TokenGrantInput, type TokensOptions } from './tokens.js';
-export { Humans, hashPassword, passwordMatches, HUMAN_NAME_MAX, PASSWORD_MIN, SESSION_TTL_SECONDS, type HumansOptions, type OpenSession } from './humans.js';
+export {
+  Humans,
+  hashPassword,
+  passwordMatches,
+  DEFAULT_PASSWORD_HASH_COST,
+  PASSWORD_HASH_COST_MIN,
+  PASSWORD_HASH_COST_MAX,
+  HUMAN_NAME_MAX, PASSWORD_MIN, SESSION_TTL_SECONDS, type HumansOptions, type OpenSession } from './humans.js';
 export { AttemptLimiter, type AttemptClient, type AttemptLimiterOptions } from './attempt-limiter.js';
 export { RoomGateway, type AgentUpsert } from './room.gateway.js';
 export { nameKey, drainedLevel, type AttemptWindow, type AuthStore, type Bucket } from './store.js';
@@ -71,6 +79,11 @@ export interface StartOptions {
   log?: Logger;
   /** Time for every rule; tests pass their own. */
   clock?: Clock;
+  /**
+   * The per-address quota counters. The embedded launcher hands edge and auth the same store, so
+   * memory mode counts one quota per address across both, as Redis does (docs/decisions.md §6).
+   */
+  quota?: QuotaStore;
 }
 
 /** Starts the auth service: storage, the room client, the gRPC server, and the human pages. */
@@ -83,7 +96,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const tokens = new Tokens({ store, room, ttlDays: config.TOKEN_TTL_DAYS, clock, log });
   const flows = new DeviceFlows({ store, tokens, room, clock, log });
-  const humans = new Humans({ store, clock });
+  const humans = new Humans({ store, clock, passwordHashCost: config.PASSWORD_HASH_COST });
   const attempts = new AttemptLimiter({ store, clock });
   const server = createAuthGrpcServer({ flows, tokens, humans, log });
   const port = await server.listen(config.AUTH_GRPC_ADDR);
@@ -92,7 +105,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     domain: { flows, tokens, humans, attempts },
     urls,
     log,
-    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryQuotaStore(clock),
+    quota: options.quota ?? (redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryQuotaStore(clock)),
     idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
     trustProxy: config.TRUST_PROXY,

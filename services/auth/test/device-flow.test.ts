@@ -18,7 +18,7 @@ import { type Agent__Output, type GetAgentResponse__Output, type ListAgentsRespo
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AttemptLimiter } from '../src/attempt-limiter.js';
 import { DeviceFlows, type PollResult } from '../src/device-flow.js';
-import { Humans } from '../src/humans.js';
+import { Humans, PASSWORD_HASH_COST_MIN } from '../src/humans.js';
 import type { Grant, Human } from '../src/records.js';
 import { RoomGateway } from '../src/room.gateway.js';
 import type { AuthStore } from '../src/store.js';
@@ -48,7 +48,7 @@ beforeAll(async () => {
   roomClient = new (roomProto().RoomService)(roomProcess.address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   redisServer = await startRedisServer();
   redis = connectRedis(redisServer.url, 'auth-device-flow-test');
-  const scratch = new Humans({ store: new MemoryAuthStore(), clock: { now: () => Date.now() } });
+  const scratch = new Humans({ store: new MemoryAuthStore(), clock: { now: () => Date.now() }, passwordHashCost: PASSWORD_HASH_COST_MIN });
   ada = await scratch.register('Ada Lovelace', 'correct horse');
   grace = await scratch.register('Grace Hopper', 'battery staple');
 });
@@ -117,7 +117,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
     };
     tokens = new Tokens({ store, room, ttlDays: 90, clock });
     flows = new DeviceFlows({ store, tokens, room, clock });
-    humans = new Humans({ store, clock });
+    humans = new Humans({ store, clock, passwordHashCost: PASSWORD_HASH_COST_MIN });
   });
 
   function start(scopes: string[] = ['posts:write'], more: { agentName?: string; clientId?: string; bearerToken?: string } = {}): ReturnType<DeviceFlows['start']> {
@@ -458,7 +458,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect((await humans.verify('ada lovelace', 'correct horse'))?.id).toBe(ada.id);
       expect(await humans.verify('Ada Lovelace', 'wrong password')).toBeUndefined();
       expect(await humans.verify('Nobody', 'correct horse')).toBeUndefined();
-      expect(ada.passwordHash).toMatch(/^scrypt\$32768\$8\$3\$[\w-]{22}\$[\w-]{86}$/);
+      expect(ada.passwordHash).toMatch(/^scrypt\$1024\$8\$3\$[\w-]{22}\$[\w-]{86}$/);
       expect(ada.passwordHash).not.toContain('correct horse');
       const twin = await humans.register('Ada Twin', 'correct horse');
       expect(twin.passwordHash).not.toBe(ada.passwordHash);

@@ -18,7 +18,7 @@ import type { Human } from '../src/records.js';
 import { AUTH_SERVICE_NAME } from '../src/server.js';
 
 const DEADLINE = 2_000;
-const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '1000' } as const;
+const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '1000', PASSWORD_HASH_COST: '1024' } as const;
 
 let redisServer: LocalRedis;
 /** A second connection to auth's Redis, to count the commands auth sends. */

@@ -10,6 +10,7 @@ import {
   MemoryQuotaStore,
   openRedis,
   publicUrls,
+  type QuotaStore,
   RedisFeedbackStore,
   RedisIdempotencyStore,
   RedisQuotaStore,
@@ -48,11 +49,21 @@ export interface RunningEdge {
   stop(): Promise<void>;
 }
 
+export interface EdgeStartOptions {
+  listen: boolean;
+  log?: Logger;
+  /**
+   * The quota counters. The embedded launcher hands edge and auth the same store, so memory mode
+   * counts one quota per address across the API and the auth pages, as Redis does (docs/decisions.md §6).
+   */
+  quota?: QuotaStore;
+}
+
 /**
  * Starts edge. With `listen`, it serves HTTP on EDGE_HOST:EDGE_PORT (cluster, Kubernetes);
  * without, it only answers the handler for the embedded router.
  */
-export async function start(config: EdgeConfig, options: { listen: boolean; log?: Logger }): Promise<RunningEdge> {
+export async function start(config: EdgeConfig, options: EdgeStartOptions): Promise<RunningEdge> {
   const log = options.log ?? createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT);
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
@@ -78,7 +89,7 @@ export async function start(config: EdgeConfig, options: { listen: boolean; log?
   const core = new Core({
     operations,
     authenticate: (token) => auth.authenticate(token),
-    quota: redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore(),
+    quota: options.quota ?? (redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore()),
     idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
     quotaPerToken: config.QUOTA_PER_TOKEN,

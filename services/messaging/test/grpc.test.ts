@@ -190,10 +190,12 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
     await watcher.positioned;
     await send(alice, bob, 'not for dave');
     const { message } = await send(alice, dave, 'live for dave');
-    await until(() => watcher.seen.length === 1);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await send(alice, bob, 'not for dave either');
+    // A watch is in order: a message of another inbox would have come before this one.
+    const { message: last } = await send(alice, dave, 'last for dave');
+    await until(() => watcher.seen.length === 2);
     watcher.call.cancel();
-    expect(watcher.seen).toEqual([message]);
+    expect(watcher.seen).toEqual([message, last]);
   });
 
   it('resumes a watch after after_id: the missed messages in order, then live ones, nothing twice', async () => {
@@ -204,10 +206,11 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
     const watcher = watch(client, erin, anchor?.id ?? '');
     await watcher.positioned;
     await send(alice, erin, 'live');
-    await until(() => watcher.seen.length === 3);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // One more: a message sent twice would have come before it.
+    await send(bob, erin, 'live 2');
+    await until(() => watcher.seen.length === 4);
     watcher.call.cancel();
-    expect(watcher.seen.map((m) => m.text)).toEqual(['missed 1', 'missed 2', 'live']);
+    expect(watcher.seen.map((m) => m.text)).toEqual(['missed 1', 'missed 2', 'live', 'live 2']);
   });
 
   it('refuses an after_id that is not a message id', async () => {
