@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # command -> Debian package
-declare -A packages=([redis-server]=redis-server [chromium]=chromium)
+declare -A packages=([redis-server]=redis-server [redis-cli]=redis-tools [chromium]=chromium)
 
 missing=()
 for command in "${!packages[@]}"; do

@@ -1,4 +1,4 @@
-import { type Clock, hashSecret, Keyspace, type Redis, systemClock } from '@agentroom/kit';
+import { type Clock, hashSecret, Keyspace, type RedisClient, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
 import { type AttemptWindow, type AuthStore, drainedLevel, nameKey } from './store.js';
 
@@ -54,7 +54,7 @@ export class RedisAuthStore implements AuthStore {
   private readonly keys: Keyspace;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     private readonly clock: Clock = systemClock,
   ) {

@@ -1,4 +1,4 @@
-import { type Clock, connectRedis, type LocalRedis, type Redis, startRedisServer } from '@agentroom/kit';
+import { type Clock, type Cluster, connectRedis, connectRedisCluster, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DeviceFlow, Human, Session, TokenRecord } from '../src/records.js';
 import type { AuthStore } from '../src/store.js';
@@ -7,16 +7,22 @@ import { RedisAuthStore } from '../src/store-redis.js';
 
 let redisServer: LocalRedis;
 let redis: Redis;
+/** One three-master Redis Cluster for the whole file: it takes about two seconds to start. */
+let cluster: LocalRedisCluster;
+let clusterClient: Cluster;
 let prefixes = 0;
 
 beforeAll(async () => {
-  redisServer = await startRedisServer();
+  [redisServer, cluster] = await Promise.all([startRedisServer(), startRedisCluster()]);
   redis = connectRedis(redisServer.url, 'auth-store-test');
+  clusterClient = connectRedisCluster(cluster.nodes, 'auth-store-test');
 });
 
 afterAll(async () => {
   await redis.quit();
   await redisServer.stop();
+  await clusterClient.quit();
+  await cluster.stop();
 });
 
 /** Time as both stores read it; the tests move it. */
@@ -30,6 +36,7 @@ beforeEach(() => {
 const implementations: [string, () => AuthStore][] = [
   ['memory', () => new MemoryAuthStore(clock)],
   ['redis', () => new RedisAuthStore(redis, `as${(prefixes += 1)}`, clock)],
+  ['redis cluster', () => new RedisAuthStore(clusterClient, `as${(prefixes += 1)}`, clock)],
 ];
 
 let flows = 0;

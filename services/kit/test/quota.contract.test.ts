@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, type LocalRedis, MemoryQuotaStore, nextUtcMidnight, type QuotaStore, type Redis, RedisQuotaStore, startRedisServer } from '../src/index.js';
+import { type Cluster, connectRedis, connectRedisCluster, keysMatching, type LocalRedis, type LocalRedisCluster, MemoryQuotaStore, nextUtcMidnight, type QuotaStore, type Redis, RedisQuotaStore, startRedisCluster, startRedisServer } from '../src/index.js';
 
 /** A clock the test moves by hand. */
 function manualClock(start: number): { now(): number; set(t: number): void } {
@@ -22,16 +22,22 @@ interface Harness {
 
 let redisServer: LocalRedis;
 let redis: Redis;
+/** One three-master Redis Cluster for the whole file: it takes about two seconds to start. */
+let cluster: LocalRedisCluster;
+let clusterClient: Cluster;
 let prefixes = 0;
 
 beforeAll(async () => {
-  redisServer = await startRedisServer();
+  [redisServer, cluster] = await Promise.all([startRedisServer(), startRedisCluster()]);
   redis = connectRedis(redisServer.url, 'quota-test');
+  clusterClient = connectRedisCluster(cluster.nodes, 'quota-test');
 });
 
 afterAll(async () => {
   await redis.quit();
   await redisServer.stop();
+  await clusterClient.quit();
+  await cluster.stop();
 });
 
 const implementations: [string, () => Harness][] = [
@@ -45,6 +51,20 @@ const implementations: [string, () => Harness][] = [
         ttlOf: async (subject) => {
           const [key] = await redis.keys(`${prefix}:quota:{${subject}}:*`);
           return redis.pttl(key as string);
+        },
+      };
+    },
+  ],
+  [
+    'redis cluster',
+    () => {
+      const prefix = `qt${(prefixes += 1)}`;
+      return {
+        store: (clock) => new RedisQuotaStore(clusterClient, prefix, clock),
+        ttlOf: async (subject) => {
+          // KEYS reaches one node of a cluster: SCAN every master instead.
+          const [key] = await keysMatching(clusterClient, `${prefix}:quota:{${subject}}:*`);
+          return clusterClient.pttl(key as string);
         },
       };
     },

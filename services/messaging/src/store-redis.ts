@@ -1,4 +1,4 @@
-import { compareStreamIds, type FeedSource, Keyspace, type Redis, VIAS } from '@agentroom/kit';
+import { compareStreamIds, duplicateClient, type FeedSource, Keyspace, type RedisClient, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
@@ -75,11 +75,11 @@ export class RedisMessagingStore implements MessagingStore {
   readonly kind = 'redis';
   private readonly keys: Keyspace;
   private readonly followers = new Map<string, Followers>();
-  private subscriber: Redis | undefined;
+  private subscriber: RedisClient | undefined;
   private closed = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     private readonly maxLength = INBOX_MAX,
   ) {
@@ -165,10 +165,10 @@ export class RedisMessagingStore implements MessagingStore {
     this.subscriber?.unsubscribe(channel).catch(() => undefined);
   }
 
-  private subscriberConnection(): Redis {
+  private subscriberConnection(): RedisClient {
     if (this.subscriber) return this.subscriber;
     // Resubscribing is ours to do (refollow), so that each inbox catches up right after it.
-    const subscriber = this.redis.duplicate({ connectionName: 'messaging-inboxes', autoResubscribe: false });
+    const subscriber = duplicateClient(this.redis, 'messaging-inboxes', { autoResubscribe: false });
     subscriber.on('error', () => undefined); // the main connection reports outages; refollow recovers
     subscriber.on('message', (channel: string, payload: string) => {
       const followers = this.followers.get(channel);
@@ -192,7 +192,7 @@ export class RedisMessagingStore implements MessagingStore {
   }
 
   /** After a reconnect: subscribe again, then read what each inbox got meanwhile, then what was published since. */
-  private async refollow(subscriber: Redis): Promise<void> {
+  private async refollow(subscriber: RedisClient): Promise<void> {
     const all = [...this.followers.entries()];
     if (all.length === 0 || this.closed) return;
     const positioned = all.map(([, followers]) => followers).filter((followers) => followers.last !== undefined);

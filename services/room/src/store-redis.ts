@@ -1,4 +1,4 @@
-import { Keyspace, type Redis, VIAS, type Via } from '@agentroom/kit';
+import { duplicateClient, Keyspace, type RedisClient, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, type PostRecord } from './posts.js';
 import type { NewPost, Page, RoomStore } from './store.js';
@@ -38,12 +38,12 @@ export class RedisRoomStore implements RoomStore {
   private readonly agentsKey: string;
   private readonly agentsByTimeKey: string;
   private readonly listeners = new Set<(post: PostRecord) => void>();
-  private reader: Redis | undefined;
+  private reader: RedisClient | undefined;
   private following: Promise<string> | undefined;
   private closed = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     const keys = new Keyspace(prefix, 'room');
@@ -104,14 +104,14 @@ export class RedisRoomStore implements RoomStore {
     const [latest] = (await this.redis.xrevrange(this.postsKey, '+', '-', 'COUNT', 1)) as StreamEntry[];
     const start = latest?.[0] ?? '0-0';
     if (!this.reader) {
-      this.reader = this.redis.duplicate({ connectionName: 'room-feed' });
+      this.reader = duplicateClient(this.redis, 'room-feed');
       this.reader.on('error', () => undefined); // the read loop retries; the main connection reports outages
     }
     void this.readLoop(this.reader, start);
     return start;
   }
 
-  private async readLoop(reader: Redis, start: string): Promise<void> {
+  private async readLoop(reader: RedisClient, start: string): Promise<void> {
     let last = start;
     while (!this.closed) {
       try {

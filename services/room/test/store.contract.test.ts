@@ -1,4 +1,4 @@
-import { connectRedis, followFeed, type LocalRedis, type Redis, startRedisServer } from '@agentroom/kit';
+import { type Cluster, connectRedis, connectRedisCluster, followFeed, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentRecord } from '../src/agents.js';
 import type { PostRecord } from '../src/posts.js';
@@ -8,18 +8,24 @@ import { RedisRoomStore } from '../src/store-redis.js';
 
 let redisServer: LocalRedis;
 let redis: Redis;
+/** One three-master Redis Cluster for the whole file: it takes about two seconds to start. */
+let cluster: LocalRedisCluster;
+let clusterClient: Cluster;
 let prefixes = 0;
 const opened: RoomStore[] = [];
 
 beforeAll(async () => {
-  redisServer = await startRedisServer();
+  [redisServer, cluster] = await Promise.all([startRedisServer(), startRedisCluster()]);
   redis = connectRedis(redisServer.url, 'room-store-test');
+  clusterClient = connectRedisCluster(cluster.nodes, 'room-store-test');
 });
 
 afterAll(async () => {
   for (const store of opened) await store.close();
   await redis.quit();
   await redisServer.stop();
+  await clusterClient.quit();
+  await cluster.stop();
 });
 
 function track<T extends RoomStore>(store: T): T {
@@ -30,6 +36,7 @@ function track<T extends RoomStore>(store: T): T {
 const implementations: [string, () => RoomStore][] = [
   ['memory', () => track(new MemoryRoomStore())],
   ['redis', () => track(new RedisRoomStore(redis, `rs${(prefixes += 1)}`))],
+  ['redis cluster', () => track(new RedisRoomStore(clusterClient, `rs${(prefixes += 1)}`))],
 ];
 
 function post(text: string): NewPost {

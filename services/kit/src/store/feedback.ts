@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { Keyspace } from './redis.js';
+import { Keyspace, type RedisClient } from './redis.js';
 
 /** What an agent reported through sendFeedback. */
 export interface Feedback {
@@ -52,7 +51,7 @@ export class RedisFeedbackStore implements FeedbackStore {
   private readonly key: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     private readonly kept = FEEDBACK_KEPT,
   ) {

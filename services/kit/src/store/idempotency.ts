@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { type Clock, systemClock } from './clock.js';
-import { Keyspace } from './redis.js';
+import { Keyspace, type RedisClient } from './redis.js';
 
 /**
  * What a finished call left to replay: any JSON value its caller chose (edge keeps an operation's
@@ -73,7 +72,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   private readonly keys: Keyspace;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
   ) {
     this.keys = new Keyspace(prefix, 'idem');

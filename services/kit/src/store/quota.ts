@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { type Clock, nextUtcMidnight, systemClock, utcDay } from './clock.js';
-import { Keyspace } from './redis.js';
+import { Keyspace, type RedisClient } from './redis.js';
 
 /** The quota after one call was counted. */
 export interface QuotaState {
@@ -60,7 +59,7 @@ export class RedisQuotaStore implements QuotaStore {
   private readonly keys: Keyspace;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     private readonly clock: Clock = systemClock,
   ) {

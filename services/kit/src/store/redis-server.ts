@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { StartupError } from '../startup.js';
 
+export const REDIS_CLI_INSTALL_HINT =
+  'redis-cli is not on PATH (it creates the test Redis Cluster). Install it with `bash scripts/install-test-deps.sh` (as root it installs the Debian package redis-tools), or `sudo apt-get install redis-tools` (Debian/Ubuntu; it normally comes with redis-server).';
+
 export const REDIS_INSTALL_HINT =
   'redis-server is not on PATH. Install it with `bash scripts/install-test-deps.sh` (as root it runs `apt-get install -y redis-server`), or `sudo apt-get install redis-server`, or set REDIS_URL to a Redis you run.';
 
@@ -54,6 +57,8 @@ export interface RedisServerOptions {
   dir?: string;
   /** Append-only file with this fsync policy (`everysec` loses at most about a second of writes); no persistence when unset. */
   appendfsync?: 'always' | 'everysec' | 'no';
+  /** More `redis-server` arguments (the cluster helper's `--cluster-enabled yes`, …). */
+  extraArgs?: string[];
 }
 
 /**
@@ -69,7 +74,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'agentroom-redis-'));
   mkdirSync(dir, { recursive: true });
   const persistence = options.appendfsync === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', options.appendfsync];
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir], {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, ...(options.extraArgs ?? [])], {
     stdio: 'ignore',
   });
   const url = `redis://127.0.0.1:${port}`;
@@ -104,4 +109,82 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       if (ownDir) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+export interface LocalRedisCluster {
+  /** The masters' addresses, for `new Cluster(nodes)` or `connectRedisCluster`. */
+  nodes: { host: string; port: number }[];
+  /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,…`: a description for logs and test names. */
+  url: string;
+  /** Where the nodes keep their cluster config files (removed on `stop`). */
+  dir: string;
+  stop(): Promise<void>;
+}
+
+function run(command: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, output }));
+  });
+}
+
+/**
+ * Starts a throwaway three-master Redis Cluster on loopback ports (no replicas, persistence off):
+ * three `redis-server --cluster-enabled yes`, joined by `redis-cli --cluster create`. Resolves once
+ * every node says `cluster_state:ok`. For the store contract tests; about a second to start.
+ */
+export async function startRedisCluster(): Promise<LocalRedisCluster> {
+  if (spawnSync('redis-server', ['--version']).error) throw new StartupError(REDIS_INSTALL_HINT);
+  if (spawnSync('redis-cli', ['--version']).error) throw new StartupError(REDIS_CLI_INSTALL_HINT);
+  const dir = mkdtempSync(join(tmpdir(), 'agentroom-redis-cluster-'));
+  const servers: LocalRedis[] = [];
+  const stop = async (): Promise<void> => {
+    await Promise.all(servers.map((server) => server.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    // Cluster bus ports default to port + 10000, which may be taken (or in the ephemeral range): each node gets one of its own.
+    const picked = new Set<number>();
+    while (picked.size < 6) picked.add(await freePort());
+    const ports = [...picked];
+    const started = await Promise.allSettled(
+      [0, 1, 2].map((i) => {
+        const port = ports[2 * i] as number;
+        return startRedisServer({
+          port,
+          dir: join(dir, String(port)),
+          extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000', '--cluster-port', String(ports[2 * i + 1])],
+        });
+      }),
+    );
+    for (const result of started) if (result.status === 'fulfilled') servers.push(result.value);
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    const nodes = servers.map((server) => ({ host: '127.0.0.1', port: server.port }));
+    const created = await run('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    if (created.code !== 0) throw new Error(`redis-cli --cluster create failed (exit ${created.code}): ${created.output.trim().split('\n').slice(-3).join(' ')}`);
+    const deadline = Date.now() + 10_000;
+    for (const node of nodes) {
+      const probe = new Redis(node.port, node.host, { protocol: 2, maxRetriesPerRequest: 0 });
+      probe.on('error', () => undefined);
+      try {
+        for (;;) {
+          const info = await probe.cluster('INFO');
+          if (/cluster_state:ok/.test(info)) break;
+          if (Date.now() > deadline) throw new Error(`Redis Cluster node ${node.host}:${node.port} is not ok after 10 s: ${info.split('\n')[0] ?? ''}`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      } finally {
+        probe.disconnect();
+      }
+    }
+    return { nodes, url: `redis+cluster://${nodes.map((node) => `${node.host}:${node.port}`).join(',')}`, dir, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
 }

@@ -1,9 +1,55 @@
-import { Redis } from 'ioredis';
+import { Cluster, type ClusterNode, Redis } from 'ioredis';
 import { withoutPassword } from '../config.js';
 import type { Logger } from '../log.js';
 import { StartupError } from '../startup.js';
 
-export { Redis } from 'ioredis';
+export { Cluster, Redis } from 'ioredis';
+
+/**
+ * What a Redis store runs on: one server, or a Redis Cluster. Every key a store touches carries a
+ * hash tag ({@link Keyspace}), so each multi-key command, MULTI and script stays in one slot.
+ */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A Cluster client configured like {@link connectRedis}'s single connection (RESP2, fail fast
+ * while the cluster is unreachable). `nodes` are some of the cluster's nodes; the rest are found.
+ */
+export function connectRedisCluster(nodes: ClusterNode[], name: string, log?: Logger): Cluster {
+  const cluster = new Cluster(nodes, {
+    redisOptions: { protocol: 2, connectionName: name, connectTimeout: 2_000, maxRetriesPerRequest: 1 },
+    clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 250),
+  });
+  reportConnectionTrouble(cluster, name, log);
+  return cluster;
+}
+
+/**
+ * Another connection (or cluster client) like `client`, for blocking reads or pub/sub: ioredis's
+ * `Cluster.duplicate` takes startup nodes first and options nested under `redisOptions`.
+ */
+export function duplicateClient<T extends RedisClient>(client: T, name: string, options: { autoResubscribe?: boolean } = {}): T {
+  if (client instanceof Cluster) return client.duplicate([], { redisOptions: { ...client.options.redisOptions, connectionName: name, ...options } }) as T;
+  return (client as Redis).duplicate({ connectionName: name, ...options }) as T;
+}
+
+/**
+ * Every key matching `pattern`, by SCAN: on a cluster node by node (each master holds its own
+ * slots), since a keyless command reaches only one node there. For tests and operators, not hot paths.
+ */
+export async function keysMatching(client: RedisClient, pattern: string): Promise<string[]> {
+  const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+  const found: string[] = [];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  }
+  return found;
+}
 
 /**
  * Opens a Redis connection the way every service does.
@@ -31,7 +77,7 @@ function newRedis(url: string, name: string): Redis {
 }
 
 // Connection trouble is reported once per state change; commands fail on their own and answer 503.
-function reportConnectionTrouble(redis: Redis, name: string, log?: Logger): void {
+function reportConnectionTrouble(redis: RedisClient, name: string, log?: Logger): void {
   let reported = false;
   redis.on('error', (error: Error) => {
     if (!reported) log?.warn({ err: error, connection: name }, 'Redis connection failed; retrying');
