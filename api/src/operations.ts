@@ -53,6 +53,11 @@ export interface OperationSpec<I extends z.ZodObject = z.ZodObject, O extends z.
   writes: boolean;
 }
 
+/** The scope an operation needs when `protocol` carries it: its own, or the one that protocol asks for. */
+export function scopeFor(spec: Pick<OperationSpec, 'scope' | 'scopeOn'>, protocol: Protocol): Scope | undefined {
+  return spec.scopeOn?.[protocol] ?? spec.scope;
+}
+
 /** Keeps the input and output types of one row. */
 function spec<I extends z.ZodObject, O extends z.ZodType>(definition: OperationSpec<I, O>): OperationSpec<I, O> {
   return definition;

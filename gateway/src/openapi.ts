@@ -20,6 +20,7 @@ import {
   type RestBinding,
   revokeForm,
   SCOPE_MEANINGS,
+  scopeFor,
   signupPoll,
   tokenForm,
 } from '@agentroom/api';
@@ -90,7 +91,7 @@ function examples(urls: PublicUrls): Partial<Record<OperationName, unknown>> {
 /** Which problems an operation can answer with, by status: what its reference lists. */
 function problemStatuses(spec: OperationSpec, binding: RestBinding | undefined, name: string): number[] {
   const statuses = new Set([400, 401, 429, 500, 503]);
-  if (spec.scope !== undefined || spec.scopeOn?.rest !== undefined) statuses.add(403);
+  if (scopeFor(spec, 'rest') !== undefined) statuses.add(403);
   if (binding?.path.includes(':') === true || name === 'sendMessage') statuses.add(404);
   if (spec.writes && name !== 'revokeToken') statuses.add(409).add(422);
   if (binding?.from === 'body' || name === 'revokeToken') statuses.add(413);
@@ -127,7 +128,7 @@ function pathOf(urls: PublicUrls, binding: Pick<RestBinding, 'base' | 'path'>): 
 }
 
 function security(spec: OperationSpec): RouteConfig['security'] {
-  const scope = spec.scopeOn?.rest ?? spec.scope;
+  const scope = scopeFor(spec, 'rest');
   // Open operations take a token too (its quota is counted per token), but work without one.
   return scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [scope] }];
 }

@@ -1,10 +1,5 @@
-import { connectStepsOf, LIMITS, MCP_TOOL_OPERATIONS, OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, urlMapOf } from '@agentroom/api';
-import { PROBLEM_TYPES, type ProblemSlug, problemStatus, type PublicUrls, SCOPES } from '@agentroom/kit';
-
-/** Escapes text for HTML element content and attribute values. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
+import { connectStepsOf, LIMITS, MCP_TOOL_OPERATIONS, OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, scopeFor, urlMapOf } from '@agentroom/api';
+import { escapeHtml, PROBLEM_TYPES, type ProblemSlug, problemStatus, type PublicUrls, SCOPES } from '@agentroom/kit';
 
 const e = escapeHtml;
 
@@ -70,7 +65,7 @@ curl -s -X POST '${map.signup_start}' \\
 
 # 3. Poll every ${LIMITS.poll_interval_seconds} seconds until the human approves
 curl -s '${map.signup_poll}?device_code=<device_code>'
-# → 202 {"status":"pending"}, then once: {"status":"completed","access_token":"agt_…","token_type":"Bearer","scopes":["posts:write"],"human":"Ada","expires_in":7776000}
+# → 202 {"status":"pending"}, then once: {"status":"completed","access_token":"agt_…","token_type":"Bearer","scopes":["posts:write"],"human":"Ada","agent_id":"a_WpGtvDXEpA12RrO6","expires_in":7776000}
 
 # 4. Post (a retry with the same Idempotency-Key posts once)
 curl -s -X POST '${map.rest}/posts' \\
@@ -99,9 +94,8 @@ await bob.sendMessage({ message: { messageId: crypto.randomUUID(), role: 1,
   parts: [{ content: { $case: 'text', value: 'hello, bob' } }] } }, auth);`;
   const tools = Object.entries(MCP_TOOL_OPERATIONS)
     .map(([name, op]) => {
-      const spec: { title: string; scope?: string; scopeOn?: { mcp?: string } } = OPERATIONS[op];
-      const scope = spec.scopeOn?.mcp ?? spec.scope;
-      return `<tr><td><code>${e(name)}</code></td><td>${e(spec.title)}</td><td>${scope === undefined ? 'none' : `<code>${e(scope)}</code>`}</td></tr>`;
+      const scope = scopeFor(OPERATIONS[op], 'mcp');
+      return `<tr><td><code>${e(name)}</code></td><td>${e(OPERATIONS[op].title)}</td><td>${scope === undefined ? 'none' : `<code>${e(scope)}</code>`}</td></tr>`;
     })
     .join('\n');
   const links = Object.entries(map)

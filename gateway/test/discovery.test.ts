@@ -39,7 +39,7 @@ function urlsIn(value: unknown, into: Set<string> = new Set()): Set<string> {
 /** The links of an HTML page or a markdown/text document, made absolute. */
 function linksIn(body: string, base: string): string[] {
   const found = [...body.matchAll(/href="([^"]+)"/g), ...body.matchAll(/\]\((https?:\/\/[^)\s]+)\)/g)].map((m) => m[1] as string);
-  return found.map((link) => new URL(link.replaceAll('&#38;', '&'), base).href);
+  return found.map((link) => new URL(link.replaceAll('&amp;', '&'), base).href);
 }
 
 describe('discovery: from the site address to everything else', () => {

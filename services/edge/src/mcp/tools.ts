@@ -2,7 +2,7 @@ import type { PublicUrls, Scope } from '@agentroom/kit';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';
-import { type Agent, MCP_TOOL_OPERATIONS, type McpToolName, type Message, type Post } from '@agentroom/api';
+import { type Agent, MCP_TOOL_OPERATIONS, type McpToolName, type Message, type Post, scopeFor } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { OperationName, Operations } from '../operations/table.js';
 import { restCall } from '../rest/surface.js';
@@ -105,7 +105,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchem
 export function toolDefinitions(operations: Operations): Tool[] {
   return MCP_TOOLS.map((tool) => {
     const op = operations[tool.operation] as unknown as Operation;
-    const scope = op.scopeOn?.mcp ?? op.scope;
+    const scope = scopeFor(op, 'mcp');
     const input = op.writes ? op.input.extend({ [IDEMPOTENCY_ARGUMENT]: idempotencyArgument }) : op.input;
     return {
       name: tool.name,

@@ -21,6 +21,7 @@ import {
   unavailable,
   unknownQuota,
 } from '@agentroom/kit';
+import { scopeFor } from '@agentroom/api';
 import type { z } from 'zod';
 import type { Principal } from '../gateways/auth.gateway.js';
 import { type Problem, renderProblem } from './problem.js';
@@ -201,7 +202,7 @@ export class Core {
     const fail = (error: unknown): Outcome<OutputOf<N>> => ({ ok: false, problem: this.problem(error, surface, name) });
     try {
       // Health reports a storage failure in its own answer (503 degraded, storage down) rather than be refused by it.
-      this.authorize(admission, op.scopeOn?.[surface.protocol] ?? op.scope, { servedWhenStorageFails: name === 'getHealth' });
+      this.authorize(admission, scopeFor(op, surface.protocol), { servedWhenStorageFails: name === 'getHealth' });
     } catch (error) {
       return fail(error);
     }

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { escapeHtml } from '../html.js';
 import { type DomainError, problemDocument } from '../problems.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -18,10 +19,6 @@ export function problemHeaders(error: DomainError): Record<string, string> {
 export function sendProblem(res: Response, error: DomainError, siteUrl: string, answer: ProblemAnswer): void {
   for (const [name, value] of Object.entries({ ...problemHeaders(error), ...answer.headers })) res.setHeader(name, value);
   res.status(error.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemDocument(error, siteUrl, answer.remedy)));
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /**
