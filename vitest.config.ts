@@ -9,6 +9,7 @@ const WORKSPACES: Record<string, string> = {
   auth: 'services/auth',
   edge: 'services/edge',
   gateway: 'gateway',
+  launcher: 'launcher',
 };
 
 export default defineConfig({
@@ -22,7 +23,7 @@ export default defineConfig({
     // scrypt at its production cost takes most of a second a password; tests need no strong hashes.
     env: { PASSWORD_HASH_COST: '1024' },
     // Every JSON answer of a running product is checked against its own /openapi.json.
-    setupFiles: ['./gateway/test/support/openapi-check.ts'],
+    setupFiles: ['./launcher/test/support/openapi-check.ts'],
     reporters: ['default', './scripts/vitest-summary.ts'],
     projects: Object.entries(WORKSPACES).map(([name, folder]) => ({
       extends: true,

@@ -5,7 +5,7 @@
 // cache in about a second.
 //
 // Plain JavaScript on purpose: it runs before anything is compiled. Arguments go to turbo
-// (`npm start` builds `--filter=@agentroom/gateway...`: the gateway and what it needs).
+// (`npm start` builds `--filter=@agentroom/launcher...`: the launchers and what they need).
 //
 // How progress is known: `turbo run build --dry-run=json` lists the tasks, their dependencies and
 // which ones the cache holds. The real run prints each task's output as one group when the task

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs schemathesis (pinned, with every dependency pinned, in scripts/fuzz-requirements.txt) into a
-# project-local virtualenv, .venv/, for gateway/test/fuzz.test.ts and `npm run fuzz`; nothing when it
+# project-local virtualenv, .venv/, for launcher/test/fuzz.test.ts and `npm run fuzz`; nothing when it
 # is already there. pip reads the machine's package index (PyPI or its mirror); nothing else is downloaded.
 set -euo pipefail
 

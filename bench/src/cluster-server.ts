@@ -10,7 +10,7 @@ import { announcePort, type EdgeProcess } from './children.js';
 const WARN = 40;
 
 const port = await freePort();
-const cluster = spawn(process.execPath, [fileURLToPath(new URL('../../gateway/dist/cluster.js', import.meta.url))], {
+const cluster = spawn(process.execPath, [fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url))], {
   // Info, so the cluster's ready line (with the edges' addresses) reaches us; only warnings and
   // errors are passed on to our stderr. stdout stays for the one ready line.
   env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', QUOTA_PER_ADDRESS: '1000000000', QUOTA_PER_TOKEN: '1000000000', SHUTDOWN_GRACE_MS: '1000' },

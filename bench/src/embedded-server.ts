@@ -1,7 +1,7 @@
 // Child process: the whole product in embedded mode with 1,000 posts in the room; prints
 // {"port":N,"apiUrl":"http://127.0.0.1:N/api"}.
 import { freePort } from '@agentroom/kit';
-import { startEmbedded } from '@agentroom/gateway';
+import { startEmbedded } from '@agentroom/launcher';
 import { announcePort, SEEDED_POSTS, stopOnSignal } from './children.js';
 import { seedRoom } from './seed.js';
 

@@ -1,4 +1,4 @@
-// What `npm run chaos` and the fault smoke test (gateway/test/chaos.test.ts) share: the cluster
+// What `npm run chaos` and the fault smoke test (launcher/test/chaos.test.ts) share: the cluster
 // launcher as a child whose log we follow (process ids, restarts), a steady load of readers and
 // writers with a deadline on every request, and the check that every acknowledged post is there.
 import { randomUUID } from 'node:crypto';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '@agentroom/kit';
 
 /** The built launcher, `npm run cluster` without its build step. */
-const CLUSTER_SCRIPT = fileURLToPath(new URL('../../gateway/dist/cluster.js', import.meta.url));
+const CLUSTER_SCRIPT = fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url));
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,4 +1,4 @@
-import { cursorSecretEnv, logEnv, metricsEnv, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
+import { logEnv, metricsEnv, publicUrlsEnv, shutdownEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The router's own environment, when it runs as its own process. */
@@ -31,7 +31,7 @@ export const routerTimeoutsEnv = z.object({
 });
 
 /** Node refuses a headers timeout longer than the request timeout; told here, with the variables' names, before anything starts. */
-function timeoutsInOrder(config: z.output<typeof routerTimeoutsEnv>, context: z.RefinementCtx): void {
+export function timeoutsInOrder(config: z.output<typeof routerTimeoutsEnv>, context: z.RefinementCtx): void {
   if (config.HEADERS_TIMEOUT_MS > config.REQUEST_TIMEOUT_MS) {
     context.addIssue({ code: 'custom', path: ['HEADERS_TIMEOUT_MS'], message: `must not exceed REQUEST_TIMEOUT_MS (${config.REQUEST_TIMEOUT_MS})` });
   }
@@ -50,9 +50,3 @@ export const routerEnv = z.object({
   ...metricsEnv.shape,
   ...shutdownEnv.shape,
 }).superRefine(timeoutsInOrder);
-
-/**
- * `npm start`: everything in one process (storage and CURSOR_SECRET are checked here too, so a bad
- * value is told before anything starts).
- */
-export const embeddedEnv = z.object({ ...routerTimeoutsEnv.shape, ...publicUrlsEnv.shape, ...storageEnv.shape, ...logEnv.shape, ...metricsEnv.shape, ...shutdownEnv.shape, ...cursorSecretEnv.shape }).superRefine(timeoutsInOrder);

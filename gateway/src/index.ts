@@ -1,4 +1,6 @@
-export { startEmbedded, type Embedded, type EmbeddedOptions } from './embedded.js';
-export { startRouter, routeRequests, type Target, type RouterOptions } from './router.js';
+// The gateway: the route table, the discovery documents rendered from it, and the local router.
+// It imports no service: the launchers (launcher/) start services, and the router sends to them.
+export { startRouter, routeRequests, endLiveStreams, type Target, type RouterOptions } from './router.js';
 export { ROUTES, CATCH_ALL, resolveRoutes, matchRoute, type Route, type ResolvedRoute, type Upstream, type Base } from './routes.js';
-export { routerEnv, embeddedEnv, routerTimeoutsEnv } from './config.js';
+export { routerEnv, routerTimeoutsEnv, timeoutsInOrder } from './config.js';
+export { discoveryDocuments, type Document } from './discovery.js';

@@ -8,10 +8,10 @@ import { promisify } from 'node:util';
 import { freePort, PROBLEM_TYPES } from '@agentroom/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { discoveryDocuments } from '../src/discovery.js';
+import { discoveryDocuments } from '@agentroom/gateway';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { FAST_PASSWORDS } from './support/env.js';
-import { resolveRoutes, ROUTES } from '../src/routes.js';
+import { resolveRoutes, ROUTES } from '@agentroom/gateway';
 import { launchChromium } from './support/browser.js';
 import { checked } from './support/openapi-check.js';
 

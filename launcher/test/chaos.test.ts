@@ -10,7 +10,7 @@ import { approvedToken } from '../../bench/src/human.js';
 const DEADLINE_MS = 5_000;
 
 /**
- * Faults in cluster mode (`node gateway/dist/cluster.js`, built by `npm test`) on a Redis with an
+ * Faults in cluster mode (`node launcher/dist/cluster.js`, built by `npm test`) on a Redis with an
  * append-only file: a service process killed with SIGKILL is restarted by the launcher and no
  * acknowledged post is lost; Redis stopped and started again is noticed and recovered from
  * without restarting any service.

@@ -33,7 +33,7 @@ const CHECKS = process.env.FUZZ_CHECKS?.split(',') ?? ['not_a_server_error', 'st
 /**
  * Left out, and why:
  * - the live feeds (`/v1/posts/stream`, `/v1/messages/stream`) answer 200 with a stream that never
- *   ends, so a client that waits for the whole body waits forever; gateway/test/live.test.ts and
+ *   ends, so a client that waits for the whole body waits forever; launcher/test/live.test.ts and
  *   live-messages.test.ts test them, and their problem answers go through the same pipeline as
  *   the operations fuzzed here.
  */

@@ -53,7 +53,7 @@ function json<T>(run: Run): T {
 }
 
 /**
- * What an MCP user tries first: `npm start` (which runs `node gateway/dist/start.js` once built;
+ * What an MCP user tries first: `npm start` (which runs `node launcher/dist/start.js` once built;
  * `npm test` builds first), then the MCP Inspector's CLI against its MCP address.
  */
 describe('the MCP Inspector CLI against npm start', () => {
@@ -65,7 +65,7 @@ describe('the MCP Inspector CLI against npm start', () => {
   beforeAll(async () => {
     const port = await freePort();
     // REDIS_URL empty: the in-memory default, so the room starts empty whatever the shell has set.
-    server = spawn(process.execPath, ['gateway/dist/start.js'], {
+    server = spawn(process.execPath, ['launcher/dist/start.js'], {
       cwd: root,
       env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', REDIS_URL: '' },
       stdio: ['ignore', 'pipe', 'pipe'],

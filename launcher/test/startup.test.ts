@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@agentroom/kit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MINIMUM_NODE } from '../src/node-version.js';
+import { MINIMUM_NODE } from '@agentroom/gateway/node-version';
 
 /**
  * What a newcomer sees when `npm start` (or `npm run cluster`) cannot start: the built launchers
@@ -80,7 +80,7 @@ describe('npm start when it cannot start', () => {
   });
 
   it('a busy PORT: one line naming the port and the fix, exit 1, before anything starts', async () => {
-    const result = await run(['gateway/dist/start.js'], { PORT: String(busy.port) });
+    const result = await run(['launcher/dist/start.js'], { PORT: String(busy.port) });
     const line = oneLine(result);
     expect(result.code).toBe(1);
     expect(line).toContain(`port ${busy.port} is in use`);
@@ -89,7 +89,7 @@ describe('npm start when it cannot start', () => {
   });
 
   it('a malformed REDIS_URL: one line naming the variable and a valid form, never its password', async () => {
-    const result = await run(['gateway/dist/start.js'], { PORT: String(await freePort()), REDIS_URL: 'redis://:s3cret@127.0.0.1:notaport' });
+    const result = await run(['launcher/dist/start.js'], { PORT: String(await freePort()), REDIS_URL: 'redis://:s3cret@127.0.0.1:notaport' });
     const line = oneLine(result);
     expect(line).toContain('REDIS_URL=');
     expect(line).toContain('redis://127.0.0.1:6379');
@@ -98,7 +98,7 @@ describe('npm start when it cannot start', () => {
 
   it('a REDIS_URL where nothing listens: one line saying so and what to do', async () => {
     const closed = await freePort();
-    const result = await run(['gateway/dist/start.js'], { PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${closed}` });
+    const result = await run(['launcher/dist/start.js'], { PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${closed}` });
     const line = oneLine(result);
     expect(result.code).toBe(1);
     expect(line).toContain(`nothing listens at 127.0.0.1:${closed}`);
@@ -133,7 +133,7 @@ describe('npm start when it cannot start', () => {
     });
 
     it('one line saying the credentials were refused, never the password', async () => {
-      const result = await run(['gateway/dist/start.js'], { PORT: String(await freePort()), REDIS_URL: `redis://:wrong-one@127.0.0.1:${redisPort}` });
+      const result = await run(['launcher/dist/start.js'], { PORT: String(await freePort()), REDIS_URL: `redis://:wrong-one@127.0.0.1:${redisPort}` });
       const line = oneLine(result);
       expect(line).toContain('refused the credentials in REDIS_URL');
       expect(line).not.toContain('wrong-one');
@@ -145,7 +145,7 @@ describe('npm start when it cannot start', () => {
     // The launcher's minimum is package.json's: `>=20.19` is 20.19.0.
     const [major = '0', minor = '0', patch = '0'] = engines.replace(/^>=\s*/, '').split('.');
     expect(`${major}.${minor}.${patch}`).toBe(MINIMUM_NODE);
-    for (const script of ['gateway/dist/start.js', 'gateway/dist/cluster.js', 'scripts/build.mjs']) {
+    for (const script of ['launcher/dist/start.js', 'launcher/dist/cluster.js', 'scripts/build.mjs']) {
       const line = oneLine(await run([...OLD_NODE, script], { PORT: String(busy.port) }));
       expect(line).toMatch(/needs Node\.js 20\.19(\.0)? or newer/);
       expect(line).toContain('this is Node.js 20.18.0');
@@ -157,7 +157,7 @@ describe('npm run cluster when it cannot start', () => {
   it('a busy PORT fails before anything claims to be ready', async () => {
     const busy = await occupy();
     try {
-      const result = await run(['gateway/dist/cluster.js'], { PORT: String(busy.port), REDIS_URL: '' }, 60_000);
+      const result = await run(['launcher/dist/cluster.js'], { PORT: String(busy.port), REDIS_URL: '' }, 60_000);
       const line = oneLine(result);
       expect(line).not.toContain('cluster ready');
       expect(line).toContain(`port ${busy.port} is in use`);
@@ -169,7 +169,7 @@ describe('npm run cluster when it cannot start', () => {
 
   it('a REDIS_URL where nothing listens: one line before any process starts', async () => {
     const closed = await freePort();
-    const result = await run(['gateway/dist/cluster.js'], { PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${closed}` }, 60_000);
+    const result = await run(['launcher/dist/cluster.js'], { PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${closed}` }, 60_000);
     const line = oneLine(result);
     expect(line).toContain(`nothing listens at 127.0.0.1:${closed}`);
   });
@@ -200,7 +200,7 @@ describe('request logs', () => {
   async function start(env: Record<string, string>): Promise<{ port: number; lines: string[] }> {
     const port = await freePort();
     const lines: string[] = [];
-    const started = spawn(process.execPath, ['gateway/dist/start.js'], { cwd: root, env: cleanEnv({ PORT: String(port), ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn(process.execPath, ['launcher/dist/start.js'], { cwd: root, env: cleanEnv({ PORT: String(port), ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     let buffer = '';
     await new Promise<void>((resolve, reject) => {

@@ -4,9 +4,7 @@ import { roomEnv, start as startRoom } from '@agentroom/room';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
 import { authEnv, type AuthDomain, start as startAuth } from '@agentroom/auth';
 import { embeddedEnv } from './config.js';
-import { startRouter } from './router.js';
-import { resolveRoutes } from './routes.js';
-import { discoveryDocuments } from './discovery.js';
+import { discoveryDocuments, resolveRoutes, startRouter } from '@agentroom/gateway';
 
 export interface Embedded {
   port: number;

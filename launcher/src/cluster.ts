@@ -1,6 +1,6 @@
 // `npm run cluster`: every service as its own process, Redis required, the router in front.
 // The topology of a Kubernetes deployment, on one machine.
-import './node-version.js';
+import '@agentroom/gateway/node-version';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
@@ -223,7 +223,7 @@ try {
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
 
-  const router = await launch('router', fileURLToPath(new URL('./main.js', import.meta.url)), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` }, true);
+  const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` }, true);
   const routerUrl = `http://127.0.0.1:${config.PORT}`;
   // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
   await listening('router', router);

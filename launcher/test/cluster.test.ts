@@ -18,7 +18,7 @@ interface Ready {
 }
 
 /**
- * Runs what `npm run cluster` runs once it has built (`node gateway/dist/cluster.js`; `npm test`
+ * Runs what `npm run cluster` runs once it has built (`node launcher/dist/cluster.js`; `npm test`
  * builds first), as separate processes, and reads its ready line.
  */
 describe('npm run cluster', () => {
@@ -28,7 +28,7 @@ describe('npm run cluster', () => {
 
   beforeAll(async () => {
     const port = await freePort();
-    cluster = spawn(process.execPath, ['gateway/dist/cluster.js'], {
+    cluster = spawn(process.execPath, ['launcher/dist/cluster.js'], {
       cwd: root,
       env: { ...process.env, PORT: String(port), EDGE_REPLICAS: '2', REDIS_URL: '', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],

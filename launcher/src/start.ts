@@ -1,5 +1,5 @@
 // `npm start`: the room at http://localhost:8080 with no setup.
-import './node-version.js';
+import '@agentroom/gateway/node-version';
 import { assertPortFree, closeHttpServer, createLogger, exitOnSignal, exitOnStartupFailure, loadConfigOrExit, startMetricsServer } from '@agentroom/kit';
 import { embeddedEnv } from './config.js';
 import { startEmbedded } from './embedded.js';

@@ -1,7 +1,8 @@
 import { connect, type Socket } from 'node:net';
 import { freePort, loadConfig } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedEnv, routerEnv } from '../src/config.js';
+import { routerEnv } from '@agentroom/gateway';
+import { embeddedEnv } from '../src/config.js';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { FAST_PASSWORDS } from './support/env.js';
 import { post, signUp } from './support/agent.js';
