@@ -5,7 +5,7 @@
  * file with FUZZ_MAX_EXAMPLES (and FUZZ_MAX_TIME) set higher and shows schemathesis's own output.
  * FUZZ_SEED picks another seed, FUZZ_CHECKS other checks (e.g. positive_data_acceptance), and
  * FUZZ_OUTPUT keeps the whole report in a file. schemathesis comes pinned into `.venv/` by
- * scripts/install-fuzz.sh, which `npm test` runs first.
+ * scripts/install-python-tools.sh, which `npm test` runs first.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -74,7 +74,7 @@ describe('schemathesis over /openapi.json', () => {
   let token: string;
 
   beforeAll(async () => {
-    if (!existsSync(st)) throw new Error(`${st} is missing: run bash scripts/install-fuzz.sh (npm test runs it)`);
+    if (!existsSync(st)) throw new Error(`${st} is missing: run bash scripts/install-python-tools.sh (npm test runs it)`);
     // Redis storage, as deployed: on memory storage /health answers 503 "degraded" by design.
     redis = await startRedisServer();
     // Generated requests spend quota like any other: high enough that no 429 hides an answer.
