@@ -19,6 +19,8 @@ interface LogLine {
   pid?: number;
   edges?: string[];
   pids?: Record<string, number>;
+  /** Each process's `/metrics` URL, on its admin port (which also serves `/livez` and `/readyz`). */
+  metrics?: Record<string, string>;
 }
 
 /** `npm run cluster` running as our child. */
@@ -34,6 +36,8 @@ export interface RunningCluster {
   restarts(name: string): number;
   /** Resolves with the new pid once the launcher has restarted `name` more than `after` times. */
   restarted(name: string, after: number, timeoutMs?: number): Promise<number>;
+  /** Resolves once `name` answers 200 on its `/readyz` (a restarted process is listening and its dependencies answer). */
+  ready(name: string, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -52,6 +56,7 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
   const restartCounts = new Map<string, number>();
   const waiters = new Set<() => void>();
   let edges: string[] = [];
+  const readyz = new Map<string, string>();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const ready = new Promise<void>((resolve, reject) => {
@@ -72,6 +77,7 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
       if (entry.msg?.startsWith('cluster ready') && entry.pids) {
         for (const [name, pid] of Object.entries(entry.pids)) pids.set(name, pid);
         edges = entry.edges ?? [];
+        for (const [name, url] of Object.entries(entry.metrics ?? {})) readyz.set(name, url.replace(/\/metrics$/, '/readyz'));
         clearTimeout(timer);
         resolve();
       } else if (entry.process !== undefined && entry.pid !== undefined && entry.msg?.includes(' restarted (pid')) {
@@ -113,6 +119,11 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
       }
       return pids.get(name)!;
     },
+    async ready(name, timeoutMs = 30_000) {
+      const url = readyz.get(name);
+      if (url === undefined) throw new Error(`no admin port for ${name} (have ${[...readyz.keys()].join(', ')})`);
+      await until(`${name} ready`, async () => (await fetch(url, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined))?.status === 200, timeoutMs);
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
@@ -150,7 +161,7 @@ export interface LoadOptions {
 export interface WindowStats {
   requests: number;
   errors: number;
-  /** Errors by status (`503`, `502`, `network`…). */
+  /** Errors by status (`503`, `network`…). */
   byOutcome: Record<string, number>;
   timeouts: number;
   /** 503 answers without a Retry-After header. */

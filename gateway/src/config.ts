@@ -1,4 +1,4 @@
-import { logEnv, metricsEnv, publicUrlsEnv, shutdownEnv } from '@agentroom/kit';
+import { logEnv, adminEnv, publicUrlsEnv, shutdownEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The router's own environment, when it runs as its own process. */
@@ -47,6 +47,6 @@ export const routerEnv = z.object({
   ...routerTimeoutsEnv.shape,
   ...publicUrlsEnv.shape,
   ...logEnv.shape,
-  ...metricsEnv.shape,
+  ...adminEnv.shape,
   ...shutdownEnv.shape,
 }).superRefine(timeoutsInOrder);

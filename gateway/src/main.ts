@@ -1,6 +1,6 @@
 // The router as its own process (cluster mode): edge replicas behind it, over HTTP.
 import './node-version.js';
-import { closeHttpServer, createLogger, exitOnSignal, exitOnStartupFailure, loadConfigOrExit, publicUrls, startMetricsServer } from '@agentroom/kit';
+import { closeHttpServer, createLogger, exitOnStartupFailure, leaveKeepAlive, loadConfigOrExit, publicUrls, runUntilSignal } from '@agentroom/kit';
 import { routerEnv } from './config.js';
 import { endLiveStreams, startRouter } from './router.js';
 import { resolveRoutes } from './routes.js';
@@ -20,14 +20,21 @@ try {
     port: config.PORT,
     log,
   });
-  const metrics = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(config.METRICS_PORT);
+  // The router has no dependency of its own to be ready for: a dead upstream is its answer's business (503).
+  await runUntilSignal(
+    {
+      dependencies: [],
+      drain: () => leaveKeepAlive(router.server),
+      async stop() {
+        endLiveStreams();
+        await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
+      },
+    },
+    config,
+    log,
+  );
   // Started by `npm run cluster`: tell it that this process, not another one on PORT, is listening.
   if (process.send) process.send({ listening: router.port }, () => process.disconnect());
-  exitOnSignal(log, async () => {
-    endLiveStreams();
-    await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
-    if (metrics) await closeHttpServer(metrics.server, 1_000);
-  });
 } catch (error) {
-  exitOnStartupFailure('router', error, log, { ports: { PORT: config.PORT, METRICS_PORT: config.METRICS_PORT } });
+  exitOnStartupFailure('router', error, log, { ports: { PORT: config.PORT, ADMIN_PORT: config.ADMIN_PORT } });
 }

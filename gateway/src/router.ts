@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { type ClientRequest, createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { corsHeaders, corsPreflightHeaders, REQUEST_ID_HEADER, requestIdFrom, type Logger, uncountedQuota } from '@agentroom/kit';
 import { CATCH_ALL, matchRoute, type ResolvedRoute, type Upstream } from './routes.js';
@@ -31,7 +31,7 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const DEFAULT_QUOTA_LIMIT = 5_000;
 
 /**
- * The headers of every answer the router makes itself (documents, 405, 502, parser errors): a
+ * The headers of every answer the router makes itself (documents, 405, 503, parser errors): a
  * request id and the RateLimit headers of a full allowance, since nothing was counted
  * (docs/decisions.md §6). The quota store lives behind edge; the router does not reach into it.
  */
@@ -72,14 +72,62 @@ function stampForwarding(req: IncomingMessage): void {
   req.headers[REQUEST_ID_HEADER] = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
 }
 
-function badGateway(req: IncomingMessage, res: ServerResponse, limit: number): void {
+/**
+ * No replica could take the request: 503 with Retry-After, as when a service behind is unreachable
+ * (docs/decisions.md §2). A response already begun can only be cut.
+ */
+function unavailable(req: IncomingMessage, res: ServerResponse, limit: number): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  res.writeHead(502, { 'content-type': 'application/problem+json', 'retry-after': '5', ...ownHeaders(limit, requestIdFrom(req.headers[REQUEST_ID_HEADER])) });
-  res.end(ownProblem(502, 'The service behind the gateway is unavailable', 'Retry in a few seconds with exponential backoff.', 'internal'));
+  res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1', ...ownHeaders(limit, requestIdFrom(req.headers[REQUEST_ID_HEADER])) });
+  res.end(ownProblem(503, 'The service behind the gateway is unavailable', 'Retry in a second, then with exponential backoff; a write sent with an Idempotency-Key is safe to repeat.', 'internal'));
 }
+
+/** How long a replica that refused a connection is passed over before it is tried again. */
+const EJECT_MS = 1_000;
+
+/** Bodies up to this size are kept while they stream, so a request no replica received can go to another. */
+const MAX_REPLAY_BYTES = 1 << 20;
+
+/**
+ * The replicas of one upstream, taken in turn. One that refuses a connection (crashed, restarting,
+ * or gone after its shutdown) is passed over for EJECT_MS, so the next requests go to the others at
+ * once; when every replica is passed over, they are tried anyway (one may be back).
+ */
+class Replicas {
+  private cursor = 0;
+  private readonly ejectedUntil = new Map<string, number>();
+
+  constructor(private readonly urls: readonly URL[]) {}
+
+  get size(): number {
+    return this.urls.length;
+  }
+
+  pick(tried: ReadonlySet<string>): URL | undefined {
+    const now = Date.now();
+    let fallback: URL | undefined;
+    for (let step = 0; step < this.urls.length; step += 1) {
+      const url = this.urls[(this.cursor + step) % this.urls.length] as URL;
+      if (tried.has(url.href)) continue;
+      if ((this.ejectedUntil.get(url.href) ?? 0) <= now) {
+        this.cursor = (this.cursor + step + 1) % this.urls.length;
+        return url;
+      }
+      fallback ??= url;
+    }
+    return fallback;
+  }
+
+  eject(url: URL): void {
+    this.ejectedUntil.set(url.href, Date.now() + EJECT_MS);
+  }
+}
+
+/** Methods a replica may safely receive twice; a write is repeated only with an Idempotency-Key. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The gateway's documents are public: any origin may read them, and their preflight is answered. */
 function serveDocument(req: IncomingMessage, res: ServerResponse, document: Document, limit: number): void {
@@ -164,8 +212,13 @@ export function endLiveStreams(): void {
 
 /** Builds the request handler that routes by the table. */
 export function routeRequests(options: RouterOptions): RequestListener {
-  const cursors = new Map<Upstream, number>();
   const limit = options.quotaLimit ?? DEFAULT_QUOTA_LIMIT;
+  const pools = new Map<Upstream, Replicas>();
+  const replicas = (upstream: Upstream, urls: readonly URL[]): Replicas => {
+    let pool = pools.get(upstream);
+    if (!pool) pools.set(upstream, (pool = new Replicas(urls)));
+    return pool;
+  };
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = matchRoute(options.routes, req.headers.host, path);
@@ -184,37 +237,85 @@ export function routeRequests(options: RouterOptions): RequestListener {
       target.handler(req, res);
       return;
     }
-    // Round-robin over the replicas of this upstream.
-    const index = cursors.get(upstream) ?? 0;
-    cursors.set(upstream, index + 1);
-    const url = target.urls[index % target.urls.length] as URL;
+    proxy(req, res, replicas(upstream, target.urls), upstream);
+  };
+
+  /**
+   * Sends the request to one replica, and to the next when that one never received it: the
+   * connection was refused, or a kept-alive connection was reset before any answer (the replica
+   * closed it as idle) for a request that is safe to repeat. Everything else that fails is a 503.
+   */
+  function proxy(req: IncomingMessage, res: ServerResponse, pool: Replicas, upstream: Upstream): void {
     const headers = endToEnd(req.headers);
-    const proxied = httpRequest(
-      { host: url.hostname, port: url.port, method: req.method, path: req.url, headers, agent: keepAlive },
-      (upstreamRes) => {
-        res.writeHead(upstreamRes.statusCode ?? 502, endToEnd(upstreamRes.headers));
-        if (upstreamRes.headers['content-type']?.startsWith('text/event-stream') === true) {
-          liveStreams.add(res);
-          res.once('close', () => liveStreams.delete(res));
-        }
-        upstreamRes.pipe(res);
-      },
-    );
+    const repeatable = SAFE_METHODS.has(req.method ?? '') || req.headers['idempotency-key'] !== undefined;
+    const tried = new Set<string>();
+    const received: Buffer[] = [];
+    let receivedBytes = 0;
+    let replayable = true;
+    let ended = false;
     let clientGone = false;
-    proxied.on('error', (error) => {
-      // Cancelled because the client went away: nothing failed, nobody to answer.
-      if (clientGone) return;
-      options.log.warn({ err: error, upstream, url: url.href }, 'upstream failed');
-      badGateway(req, res, limit);
+    let current: ClientRequest | undefined;
+    req.on('data', (chunk: Buffer) => {
+      if (replayable) {
+        received.push(chunk);
+        receivedBytes += chunk.length;
+        if (receivedBytes > MAX_REPLAY_BYTES) {
+          replayable = false;
+          received.length = 0;
+        }
+      }
+      // Backpressure: a slow replica slows the client down rather than filling our memory.
+      if (current && !current.write(chunk)) {
+        req.pause();
+        current.once('drain', () => req.resume());
+      }
+    });
+    req.on('end', () => {
+      ended = true;
+      current?.end();
     });
     // A client that goes away cancels the upstream request too (long-lived streams included).
     res.on('close', () => {
       if (res.writableFinished) return;
       clientGone = true;
-      proxied.destroy();
+      current?.destroy();
     });
-    req.pipe(proxied);
-  };
+
+    const attempt = (url: URL): void => {
+      tried.add(url.href);
+      let answered = false;
+      const proxied = httpRequest({ host: url.hostname, port: url.port, method: req.method, path: req.url, headers, agent: keepAlive }, (upstreamRes) => {
+        answered = true;
+        res.writeHead(upstreamRes.statusCode ?? 503, endToEnd(upstreamRes.headers));
+        if (upstreamRes.headers['content-type']?.startsWith('text/event-stream') === true) {
+          liveStreams.add(res);
+          res.once('close', () => liveStreams.delete(res));
+        }
+        upstreamRes.pipe(res);
+      });
+      current = proxied;
+      for (const chunk of received) proxied.write(chunk);
+      if (ended) proxied.end();
+      proxied.on('error', (error: NodeJS.ErrnoException) => {
+        // Cancelled because the client went away: nothing failed, nobody to answer.
+        if (clientGone) return;
+        const refused = error.code === 'ECONNREFUSED';
+        if (refused) pool.eject(url);
+        const neverReceived = refused || (proxied.reusedSocket && error.code === 'ECONNRESET' && !answered && repeatable);
+        const next = neverReceived && replayable && !res.headersSent ? pool.pick(tried) : undefined;
+        if (next) {
+          options.log.info({ upstream, url: url.href, code: error.code, next: next.href }, 'replica did not take the request; sending it to the next');
+          attempt(next);
+          return;
+        }
+        options.log.warn({ err: error, upstream, url: url.href }, 'upstream failed');
+        unavailable(req, res, limit);
+      });
+    };
+    const first = pool.pick(tried);
+    if (first) attempt(first);
+    else unavailable(req, res, limit);
+  }
 }
 
 /** Listens on `port` and routes every request by the table. */

@@ -46,7 +46,7 @@ function entry(pkg: string, file: string): string {
   return fileURLToPath(new URL(file, import.meta.resolve(pkg)));
 }
 
-/** Where each process serves Prometheus `/metrics` (METRICS_PORT), by process name. */
+/** Where each process serves Prometheus `/metrics` (ADMIN_PORT), by process name. */
 const metrics: Record<string, string> = {};
 
 /**
@@ -82,7 +82,7 @@ async function launch(name: string, script: string, env: Record<string, string>,
   const metricsPort = await freePort();
   metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
   // The same environment on every restart: same ports, same addresses, so peers find it again.
-  const spec = { name, script, env: { ...process.env, METRICS_PORT: String(metricsPort), ...env }, ipc };
+  const spec = { name, script, env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, ipc };
   const supervised: Supervised = { ...spec, child: spawnChild(spec), startedAt: Date.now(), restarts: 0, nextDelayMs: RESTART_BACKOFF.initialMs };
   processes.push(supervised);
   watch(supervised);

@@ -1,4 +1,4 @@
-import { type Clock, closeHttpServer, createLogger, loadConfig, type Logger, MemoryQuotaStore, newCursorSecret, publicUrls, type PublicUrls, systemClock } from '@agentroom/kit';
+import { type Clock, closeHttpServer, createLogger, loadConfig, type Logger, MemoryQuotaStore, newCursorSecret, Probes, publicUrls, type PublicUrls, systemClock } from '@agentroom/kit';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
@@ -17,6 +17,8 @@ export interface Embedded {
   authPort: number;
   /** The auth service's domain, as its pages use it (tests approve flows through it). */
   auth: AuthDomain;
+  /** `/livez` and `/readyz` of the whole process: its store and the services' gRPC health. */
+  probes: Probes;
   stop(): Promise<void>;
 }
 
@@ -67,8 +69,11 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     port: config.PORT,
     log: logger,
   });
+  // Each service's store is the same one in-process; the edge's peers are the real gRPC servers.
+  const probes = new Probes([room.dependencies[0], ...edge.dependencies].filter((dependency) => dependency !== undefined));
   return {
     port: router.port,
+    probes,
     urls,
     storage: room.store.kind,
     roomPort: room.port,
@@ -76,8 +81,9 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     authPort: auth.port,
     auth,
     async stop() {
+      probes.drain();
       // Live streams never finish by themselves: end them first, or the router would wait out its grace.
-      edge.drain();
+      edge.endLiveStreams();
       await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
       await edge.stop();
       await auth.stop();

@@ -1,26 +1,26 @@
 // `npm start`: the room at http://localhost:8080 with no setup.
 import '@agentroom/gateway/node-version';
-import { assertPortFree, closeHttpServer, createLogger, exitOnSignal, exitOnStartupFailure, loadConfigOrExit, startMetricsServer } from '@agentroom/kit';
+import { assertPortFree, closeHttpServer, createLogger, exitOnSignal, exitOnStartupFailure, loadConfigOrExit, startAdminServer } from '@agentroom/kit';
 import { embeddedEnv } from './config.js';
 import { startEmbedded } from './embedded.js';
 
 const config = loadConfigOrExit(embeddedEnv, 'Agent Room');
 const log = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
-const ports = { PORT: config.PORT, METRICS_PORT: config.METRICS_PORT };
+const ports = { PORT: config.PORT, ADMIN_PORT: config.ADMIN_PORT };
 try {
   // A busy PORT fails here, before any service has started or logged.
   await assertPortFree(config.PORT);
   const running = await startEmbedded(process.env, log);
-  const metrics = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(config.METRICS_PORT);
+  const admin = config.ADMIN_PORT === undefined ? undefined : await startAdminServer(config.ADMIN_PORT, '0.0.0.0', running.probes);
   log.info(
-    { site: running.urls.siteUrl, api: running.urls.baseUrl, storage: running.storage, metricsPort: metrics?.port },
+    { site: running.urls.siteUrl, api: running.urls.baseUrl, storage: running.storage, adminPort: admin?.port },
     running.storage === 'memory'
       ? `Agent Room is running at ${running.urls.siteUrl} (in-memory storage: data is lost on exit; set REDIS_URL for Redis)`
       : `Agent Room is running at ${running.urls.siteUrl} (Redis storage)`,
   );
   exitOnSignal(log, async () => {
     await running.stop();
-    if (metrics) await closeHttpServer(metrics.server, 1_000);
+    if (admin) await closeHttpServer(admin.server, 1_000);
   });
 } catch (error) {
   // Port in use, Redis unreachable or refusing: one line that says what to do, exit 1. A bug keeps its stack.

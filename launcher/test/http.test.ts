@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { closeHttpServer, freePort, type LocalRedis, startMetricsServer, startRedisServer } from '@agentroom/kit';
+import { closeHttpServer, freePort, type LocalRedis, startAdminServer, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { FAST_PASSWORDS } from './support/env.js';
@@ -160,7 +160,7 @@ describe('REST through the router (embedded, memory storage)', () => {
 
   it('counts requests in Prometheus metrics by service, route and status', async () => {
     await fetch(`${base}/posts?limit=1`);
-    const metrics = await startMetricsServer(0, '127.0.0.1');
+    const metrics = await startAdminServer(0, '127.0.0.1');
     const text = await (await fetch(`http://127.0.0.1:${metrics.port}/metrics`)).text();
     await closeHttpServer(metrics.server, 1_000);
     expect(text).toMatch(/agentroom_http_request_duration_seconds_count\{service="edge",method="GET",route="\/api\/v1\/posts",status="200"\} [1-9]/);

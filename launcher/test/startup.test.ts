@@ -28,7 +28,7 @@ interface Finished {
 
 /** The environment of a launcher under test: nothing inherited decides storage, port or log format. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const deciding = new Set(['REDIS_URL', 'LOG_FORMAT', 'PORT', 'METRICS_PORT', 'SITE_URL', 'API_URL', 'EDGE_REPLICAS']);
+  const deciding = new Set(['REDIS_URL', 'LOG_FORMAT', 'PORT', 'ADMIN_PORT', 'SITE_URL', 'API_URL', 'EDGE_REPLICAS']);
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !deciding.has(name)));
   return { ...inherited, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '500', ...env };
 }

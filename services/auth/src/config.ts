@@ -1,4 +1,4 @@
-import { address, port, serviceEnv } from '@agentroom/kit';
+import { address, grpcTarget, port, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 import { DEFAULT_PASSWORD_HASH_COST, PASSWORD_HASH_COST_MAX, PASSWORD_HASH_COST_MIN } from './humans.js';
 
@@ -9,7 +9,7 @@ export const authEnv = z.object({
   /** Where the AuthService gRPC server listens. */
   AUTH_GRPC_ADDR: address.default('0.0.0.0:50052'),
   /** The room service, where approval creates the agent record. */
-  ROOM_ADDR: address.default('127.0.0.1:50051'),
+  ROOM_ADDR: grpcTarget.default('127.0.0.1:50051'),
   /** Token lifetime (docs/decisions.md §4). */
   TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
   /** Whether humans may create their own accounts at /signin (docs/decisions.md §5). */

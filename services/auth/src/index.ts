@@ -13,6 +13,9 @@ import {
   RedisIdempotencyStore,
   RedisQuotaStore,
   systemClock,
+  type Dependency,
+  grpcDependency,
+  leaveKeepAlive,
 } from '@agentroom/kit';
 import { AttemptLimiter } from './attempt-limiter.js';
 import type { AuthConfig } from './config.js';
@@ -70,6 +73,13 @@ export interface RunningAuth extends AuthDomain {
   /** Set when the pages listen on their own port. */
   httpPort?: number;
   store: AuthStore;
+  /** What `/readyz` checks: the store and the room service. */
+  dependencies: Dependency[];
+  /**
+   * The first step of shutdown, while everything is still served: gRPC health NOT_SERVING, and the
+   * pages' answers close their connections, so balancers and proxies move to other replicas.
+   */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -122,6 +132,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     httpPort = (http.address() as AddressInfo).port;
   }
   log.info({ port, httpPort, storage: store.kind }, 'auth service ready');
+  const roomHealth = grpcDependency('room', config.ROOM_ADDR);
   return {
     port,
     handler: app,
@@ -131,7 +142,13 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     tokens,
     humans,
     attempts,
+    dependencies: [{ name: redis ? 'redis' : 'memory', check: () => store.ping() }, roomHealth],
+    drain() {
+      server.beginDrain();
+      if (http) leaveKeepAlive(http);
+    },
     async stop() {
+      roomHealth.close();
       if (http) await closeHttpServer(http, config.SHUTDOWN_GRACE_MS);
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       room.close();

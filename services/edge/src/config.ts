@@ -1,4 +1,4 @@
-import { address, port, serviceEnv } from '@agentroom/kit';
+import { grpcTarget, port, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 const dailyQuota = z.coerce.number().int().min(1).max(1_000_000_000);
@@ -9,11 +9,11 @@ export const edgeEnv = z.object({
   EDGE_PORT: port.default(8081),
   EDGE_HOST: z.string().min(1).default('0.0.0.0'),
   /** The room service's gRPC address. */
-  ROOM_ADDR: address.default('127.0.0.1:50051'),
+  ROOM_ADDR: grpcTarget.default('127.0.0.1:50051'),
   /** The auth service's gRPC address. */
-  AUTH_ADDR: address.default('127.0.0.1:50052'),
+  AUTH_ADDR: grpcTarget.default('127.0.0.1:50052'),
   /** The messaging service's gRPC address. */
-  MESSAGING_ADDR: address.default('127.0.0.1:50053'),
+  MESSAGING_ADDR: grpcTarget.default('127.0.0.1:50053'),
   /** Daily calls per token (docs/decisions.md §6). */
   QUOTA_PER_TOKEN: dailyQuota.default(10_000),
   /** Daily calls per client address for calls without a token (docs/decisions.md §6). */

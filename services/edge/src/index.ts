@@ -14,6 +14,9 @@ import {
   RedisFeedbackStore,
   RedisIdempotencyStore,
   RedisQuotaStore,
+  type Dependency,
+  grpcDependency,
+  leaveKeepAlive,
 } from '@agentroom/kit';
 import type { EdgeConfig } from './config.js';
 import { AuthGateway } from './gateways/auth.gateway.js';
@@ -44,8 +47,15 @@ export interface RunningEdge {
   /** Set when edge listens on its own port. */
   server?: Server;
   port?: number;
-  /** Ends every live stream and refuses new ones: the first step of shutdown, before the HTTP server drains. */
+  /** What `/readyz` checks: the store (with Redis) and the room, auth and messaging services. */
+  dependencies: Dependency[];
+  /**
+   * The first step of shutdown, while requests are still served: answers close their connections,
+   * so proxies in front open the next one to another replica. Live streams end in `stop`.
+   */
   drain(): void;
+  /** Ends every open event stream, telling its client to reconnect (with Last-Event-ID) elsewhere. */
+  endLiveStreams(): void;
   stop(): Promise<void>;
 }
 
@@ -71,7 +81,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
   const messaging = new MessagingGateway(config.MESSAGING_ADDR, config.GRPC_DEADLINE_MS);
   const hub = new PostsHub(room, log);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
-  const drain = (): void => {
+  const endLiveStreams = (): void => {
     live.closeAll();
     hub.close();
   };
@@ -117,13 +127,20 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     port = (server.address() as AddressInfo).port;
     log.info({ port }, 'edge listening');
   }
+  const peers = [grpcDependency('room', config.ROOM_ADDR), grpcDependency('auth', config.AUTH_ADDR), grpcDependency('messaging', config.MESSAGING_ADDR)];
   return {
     handler: app,
     ...(server ? { server } : {}),
     ...(port === undefined ? {} : { port }),
-    drain,
+    dependencies: [...(redis ? [{ name: 'redis', check: async () => void (await redis.ping()) }] : []), ...peers],
+    drain() {
+      if (server) leaveKeepAlive(server);
+    },
+    endLiveStreams,
     async stop() {
-      drain();
+      // Open event streams never end by themselves: they are told to reconnect (to another replica).
+      endLiveStreams();
+      for (const peer of peers) peer.close();
       if (server) await closeHttpServer(server, config.SHUTDOWN_GRACE_MS);
       room.close();
       auth.close();

@@ -52,6 +52,15 @@ export const port = z.coerce.number().int().min(0).max(65535);
 export const address = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port');
 
 /**
+ * Where a gRPC client dials: `host:port`, or a gRPC target naming its resolver, as Kubernetes
+ * deployments do (`dns:///room-headless:50051`: every pod behind a headless Service; or
+ * `dns://<dns server>/<name>:<port>`, `ipv4:10.0.0.1:50051,10.0.0.2:50051`).
+ */
+export const grpcTarget = z
+  .string()
+  .regex(/^(?:(?:dns:(?:\/\/[^\s/]*\/)?)?[^\s:/]+:\d{1,5}|ipv4:[\d.]+:\d{1,5}(?:,[\d.]+:\d{1,5})*)$/, 'must be host:port, or a gRPC target such as dns:///room-headless:50051');
+
+/**
  * The addresses every part of the product derives its URLs from (docs/decisions.md §1).
  * `SITE_URL` defaults to the local port; `API_URL` to `{site_url}/api`.
  */
@@ -118,11 +127,17 @@ export const grpcDeadlineEnv = z.object({
 /** How long graceful shutdown waits for in-flight work before forcing. */
 export const shutdownEnv = z.object({
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
+  /**
+   * After SIGTERM, how long the process keeps serving with readiness false before it closes its
+   * listeners: the time balancers need to stop sending (Kubernetes endpoints, Envoy health checks).
+   * 0 locally; the Helm chart sets a few seconds.
+   */
+  SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
 });
 
-export const metricsEnv = z.object({
-  /** Port of the Prometheus `/metrics` listener; 0 picks a free port, unset turns it off. */
-  METRICS_PORT: port.optional(),
+export const adminEnv = z.object({
+  /** The admin port: Prometheus `/metrics` and the probes `/livez` and `/readyz`; 0 picks a free port, unset turns it off. */
+  ADMIN_PORT: port.optional(),
 });
 
 /**
@@ -152,7 +167,7 @@ export const serviceEnv = z.object({
   ...publicUrlsEnv.shape,
   ...storageEnv.shape,
   ...logEnv.shape,
-  ...metricsEnv.shape,
+  ...adminEnv.shape,
   ...shutdownEnv.shape,
   ...grpcDeadlineEnv.shape,
 });

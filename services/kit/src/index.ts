@@ -2,6 +2,7 @@ export * from './config.js';
 export * from './context.js';
 export * from './log.js';
 export * from './metrics.js';
+export * from './admin.js';
 export * from './problems.js';
 export * from './text.js';
 export * from './lifecycle.js';

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { type Dependency, Probes, startAdminServer } from './admin.js';
 import type { Logger } from './log.js';
 
 /**
@@ -13,6 +14,23 @@ export async function closeHttpServer(server: Server, graceMs: number): Promise<
   timer.unref();
   await closed;
   clearTimeout(timer);
+}
+
+/**
+ * The first step of an HTTP server's shutdown, while it still serves: every answer from now on says
+ * `Connection: close` and idle keep-alive sockets are closed, so proxies in front open their next
+ * connection to another replica instead of reusing one to this process.
+ */
+export function leaveKeepAlive(server: Server): void {
+  server.prependListener('request', (_req, res) => {
+    if (!res.headersSent) res.setHeader('connection', 'close');
+  });
+  server.closeIdleConnections();
+}
+
+/** Waits `ms` (the shutdown delay, during which readiness is already false). */
+export function pause(ms: number): Promise<void> {
+  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /**
@@ -41,4 +59,30 @@ export function exitOnSignal(log: Logger, stop: () => Promise<void>): void {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+}
+
+/** A started service, as its `main.ts` runs it until a signal. */
+export interface RunningService {
+  /** What `/readyz` checks. */
+  dependencies: Dependency[];
+  /** The first step of shutdown, while still serving (gRPC NOT_SERVING, connections closed after answers). */
+  drain(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * A service process's life after start: the admin port (`ADMIN_PORT`: /metrics, /livez, /readyz),
+ * then on SIGTERM: not ready first, so balancers stop sending, while still serving for
+ * `SHUTDOWN_DELAY_MS`; then in-flight work finishes within `SHUTDOWN_GRACE_MS`; then exit.
+ */
+export async function runUntilSignal(service: RunningService, config: { ADMIN_PORT?: number | undefined; SHUTDOWN_DELAY_MS: number }, log: Logger): Promise<void> {
+  const probes = new Probes(service.dependencies);
+  const admin = config.ADMIN_PORT === undefined ? undefined : await startAdminServer(config.ADMIN_PORT, '0.0.0.0', probes);
+  exitOnSignal(log, async () => {
+    probes.drain();
+    service.drain();
+    await pause(config.SHUTDOWN_DELAY_MS);
+    await service.stop();
+    if (admin) await closeHttpServer(admin.server, 1_000);
+  });
 }

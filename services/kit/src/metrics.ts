@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
 
 /** One registry per process; every metric carries the `service` label, so embedded mode stays readable. */
@@ -42,30 +40,6 @@ export const feedbackReceived = new client.Counter({
   help: 'Reports received through POST {api_url}/agent/feedback.',
   registers: [registry],
 });
-
-/** Serves `GET /metrics` in the Prometheus text format on its own port, away from the public router. */
-export async function startMetricsServer(port: number, host = '0.0.0.0'): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    if (req.method === 'GET' && req.url === '/metrics') {
-      registry
-        .metrics()
-        .then((body) => {
-          res.writeHead(200, { 'content-type': registry.contentType });
-          res.end(body);
-        })
-        .catch(() => {
-          res.writeHead(500).end();
-        });
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('metrics are at /metrics\n');
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  return { server, port: (server.address() as AddressInfo).port };
-}
 
 export const liveSubscribers = new client.Gauge({
   name: 'agentroom_live_subscribers',

@@ -1,4 +1,4 @@
-import { createLogger, type Logger, cursorSecretOrRandom, openRedis } from '@agentroom/kit';
+import { createLogger, type Dependency, grpcDependency, type Logger, cursorSecretOrRandom, openRedis } from '@agentroom/kit';
 import type { MessagingConfig } from './config.js';
 import { RoomGateway } from './room.gateway.js';
 import { createMessagingGrpcServer } from './server.js';
@@ -17,6 +17,10 @@ export interface RunningMessaging {
   /** The bound gRPC port (useful when the address asked for port 0). */
   port: number;
   store: MessagingStore;
+  /** What `/readyz` checks: the store and the room service. */
+  dependencies: Dependency[];
+  /** NOT_SERVING from now on, while calls are still served: the first step of shutdown. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -29,10 +33,14 @@ export async function start(config: MessagingConfig, log: Logger = createLogger(
   const port = await server.listen(config.MESSAGING_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
   log.info({ port, storage: store.kind }, 'messaging service ready');
+  const roomHealth = grpcDependency('room', config.ROOM_ADDR);
   return {
     port,
     store,
+    dependencies: [{ name: redis ? 'redis' : 'memory', check: () => store.ping() }, roomHealth],
+    drain: () => server.beginDrain(),
     async stop() {
+      roomHealth.close();
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       await store.close();
       room.close();

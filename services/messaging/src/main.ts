@@ -1,16 +1,11 @@
-import { closeHttpServer, createLogger, exitOnSignal, exitOnStartupFailure, loadConfigOrExit, startMetricsServer } from '@agentroom/kit';
+import { createLogger, exitOnStartupFailure, loadConfigOrExit, runUntilSignal } from '@agentroom/kit';
 import { messagingEnv, start } from './index.js';
 
 const config = loadConfigOrExit(messagingEnv, 'messaging');
 const log = createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT);
 try {
-  const messaging = await start(config, log);
-  const metrics = config.METRICS_PORT === undefined ? undefined : await startMetricsServer(config.METRICS_PORT);
-  exitOnSignal(log, async () => {
-    await messaging.stop();
-    if (metrics) await closeHttpServer(metrics.server, 1_000);
-  });
+  await runUntilSignal(await start(config, log), config, log);
 } catch (error) {
   // A busy port, Redis unreachable…: one line that says what to do, and exit 1.
-  exitOnStartupFailure('messaging', error, log, { ports: { METRICS_PORT: config.METRICS_PORT } });
+  exitOnStartupFailure('messaging', error, log, { ports: { ADMIN_PORT: config.ADMIN_PORT } });
 }

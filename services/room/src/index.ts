@@ -1,4 +1,4 @@
-import { openRedis, createLogger, type Logger, cursorSecretOrRandom } from '@agentroom/kit';
+import { openRedis, createLogger, type Dependency, type Logger, cursorSecretOrRandom } from '@agentroom/kit';
 import type { RoomConfig } from './config.js';
 import { createRoomGrpcServer } from './server.js';
 import type { RoomStore } from './store.js';
@@ -17,6 +17,10 @@ export interface RunningRoom {
   /** The bound gRPC port (useful when the address asked for port 0). */
   port: number;
   store: RoomStore;
+  /** What `/readyz` checks: the store. */
+  dependencies: Dependency[];
+  /** NOT_SERVING from now on, while calls are still served: the first step of shutdown. */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -31,6 +35,8 @@ export async function start(config: RoomConfig, log: Logger = createLogger('room
   return {
     port,
     store,
+    dependencies: [{ name: redis ? 'redis' : 'memory', check: () => store.ping() }],
+    drain: () => server.beginDrain(),
     async stop() {
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       await store.close();

@@ -13,6 +13,9 @@ export interface LiveOptions {
 
 const CRLF = Buffer.from('\r\n', 'latin1');
 
+/** How soon a client reconnects when its stream ends because this process shuts down. */
+const SHUTDOWN_RETRY_MS = 250;
+
 /**
  * One SSE frame, encoded once however many streams it goes to: a post fanned out to 10,000
  * subscribers is one buffer written 10,000 times, not 10,000 strings encoded.
@@ -96,6 +99,8 @@ export class SseStream {
       this.res.destroy();
     } else {
       if (event) this.res.write(`event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`);
+      // A replica going away: reconnect soon (EventSource sends Last-Event-ID), and the balancer picks another.
+      if (reason === 'shutdown') this.res.write(`retry: ${SHUTDOWN_RETRY_MS}\n: this server is shutting down; reconnect with Last-Event-ID\n\n`);
       this.res.end();
     }
     this.closed();

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { currentContext, REQUEST_ID_HEADER } from '../context.js';
+import type { Dependency } from '../admin.js';
 import { fromServiceError } from './status.js';
 
 /** Client keepalive: within what SERVER_KEEPALIVE permits, so servers never answer too_many_pings. */
@@ -13,6 +14,13 @@ export const CLIENT_OPTIONS: grpc.ChannelOptions = {
   // defaults back off up to 120 s, and calls meanwhile fail as unavailable.
   'grpc.initial_reconnect_backoff_ms': 250,
   'grpc.max_reconnect_backoff_ms': 1_000,
+  // Every address a name resolves to gets a connection, and calls take them in turn: dialled as
+  // `dns:///room-headless:50051`, one client spreads its calls over every pod behind a headless Service
+  // (grpc-js's default, pick_first, would send them all to the first address).
+  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  // A name is resolved again at most this often (servers close connections after SERVER_KEEPALIVE's
+  // max age, which makes clients re-resolve and find new pods).
+  'grpc.dns_min_time_between_resolutions_ms': 5_000,
 };
 
 /** Metadata for an outgoing call: the current request id crosses the hop. */
@@ -78,4 +86,24 @@ export class HealthChecker {
   close(): void {
     this.client.close();
   }
+}
+
+/**
+ * A peer service as a readiness dependency: ready while grpc.health.v1 says SERVING for it. With
+ * several replicas behind one name, any replica serving is enough (calls go to those that do).
+ */
+export function grpcDependency(name: string, address: string): Dependency & { close(): void } {
+  let checker: HealthChecker | undefined;
+  return {
+    name,
+    async check() {
+      checker ??= new HealthChecker(address);
+      const status = await checker.check();
+      if (status !== 'SERVING') throw new Error(status.toLowerCase().replace('_', ' '));
+    },
+    close() {
+      checker?.close();
+      checker = undefined;
+    },
+  };
 }

@@ -14,6 +14,10 @@ export const SERVER_KEEPALIVE: grpc.ServerOptions = {
   // Accept client pings as often as every 10 s, even with no call in flight.
   'grpc.http2.min_ping_interval_without_data_ms': 10_000,
   'grpc.keepalive_permit_without_calls': 1,
+  // Connections live at most 5 minutes (plus a grace for calls in flight; long watch streams are
+  // resumed by their clients): clients then re-resolve names and spread over replicas added since.
+  'grpc.max_connection_age_ms': 300_000,
+  'grpc.max_connection_age_grace_ms': 30_000,
 };
 
 type UnaryImpl<Req, Res> = (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>;
@@ -151,10 +155,18 @@ export class GrpcServer {
     return this.draining.signal;
   }
 
-  async shutdown(graceMs: number): Promise<void> {
+  /**
+   * The first step of shutdown: NOT_SERVING from now on (the dependency monitor no longer turns it
+   * back), while calls are still served, so clients and probes move away before the server closes.
+   */
+  beginDrain(): void {
     this.stopping = true;
     clearTimeout(this.monitorTimer);
     this.setStatus('NOT_SERVING');
+  }
+
+  async shutdown(graceMs: number): Promise<void> {
+    this.beginDrain();
     this.draining.abort();
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
