@@ -88,7 +88,7 @@ export const logEnv = z.object({
   LOG_FORMAT: z.enum(LOG_FORMATS).default(() => defaultLogFormat()),
 });
 
-const REDIS_URL_HINT = 'use one like redis://127.0.0.1:6379 or rediss://:password@host:6380/0, or unset REDIS_URL for in-memory storage';
+const REDIS_URL_HINT = 'use one like redis://127.0.0.1:6379, rediss://:password@host:6380/0 or (a Redis Cluster) redis+cluster://:password@10.0.0.1:6379,10.0.0.2:6379, or unset REDIS_URL for in-memory storage';
 
 /** A Redis URL ioredis will connect to as written: scheme, a host, a numeric port, at most a database number. */
 const redisUrl = z.string().superRefine((value, context) => {
@@ -96,8 +96,30 @@ const redisUrl = z.string().superRefine((value, context) => {
   if (problem !== undefined) context.addIssue({ code: 'custom', message: `${problem}: ${REDIS_URL_HINT}` });
 });
 
+/**
+ * A Redis Cluster, as `redis+cluster://[:password@]host:port,host:port`: some of its nodes (the
+ * client finds the rest), and the password every node shares. Undefined for a plain Redis URL.
+ */
+export function redisClusterNodes(value: string): { nodes: { host: string; port: number }[]; username?: string; password?: string } | undefined {
+  const match = /^redis\+cluster:\/\/(?:([^:@/]*)(?::([^@/]*))?@)?([^/]+?)\/?$/.exec(value);
+  if (!match) return undefined;
+  const nodes = (match[3] ?? '').split(',').map((node) => {
+    const parts = /^([^:\s,]+):(\d{1,5})$/.exec(node.trim());
+    return parts ? { host: parts[1] as string, port: Number(parts[2]) } : undefined;
+  });
+  if (nodes.length === 0 || nodes.some((node) => node === undefined || node.port < 1 || node.port > 65_535)) return undefined;
+  return {
+    nodes: nodes as { host: string; port: number }[],
+    ...(match[1] ? { username: decodeURIComponent(match[1]) } : {}),
+    ...(match[2] !== undefined ? { password: decodeURIComponent(match[2]) } : {}),
+  };
+}
+
 function redisUrlProblem(value: string): string | undefined {
-  if (!/^rediss?:\/\//.test(value)) return 'must start with redis:// or rediss://';
+  if (value.startsWith('redis+cluster://')) {
+    return redisClusterNodes(value) === undefined ? 'names a Redis Cluster as redis+cluster://[:password@]host:port,host:port (every node with its port)' : undefined;
+  }
+  if (!/^rediss?:\/\//.test(value)) return 'must start with redis://, rediss:// or redis+cluster://';
   let url: URL;
   try {
     url = new URL(value);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, grpcDeadlineEnv, loadConfig, logEnv, publicUrls, publicUrlsEnv, storageEnv, withoutPassword } from '../src/index.js';
+import { ConfigError, grpcDeadlineEnv, loadConfig, logEnv, publicUrls, publicUrlsEnv, redisClusterNodes, storageEnv, withoutPassword } from '../src/index.js';
 
 describe('configuration from the environment', () => {
   it('derives the public URLs from PORT when nothing else is set', () => {
@@ -31,7 +31,7 @@ describe('configuration from the environment', () => {
       message = (error as Error).message;
     }
     expect(message).toContain('PORT="eighty"');
-    expect(message).toContain('REDIS_URL="localhost:6379": must start with redis:// or rediss://');
+    expect(message).toContain('REDIS_URL="localhost:6379": must start with redis://, rediss:// or redis+cluster://');
     expect(message).toContain('GRPC_DEADLINE_MS="5"');
   });
 
@@ -47,6 +47,18 @@ describe('configuration from the environment', () => {
       expect(loadConfig(storageEnv, { REDIS_URL: good }).REDIS_URL).toBe(good);
     }
     expect(loadConfig(storageEnv, { REDIS_URL: '' }).REDIS_URL).toBeUndefined();
+    expect(loadConfig(storageEnv, { REDIS_URL: 'redis+cluster://:s%40cret@10.0.0.1:6379,10.0.0.2:6380' }).REDIS_URL).toBe('redis+cluster://:s%40cret@10.0.0.1:6379,10.0.0.2:6380');
+    expect(redisClusterNodes('redis+cluster://:s%40cret@10.0.0.1:6379,redis-2:6380')).toEqual({
+      nodes: [
+        { host: '10.0.0.1', port: 6379 },
+        { host: 'redis-2', port: 6380 },
+      ],
+      password: 's@cret',
+    });
+    expect(redisClusterNodes('redis://10.0.0.1:6379')).toBeUndefined();
+    for (const bad of ['redis+cluster://', 'redis+cluster://10.0.0.1', 'redis+cluster://10.0.0.1:6379,', 'redis+cluster://10.0.0.1:99999']) {
+      expect(() => loadConfig(storageEnv, { REDIS_URL: bad })).toThrow(/names a Redis Cluster as redis\+cluster:\/\//);
+    }
     for (const bad of ['redis://', 'redis://127.0.0.1:port', 'redis://host:6379/keys', 'http://host:6379']) {
       expect(() => loadConfig(storageEnv, { REDIS_URL: bad })).toThrow(/REDIS_URL=.*use one like redis:\/\/127\.0\.0\.1:6379/);
     }

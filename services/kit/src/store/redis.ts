@@ -1,5 +1,5 @@
 import { Cluster, type ClusterNode, Redis } from 'ioredis';
-import { withoutPassword } from '../config.js';
+import { redisClusterNodes, withoutPassword } from '../config.js';
 import type { Logger } from '../log.js';
 import { StartupError } from '../startup.js';
 
@@ -15,13 +15,17 @@ export type RedisClient = Redis | Cluster;
  * A Cluster client configured like {@link connectRedis}'s single connection (RESP2, fail fast
  * while the cluster is unreachable). `nodes` are some of the cluster's nodes; the rest are found.
  */
-export function connectRedisCluster(nodes: ClusterNode[], name: string, log?: Logger): Cluster {
-  const cluster = new Cluster(nodes, {
-    redisOptions: { protocol: 2, connectionName: name, connectTimeout: 2_000, maxRetriesPerRequest: 1 },
-    clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 250),
-  });
+export function connectRedisCluster(nodes: ClusterNode[], name: string, log?: Logger, auth: { username?: string; password?: string } = {}): Cluster {
+  const cluster = newCluster(nodes, name, auth);
   reportConnectionTrouble(cluster, name, log);
   return cluster;
+}
+
+function newCluster(nodes: ClusterNode[], name: string, auth: { username?: string; password?: string }): Cluster {
+  return new Cluster(nodes, {
+    redisOptions: { protocol: 2, connectionName: name, connectTimeout: 2_000, maxRetriesPerRequest: 1, ...auth },
+    clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 250),
+  });
 }
 
 /**
@@ -94,10 +98,16 @@ function reportConnectionTrouble(redis: RedisClient, name: string, log?: Logger)
  * with one line that says what is wrong (nothing listens, the password is refused…) and what to
  * do, instead of failing its first requests. Nothing is logged until the first answer.
  */
-export async function openRedis(url: string, name: string, log?: Logger): Promise<Redis> {
-  let redis: Redis;
+export async function openRedis(url: string, name: string, log?: Logger): Promise<RedisClient> {
+  let redis: RedisClient;
   try {
-    redis = newRedis(url, name);
+    const cluster = redisClusterNodes(url);
+    if (cluster) {
+      const { nodes, ...auth } = cluster;
+      redis = newCluster(nodes, name, auth);
+    } else {
+      redis = newRedis(url, name);
+    }
   } catch (error) {
     throw new StartupError(`REDIS_URL=${withoutPassword(url)} is not a Redis URL (${(error as Error).message}): use one like redis://127.0.0.1:6379`);
   }
