@@ -238,5 +238,7 @@ export function referencePage(urls: PublicUrls): string {
  */
 export function referenceCsp(urls: PublicUrls): string {
   const api = new URL(urls.apiUrl).origin;
-  return `default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self' ${api}; worker-src 'self' blob:; base-uri 'none'; frame-ancestors 'none'`;
+  // On one origin, 'self' says it all, and the header names no host (the chart's Envoy serves it for any).
+  const connect = api === new URL(urls.siteUrl).origin ? "'self'" : `'self' ${api}`;
+  return `default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src ${connect}; worker-src 'self' blob:; base-uri 'none'; frame-ancestors 'none'`;
 }

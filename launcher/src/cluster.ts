@@ -1,7 +1,12 @@
 // `npm run cluster`: every service as its own process, Redis required, the router in front.
-// The topology of a Kubernetes deployment, on one machine.
+// The topology of a Kubernetes deployment, on one machine. `npm run cluster -- --envoy` puts Envoy
+// (.venv/bin/envoy) on PORT instead of the router, configured as in Kubernetes, from the route table.
 import '@agentroom/gateway/node-version';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   assertPortFree,
@@ -24,6 +29,21 @@ import {
 } from '@agentroom/kit';
 import { z } from 'zod';
 
+// The only flag: anything else is a mistake, said in one line before anything starts.
+const FLAGS = ['--envoy'] as const;
+const unknownFlag = process.argv.slice(2).find((arg) => !(FLAGS as readonly string[]).includes(arg));
+if (unknownFlag !== undefined) {
+  process.stderr.write(`cluster: unknown argument ${JSON.stringify(unknownFlag)}; the only one is --envoy (Envoy on PORT instead of the router): npm run cluster -- --envoy\n`);
+  process.exit(2);
+}
+const withEnvoy = process.argv.includes('--envoy');
+/** The Envoy that `scripts/install-python-tools.sh` installs into the project's virtualenv. */
+const ENVOY_BIN = fileURLToPath(new URL('../../.venv/bin/envoy', import.meta.url));
+if (withEnvoy && !existsSync(ENVOY_BIN)) {
+  process.stderr.write(`cluster: --envoy runs ${ENVOY_BIN}, which is not installed: bash scripts/install-python-tools.sh\n`);
+  process.exit(1);
+}
+
 const clusterEnv = z.object({
   /** How many edge processes the router balances over. */
   EDGE_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
@@ -35,9 +55,14 @@ const clusterEnv = z.object({
 });
 
 const config = loadConfigOrExit(clusterEnv, 'cluster');
+// Envoy's rendering is loaded only when asked for; its variables (the router's) are checked now, before anything starts.
+const gateway = withEnvoy ? await import('@agentroom/gateway/envoy') : undefined;
+const envoyConfig = gateway ? loadConfigOrExit(gateway.envoyEnv, 'cluster') : undefined;
 const log = createLogger('cluster', config.LOG_LEVEL, config.LOG_FORMAT);
 const urls = publicUrls(config);
 let redis: LocalRedis | undefined;
+/** With --envoy: the directory of its bootstrap and documents, removed on stop. */
+let envoyDir: string | undefined;
 let stopping = false;
 /** Set once the cluster is ready: from then on a process that exits is restarted, not fatal. */
 let supervising = false;
@@ -48,6 +73,8 @@ function entry(pkg: string, file: string): string {
 
 /** Where each process serves Prometheus `/metrics` (ADMIN_PORT), by process name. */
 const metrics: Record<string, string> = {};
+/** Each process's ADMIN_PORT, by process name: Envoy health-checks `/readyz` there. */
+const adminPorts: Record<string, number> = {};
 
 /**
  * Restarts after a crash, as a Kubernetes kubelet would: the first after half a second, each next
@@ -58,7 +85,8 @@ const RESTART_BACKOFF = { initialMs: 500, maxMs: 10_000, stableMs: 20_000 } as c
 /** One supervised process: what it runs, its current child, and how its restarts stand. */
 interface Supervised {
   name: string;
-  script: string;
+  command: string;
+  args: string[];
   env: NodeJS.ProcessEnv;
   ipc: boolean;
   child: ChildProcess;
@@ -70,8 +98,8 @@ interface Supervised {
 
 const processes: Supervised[] = [];
 
-function spawnChild(spec: Pick<Supervised, 'script' | 'env' | 'ipc'>): ChildProcess {
-  return spawn(process.execPath, ['--enable-source-maps', spec.script], {
+function spawnChild(spec: Pick<Supervised, 'command' | 'args' | 'env' | 'ipc'>): ChildProcess {
+  return spawn(spec.command, spec.args, {
     env: spec.env,
     stdio: spec.ipc ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'],
   });
@@ -81,12 +109,58 @@ function spawnChild(spec: Pick<Supervised, 'script' | 'env' | 'ipc'>): ChildProc
 async function launch(name: string, script: string, env: Record<string, string>, ipc = false): Promise<ChildProcess> {
   const metricsPort = await freePort();
   metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
+  adminPorts[name] = metricsPort;
   // The same environment on every restart: same ports, same addresses, so peers find it again.
-  const spec = { name, script, env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, ipc };
+  return supervise({ name, command: process.execPath, args: ['--enable-source-maps', script], env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, ipc });
+}
+
+function supervise(spec: Pick<Supervised, 'name' | 'command' | 'args' | 'env' | 'ipc'>): ChildProcess {
   const supervised: Supervised = { ...spec, child: spawnChild(spec), startedAt: Date.now(), restarts: 0, nextDelayMs: RESTART_BACKOFF.initialMs };
   processes.push(supervised);
   watch(supervised);
   return supervised.child;
+}
+
+/** Envoy logs little at `warn`; at `info` it says some fifty lines at every start, which bury the cluster's own. */
+function envoyLogLevel(level: z.output<typeof clusterEnv>['LOG_LEVEL']): string {
+  const levels: Record<typeof level, string> = { trace: 'trace', debug: 'debug', info: 'warn', warn: 'warn', error: 'error', fatal: 'critical', silent: 'off' };
+  return levels[level];
+}
+
+/**
+ * Envoy on PORT in front of the edge processes and auth's pages, as the chart runs it: the
+ * documents rendered into a temporary directory, a bootstrap from the route table, each upstream
+ * process health-checked at `/readyz` on its ADMIN_PORT. Answers Envoy's admin URL once it is live.
+ */
+async function startEnvoy(edges: { port: number; name: string }[], auth: { port: number; name: string }): Promise<{ admin: string; bootstrap: string }> {
+  if (!gateway || !envoyConfig) throw new Error('Envoy was not asked for');
+  const { discoveryDocuments, envoyBootstrap, envoyYaml, writeDocuments } = gateway;
+  envoyDir = await mkdtemp(join(tmpdir(), 'agent-room-envoy-'));
+  const docsDir = join(envoyDir, 'docs');
+  const documents = discoveryDocuments(urls);
+  await writeDocuments(urls, documents, docsDir);
+  const adminPort = await freePort();
+  const endpoint = ({ port: upstreamPort, name }: { port: number; name: string }) => ({ host: '127.0.0.1', port: upstreamPort, healthCheckPort: adminPorts[name] as number });
+  const bootstrap = join(envoyDir, 'envoy.yaml');
+  const rendered = envoyBootstrap({
+    urls,
+    documents,
+    docsDir,
+    listen: { address: '0.0.0.0', port: config.PORT },
+    admin: { address: '127.0.0.1', port: adminPort },
+    edge: edges.map(endpoint),
+    auth: [endpoint(auth)],
+    quotaLimit: envoyConfig.QUOTA_PER_ADDRESS,
+    headersTimeoutMs: envoyConfig.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: envoyConfig.REQUEST_TIMEOUT_MS,
+  });
+  await writeFile(bootstrap, envoyYaml(rendered, `Envoy bootstrap of \`npm run cluster -- --envoy\` for ${urls.siteUrl}, rendered from the route table.`));
+  // One Envoy per cluster, and maybe another cluster's beside it: no shared memory for hot restarts.
+  supervise({ name: 'envoy', command: ENVOY_BIN, args: ['--config-path', bootstrap, '--disable-hot-restart', '--log-level', envoyLogLevel(config.LOG_LEVEL)], env: process.env, ipc: false });
+  const admin = `http://127.0.0.1:${adminPort}`;
+  // Live once its listener is bound and every upstream had its first health check.
+  await waitFor('envoy', async () => (await fetch(`${admin}/ready`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined))?.status === 200);
+  return { admin, bootstrap };
 }
 
 function watch(supervised: Supervised): void {
@@ -167,6 +241,7 @@ async function stop(code: number, failure?: string): Promise<void> {
     }
   }
   await redis?.stop();
+  if (envoyDir !== undefined) await rm(envoyDir, { recursive: true, force: true });
   if (failure === undefined) log.info('cluster stopped');
   else process.stderr.write(`${failure}\n`);
   process.exit(code);
@@ -216,23 +291,30 @@ try {
   authHealth.close();
 
   const edgeUrls: string[] = [];
+  const edges: { port: number; name: string }[] = [];
   for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
     const edgePort = await freePort();
+    edges.push({ port: edgePort, name: `edge-${i + 1}` });
     await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authAddr, MESSAGING_ADDR: messagingAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
     edgeUrls.push(`http://127.0.0.1:${edgePort}`);
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
 
-  const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` }, true);
   const routerUrl = `http://127.0.0.1:${config.PORT}`;
-  // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
-  await listening('router', router);
+  let envoy: { admin: string; bootstrap: string } | undefined;
+  if (withEnvoy) {
+    envoy = await startEnvoy(edges, { port: authHttpPort, name: 'auth' });
+  } else {
+    const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` }, true);
+    // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
+    await listening('router', router);
+  }
 
   supervising = true;
   const pids = Object.fromEntries(processes.map(({ name, child }) => [name, child.pid]));
   log.info(
-    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, redis: redisUrl, metrics, pids },
-    `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and the router, on Redis`,
+    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, ...(envoy ? { envoy } : {}), redis: redisUrl, metrics, pids },
+    `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis`,
   );
 } catch (error) {
   const problem = startupProblem(error, { ports: { PORT: config.PORT } });

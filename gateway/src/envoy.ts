@@ -1,0 +1,593 @@
+// The Envoy v3 bootstrap of a deployment, rendered from the route table: Envoy does in Kubernetes
+// what the local router (router.ts) does for `npm run cluster`, with the same routes, the same
+// documents and headers, the same client address rules and the same problem documents.
+import { isIP } from 'node:net';
+import { corsHeaders, corsPreflightHeaders, type PublicUrls, publicUrls } from '@agentroom/kit';
+import { Document as YamlDocument, isScalar, visit } from 'yaml';
+import { discoveryDocuments, type Document } from './discovery.js';
+import { documentFileNames } from './document-files.js';
+import { CATCH_ALL, matchRoute, resolveRoutes, type ResolvedRoute, ROUTES, type Route } from './routes.js';
+
+/** A JSON value: what the bootstrap is made of. */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+/** One upstream endpoint: a host name (a Kubernetes Service, resolved to its pods) or an IP, with its ports. */
+export interface Endpoint {
+  host: string;
+  port: number;
+  /** Where the process answers `GET /readyz` (its ADMIN_PORT). */
+  healthCheckPort: number;
+}
+
+export interface EnvoyOptions {
+  urls: PublicUrls;
+  /** The gateway's documents by full path (`discoveryDocuments(urls)`): Envoy answers these itself. */
+  documents: ReadonlyMap<string, Document>;
+  /** Where `render.js docs` wrote the documents' bytes, as Envoy sees it. */
+  docsDir: string;
+  listen: { address: string; port: number };
+  /** Envoy's admin interface (`/ready` for probes, stats); reachable by anyone who reaches this address. */
+  admin: { address: string; port: number };
+  edge: readonly Endpoint[];
+  auth: readonly Endpoint[];
+  /**
+   * Edge's `QUOTA_PER_ADDRESS`: Envoy's own answers show it whole in their RateLimit headers (default
+   * 5,000). A string is a placeholder the chart's ConfigMap fills from its values.
+   */
+  quotaLimit?: number | string;
+  /** The coarse guard over everything this Envoy takes: a token bucket, refilled every second. */
+  rateLimit?: { perSecond: number; burst: number };
+  /** How long a request that is not a stream may wait for its whole answer (default 30 s). */
+  upstreamTimeoutSeconds?: number;
+  /** How long a stream (SSE, MCP, A2A) may stay silent before it is cut (default 6 minutes). */
+  streamIdleTimeoutSeconds?: number;
+  /** As the router's HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS (default 10 s and 30 s). */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  /** Open client connections at most (default 50,000). */
+  maxConnections?: number;
+  /**
+   * Proxies in front of Envoy whose X-Forwarded-For entry is believed: 0 when Envoy is the public
+   * edge (the default), 1 behind one ingress controller or load balancer that appends the client's address.
+   */
+  trustedProxyHops?: number | string;
+}
+
+export const ENVOY_DEFAULTS = {
+  quotaLimit: 5_000,
+  rateLimit: { perSecond: 1_000, burst: 2_000 },
+  upstreamTimeoutSeconds: 30,
+  // Longer than the longest heartbeat a live stream may be configured with (LIVE_HEARTBEAT_MS, at most 300 s).
+  streamIdleTimeoutSeconds: 360,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxConnections: 50_000,
+} as const;
+
+/** Node's default, which the router and the services keep: larger request headers get 431. */
+const MAX_REQUEST_HEADERS_KB = 16;
+/** Node's default count of request headers (`maxHeadersCount`); Envoy's own default is 100. */
+const MAX_REQUEST_HEADERS_COUNT = 2_000;
+/**
+ * Upstream connections are dropped after this long unused: under Node's `keepAliveTimeout` (5 s) in
+ * edge and auth, so Envoy never sends a request on a connection that Node is closing.
+ */
+const UPSTREAM_IDLE_SECONDS = 4;
+/** What Envoy's own 503 asks a client to wait. */
+const RETRY_AFTER_SECONDS = 5;
+/** A header set before anything else runs, carrying a fresh id in case the client's must be replaced. */
+const FRESH_ID_HEADER = 'x-gateway-fresh-request-id';
+
+const TYPE = {
+  hcm: 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+  router: 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router',
+  lua: 'type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua',
+  localRateLimit: 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
+  stdout: 'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog',
+  earlyHeaderMutation: 'type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation',
+  uuid: 'type.googleapis.com/envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig',
+  httpOptions: 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+  previousHosts: 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
+  connections: 'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig',
+} as const;
+
+/** A problem Envoy answers itself: `about:blank`, since no service is there to name it (docs/decisions.md §2); as the router's. */
+function ownProblem(status: number, title: string, remedy: string, code: string, extra: JsonObject = {}): JsonObject {
+  return { type: 'about:blank', title, status, code, remedy, ...extra };
+}
+
+function seconds(value: number): string {
+  return `${Number(value.toFixed(3))}s`;
+}
+
+/** A header to set; without `action`, added (Envoy's default, for headers the answer does not have yet). */
+function header(key: string, value: string, action?: 'OVERWRITE_IF_EXISTS_OR_ADD' | 'ADD_IF_ABSENT'): JsonObject {
+  return { header: { key: key.toLowerCase(), value }, ...(action === undefined ? {} : { append_action: action }) };
+}
+
+function headers(values: Record<string, string>): Json[] {
+  // Envoy gives a direct response a `content-type: text/plain` of its own: ours replaces it.
+  return Object.entries(values).map(([key, value]) => header(key, value, key.toLowerCase() === 'content-type' ? 'OVERWRITE_IF_EXISTS_OR_ADD' : undefined));
+}
+
+function methods(regex: string): Json[] {
+  return [{ name: ':method', string_match: { safe_regex: { regex } } }];
+}
+
+const READS = '^(GET|HEAD)$';
+
+/**
+ * Runs first on every request and last on every answer, Envoy's own included:
+ * - a client's request id is kept when it is short and printable, as the services'
+ *   `requestIdFrom` does; otherwise it is replaced by the fresh one set before routing;
+ * - an answer without RateLimit headers is one of Envoy's own (a document, a refusal, a failure),
+ *   which counted no call: it shows the full daily allowance, reset at the next UTC midnight, as the
+ *   router's own answers do (docs/decisions.md §6).
+ */
+function luaSource(quotaLimit: number | string): string {
+  return `-- Rendered by gateway/src/envoy.ts.
+local FRESH = "${FRESH_ID_HEADER}"
+local LIMIT = "${quotaLimit}"
+
+function envoy_on_request(handle)
+  local headers = handle:headers()
+  local id = headers:get("x-request-id")
+  local fresh = headers:get(FRESH)
+  headers:remove(FRESH)
+  if fresh ~= nil and (id == nil or #id > 128 or string.find(id, "^[A-Za-z0-9._:%-]+$") == nil) then
+    headers:replace("x-request-id", fresh)
+  end
+end
+
+function envoy_on_response(handle)
+  local headers = handle:headers()
+  if headers:get("ratelimit-limit") == nil then
+    headers:replace("ratelimit-limit", LIMIT)
+    headers:replace("ratelimit-remaining", LIMIT)
+    headers:replace("ratelimit-reset", tostring(86400 - os.time() % 86400))
+  end
+end
+`;
+}
+
+/** Envoy's own failures and refusals, as problem documents (first match wins). */
+function localReplies(): JsonObject {
+  const status = (code: number): JsonObject => ({ status_code_filter: { comparison: { op: 'EQ', value: { default_value: code, runtime_key: `problem_${code}` } } } });
+  const problem = (body: JsonObject): JsonObject => ({ json_format: body, content_type: 'application/problem+json' });
+  // A request that never became one (headers too large) has no id yet: it gets a fresh one here.
+  const requestId = header('x-request-id', '%UNIQUE_ID%', 'ADD_IF_ABSENT');
+  return {
+    mappers: [
+      {
+        filter: status(431),
+        headers_to_add: [requestId],
+        body_format_override: problem(
+          ownProblem(
+            431,
+            'The request headers are too large',
+            'Send at most 16 KiB of request headers: drop cookies and headers this API does not read, and send the token once, as Authorization: Bearer <token>.',
+            'invalid_request',
+          ),
+        ),
+      },
+      {
+        filter: status(408),
+        headers_to_add: [requestId],
+        body_format_override: problem(ownProblem(408, 'The request took too long to arrive', 'Send the whole request at once, then retry.', 'invalid_request')),
+      },
+      {
+        // The coarse guard (local_ratelimit) refused it: it is a safety net, far above any client's quota.
+        filter: status(429),
+        headers_to_add: [requestId, header('retry-after', '1', 'OVERWRITE_IF_EXISTS_OR_ADD')],
+        body_format_override: problem(ownProblem(429, 'Too many requests through the gateway', 'Retry after `Retry-After` seconds, with exponential backoff.', 'rate_limited', { retry_after: 1 })),
+      },
+      {
+        filter: status(400),
+        headers_to_add: [requestId],
+        body_format_override: problem(
+          ownProblem(
+            400,
+            'The request is not valid HTTP',
+            'Send a well-formed HTTP/1.1 request: a request line such as GET /api/v1/posts HTTP/1.1, then headers as Name: value, each line ending in CRLF.',
+            'invalid_request',
+          ),
+        ),
+      },
+      {
+        // Every failure on the way to a service (no healthy endpoint, a refused or reset connection,
+        // an overflow, a timeout) is one answer, as the router gives: the service is unavailable, retry.
+        filter: { status_code_filter: { comparison: { op: 'GE', value: { default_value: 500, runtime_key: 'problem_5xx' } } } },
+        status_code: 503,
+        headers_to_add: [requestId, header('retry-after', String(RETRY_AFTER_SECONDS), 'OVERWRITE_IF_EXISTS_OR_ADD')],
+        body_format_override: problem(
+          ownProblem(503, 'The service behind the gateway is unavailable', 'Retry in a few seconds with exponential backoff.', 'internal', { retry_after: RETRY_AFTER_SECONDS }),
+        ),
+      },
+      {
+        // Any other refusal of Envoy's own (it carries a response flag; the documents' answers carry none).
+        filter: { response_flag_filter: {} },
+        headers_to_add: [requestId],
+        body_format_override: problem({
+          type: 'about:blank',
+          title: 'The gateway refused the request',
+          status: '%RESPONSE_CODE%',
+          code: 'invalid_request',
+          remedy: 'Check the request against the manifest, /.well-known/ai-agent.json, and the OpenAPI document, then retry.',
+        }),
+      },
+    ],
+  };
+}
+
+/** One JSON line per answer, the request id first among equals, as the services log theirs. */
+function accessLog(): Json[] {
+  return [
+    {
+      name: 'envoy.access_loggers.stdout',
+      typed_config: {
+        '@type': TYPE.stdout,
+        log_format: {
+          json_format: {
+            time: '%START_TIME%',
+            level: 'info',
+            service: 'envoy',
+            requestId: '%REQ(X-REQUEST-ID)%',
+            // The path without its query, which may carry a device code.
+            msg: '%REQ(:METHOD)% %PATH(NQ:PATH)% %RESPONSE_CODE% %DURATION% ms',
+            http: { method: '%REQ(:METHOD)%', path: '%PATH(NQ:PATH)%', status: '%RESPONSE_CODE%', durationMs: '%DURATION%' },
+            route: '%ROUTE_NAME%',
+            upstream: { cluster: '%UPSTREAM_CLUSTER%', host: '%UPSTREAM_HOST%' },
+            responseFlags: '%RESPONSE_FLAGS%',
+            details: '%RESPONSE_CODE_DETAILS%',
+          },
+        },
+      },
+    },
+  ];
+}
+
+interface RenderContext {
+  options: EnvoyOptions;
+  routes: readonly ResolvedRoute[];
+  files: ReadonlyMap<string, string>;
+  upstreamTimeout: string;
+  streamIdleTimeout: string;
+}
+
+function forward(name: string, match: JsonObject, upstream: 'edge' | 'auth', streaming: boolean, context: RenderContext): JsonObject {
+  // A stream lasts as long as its client stays: no deadline on the whole answer, only on silence.
+  const timeouts: JsonObject = streaming ? { timeout: '0s', idle_timeout: context.streamIdleTimeout } : { timeout: context.upstreamTimeout };
+  return { name, match, route: { cluster: upstream, ...timeouts } };
+}
+
+function matchOf(route: Pick<ResolvedRoute, 'match' | 'path'>): JsonObject {
+  return route.match === 'exact' ? { path: route.path } : { prefix: route.path };
+}
+
+/** The headers of every document answer, as the router's serveDocument sends them (RateLimit ones come from the Lua filter). */
+function documentHeaders(document: Document): Json[] {
+  return headers({
+    'content-type': document.contentType,
+    'cache-control': `public, max-age=${document.maxAge}`,
+    'x-content-type-options': 'nosniff',
+    ...corsHeaders(),
+    ...document.headers,
+  });
+}
+
+/**
+ * A route of the table whose upstream is the gateway: each document it takes is answered from its
+ * file (GET and HEAD), its preflight with 204, any other method with 405. A path under it with no
+ * document goes to the catch-all, which answers the 404 problem, as the router does.
+ */
+function gatewayRoutes(route: ResolvedRoute, context: RenderContext): JsonObject[] {
+  const paths = [...context.options.documents.keys()].filter((path) => matchRoute(context.routes, route.host, path) === route).sort();
+  const allow = { allow: 'GET, HEAD' };
+  const methodNotAllowed = JSON.stringify(
+    ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.', 'invalid_request'),
+  );
+  const rendered = paths.flatMap((path): JsonObject[] => [
+    {
+      name: `document ${path}`,
+      match: { path, headers: methods(READS) },
+      direct_response: { status: 200, body: { filename: `${context.options.docsDir.replace(/\/$/, '')}/${context.files.get(path) as string}` } },
+      response_headers_to_add: documentHeaders(context.options.documents.get(path) as Document),
+    },
+    {
+      name: `document ${path} preflight`,
+      match: { path, headers: methods('^OPTIONS$') },
+      direct_response: { status: 204 },
+      response_headers_to_add: headers({ ...corsHeaders(), ...corsPreflightHeaders(), ...allow }),
+    },
+    {
+      name: `document ${path} other methods`,
+      match: { path },
+      direct_response: { status: 405, body: { inline_string: methodNotAllowed } },
+      response_headers_to_add: headers({ ...corsHeaders(), ...allow, 'content-type': 'application/problem+json' }),
+    },
+  ]);
+  if (route.match === 'prefix' || paths.length === 0) rendered.push(forward(`${CATCH_ALL} ${route.path} (no document)`, matchOf(route), CATCH_ALL, false, context));
+  return rendered;
+}
+
+function routesFor(routes: readonly ResolvedRoute[], context: RenderContext): JsonObject[] {
+  const rendered = routes.flatMap((route) =>
+    route.upstream === 'gateway' ? gatewayRoutes(route, context) : [forward(`${route.upstream} ${route.path}`, matchOf(route), route.upstream, route.streaming, context)],
+  );
+  // Unmatched: edge answers the 404 problem with RateLimit headers.
+  rendered.push(forward(`${CATCH_ALL} (unmatched)`, { prefix: '/' }, CATCH_ALL, false, context));
+  return rendered;
+}
+
+/** Retries only where repeating cannot do harm: reads (GET, HEAD) that failed before any answer began, on another endpoint. */
+const RETRY_POLICY: JsonObject = {
+  retry_on: 'connect-failure,refused-stream,reset',
+  num_retries: 2,
+  retriable_request_headers: methods(READS),
+  retry_host_predicate: [{ name: 'envoy.retry_host_predicates.previous_hosts', typed_config: { '@type': TYPE.previousHosts } }],
+  host_selection_retry_max_attempts: 3,
+};
+
+/**
+ * Site and API on one host: one virtual host takes every request, routed by path. Apart: one per
+ * host (the site's routes on the site's host, the API's on the API's), and any other host gets the
+ * catch-all, as `resolveRoutes` and `matchRoute` place them.
+ */
+function virtualHosts(context: RenderContext): Json[] {
+  const hosts = [...new Set(context.routes.map((route) => route.host))];
+  const vhost = (name: string, domains: string[], routes: JsonObject[]): JsonObject => ({ name, domains, routes, retry_policy: RETRY_POLICY });
+  if (hosts.length === 1 && hosts[0] === undefined) return [vhost('public', ['*'], routesFor(context.routes, context))];
+  return [
+    ...hosts.map((host) => {
+      if (host === undefined) throw new Error('a route without a host among routes with hosts');
+      return vhost(host, [host], routesFor(context.routes.filter((route) => route.host === host), context));
+    }),
+    vhost('any other host', ['*'], routesFor([], context)),
+  ];
+}
+
+function httpConnectionManager(context: RenderContext): JsonObject {
+  const { options } = context;
+  const rateLimit = options.rateLimit ?? ENVOY_DEFAULTS.rateLimit;
+  const everyone = { default_value: { numerator: 100, denominator: 'HUNDRED' } };
+  return {
+    '@type': TYPE.hcm,
+    stat_prefix: 'public',
+    codec_type: 'AUTO',
+    // Envoy is the public edge: the client is the socket's peer (or what the trusted proxies in front
+    // of it say), never what a header from the client claims.
+    use_remote_address: true,
+    xff_num_trusted_hops: options.trustedProxyHops ?? 0,
+    // A client's X-Request-Id is kept (when valid, see the Lua filter); one is made when absent, and
+    // every answer carries it. Ids are left as they are (no trace bits packed in).
+    preserve_external_request_id: true,
+    always_set_request_id_in_response: true,
+    request_id_extension: { typed_config: { '@type': TYPE.uuid, pack_trace_reason: false, use_request_id_for_trace_sampling: false } },
+    early_header_mutation_extensions: [
+      {
+        name: 'envoy.http.early_header_mutation.header_mutation',
+        typed_config: { '@type': TYPE.earlyHeaderMutation, mutations: [{ append: header(FRESH_ID_HEADER, '%UNIQUE_ID%', 'OVERWRITE_IF_EXISTS_OR_ADD') }] },
+      },
+    ],
+    // No `server: envoy`: upstreams' answers go as they came, Envoy's own carry none.
+    server_header_transformation: 'PASS_THROUGH',
+    normalize_path: true,
+    max_request_headers_kb: MAX_REQUEST_HEADERS_KB,
+    common_http_protocol_options: { max_headers_count: MAX_REQUEST_HEADERS_COUNT, idle_timeout: '65s' },
+    // Slow clients (docs/decisions.md §6): the headers within 10 s, the whole request within 30 s, else 408.
+    request_headers_timeout: seconds((options.headersTimeoutMs ?? ENVOY_DEFAULTS.headersTimeoutMs) / 1000),
+    request_timeout: seconds((options.requestTimeoutMs ?? ENVOY_DEFAULTS.requestTimeoutMs) / 1000),
+    access_log: accessLog(),
+    local_reply_config: localReplies(),
+    http_filters: [
+      { name: 'envoy.filters.http.lua', typed_config: { '@type': TYPE.lua, default_source_code: { inline_string: luaSource(options.quotaLimit ?? ENVOY_DEFAULTS.quotaLimit) } } },
+      {
+        name: 'envoy.filters.http.local_ratelimit',
+        typed_config: {
+          '@type': TYPE.localRateLimit,
+          stat_prefix: 'public_guard',
+          token_bucket: { max_tokens: rateLimit.burst, tokens_per_fill: rateLimit.perSecond, fill_interval: '1s' },
+          filter_enabled: { ...everyone, runtime_key: 'public_guard_enabled' },
+          filter_enforced: { ...everyone, runtime_key: 'public_guard_enforced' },
+        },
+      },
+      // No x-envoy-* headers to upstreams or clients: they are Envoy's business.
+      { name: 'envoy.filters.http.router', typed_config: { '@type': TYPE.router, suppress_envoy_headers: true } },
+    ],
+    route_config: {
+      name: 'routes',
+      // The largest document (the API reference's script, some MB) is answered from memory.
+      max_direct_response_body_size_bytes: directResponseLimit(options.documents),
+      // As the router's stampForwarding: X-Forwarded-For is the client's address alone (a client's own
+      // is dropped, not appended to), so edge and auth, trusting the proxy hop they get it from, see
+      // the real client, and no client can claim another address.
+      request_headers_to_add: [header('x-forwarded-for', '%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%', 'OVERWRITE_IF_EXISTS_OR_ADD'), header('x-forwarded-host', '%REQ(:AUTHORITY)%', 'OVERWRITE_IF_EXISTS_OR_ADD')],
+      request_headers_to_remove: ['x-envoy-external-address'],
+      virtual_hosts: virtualHosts(context),
+    },
+  };
+}
+
+const MIB = 1024 * 1024;
+
+/** Twice the largest document, in whole MiB: room for a deployment whose longer URLs make documents grow. */
+function directResponseLimit(documents: ReadonlyMap<string, Document>): number {
+  const largest = Math.max(0, ...[...documents.values()].map((document) => document.body.length));
+  return Math.max(1, Math.ceil((2 * largest) / MIB)) * MIB;
+}
+
+function cluster(name: 'edge' | 'auth', endpoints: readonly Endpoint[], maxConnections: number): JsonObject {
+  if (endpoints.length === 0) throw new Error(`no ${name} endpoint to send to`);
+  // IPs need no resolving; a name (a headless Kubernetes Service) is looked up every 5 s (Envoy's
+  // default), each address it answers an endpoint of its own.
+  const resolved = endpoints.every((endpoint) => isIP(endpoint.host) !== 0);
+  return {
+    name,
+    type: resolved ? 'STATIC' : 'STRICT_DNS',
+    ...(resolved ? {} : { dns_lookup_family: 'V4_PREFERRED' }),
+    connect_timeout: '2s',
+    // Long streams stay on their endpoint: the least busy one takes the next request.
+    lb_policy: 'LEAST_REQUEST',
+    per_connection_buffer_limit_bytes: 32_768,
+    load_assignment: {
+      cluster_name: name,
+      endpoints: [
+        {
+          lb_endpoints: endpoints.map((endpoint) => ({
+            endpoint: { address: { socket_address: { address: endpoint.host, port_value: endpoint.port } }, health_check_config: { port_value: endpoint.healthCheckPort } },
+          })),
+        },
+      ],
+    },
+    // A pod that says it is not ready (starting, draining after SIGTERM, a dependency down) gets no new requests.
+    health_checks: [
+      {
+        timeout: '1s',
+        interval: '5s',
+        no_traffic_interval: '5s',
+        unhealthy_threshold: 2,
+        healthy_threshold: 1,
+        http_health_check: { path: '/readyz' },
+      },
+    ],
+    // A pod gone from DNS leaves at once, whatever its last health check said.
+    ignore_health_on_host_removal: true,
+    // An endpoint that keeps failing (refused connections, 502/503/504) is set aside for a while.
+    outlier_detection: {
+      consecutive_gateway_failure: 3,
+      enforcing_consecutive_gateway_failure: 100,
+      consecutive_5xx: 5,
+      interval: '5s',
+      base_ejection_time: '15s',
+      max_ejection_percent: 50,
+    },
+    // Every live stream holds one upstream request: the defaults (1,024) would refuse streams long
+    // before the listener's connection limit.
+    circuit_breakers: {
+      thresholds: [{ priority: 'DEFAULT', max_connections: maxConnections, max_requests: maxConnections, max_pending_requests: 1_024, retry_budget: { budget_percent: { value: 20 }, min_retry_concurrency: 10 } }],
+    },
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': TYPE.httpOptions,
+        common_http_protocol_options: { idle_timeout: `${UPSTREAM_IDLE_SECONDS}s` },
+        explicit_http_config: { http_protocol_options: {} },
+      },
+    },
+  };
+}
+
+/** The bootstrap, as a plain object (write it with `envoyYaml`). */
+export function envoyBootstrap(options: EnvoyOptions, table: readonly Route[] = ROUTES): JsonObject {
+  const context: RenderContext = {
+    options,
+    routes: resolveRoutes(options.urls, table),
+    files: documentFileNames(options.urls, options.documents.keys()),
+    upstreamTimeout: seconds(options.upstreamTimeoutSeconds ?? ENVOY_DEFAULTS.upstreamTimeoutSeconds),
+    streamIdleTimeout: seconds(options.streamIdleTimeoutSeconds ?? ENVOY_DEFAULTS.streamIdleTimeoutSeconds),
+  };
+  const maxConnections = options.maxConnections ?? ENVOY_DEFAULTS.maxConnections;
+  return {
+    node: { id: 'agent-room-gateway', cluster: 'agent-room' },
+    // Envoy's own log lines as JSON, like every other process's.
+    application_log_config: { log_format: { json_format: { time: '%Y-%m-%dT%T.%eZ', level: '%l', service: 'envoy', logger: '%n', msg: '%j' } } },
+    admin: { address: { socket_address: { address: options.admin.address, port_value: options.admin.port } } },
+    static_resources: {
+      listeners: [
+        {
+          name: 'public',
+          address: { socket_address: { address: options.listen.address, port_value: options.listen.port } },
+          per_connection_buffer_limit_bytes: 32_768,
+          filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(context) }] }],
+        },
+      ],
+      clusters: [cluster('edge', options.edge, maxConnections), cluster('auth', options.auth, maxConnections)],
+    },
+    overload_manager: {
+      resource_monitors: [
+        { name: 'envoy.resource_monitors.global_downstream_max_connections', typed_config: { '@type': TYPE.connections, max_active_downstream_connections: maxConnections } },
+      ],
+    },
+  };
+}
+
+/** The bootstrap as YAML, under a comment that says where it comes from. */
+export function envoyYaml(bootstrap: JsonObject, comment: string): string {
+  const document = new YamlDocument(bootstrap, { aliasDuplicateObjects: false });
+  // Small objects and lists of plain values on one line each ({key: ..., value: ...}): the file stays readable.
+  const plain = (node: unknown): boolean => isScalar(node) && !(typeof node.value === 'string' && node.value.includes('\n'));
+  visit(document, {
+    Map(_key, node) {
+      if (node.items.length <= 4 && node.items.every((pair) => plain(pair.value))) node.flow = true;
+    },
+    Seq(_key, node) {
+      if (node.items.every(plain)) node.flow = true;
+    },
+  });
+  document.commentBefore = comment
+    .split('\n')
+    .map((line) => (line === '' ? '' : ` ${line}`))
+    .join('\n');
+  return document.toString({ lineWidth: 0, blockQuote: 'literal' });
+}
+
+/**
+ * The layout the chart's bootstrap is rendered for. Only the paths count (site at `/`, API at `/api`,
+ * one host for both): the documents' bytes are rendered in the pod, with the deployment's own URLs.
+ */
+export const CHART_URLS: PublicUrls = publicUrls({ PORT: 8080, SITE_URL: undefined, API_URL: undefined });
+
+/** What the chart's ConfigMap replaces with `<fullname>-edge` and `<fullname>-auth`. */
+export const CHART_EDGE_HOST = '__EDGE_HOST__';
+export const CHART_AUTH_HOST = '__AUTH_HOST__';
+/** What the chart's ConfigMap replaces with edge's `QUOTA_PER_ADDRESS` and `envoy.trustedProxyHops`. */
+export const CHART_QUOTA_LIMIT = '__QUOTA_PER_ADDRESS__';
+export const CHART_TRUSTED_PROXY_HOPS = '__TRUSTED_PROXY_HOPS__';
+/** Where the chart's init container writes the documents, in the Envoy pod. */
+export const CHART_DOCS_DIR = '/etc/agent-room/docs';
+
+/**
+ * The chart's bootstrap (`charts/agent-room/files/envoy.yaml`): listener 8080, admin 9901 on every
+ * address (the kubelet probes `/ready` on the pod's IP), edge on 8080 and auth on 8081 of their
+ * Services' pods, each checked at `/readyz` on 9090. Rendered for the layout the chart deploys: site
+ * and API on one host, the API at `/api` (SITE_URL=https://host, API_URL=https://host/api).
+ */
+export function chartBootstrap(): JsonObject {
+  return envoyBootstrap({
+    urls: CHART_URLS,
+    documents: discoveryDocuments(CHART_URLS),
+    docsDir: CHART_DOCS_DIR,
+    listen: { address: '0.0.0.0', port: 8080 },
+    admin: { address: '0.0.0.0', port: 9901 },
+    edge: [{ host: CHART_EDGE_HOST, port: 8080, healthCheckPort: 9090 }],
+    auth: [{ host: CHART_AUTH_HOST, port: 8081, healthCheckPort: 9090 }],
+    quotaLimit: CHART_QUOTA_LIMIT,
+    trustedProxyHops: CHART_TRUSTED_PROXY_HOPS,
+  });
+}
+
+/** The chart's bootstrap with its placeholders filled as the ConfigMap fills them (for checks). */
+export function fillChartPlaceholders(yaml: string, values: { edgeHost: string; authHost: string; quotaLimit: number; trustedProxyHops: number }): string {
+  return yaml
+    .replaceAll(CHART_EDGE_HOST, values.edgeHost)
+    .replaceAll(CHART_AUTH_HOST, values.authHost)
+    .replaceAll(CHART_QUOTA_LIMIT, String(values.quotaLimit))
+    .replaceAll(CHART_TRUSTED_PROXY_HOPS, String(values.trustedProxyHops));
+}
+
+/** Where the chart's bootstrap lives, from the repository's root. */
+export const CHART_ENVOY_FILE = 'charts/agent-room/files/envoy.yaml';
+
+/** The chart's bootstrap file, as `npm run render:envoy` writes it. */
+export function chartEnvoyYaml(): string {
+  return envoyYaml(
+    chartBootstrap(),
+    [
+      'Envoy bootstrap of the Agent Room chart: the public gateway, rendered from the route table',
+      '(gateway/src/routes.ts) by gateway/src/envoy.ts. Do not edit: run `npm run render:envoy`.',
+      'The ConfigMap fills the upper-case placeholders: the edge and auth Services, edge\'s per-address',
+      'quota (for Envoy\'s own RateLimit headers) and how many proxies in front of Envoy are trusted;',
+      `the documents are files in ${CHART_DOCS_DIR}, written by \`node gateway/dist/render.js docs\`.`,
+    ].join('\n'),
+  );
+}

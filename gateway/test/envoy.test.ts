@@ -1,0 +1,352 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, type PublicUrls, publicUrls, uncountedQuota } from '@agentroom/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { discoveryDocuments } from '../src/discovery.js';
+import { documentFileName, writeDocuments } from '../src/document-files.js';
+import { CHART_DOCS_DIR, CHART_ENVOY_FILE, chartEnvoyYaml, envoyBootstrap, envoyYaml, fillChartPlaceholders, type Json } from '../src/envoy.js';
+import { matchRoute, resolveRoutes } from '../src/routes.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const ENVOY = join(root, '.venv/bin/envoy');
+
+function envoyBin(): string {
+  if (!existsSync(ENVOY)) throw new Error(`${ENVOY} is missing: install it with \`bash scripts/install-python-tools.sh\``);
+  return ENVOY;
+}
+
+/**
+ * Envoy's own verdict on a bootstrap: loads every listener, cluster, route and document file, starts
+ * nothing. A field Envoy is about to drop fails too, so the bootstrap keeps up with Envoy's releases.
+ */
+function validate(file: string): void {
+  const result = spawnSync(envoyBin(), ['--mode', 'validate', '-c', file, '--log-level', 'warn', '--disable-hot-restart'], { encoding: 'utf8' });
+  const said = `envoy --mode validate -c ${file}:\n${result.stdout}\n${result.stderr}`;
+  expect(result.status, said).toBe(0);
+  expect(`${result.stdout}${result.stderr}`, said).not.toMatch(/deprecated/i);
+}
+
+interface RouteEntry {
+  name: string;
+  match: { path?: string; prefix?: string; headers?: unknown[] };
+  route?: { cluster: string; timeout: string; idle_timeout?: string };
+  direct_response?: { status: number; body?: { filename?: string; inline_string?: string } };
+}
+
+interface VirtualHost {
+  name: string;
+  domains: string[];
+  routes: RouteEntry[];
+}
+
+type Bootstrap = {
+  static_resources: {
+    listeners: { filter_chains: { filters: { typed_config: { route_config: { virtual_hosts: VirtualHost[] } } }[] }[] }[];
+    clusters: { name: string; type: string; load_assignment: { endpoints: { lb_endpoints: { endpoint: { address: { socket_address: { address: string; port_value: number } }; health_check_config: { port_value: number } } }[] }[] } }[];
+  };
+  admin: { address: { socket_address: { address: string; port_value: number } } };
+};
+
+function virtualHostsOf(bootstrap: Json | Bootstrap): VirtualHost[] {
+  return (bootstrap as Bootstrap).static_resources.listeners[0]!.filter_chains[0]!.filters[0]!.typed_config.route_config.virtual_hosts;
+}
+
+/**
+ * Every route of the table, placed at `urls`, is in the bootstrap: a service's route forwards to its
+ * cluster (streams without a deadline), each gateway document is answered from its file.
+ */
+function expectEveryRoute(bootstrap: Json | Bootstrap, urls: PublicUrls, docsDir: string): void {
+  const hosts = virtualHostsOf(bootstrap);
+  const resolved = resolveRoutes(urls);
+  const documents = discoveryDocuments(urls);
+  for (const route of resolved) {
+    const vhost = hosts.find((candidate) => candidate.domains.includes(route.host ?? '*'));
+    expect(vhost, `a virtual host for ${route.host ?? 'every host'}`).toBeDefined();
+    const key = route.match === 'exact' ? 'path' : 'prefix';
+    if (route.upstream === 'gateway') {
+      const paths = [...documents.keys()].filter((path) => matchRoute(resolved, route.host, path) === route);
+      for (const path of paths) {
+        const served = vhost!.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200);
+        expect(served?.direct_response?.body?.filename, path).toBe(`${docsDir}/${documentFileName(urls, path)}`);
+      }
+      if (route.match === 'prefix') expect(vhost!.routes.find((entry) => entry.match.prefix === route.path)?.route?.cluster).toBe('edge');
+      continue;
+    }
+    const entry = vhost!.routes.find((candidate) => candidate.match[key] === route.path && candidate.route !== undefined);
+    expect(entry?.route?.cluster, `${route.upstream} ${route.path}`).toBe(route.upstream);
+    if (route.streaming) expect(entry?.route).toMatchObject({ timeout: '0s', idle_timeout: '360s' });
+    else expect(entry?.route?.timeout).toBe('30s');
+  }
+  // The catch-all, last on every host: edge answers the 404 problem.
+  for (const vhost of hosts) expect(vhost.routes.at(-1)).toMatchObject({ match: { prefix: '/' }, route: { cluster: 'edge' } });
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'envoy-test-'));
+
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('the Envoy bootstrap', () => {
+  it('renders, for one origin with edge replicas, a bootstrap Envoy accepts, with every route of the table', async () => {
+    const urls = publicUrls({ PORT: 8080, SITE_URL: undefined, API_URL: undefined });
+    const documents = discoveryDocuments(urls);
+    const docsDir = join(scratch, 'local-docs');
+    await writeDocuments(urls, documents, docsDir);
+    const bootstrap = envoyBootstrap({
+      urls,
+      documents,
+      docsDir,
+      listen: { address: '127.0.0.1', port: 8080 },
+      admin: { address: '127.0.0.1', port: 9901 },
+      edge: [
+        { host: '127.0.0.1', port: 8081, healthCheckPort: 9091 },
+        { host: '127.0.0.1', port: 8082, healthCheckPort: 9092 },
+      ],
+      auth: [{ host: '127.0.0.1', port: 8083, healthCheckPort: 9093 }],
+    });
+    const file = join(scratch, 'local.yaml');
+    writeFileSync(file, envoyYaml(bootstrap, 'local form'));
+    validate(file);
+    expect(virtualHostsOf(bootstrap).map((vhost) => vhost.domains)).toEqual([['*']]);
+    expectEveryRoute(bootstrap, urls, docsDir);
+    const edge = (bootstrap as unknown as Bootstrap).static_resources.clusters.find((cluster) => cluster.name === 'edge');
+    expect(edge?.type).toBe('STATIC');
+    expect(edge?.load_assignment.endpoints[0]?.lb_endpoints.map(({ endpoint }) => [endpoint.address.socket_address.port_value, endpoint.health_check_config.port_value])).toEqual([
+      [8081, 9091],
+      [8082, 9092],
+    ]);
+  });
+
+  it('places the routes on two virtual hosts when the site and the API live on different hosts', async () => {
+    const urls: PublicUrls = { siteUrl: 'https://room.example', apiUrl: 'https://api.room.example', baseUrl: 'https://api.room.example/v1' };
+    const documents = discoveryDocuments(urls);
+    const docsDir = join(scratch, 'split-docs');
+    await writeDocuments(urls, documents, docsDir);
+    const bootstrap = envoyBootstrap({
+      urls,
+      documents,
+      docsDir,
+      listen: { address: '0.0.0.0', port: 8080 },
+      admin: { address: '127.0.0.1', port: 9901 },
+      edge: [{ host: 'edge.internal', port: 8080, healthCheckPort: 9090 }],
+      auth: [{ host: 'auth.internal', port: 8081, healthCheckPort: 9090 }],
+    });
+    const file = join(scratch, 'split.yaml');
+    writeFileSync(file, envoyYaml(bootstrap, 'split form'));
+    validate(file);
+    const hosts = virtualHostsOf(bootstrap);
+    expect(hosts.map((vhost) => vhost.domains)).toEqual([['room.example'], ['api.room.example'], ['*']]);
+    expectEveryRoute(bootstrap, urls, docsDir);
+    // The REST API is on the API's host only; on the site's host, /v1/ goes to the catch-all.
+    expect(hosts[1]!.routes.some((entry) => entry.match.prefix === '/v1/')).toBe(true);
+    expect(hosts[0]!.routes.some((entry) => entry.match.prefix === '/v1/')).toBe(false);
+    expect(hosts[0]!.routes.some((entry) => entry.match.path === '/.well-known/ai-agent.json')).toBe(true);
+    expect((bootstrap as unknown as Bootstrap).static_resources.clusters.map((cluster) => cluster.type)).toEqual(['STRICT_DNS', 'STRICT_DNS']);
+  });
+
+  it('keeps the chart\'s bootstrap as a fresh rendering makes it, and Envoy accepts it', async () => {
+    const committed = join(root, CHART_ENVOY_FILE);
+    const fresh = chartEnvoyYaml();
+    expect(existsSync(committed), `${CHART_ENVOY_FILE} is missing: run \`npm run render:envoy\``).toBe(true);
+    expect(readFileSync(committed, 'utf8') === fresh, `${CHART_ENVOY_FILE} differs from a fresh rendering of the route table: run \`npm run render:envoy\` and commit the result`).toBe(true);
+
+    const bootstrap = parse(fresh) as Bootstrap;
+    expect(bootstrap.admin.address.socket_address).toEqual({ address: '0.0.0.0', port_value: 9901 });
+    const endpoints = Object.fromEntries(
+      bootstrap.static_resources.clusters.map((cluster) => [cluster.name, [cluster.type, cluster.load_assignment.endpoints[0]!.lb_endpoints.map(({ endpoint }) => [endpoint.address.socket_address, endpoint.health_check_config.port_value])]]),
+    );
+    expect(endpoints).toEqual({
+      edge: ['STRICT_DNS', [[{ address: '__EDGE_HOST__', port_value: 8080 }, 9090]]],
+      auth: ['STRICT_DNS', [[{ address: '__AUTH_HOST__', port_value: 8081 }, 9090]]],
+    });
+    const urls = publicUrls({ PORT: 8080, SITE_URL: undefined, API_URL: undefined });
+    expectEveryRoute(bootstrap, urls, CHART_DOCS_DIR);
+
+    // Validated as the pod has it: the documents where the init container writes them (here, a temporary directory).
+    const docsDir = join(scratch, 'chart-docs');
+    await writeDocuments(urls, discoveryDocuments(urls), docsDir);
+    const file = join(scratch, 'chart.yaml');
+    writeFileSync(file, fillChartPlaceholders(fresh, { edgeHost: 'edge.example', authHost: 'auth.example', quotaLimit: 5_000, trustedProxyHops: 1 }).replaceAll(`${CHART_DOCS_DIR}/`, `${docsDir}/`));
+    validate(file);
+  });
+});
+
+describe('render.js', () => {
+  const render = join(root, 'gateway/dist/render.js');
+  const run = (args: string[], env: Record<string, string> = {}) => spawnSync(process.execPath, [render, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+
+  it('writes the documents and a bootstrap that refers to them, which Envoy accepts', () => {
+    const docsDir = join(scratch, 'cli-docs');
+    const env = { SITE_URL: 'https://room.example', API_URL: 'https://room.example/api' };
+    const docs = run(['docs', '--out', docsDir], env);
+    expect(docs.status, docs.stderr).toBe(0);
+    const urls = publicUrls({ PORT: 8080, ...env });
+    for (const [path, document] of discoveryDocuments(urls)) expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(document.body), path).toBe(true);
+
+    const file = join(scratch, 'cli.yaml');
+    const envoy = run(['envoy', '--out', file, '--docs-dir', docsDir, '--edge', '127.0.0.1:8081:9091,127.0.0.1:8082:9092', '--auth', 'auth.internal:8081', '--admin-port', '19901'], env);
+    expect(envoy.status, envoy.stderr).toBe(0);
+    validate(file);
+    const bootstrap = parse(readFileSync(file, 'utf8')) as Bootstrap;
+    expectEveryRoute(bootstrap, urls, docsDir);
+    expect(bootstrap.static_resources.clusters.find((cluster) => cluster.name === 'auth')?.load_assignment.endpoints[0]?.lb_endpoints[0]?.endpoint.health_check_config.port_value).toBe(9090);
+  });
+
+  it('refuses bad arguments with one clear line and exit status 2', () => {
+    const unknown = run(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', '127.0.0.1:1', '--auth', '127.0.0.1:2', '--colour']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr.split('\n')[0]).toMatch(/^render: .*--colour/);
+    const endpoint = run(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', 'edge', '--auth', '127.0.0.1:2']);
+    expect(endpoint.status).toBe(2);
+    expect(endpoint.stderr.split('\n')[0]).toBe('render: --edge "edge": expected HOST:PORT or HOST:PORT:HEALTH_PORT, ports from 1 to 65535');
+    const command = run(['deploy']);
+    expect(command.status).toBe(2);
+    expect(command.stderr.split('\n')[0]).toBe('render: unknown command "deploy": expected docs, envoy or chart');
+    const missing = run(['docs']);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr.split('\n')[0]).toBe('render: --out is required: the directory to write the documents to');
+  });
+});
+
+/** A real Envoy on the rendered bootstrap, in front of upstreams that are down. */
+async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: number }): Promise<{ origin: string; urls: PublicUrls; process: ChildProcess; stop: () => Promise<void> }> {
+  const [port, adminPort, edgePort, authPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const urls = publicUrls({ PORT: port, SITE_URL: undefined, API_URL: undefined });
+  const documents = discoveryDocuments(urls);
+  const docsDir = join(scratch, `${name}-docs`);
+  await writeDocuments(urls, documents, docsDir);
+  const file = join(scratch, `${name}.yaml`);
+  const down = (upstream: number) => [{ host: '127.0.0.1', port: upstream, healthCheckPort: upstream }];
+  writeFileSync(
+    file,
+    envoyYaml(envoyBootstrap({ urls, documents, docsDir, listen: { address: '127.0.0.1', port }, admin: { address: '127.0.0.1', port: adminPort }, edge: down(edgePort), auth: down(authPort), ...(rateLimit ? { rateLimit } : {}) }), name),
+  );
+  const child = spawn(envoyBin(), ['-c', file, '--disable-hot-restart', '--log-level', 'error', '--concurrency', '1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`envoy exited with ${child.exitCode}: ${stderr}`);
+    const ready = await fetch(`http://127.0.0.1:${adminPort}/ready`).catch(() => undefined);
+    if (ready?.status === 200) break;
+    if (Date.now() > deadline) throw new Error(`envoy not ready in 15 s: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { origin: `http://127.0.0.1:${port}`, urls, process: child, stop };
+}
+
+/** The headers every answer Envoy makes itself carries: a request id and a full daily allowance. */
+function expectOwnHeaders(response: Response, limit = 5_000): void {
+  expect(response.headers.get('x-request-id')).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
+  expect(response.headers.get('ratelimit-limit')).toBe(String(limit));
+  expect(response.headers.get('ratelimit-remaining')).toBe(String(limit));
+  expect(Math.abs(Number(response.headers.get('ratelimit-reset')) - uncountedQuota(limit).resetSeconds)).toBeLessThanOrEqual(2);
+}
+
+describe('Envoy on the rendered bootstrap', () => {
+  let envoy: Awaited<ReturnType<typeof startEnvoy>>;
+
+  beforeAll(async () => {
+    envoy = await startEnvoy('running');
+  });
+
+  afterAll(() => envoy?.stop());
+
+  it('answers the documents itself with the router\'s headers: GET, HEAD, the preflight, and 405 otherwise', async () => {
+    const documents = discoveryDocuments(envoy.urls);
+    for (const path of ['/openapi.json', '/developers', '/developers/reference', '/problems/not-found', '/developers/assets/scalar.js']) {
+      const document = documents.get(path)!;
+      const response = await fetch(`${envoy.origin}${path}`);
+      expect(response.status, path).toBe(200);
+      expect(Buffer.from(await response.arrayBuffer()).equals(document.body), path).toBe(true);
+      expect(response.headers.get('content-type')).toBe(document.contentType);
+      expect(response.headers.get('cache-control')).toBe(`public, max-age=${document.maxAge}`);
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('access-control-allow-origin')).toBe('*');
+      for (const [name, value] of Object.entries(document.headers ?? {})) expect(response.headers.get(name), `${path} ${name}`).toBe(value);
+      expect(response.headers.get('server')).toBeNull();
+      expectOwnHeaders(response);
+    }
+    const head = await fetch(`${envoy.origin}/llms.txt`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(documents.get('/llms.txt')!.body.length));
+    expect(await head.text()).toBe('');
+    const preflight = await fetch(`${envoy.origin}/.well-known/ai-agent.json`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('allow')).toBe('GET, HEAD');
+    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, HEAD, POST');
+    expectOwnHeaders(preflight);
+    const refused = await fetch(`${envoy.origin}/openapi.json`, { method: 'POST', body: '{}' });
+    expect(refused.status).toBe(405);
+    expect(refused.headers.get('allow')).toBe('GET, HEAD');
+    expect(refused.headers.get('content-type')).toBe('application/problem+json');
+    expect(await refused.json()).toMatchObject({ status: 405, code: 'invalid_request', remedy: expect.stringContaining('/.well-known/ai-agent.json') });
+    expectOwnHeaders(refused);
+  });
+
+  it('keeps a valid client request id, and replaces one the services would refuse', async () => {
+    const kept = await fetch(`${envoy.origin}/llms.txt`, { headers: { 'x-request-id': 'agent-42:retry.1' } });
+    expect(kept.headers.get('x-request-id')).toBe('agent-42:retry.1');
+    for (const bad of ['has spaces', 'x'.repeat(129), 'semi;colon']) {
+      const replaced = await fetch(`${envoy.origin}/llms.txt`, { headers: { 'x-request-id': bad } });
+      expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    }
+  });
+
+  it('answers 503 problems with Retry-After when the services behind it are down, for reads and writes', async () => {
+    for (const [method, path] of [
+      ['GET', '/api/v1/posts'],
+      ['POST', '/api/v1/posts'],
+      ['GET', '/signin'],
+      ['GET', '/problems/no-such-problem'],
+    ] as const) {
+      const response = await fetch(`${envoy.origin}${path}`, { method, ...(method === 'POST' ? { body: '{"text":"hello"}', headers: { 'content-type': 'application/json' } } : {}) });
+      expect(response.status, `${method} ${path}`).toBe(503);
+      expect(response.headers.get('content-type')).toBe('application/problem+json');
+      expect(response.headers.get('retry-after')).toBe('5');
+      expect(await response.json()).toMatchObject({ type: 'about:blank', status: 503, code: 'internal', retry_after: 5, remedy: expect.any(String) });
+      expectOwnHeaders(response);
+    }
+  });
+
+  it('refuses more than 16 KiB of request headers with a 431 problem', async () => {
+    const response = await fetch(`${envoy.origin}/api/v1/posts`, { headers: { cookie: `c=${'a'.repeat(17 * 1024)}` } });
+    expect(response.status).toBe(431);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(await response.json()).toMatchObject({ status: 431, code: 'invalid_request', remedy: expect.stringContaining('16 KiB') });
+    expectOwnHeaders(response);
+  });
+});
+
+describe('Envoy\'s guard', () => {
+  it('answers a 429 problem once its token bucket is spent', async () => {
+    const envoy = await startEnvoy('guarded', { perSecond: 1, burst: 3 });
+    try {
+      const statuses: number[] = [];
+      let refused: Response | undefined;
+      for (let i = 0; i < 6; i += 1) {
+        const response = await fetch(`${envoy.origin}/llms.txt`);
+        statuses.push(response.status);
+        if (response.status === 429) refused = response;
+        else await response.arrayBuffer();
+      }
+      expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+      expect(statuses).toContain(429);
+      expect(refused?.headers.get('content-type')).toBe('application/problem+json');
+      expect(refused?.headers.get('retry-after')).toBe('1');
+      expect(await refused?.json()).toMatchObject({ status: 429, code: 'rate_limited', retry_after: 1 });
+      expectOwnHeaders(refused!);
+    } finally {
+      await envoy.stop();
+    }
+  });
+});
