@@ -1,0 +1,214 @@
+{{/*
+Names. Object names are "<fullname>-<component>"; the full name is at most 63 - 20 characters, so the
+longest derived name ("<fullname>-messaging-headless") still fits a DNS label.
+*/}}
+{{- define "agent-room.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 43 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "agent-room.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 43 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 43 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 43 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "agent-room.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object; call with (dict "root" $ "component" "room"). */}}
+{{- define "agent-room.labels" -}}
+helm.sh/chart: {{ include "agent-room.chart" .root }}
+{{ include "agent-room.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: agent-room
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The labels a component's pods are selected by (Services, NetworkPolicies, PDBs). */}}
+{{- define "agent-room.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "agent-room.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- if .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+{{- end -}}
+
+{{- define "agent-room.image" -}}
+{{- $image := .Values.image -}}
+{{- if $image.digest -}}
+{{- printf "%s@%s" $image.repository $image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "agent-room.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "agent-room.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Public addresses: publicUrls.site, else the first Ingress host, else a local port-forward. */}}
+{{- define "agent-room.siteUrl" -}}
+{{- if .Values.publicUrls.site -}}
+{{- $site := .Values.publicUrls.site | trimSuffix "/" -}}
+{{- if not (regexMatch "^https?://[^/?#]+$" $site) -}}
+{{- fail (printf "publicUrls.site must be an origin such as https://room.example.com, without a path (got %q): Envoy routes the site at / and the API at /api" .Values.publicUrls.site) -}}
+{{- end -}}
+{{- $site -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.hosts -}}
+{{- printf "%s://%s" (ternary "https" "http" (not (empty .Values.ingress.tls))) (first .Values.ingress.hosts) -}}
+{{- else -}}
+http://localhost:8080
+{{- end -}}
+{{- end -}}
+
+{{- define "agent-room.apiUrl" -}}
+{{- printf "%s/api" (include "agent-room.siteUrl" .) -}}
+{{- end -}}
+
+{{/* Redis: external when a URL or a Secret with one is given, bundled otherwise. */}}
+{{- define "agent-room.redis.external" -}}
+{{- if and .Values.redis.external.url .Values.redis.external.existingSecret -}}
+{{- fail "set redis.external.url or redis.external.existingSecret, not both" -}}
+{{- end -}}
+{{- if or .Values.redis.external.url .Values.redis.external.existingSecret -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secret the chart creates: CURSOR_SECRET, the bundled Redis's password and URL, an external Redis URL. */}}
+{{- define "agent-room.secretName" -}}
+{{- include "agent-room.fullname" . -}}
+{{- end -}}
+
+{{/* Where CURSOR_SECRET and the bundled Redis's password and URL come from. */}}
+{{- define "agent-room.appSecretName" -}}
+{{- default (include "agent-room.secretName" .) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{/* A secretKeyRef (as YAML) for REDIS_URL. */}}
+{{- define "agent-room.redisUrlRef" -}}
+{{- if .Values.redis.external.existingSecret -}}
+name: {{ .Values.redis.external.existingSecret }}
+key: {{ .Values.redis.external.existingSecretKey }}
+{{- else if .Values.redis.external.url -}}
+name: {{ include "agent-room.secretName" . }}
+key: redis-url
+{{- else -}}
+name: {{ include "agent-room.appSecretName" . }}
+key: redis-url
+{{- end -}}
+{{- end -}}
+
+{{- define "agent-room.host" -}}
+{{- printf "%s-%s" (include "agent-room.fullname" .root) .name -}}
+{{- end -}}
+
+{{/*
+Environment every service reads (kit's serviceEnv). PORT is left to its default: it only
+makes the default SITE_URL, which the chart always sets.
+*/}}
+{{- define "agent-room.env.common" -}}
+- name: SITE_URL
+  value: {{ include "agent-room.siteUrl" .root | quote }}
+- name: API_URL
+  value: {{ include "agent-room.apiUrl" .root | quote }}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      {{- include "agent-room.redisUrlRef" .root | nindent 6 }}
+- name: REDIS_KEY_PREFIX
+  value: {{ .root.Values.redis.keyPrefix | quote }}
+- name: LOG_LEVEL
+  value: {{ .root.Values.log.level | quote }}
+- name: LOG_FORMAT
+  value: {{ .root.Values.log.format | quote }}
+- name: ADMIN_PORT
+  value: "9090"
+- name: SHUTDOWN_GRACE_MS
+  value: {{ .values.shutdownGraceMs | int | toString | quote }}
+- name: SHUTDOWN_DELAY_MS
+  value: {{ .root.Values.shutdownDelayMs | int | toString | quote }}
+- name: GRPC_DEADLINE_MS
+  value: {{ .root.Values.grpc.deadlineMs | int | toString | quote }}
+{{- end -}}
+
+{{- define "agent-room.env.cursorSecret" -}}
+- name: CURSOR_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "agent-room.appSecretName" . }}
+      key: cursor-secret
+{{- end -}}
+
+{{/*
+The container's env: the chart's variables, then extraEnv; an extraEnv entry with the name of a
+chart variable replaces it (a list with the same name twice is rejected by server-side apply).
+Call with (dict "chart" <yaml list> "extra" <list>).
+*/}}
+{{- define "agent-room.mergeEnv" -}}
+{{- $chart := fromYamlArray .chart -}}
+{{- $extra := .extra | default list -}}
+{{- $names := list -}}
+{{- range $extra -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- $out := list -}}
+{{- range $chart -}}
+{{- if not (has .name $names) -}}
+{{- $out = append $out . -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (concat $out $extra) -}}
+{{- end -}}
+
+{{/*
+Seconds Kubernetes waits after SIGTERM before SIGKILL: SHUTDOWN_DELAY_MS (serving, not ready), then
+the service's own grace (`phases` times SHUTDOWN_GRACE_MS: auth drains its pages, then its gRPC
+calls), plus 5 s to close Redis and exit.
+*/}}
+{{- define "agent-room.terminationGracePeriodSeconds" -}}
+{{- $ms := add .root.Values.shutdownDelayMs (mul .values.shutdownGraceMs .phases) -}}
+{{- add (div (add $ms 999) 1000) 5 -}}
+{{- end -}}
+
+{{/* Pod placement and annotations shared by every workload. */}}
+{{- define "agent-room.scheduling" -}}
+{{- with .nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "agent-room.imagePullSecrets" -}}
+{{- with .Values.image.pullSecrets -}}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end -}}
+{{- end -}}
