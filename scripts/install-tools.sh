@@ -6,11 +6,12 @@
 set -euo pipefail
 
 # tool -> module@version (kubectl-validate: the tagged v0.0.4 knows Kubernetes only up to 1.30;
-# this pseudo-version knows 1.23 to 1.35)
+# this pseudo-version knows 1.23 to 1.35; k6: v1.8.1, since the v2 module does not go install)
 declare -A tools=(
   [buf]=github.com/bufbuild/buf/cmd/buf@v1.50.0
   [helm]=helm.sh/helm/v4/cmd/helm@v4.3.1
   [kubectl-validate]=sigs.k8s.io/kubectl-validate@v0.0.5-0.20260105161640-a97ccfaca20b
+  [k6]=go.k6.io/k6@v1.8.1
 )
 
 if ! command -v go >/dev/null 2>&1; then
@@ -18,7 +19,7 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 bin="$(go env GOPATH)/bin"
-for tool in buf helm kubectl-validate; do
+for tool in buf helm kubectl-validate k6; do
   module="${tools[$tool]}"
   version="${module##*@}"
   # `go version -m` reads the module version Go embedded in the binary: one check for every tool.

@@ -5,6 +5,7 @@ import {
   connectRedisCluster,
   type FeedbackStore,
   IDEMPOTENCY_RUNNING_TTL_MS,
+  IDEMPOTENCY_TTL_MS,
   type IdempotencyStore,
   type LocalRedis,
   type LocalRedisCluster,
@@ -82,6 +83,31 @@ describe('expiry', () => {
     await store.begin('k', 'fp');
     now += IDEMPOTENCY_RUNNING_TTL_MS + 1;
     expect(await store.begin('k', 'fp')).toEqual({ outcome: 'started' });
+  });
+
+  it('forgets expired keys as new ones come (memory), and keeps what is still remembered', async () => {
+    let now = 1_000_000;
+    const store = new MemoryIdempotencyStore({ now: () => now });
+    for (let i = 0; i < 1_000; i += 1) {
+      await store.begin(`done-${i}`, 'fp');
+      await store.complete(`done-${i}`, 'fp', answer);
+    }
+    await store.begin('crashed', 'fp');
+    await store.begin('abandoned', 'fp');
+    await store.abandon('abandoned');
+    expect(store.size).toBe(1_001);
+
+    // A day later (plus a minute): every answer and the crashed claim have expired.
+    now += IDEMPOTENCY_TTL_MS + IDEMPOTENCY_RUNNING_TTL_MS;
+    await store.begin('late-1', 'fp');
+    await store.complete('late-1', 'fp', answer);
+    expect(store.size).toBe(1);
+    // A key claimed again after it was abandoned keeps its new record when the old one's time comes.
+    await store.begin('abandoned', 'fp');
+    now += IDEMPOTENCY_RUNNING_TTL_MS - 1;
+    await store.begin('late-2', 'fp');
+    expect(await store.begin('late-1', 'fp')).toEqual({ outcome: 'replay', result: answer });
+    expect(await store.begin('abandoned', 'other')).toEqual({ outcome: 'mismatch' });
   });
 
   it('keeps a completed answer 24 hours in Redis', async () => {

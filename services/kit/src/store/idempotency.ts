@@ -38,14 +38,58 @@ function classify(record: IdempotencyRecord, fingerprint: string): BeginResult {
   return record.state === 'running' ? { outcome: 'running' } : { outcome: 'replay', result: record.result };
 }
 
+/**
+ * Keys in the order they expire. Every record of one kind lives equally long (a running claim a
+ * minute, an answer a day), so a queue per kind, appended as records are written, is already in
+ * time order: expiring is taking from the front, never a scan of every key.
+ */
+class ExpiryQueue {
+  private items: { key: string; expiresAt: number }[] = [];
+  private head = 0;
+
+  push(key: string, expiresAt: number): void {
+    this.items.push({ key, expiresAt });
+  }
+
+  /** Takes every entry due by `now`, oldest first. */
+  *due(now: number): Generator<{ key: string; expiresAt: number }> {
+    while (this.head < this.items.length) {
+      const item = this.items[this.head] as { key: string; expiresAt: number };
+      if (item.expiresAt > now) break;
+      this.head += 1;
+      yield item;
+    }
+    // Drop the taken front once it is most of the array, so memory follows the live keys.
+    if (this.head > 1_024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
 export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly records = new Map<string, { record: IdempotencyRecord; expiresAt: number }>();
+  private readonly running = new ExpiryQueue();
+  private readonly done = new ExpiryQueue();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
+  /** How many keys are held (expired ones go as new keys are claimed). */
+  get size(): number {
+    return this.records.size;
+  }
+
+  /**
+   * Forgets what has expired, from the front of each queue: the work is the number of keys that
+   * expire, however many are held. A queue entry whose key was rewritten since (completed,
+   * abandoned, claimed again) no longer matches the record and is skipped.
+   */
   private sweep(now: number): void {
-    // Bounded by a day of keys: expired ones go whenever a new key is claimed.
-    for (const [key, entry] of this.records) if (entry.expiresAt <= now) this.records.delete(key);
+    for (const queue of [this.running, this.done]) {
+      for (const { key, expiresAt } of queue.due(now)) {
+        if (this.records.get(key)?.expiresAt === expiresAt) this.records.delete(key);
+      }
+    }
   }
 
   begin(key: string, fingerprint: string): Promise<BeginResult> {
@@ -53,12 +97,16 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const entry = this.records.get(key);
     if (entry && entry.expiresAt > now) return Promise.resolve(classify(entry.record, fingerprint));
     this.sweep(now);
-    this.records.set(key, { record: { state: 'running', fingerprint }, expiresAt: now + IDEMPOTENCY_RUNNING_TTL_MS });
+    const expiresAt = now + IDEMPOTENCY_RUNNING_TTL_MS;
+    this.records.set(key, { record: { state: 'running', fingerprint }, expiresAt });
+    this.running.push(key, expiresAt);
     return Promise.resolve({ outcome: 'started' });
   }
 
   complete(key: string, fingerprint: string, result: StoredResult): Promise<void> {
-    this.records.set(key, { record: { state: 'done', fingerprint, result }, expiresAt: this.clock.now() + IDEMPOTENCY_TTL_MS });
+    const expiresAt = this.clock.now() + IDEMPOTENCY_TTL_MS;
+    this.records.set(key, { record: { state: 'done', fingerprint, result }, expiresAt });
+    this.done.push(key, expiresAt);
     return Promise.resolve();
   }
 
