@@ -241,9 +241,9 @@ export function routeRequests(options: RouterOptions): RequestListener {
   };
 
   /**
-   * Sends the request to one replica, and to the next when that one never received it: the
-   * connection was refused, or a kept-alive connection was reset before any answer (the replica
-   * closed it as idle) for a request that is safe to repeat. Everything else that fails is a 503.
+   * Sends the request to one replica, and to the next when that one never took it: the connection
+   * was refused, or it was reset before any answer and the request is safe to repeat (a read, or a
+   * write with an Idempotency-Key). Everything else that fails is a 503.
    */
   function proxy(req: IncomingMessage, res: ServerResponse, pool: Replicas, upstream: Upstream): void {
     const headers = endToEnd(req.headers);
@@ -301,7 +301,9 @@ export function routeRequests(options: RouterOptions): RequestListener {
         if (clientGone) return;
         const refused = error.code === 'ECONNREFUSED';
         if (refused) pool.eject(url);
-        const neverReceived = refused || (proxied.reusedSocket && error.code === 'ECONNRESET' && !answered && repeatable);
+        // Reset before any answer: a kept-alive connection the replica closed as idle, or a new one it
+        // dropped unread as it shut down. Sent on only when repeating it is harmless.
+        const neverReceived = refused || (error.code === 'ECONNRESET' && !answered && repeatable);
         const next = neverReceived && replayable && !res.headersSent ? pool.pick(tried) : undefined;
         if (next) {
           options.log.info({ upstream, url: url.href, code: error.code, next: next.href }, 'replica did not take the request; sending it to the next');
