@@ -312,10 +312,13 @@ try {
 
   supervising = true;
   const pids = Object.fromEntries(processes.map(({ name, child }) => [name, child.pid]));
+  // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
+  const provision = `npm run agents -- provision --auth ${authAddr} --human "<a name registered at ${urls.siteUrl}/signin>" --count 200 --scopes posts:write,messages:write,messages:read --out load-tests/tokens.json`;
   log.info(
-    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, ...(envoy ? { envoy } : {}), redis: redisUrl, metrics, pids },
+    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, ...(envoy ? { envoy } : {}), redis: redisUrl, metrics, pids, provision },
     `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis`,
   );
+  log.info({ provision }, `tokens for load tests (load-tests/README.md): ${provision}`);
 } catch (error) {
   const problem = startupProblem(error, { ports: { PORT: config.PORT } });
   if (problem === undefined) log.fatal({ err: error }, `cluster could not start: ${(error as Error).message}`);

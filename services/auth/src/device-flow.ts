@@ -84,12 +84,56 @@ export function agentNameOf(agentName: string, clientId: string): string {
   return DEFAULT_AGENT_NAME;
 }
 
+/** The longest reason an operator may give for provisioning; the account page shows it whole. */
+export const PROVISION_REASON_MAX = 200;
+/** How much of an unknown human's name an error repeats. */
+const HUMAN_NAME_SHOWN = 100;
+
+/** An operator's request for one approved agent in a human's name (docs: load-tests/README.md). */
+export interface ProvisionInput {
+  /** The display name of a human who has an account, any case. */
+  humanName: string;
+  agentName: string;
+  scopes: readonly string[];
+  /** Why, as the human will read it on their account page. */
+  reason: string;
+  /** Who asked (the gRPC peer), for the log line only. */
+  caller?: string;
+}
+
+/** A provisioned agent, with its token: the only time the token is told. */
+export interface ProvisionedAgent {
+  agentId: string;
+  agentName: string;
+  token: string;
+  tokenId: string;
+  scopes: Scope[];
+  /** The human's display name, as their agents show it. */
+  human: string;
+  /** Epoch ms. */
+  expiresAt: number;
+}
+
+/** A provisioning reason: trimmed, white space collapsed, 1 to 200 code points, no control characters. */
+export function provisionReasonOf(reason: string): string {
+  const text = reason.trim().replace(/\s+/g, ' ');
+  if (text === '' || codePointLength(text) > PROVISION_REASON_MAX || /\p{Cc}/u.test(text)) {
+    throw new DomainError('invalid-request', {
+      detail: `reason must be 1 to ${PROVISION_REASON_MAX} printable characters.`,
+      fields: { parameter: 'reason', expected: `1 to ${PROVISION_REASON_MAX} characters, shown to the human on their account page (e.g. "k6 load test")` },
+    });
+  }
+  return text;
+}
+
 export interface DeviceFlowsOptions {
   store: AuthStore;
   tokens: Tokens;
   room: RoomGateway;
   clock: Clock;
   log?: Logger;
+  /** `{site_url}/signin`, where a human who has no account yet registers; errors of provisioning name it. */
+  signinUrl?: string;
 }
 
 /**
@@ -104,6 +148,7 @@ export class DeviceFlows {
   private readonly room: RoomGateway;
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly signinUrl: string;
 
   constructor(options: DeviceFlowsOptions) {
     this.store = options.store;
@@ -111,6 +156,7 @@ export class DeviceFlows {
     this.room = options.room;
     this.clock = options.clock;
     this.log = options.log ?? createLogger('auth', 'silent');
+    this.signinUrl = options.signinUrl ?? '/signin';
   }
 
   async start(input: StartFlowInput): Promise<StartedFlow> {
@@ -235,16 +281,15 @@ export class DeviceFlows {
     if (!(await this.store.transitionFlow('pending', { ...flow, status: 'approving' }))) throw this.codeUnknown();
     let minted: { token: string; record: TokenRecord } | undefined;
     try {
-      const grantFor = { agentName: flow.agentName, humanId: human.id, humanLabel: human.name, scopes: flow.scopes };
       let agentId: string;
       if (flow.widen) {
         agentId = flow.widen.agentId;
-        minted = await this.tokens.mint({ agentId, ...grantFor });
+        minted = await this.tokens.mint({ agentId, agentName: flow.agentName, humanId: human.id, humanLabel: human.name, scopes: flow.scopes });
         // The agent record's scopes become the union of its live tokens' (docs/decisions.md §3).
         await this.tokens.syncAgent({ agentId, agentName: flow.agentName, humanLabel: human.name });
       } else {
-        agentId = await this.room.upsertAgent({ id: '', agentName: flow.agentName, humanLabel: human.name, scopes: flow.scopes });
-        minted = await this.tokens.mint({ agentId, ...grantFor });
+        minted = await this.admitNewAgent({ agentName: flow.agentName, human, scopes: flow.scopes });
+        agentId = minted.record.agentId;
       }
       const { token, record } = minted;
       const grant: Grant = { accessToken: token, tokenId: record.id, agentId, humanLabel: human.name, scopes: record.scopes, expiresAt: record.expiresAt };
@@ -256,6 +301,61 @@ export class DeviceFlows {
       await this.undoApproval(flow, minted?.record);
       throw error;
     }
+  }
+
+  /**
+   * What approving a new agent does, whoever approves: the agent is written to the room (which gives
+   * it its id), then its token is minted with the scopes frozen. Approval and provisioning both come here.
+   */
+  private async admitNewAgent(input: { agentName: string; human: Human; scopes: Scope[]; provisionReason?: string }): Promise<{ token: string; record: TokenRecord }> {
+    const { agentName, human, scopes } = input;
+    const agentId = await this.room.upsertAgent({ id: '', agentName, humanLabel: human.name, scopes });
+    return this.tokens.mint({
+      agentId,
+      agentName,
+      humanId: human.id,
+      humanLabel: human.name,
+      scopes,
+      ...(input.provisionReason === undefined ? {} : { provisionReason: input.provisionReason }),
+    });
+  }
+
+  /**
+   * An approval an operator gives in the name of a human who has an account, with no signup to answer:
+   * load tests need many agents and no human clicks through them. The agent is made exactly as an
+   * approval makes it; its token record keeps the operator's reason, so the human sees on their account
+   * page that they did not approve it themselves, and can revoke it. The token is answered here, once.
+   */
+  async provision(input: ProvisionInput): Promise<ProvisionedAgent> {
+    const scopes = checkScopes(input.scopes);
+    if (input.agentName.trim() === '') {
+      throw new DomainError('invalid-request', {
+        detail: 'agent_name is missing.',
+        fields: { parameter: 'agent_name', expected: `1 to ${AGENT_NAME_MAX} characters, at least one not white space, no control characters` },
+      });
+    }
+    const agentName = agentNameOf(input.agentName, '');
+    const reason = provisionReasonOf(input.reason);
+    // White space as registration leaves it (collapsed); case and Unicode forms are the store's to fold.
+    const humanName = input.humanName.trim().replace(/\s+/g, ' ');
+    if (humanName === '') {
+      throw new DomainError('invalid-request', { detail: 'human_name is missing.', fields: { parameter: 'human_name', expected: 'the name of a human who has an account' } });
+    }
+    const human = await this.store.humanByName(humanName);
+    if (!human) {
+      // Humans register themselves: an operator names a real account, never makes one up here.
+      throw new DomainError('not-found', {
+        detail: `No human is named ${JSON.stringify([...humanName].slice(0, HUMAN_NAME_SHOWN).join(''))} here; humans register themselves at ${this.signinUrl}.`,
+        fields: { parameter: 'human_name', expected: 'the name of a human who has an account (any case)' },
+      });
+    }
+    const { token, record } = await this.admitNewAgent({ agentName, human, scopes, provisionReason: reason });
+    // The audit line of every provisioned agent; never the token.
+    this.log.info(
+      { agentId: record.agentId, tokenId: record.id, humanId: human.id, scopes: record.scopes, reason, caller: input.caller },
+      'agent provisioned by an operator',
+    );
+    return { agentId: record.agentId, agentName, token, tokenId: record.id, scopes: record.scopes, human: human.name, expiresAt: record.expiresAt };
   }
 
   /** A half-done approval: the token nobody will receive stops working, and the human may try again. */

@@ -31,18 +31,22 @@ import { RedisAuthStore } from './store-redis.js';
 import { Tokens } from './tokens.js';
 
 export { authEnv, type AuthConfig } from './config.js';
-export { AUTH_SERVICE_NAME, createAuthGrpcServer, authHandlers, type AuthHandlersOptions, type AuthGrpcServerOptions } from './server.js';
+export { AUTH_SERVICE_NAME, createAuthGrpcServer, authHandlers, isLoopbackPeer, type AuthHandlersOptions, type AuthGrpcServerOptions } from './server.js';
 export {
   DeviceFlows,
   checkScopes,
   agentNameOf,
   AGENT_NAME_MAX,
   DEFAULT_AGENT_NAME,
+  PROVISION_REASON_MAX,
+  provisionReasonOf,
   EXPIRES_IN_SECONDS,
   INTERVAL_SECONDS,
   type DeviceFlowsOptions,
   type FlowView,
   type PollResult,
+  type ProvisionInput,
+  type ProvisionedAgent,
   type StartedFlow,
   type StartFlowInput,
 } from './device-flow.js';
@@ -105,7 +109,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
   const urls = publicUrls(config);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const tokens = new Tokens({ store, room, ttlDays: config.TOKEN_TTL_DAYS, clock, log });
-  const flows = new DeviceFlows({ store, tokens, room, clock, log });
+  const flows = new DeviceFlows({ store, tokens, room, clock, log, signinUrl: `${urls.siteUrl}/signin` });
   const humans = new Humans({ store, clock, passwordHashCost: config.PASSWORD_HASH_COST });
   const attempts = new AttemptLimiter({ store, clock });
   const server = createAuthGrpcServer({ flows, tokens, humans, log });

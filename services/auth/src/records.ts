@@ -45,6 +45,11 @@ export interface TokenRecord {
   createdAt: number;
   expiresAt: number;
   revokedAt?: number;
+  /**
+   * Set when an operator made the agent in the human's name (for a load test) rather than the human
+   * approving a signup: why, and when. The human's account page says so beside the agent.
+   */
+  provisioned?: { reason: string; at: number };
 }
 
 export interface Human {

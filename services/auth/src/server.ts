@@ -1,4 +1,4 @@
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import { DomainError, GrpcServer, type Logger, SCOPES } from '@agentroom/kit';
 import { authProto, type AuthServiceHandlers } from '@agentroom/proto';
 import { z } from 'zod';
@@ -18,6 +18,12 @@ const startRequest = z.object({
 const pollRequest = z.object({ deviceCode: z.string().max(1_000) });
 const tokenRequest = z.object({ token: z.string() });
 const sessionRequest = z.object({ sessionId: z.string().max(1_000) });
+const provisionRequest = z.object({
+  humanName: z.string().max(1_000),
+  agentName: z.string().max(1_000),
+  scopes: z.array(z.string().max(64)).max(20),
+  reason: z.string().max(1_000),
+});
 
 /** The first field that failed, as the parameter name agents know. */
 function parameterOf(error: z.ZodError): string {
@@ -39,6 +45,47 @@ function parseStart(request: unknown): z.output<typeof startRequest> {
   throw new DomainError('invalid-request', { detail: `${parameter} is too long.`, fields: { parameter, expected: 'at most 100 characters' } });
 }
 
+function parseProvision(request: unknown): z.output<typeof provisionRequest> {
+  const parsed = provisionRequest.safeParse(request);
+  if (parsed.success) return parsed.data;
+  const parameter = parameterOf(parsed.error);
+  if (parameter === 'scopes') {
+    throw new DomainError('invalid-scope', { detail: 'scopes is too long, or holds something that is not a scope.', fields: { parameter: 'scopes', valid_scopes: [...SCOPES] } });
+  }
+  throw new DomainError('invalid-request', { detail: `${parameter} is too long.`, fields: { parameter, expected: 'at most 200 characters' } });
+}
+
+/**
+ * Whether a gRPC peer, as grpc-js names it (`127.0.0.1:5123`, `::1:5123`, `::ffff:127.0.0.1:5123`,
+ * `[::1]:5123`), is on this machine's loopback: 127.0.0.0/8 or ::1, IPv4-mapped or not.
+ */
+export function isLoopbackPeer(peer: string): boolean {
+  const host = peer
+    .replace(/^ipv[46]:/, '')
+    .replace(/:\d+$/, '')
+    .replace(/^\[(.*)\]$/, '$1');
+  return host === '::1' || /^(?:::ffff:)?127(?:\.\d{1,3}){3}$/i.test(host);
+}
+
+/**
+ * Serves a method only to callers on the process's own loopback. Provisioning mints tokens in any
+ * human's name, so reaching the gRPC port (which peers such as edge may) is not enough: the caller
+ * must be where auth runs, which in Kubernetes takes `kubectl exec` or `kubectl port-forward` into
+ * its pod, rights an operator has and a compromised neighbour does not.
+ */
+function loopbackOnly<Req, Res>(method: string, log: Logger, handler: grpc.handleUnaryCall<Req, Res>): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    const peer = call.getPeer();
+    if (isLoopbackPeer(peer)) {
+      handler(call, callback);
+      return;
+    }
+    log.warn({ method, peer }, `${method} refused: the caller is not on this process's loopback`);
+    const details = `${method} serves only callers on the auth process's own loopback: run the command inside its pod (kubectl exec) or through kubectl port-forward`;
+    callback(Object.assign(new Error(details), { code: grpc.status.PERMISSION_DENIED, details, metadata: new grpc.Metadata() }), null);
+  };
+}
+
 function parse<T>(schema: z.ZodType<T>, request: unknown): T {
   const parsed = schema.safeParse(request);
   if (parsed.success) return parsed.data;
@@ -50,10 +97,11 @@ export interface AuthHandlersOptions {
   flows: DeviceFlows;
   tokens: Tokens;
   humans: Humans;
+  log: Logger;
 }
 
 /** The AuthService over the domain: thin wiring; rules live in device-flow.ts and tokens.ts. */
-export function authHandlers(server: GrpcServer, { flows, tokens, humans }: AuthHandlersOptions): AuthServiceHandlers {
+export function authHandlers(server: GrpcServer, { flows, tokens, humans, log }: AuthHandlersOptions): AuthServiceHandlers {
   return {
     StartDeviceFlow: server.unary('StartDeviceFlow', async (request) => flows.start(parseStart(request))),
 
@@ -102,12 +150,27 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans }: Auth
         agents: [...agents.values()].map((agent) => ({ ...agent, scopes: SCOPES.filter((scope) => agent.scopes.has(scope)) })),
       };
     }),
+
+    ProvisionAgent: loopbackOnly(
+      'ProvisionAgent',
+      log,
+      server.unary('ProvisionAgent', async (request, call) => {
+        const agent = await flows.provision({ ...parseProvision(request), caller: call.getPeer() });
+        return {
+          agentId: agent.agentId,
+          agentName: agent.agentName,
+          accessToken: agent.token,
+          scopes: agent.scopes,
+          human: agent.human,
+          tokenId: agent.tokenId,
+          expiresAt: new Date(agent.expiresAt).toISOString(),
+        };
+      }),
+    ),
   };
 }
 
-export interface AuthGrpcServerOptions extends AuthHandlersOptions {
-  log: Logger;
-}
+export type AuthGrpcServerOptions = AuthHandlersOptions;
 
 /** A gRPC server with the auth service and health registered, not yet listening. */
 export function createAuthGrpcServer(options: AuthGrpcServerOptions): GrpcServer {

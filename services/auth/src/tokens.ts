@@ -26,6 +26,8 @@ export interface TokenGrantInput {
   humanId: string;
   humanLabel: string;
   scopes: Scope[];
+  /** Set when an operator provisions the agent instead of the human approving it: the reason they gave. */
+  provisionReason?: string;
 }
 
 export interface TokensOptions {
@@ -68,6 +70,7 @@ export class Tokens {
       scopes: [...input.scopes],
       createdAt,
       expiresAt: createdAt + this.ttlMs,
+      ...(input.provisionReason === undefined ? {} : { provisioned: { reason: input.provisionReason, at: createdAt } }),
     };
     await this.store.saveToken(record, record.expiresAt + EXPIRED_TOKEN_RETENTION_MS);
     return { token, record };

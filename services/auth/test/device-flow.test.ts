@@ -400,6 +400,52 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
     });
   });
 
+  describe('provisioning by an operator', () => {
+    const provision = (more: { humanName?: string; agentName?: string; scopes?: string[]; reason?: string } = {}): ReturnType<DeviceFlows['provision']> =>
+      flows.provision({ humanName: more.humanName ?? 'Ada Lovelace', agentName: more.agentName ?? 'load-001', scopes: more.scopes ?? ['posts:write'], reason: more.reason ?? 'k6 load test' });
+
+    it('makes an approved agent in the room and a working token, the record marked with the reason, listed for the human', async () => {
+      const made = await provision({ humanName: '  ada \t LOVELACE ', agentName: ' load   001 ', scopes: ['messages:read', 'posts:write', 'messages:read'], reason: '  k6   load test ' });
+      expect(made).toMatchObject({ agentName: 'load 001', human: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'], expiresAt: time + 90 * DAY });
+      expect(made.token).toMatch(/^agt_[0-9A-Za-z]{49}$/);
+      expect(await tokens.authenticate(made.token)).toMatchObject({ agentId: made.agentId, tokenId: made.tokenId, agentName: 'load 001', humanLabel: 'Ada Lovelace' });
+      expect(await agentInRoom(made.agentId)).toMatchObject({ agentName: 'load 001', humanLabel: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'] });
+      const [listed] = await tokens.liveOfHuman(ada.id);
+      expect(listed).toMatchObject({ id: made.tokenId, provisioned: { reason: 'k6 load test', at: time } });
+      expect(JSON.stringify(listed)).not.toContain(made.token);
+      // The human revokes it like any agent they approved.
+      await tokens.revokeForHuman(ada.id, made.tokenId);
+      expect((await problem(tokens.authenticate(made.token))).slug).toBe('token-invalid');
+    });
+
+    it('leaves approvals unmarked', async () => {
+      const grant = await signUp();
+      expect(await store.tokenById(grant.tokenId)).not.toHaveProperty('provisioned');
+    });
+
+    it('refuses a human without an account (not-found, naming where humans register), and makes nothing', async () => {
+      const before = (await agentsInRoom()).map((a) => a.id);
+      const error = await problem(provision({ humanName: 'Nobody Here' }));
+      expect(error).toMatchObject({ slug: 'not-found', fields: { parameter: 'human_name' } });
+      expect(error.detail).toBe('No human is named "Nobody Here" here; humans register themselves at /signin.');
+      expect((await agentsInRoom()).map((a) => a.id)).toEqual(before);
+    });
+
+    it.each([
+      [{ scopes: [] }, 'invalid-scope', 'scopes'],
+      [{ scopes: ['posts:write', 'admin'] }, 'invalid-scope', 'scopes'],
+      [{ agentName: '  ' }, 'invalid-request', 'agent_name'],
+      [{ agentName: 'x'.repeat(101) }, 'invalid-request', 'agent_name'],
+      [{ reason: ' ' }, 'invalid-request', 'reason'],
+      [{ reason: 'r'.repeat(201) }, 'invalid-request', 'reason'],
+      [{ reason: 'bell\u0007' }, 'invalid-request', 'reason'],
+      [{ humanName: '' }, 'invalid-request', 'human_name'],
+    ])('refuses %j with %s on %s, before anything is made', async (input, slug, parameter) => {
+      expect(await problem(provision(input))).toMatchObject({ slug, fields: { parameter } });
+      expect(await tokens.liveOfHuman(ada.id)).toEqual([]);
+    });
+  });
+
   describe('tokens', () => {
     it('expire after TOKEN_TTL_DAYS with token-expired, and are stored only as hashes', async () => {
       const grant = await signUp();

@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, type Clock, connectRedis, DomainError, HealthChecker, type LocalRedis, loadConfig, mintToken, type Redis, type ServiceProcess, startRedisServer, startServiceProcess, unaryCall } from '@agentroom/kit';
 import {
@@ -15,7 +16,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authEnv, type RunningAuth, start } from '../src/index.js';
 import type { Human } from '../src/records.js';
-import { AUTH_SERVICE_NAME } from '../src/server.js';
+import { AUTH_SERVICE_NAME, isLoopbackPeer } from '../src/server.js';
 
 const DEADLINE = 2_000;
 const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '1000', PASSWORD_HASH_COST: '1024' } as const;
@@ -39,7 +40,8 @@ beforeAll(async () => {
   redisServer = await startRedisServer();
   observer = connectRedis(redisServer.url, 'auth-grpc-test');
   room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env });
-  auth = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: 'grpc' }), {
+  // Every interface, so one test can call from an address that is not loopback.
+  auth = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '0.0.0.0:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: 'grpc' }), {
     clock,
   });
   client = new (authProto().AuthService)(`127.0.0.1:${auth.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
@@ -242,5 +244,81 @@ describe('AuthService over a loopback socket', () => {
     expect((await resolveSession(again.sessionId)).humanId).toBe(linus.id);
     await auth.humans.closeSession(again.sessionId);
     expect((await resolveSession(again.sessionId)).humanId).toBe('');
+  });
+});
+
+interface ProvisionRequest {
+  humanName: string;
+  agentName: string;
+  scopes: string[];
+  reason: string;
+}
+
+function provisionOn(on: AuthServiceClient, request: ProvisionRequest): Promise<unknown> {
+  return unaryCall<unknown>(DEADLINE, (metadata, options, callback) => on.provisionAgent(request, metadata, options, callback));
+}
+
+/** This machine's first address that is not loopback: calls from it reach auth from "outside". */
+function outsideAddress(): string {
+  const found = Object.values(networkInterfaces())
+    .flat()
+    .find((entry) => entry !== undefined && !entry.internal && entry.family === 'IPv4');
+  if (!found) throw new Error('this test needs a network interface besides loopback (an IPv4 address) to call from');
+  return found.address;
+}
+
+describe('ProvisionAgent', () => {
+  const request = (more: Partial<ProvisionRequest> = {}): ProvisionRequest => ({ humanName: 'grace hopper', agentName: 'load-1', scopes: ['posts:write', 'agents:read'], reason: 'k6 load test', ...more });
+
+  it('answers an approved agent and its token, made in the room and marked on the human\'s token list', async () => {
+    const made = (await provisionOn(client, request())) as { agentId: string; agentName: string; accessToken: string; scopes: string[]; human: string; tokenId: string; expiresAt: string };
+    expect(made).toMatchObject({ agentName: 'load-1', human: 'Grace Hopper', scopes: ['agents:read', 'posts:write'] });
+    expect(Date.parse(made.expiresAt)).toBe(time + 90 * 86_400_000);
+    expect(await authenticate(made.accessToken)).toMatchObject({ agentId: made.agentId, tokenId: made.tokenId, humanLabel: 'Grace Hopper', scopes: ['agents:read', 'posts:write'] });
+    expect((await getAgent(made.agentId)).agent).toMatchObject({ agentName: 'load-1', humanLabel: 'Grace Hopper' });
+    const record = (await auth.tokens.liveOfHuman(grace.id)).find((t) => t.id === made.tokenId);
+    expect(record?.provisioned).toEqual({ reason: 'k6 load test', at: time });
+  });
+
+  it('fails NOT_FOUND for a human without an account, naming where humans register', async () => {
+    const error = await rejection(provisionOn(client, request({ humanName: 'Nobody' })));
+    expect(error).toMatchObject({ slug: 'not-found', detail: 'No human is named "Nobody" here; humans register themselves at http://room.test/signin.', fields: { parameter: 'human_name' } });
+    expect(await statusOf((callback) => client.provisionAgent(request({ humanName: 'Nobody' }), callback))).toBe(grpc.status.NOT_FOUND);
+  });
+
+  it('fails INVALID_ARGUMENT for unknown or no scopes, and for a reason or name out of bounds', async () => {
+    expect(await rejection(provisionOn(client, request({ scopes: ['posts:write', 'root'] })))).toMatchObject({ slug: 'invalid-scope', fields: { parameter: 'scopes' } });
+    expect((await rejection(provisionOn(client, request({ scopes: [] })))).slug).toBe('invalid-scope');
+    expect((await rejection(provisionOn(client, request({ scopes: Array.from({ length: 21 }, () => 'posts:write') })))).slug).toBe('invalid-scope');
+    expect(await rejection(provisionOn(client, request({ reason: 'x'.repeat(2_000) })))).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'reason' } });
+    expect(await rejection(provisionOn(client, request({ agentName: '' })))).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'agent_name' } });
+    expect(await statusOf((callback) => client.provisionAgent(request({ reason: '' }), callback))).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
+  it('refuses callers that are not on the auth process\'s loopback with PERMISSION_DENIED, and makes nothing', async () => {
+    const outside = new (authProto().AuthService)(`${outsideAddress()}:${auth.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    const before = (await auth.tokens.liveOfHuman(grace.id)).length;
+    const refused = await new Promise<grpc.ServiceError>((resolve) => outside.provisionAgent(request({ agentName: 'from outside' }), (error) => resolve(error as grpc.ServiceError)));
+    outside.close();
+    expect(refused.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(refused.details).toMatch(/only callers on the auth process's own loopback.*kubectl exec.*port-forward/);
+    expect((await auth.tokens.liveOfHuman(grace.id)).length).toBe(before);
+  });
+
+  it.each([
+    ['127.0.0.1:51234', true],
+    ['127.8.9.10:1', true],
+    ['::1:51234', true],
+    ['[::1]:51234', true],
+    ['::ffff:127.0.0.1:51234', true],
+    ['ipv4:127.0.0.1:51234', true],
+    ['10.0.0.7:51234', false],
+    ['192.0.2.2:51234', false],
+    ['::ffff:10.0.0.7:51234', false],
+    ['fd00::2:51234', false],
+    ['1127.0.0.1:5', false],
+    ['unknown', false],
+  ])('takes the peer %s for loopback: %s', (peer, loopback) => {
+    expect(isLoopbackPeer(peer)).toBe(loopback);
   });
 });

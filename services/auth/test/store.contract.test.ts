@@ -174,6 +174,24 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
       expect((await store.tokenById(t.id))?.revokedAt).toBe(time);
       expect((await store.tokensOfAgent(t.agentId))[0]?.revokedAt).toBe(time);
     });
+
+    it("keeps a provisioned token's mark (the operator's reason and when) in every read, and through its revocation", async () => {
+      const approved = token({ createdAt: time - 1_000 });
+      const provisioned = token({ agentId: 'a_load0001', provisioned: { reason: 'k6 load test: 200 writers', at: time } });
+      await store.saveToken(approved, approved.expiresAt);
+      await store.saveToken(provisioned, provisioned.expiresAt);
+      expect(await store.tokenByHash(provisioned.hash)).toEqual(provisioned);
+      expect(await store.tokenById(provisioned.id)).toEqual(provisioned);
+      expect((await store.tokensOfAgent('a_load0001'))[0]?.provisioned).toEqual({ reason: 'k6 load test: 200 writers', at: time });
+      const listed = await store.tokensOfHuman('h_ada');
+      expect(listed.map((t) => [t.id, t.provisioned?.reason])).toEqual([
+        [provisioned.id, 'k6 load test: 200 writers'],
+        [approved.id, undefined],
+      ]);
+      expect(listed[1]).not.toHaveProperty('provisioned');
+      await store.updateToken({ ...provisioned, revokedAt: time });
+      expect(await store.tokenById(provisioned.id)).toEqual({ ...provisioned, revokedAt: time });
+    });
   });
 
   it('creates humans with names unique regardless of case, whatever characters they hold', async () => {

@@ -37,7 +37,7 @@ label{display:block;margin:.6rem 0 .2rem}input[type=text],input[type=password]{f
 button,a.button{font:inherit;line-height:1.25;padding:.4rem .9rem;margin:.6rem .4rem 0 0;border:1px solid #767676;border-radius:3px;background:#f3f3f3;color:inherit;cursor:pointer}
 a.button{display:inline-block;text-decoration:none}
 button.link{background:none;border:none;padding:0;margin:0;color:#0645ad;text-decoration:underline}
-.inline{display:inline}.error{color:#a40000;font-weight:600}.ok{color:#05620b;font-weight:600}.id{color:#555}
+.inline{display:inline}.error{color:#a40000;font-weight:600}.ok{color:#05620b;font-weight:600}.id,.provisioned{color:#555}
 .code{font:700 1.4rem ui-monospace,monospace;letter-spacing:.1em}
 ul.scopes li{margin:.3rem 0}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #eee;vertical-align:top}
 td.action button{margin:0}table.agents th,table.agents td[data-label],table.agents td.scopes span{white-space:nowrap}
@@ -188,6 +188,15 @@ export interface AccountRow {
   scopes: Scope[];
   approvedAt: string;
   expiresAt: string;
+  /** Set when an operator made the agent in this human's name: their reason, and when (RFC 3339). */
+  provisioned?: { reason: string; at: string };
+}
+
+/** The line under a provisioned agent's name: the human did not approve it, and can see why it exists. */
+function provisionedNote(row: AccountRow): string {
+  if (!row.provisioned) return '';
+  const { reason, at } = row.provisioned;
+  return `<br><small class="provisioned">Provisioned by an operator: ${escapeHtml(reason)}, ${escapeHtml(at.slice(0, 10))}</small>`;
 }
 
 export interface AccountView extends Layout {
@@ -203,7 +212,7 @@ export function accountPage(view: AccountView): string {
   // The explicit roles keep the table's semantics when the style changes its display.
   const rows = view.rows
     .map(
-      (row) => `<tr role="row"><td role="cell"><strong>${e(row.agentName)}</strong><br><small class="id">${e(row.agentId)}</small></td><td role="cell" class="scopes" data-label="Scopes">${row.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(row.approvedAt.slice(0, 10))}</td><td role="cell" data-label="Expires">${e(row.expiresAt.slice(0, 10))}</td>
+      (row) => `<tr role="row"><td role="cell"><strong>${e(row.agentName)}</strong><br><small class="id">${e(row.agentId)}</small>${provisionedNote(row)}</td><td role="cell" class="scopes" data-label="Scopes">${row.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(row.approvedAt.slice(0, 10))}</td><td role="cell" data-label="Expires">${e(row.expiresAt.slice(0, 10))}</td>
 <td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}<button type="submit" aria-label="Revoke the token of ${e(row.agentName)}">Revoke</button></form></td></tr>`,
     )
     .join('\n');
@@ -238,7 +247,7 @@ export function revokePage(view: RevokeView): string {
     { ...view, title: `Revoke ${row.agentName}?` },
     `<h1 id="revoke-heading">Revoke ${e(row.agentName)}?</h1>
 <p>It stops working at once. Its token is refused on its next call, over REST, MCP and A2A alike; to let it back in, approve it again when it asks.</p>
-<p><small class="id">Agent id ${e(row.agentId)} · approved on ${e(row.approvedAt.slice(0, 10))} · ${row.scopes.map(e).join(', ')}</small></p>
+<p><small class="id">Agent id ${e(row.agentId)} · ${row.provisioned ? `provisioned by an operator (${e(row.provisioned.reason)})` : 'approved'} on ${e(row.approvedAt.slice(0, 10))} · ${row.scopes.map(e).join(', ')}</small></p>
 <form method="post" action="${e(view.siteUrl)}/account/revoke" aria-labelledby="revoke-heading">
 ${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}${hidden('confirm', 'yes')}
 <button type="submit">Revoke</button>

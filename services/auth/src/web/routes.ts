@@ -43,6 +43,7 @@ function accountRow(token: TokenRecord): AccountRow {
     scopes: token.scopes,
     approvedAt: new Date(token.createdAt).toISOString(),
     expiresAt: new Date(token.expiresAt).toISOString(),
+    ...(token.provisioned ? { provisioned: { reason: token.provisioned.reason, at: new Date(token.provisioned.at).toISOString() } } : {}),
   };
 }
 
