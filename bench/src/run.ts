@@ -2,12 +2,15 @@
 // answering the same bytes, with the same autocannon load, and prints both and their ratio. A
 // scenario may also measure companions: other routes of the same product answering the same
 // question (listPosts as the MCP tool room_read_posts), compared with its subject.
-import { measureIdempotency } from './idempotency.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { arch, availableParallelism, cpus, platform, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { approvedToken } from './human.js';
 import { BARE_ENV, killServerChildrenNow, SEEDED_POSTS, type ServerChild, startServerChild } from './children.js';
 import { fanout, type FanoutResult, openFilesLimit, percentile } from './fanout.js';
+import { measureIdempotency } from './idempotency.js';
 
 /** The same load for every target, so the figures compare. */
 const LOAD = { connections: 50, pipelining: 1, warmupSeconds: 3, measureSeconds: 10 } as const;
@@ -288,8 +291,39 @@ function table(rows: string[][]): string {
   return rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')).join('\n');
 }
 
+/**
+ * Everything a run printed, as data: written to bench/reports/bench-<time>.json so runs can be
+ * compared (the machine included: figures only compare on the same one).
+ */
+interface Measured {
+  label: string;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+const report: { startedAt: string; machine: Record<string, unknown>; scenarios: Record<string, unknown>[]; idempotency?: Record<string, unknown>; fanout?: Record<string, unknown>[] } = {
+  startedAt: new Date().toISOString(),
+  machine: {},
+  scenarios: [],
+};
+
+function measured(label: string, r: autocannon.Result): Measured {
+  return { label, reqPerSec: r.requests.average, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+}
+
+function writeReport(): string {
+  const dir = fileURLToPath(new URL('../reports/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `bench-${report.startedAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  return file;
+}
+
 function printMachine(): void {
   const cpu = cpus()[0]?.model.trim() ?? 'unknown CPU';
+  report.machine = { node: process.version, platform: platform(), arch: arch(), cpus: cpus().length, usable: availableParallelism(), cpu, memoryGiB: totalmem() / 2 ** 30, load: LOAD };
   console.log(`machine: node ${process.version}, ${platform()} ${arch()}, ${cpus().length} CPUs (${availableParallelism()} usable, ${cpu}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM`);
   console.log(
     `load:    autocannon, ${LOAD.connections} connections, pipelining ${LOAD.pipelining}, ${LOAD.warmupSeconds} s warm-up (discarded) then ${LOAD.measureSeconds} s measured (latency in whole ms); every server in its own process`,
@@ -300,6 +334,17 @@ function printScenario(scenario: Scenario, prepared: Prepared, subject: autocann
   const row = (label: string, r: autocannon.Result): string[] => [label, integer(r.requests.average), ms(r.latency.p50), ms(r.latency.p99), String(r.non2xx), String(r.errors)];
   const ratio = subject.requests.average / baseline.requests.average;
   const met = ratio >= scenario.targetRatio;
+  report.scenarios.push({
+    key: scenario.key,
+    title: scenario.title,
+    subject: measured(prepared.subject.label, subject),
+    baseline: measured(prepared.baseline.label, baseline),
+    companions: (prepared.companions ?? []).map((companion, i) => ({ ...measured(companion.target.label, companions[i]!), shareOfSubject: companions[i]!.requests.average / subject.requests.average, target: companion.targetRatio })),
+    ratioToBare: ratio,
+    target: scenario.targetRatio,
+    met: scenario.targetRatio === 0 ? null : met,
+    ...(halfRate ? { halfRate: measured('half rate', halfRate) } : {}),
+  });
   console.log('');
   console.log(scenario.title);
   console.log(`  response: ${prepared.note}`);
@@ -418,6 +463,7 @@ async function main(children: ServerChild[], keys: Set<Key>): Promise<string[]> 
     const result = await measureIdempotency();
     const micros = (perSecond: number): number => 1e6 / perSecond;
     const extra = micros(result.fullRate) - micros(result.emptyRate);
+    report.idempotency = { ...result, extraMicrosPerKey: extra };
     console.log('Idempotency store (memory): begin + complete of new keys, empty vs holding a busy day of keys');
     console.log(`  median of 5 rounds: empty ${integer(Math.round(result.emptyRate))} keys/s (${micros(result.emptyRate).toFixed(2)} µs a key); holding ${integer(result.stored)} keys: ${integer(Math.round(result.fullRate))} keys/s (${micros(result.fullRate).toFixed(2)} µs a key)`);
     // What createPost feels: one key per request. The sweep used to visit every key (measured with
@@ -451,6 +497,7 @@ async function main(children: ServerChild[], keys: Set<Key>): Promise<string[]> 
       const exited = child.exited();
       if (exited !== undefined) problems.push(`${child.name} exited during the run (${exited})`);
     }
+    report.fanout = results.map((result) => ({ subscribers: result.subscribers, p50Ms: percentile(pooled(result), 50), p99Ms: percentile(pooled(result), 99), maxMs: pooled(result).at(-1), missing: result.rounds.reduce((sum, r) => sum + r.missing, 0), rssMiB: result.rssMiB, edgeFanoutMs: result.edgeFanoutMs }));
     printFanout(results, skipped);
   }
   return problems;
@@ -467,6 +514,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 try {
   const problems = await main(children, selected(process.argv.slice(2)));
+  console.log(`\nfigures as JSON: ${writeReport()}`);
   if (problems.length > 0) {
     console.log('\nINVALID RUN — the figures above cannot be trusted:');
     for (const problem of problems) console.log(`  - ${problem}`);
