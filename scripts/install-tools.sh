@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pinned Go tools the checks use into $(go env GOPATH)/bin, once; later runs reuse them.
 # Go and its module proxy are on these machines; nothing is downloaded from anywhere else.
-# A cold first build took about 8 minutes on two busy cores (helm 239 s, kubectl-validate 228 s, module
-# downloads included); later runs take well under a second, because each binary's embedded module version is checked.
+# A cold first build took about 11 minutes on two busy cores (helm 239 s, kubectl-validate 228 s, k6 204 s,
+# module downloads included); later runs take well under a second: each binary's embedded module version is checked.
 set -euo pipefail
 
 # tool -> module@version (kubectl-validate: the tagged v0.0.4 knows Kubernetes only up to 1.30;
