@@ -43,20 +43,23 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the command line as an operator would, and answers how it ended. */
-function agents(...args: string[]): Promise<Run> {
+/** Runs the command line as an operator would, and answers how it ended; `onStderr` sees its error output as it comes. */
+function agents(args: string[], onStderr?: (soFar: string) => void): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, AUTH_ADDR: '', AUTH_GRPC_ADDR: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      onStderr?.(stderr);
+    });
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
-const provision = (...more: string[]): Promise<Run> => agents('provision', '--auth', auth.address, ...more);
+const provision = (...more: string[]): Promise<Run> => agents(['provision', '--auth', auth.address, ...more]);
 
 /** The file format k6 scripts read. */
 interface TokensFile {
@@ -193,7 +196,7 @@ describe('npm run agents -- provision, against a running auth process', () => {
   it('says in one line (exit 1) what to do when no auth service answers', async () => {
     const nowhere = `127.0.0.1:${await freePort()}`;
     const out = join(dir, 'nowhere.json');
-    const run = await agents('provision', '--auth', nowhere, '--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', out);
+    const run = await agents(['provision', '--auth', nowhere, '--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', out]);
     expect(expectOneLine(run, 1)).toContain(`agents: no auth service answers at ${nowhere} (gRPC): start one with \`npm run cluster\` and pass --auth with the auth address its ready line prints`);
     expect(await exists(out)).toBe(false);
   });
@@ -208,7 +211,7 @@ describe('npm run agents -- provision, against a running auth process', () => {
     [['--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', 'x.json', '--auth', 'not an address'], '--auth must be HOST:PORT'],
     [['--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', 'x.json', '--create-human'], "Unknown option '--create-human'"],
   ])('refuses %j in one line with exit 2: %s', async (args, says) => {
-    const run = await agents('provision', ...args);
+    const run = await agents(['provision', ...args]);
     const line = expectOneLine(run, 2);
     expect(line).toContain(says);
     expect(line).toContain('usage: npm run agents -- provision --human NAME --scopes SCOPE[,SCOPE…] --out FILE|-');
@@ -218,9 +221,14 @@ describe('npm run agents -- provision, against a running auth process', () => {
 describe('a run that stops half-way', () => {
   it('writes the agents it made, says how many of how many and why, and exits 1', async () => {
     const out = join(dir, 'half.json');
-    const running = provision('--human', 'Ada Lovelace', '--count', '3000', '--concurrency', '4', '--scopes', 'posts:write', '--out', out);
-    // The room goes away under the run: auth can make no more agents.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // The room goes away under the run, once its first progress line says agents are being made:
+    // auth can make no more.
+    let progressed!: () => void;
+    const underWay = new Promise<void>((resolve) => (progressed = resolve));
+    const running = agents(['provision', '--auth', auth.address, '--human', 'Ada Lovelace', '--count', '3000', '--concurrency', '4', '--scopes', 'posts:write', '--out', out], (soFar) => {
+      if (/agents: \d+ of 3000 provisioned/.test(soFar)) progressed();
+    });
+    await underWay;
     await room.stop();
     const run = await running;
     expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 1, stdout: '' });
