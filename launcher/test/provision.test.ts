@@ -1,40 +1,20 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { launchChromium } from './support/browser.js';
 import { FAST_PASSWORDS } from './support/env.js';
+import { root, runCommand as run } from './support/processes.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 /** The operator command, as the image holds it (npm run build first). */
 const AGENTS_CLI = join(root, 'services/auth/dist/agents-cli.js');
 /** The live-feed load script (npm run load:sse). */
 const SSE_LOAD = join(root, 'bench/dist/sse-load.js');
 
 const tester = { name: 'Load Tester', password: 'choose a long password' };
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 interface TokensFile {
   auth: string;
