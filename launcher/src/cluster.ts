@@ -47,6 +47,8 @@ if (withEnvoy && !existsSync(ENVOY_BIN)) {
 const clusterEnv = z.object({
   /** How many edge processes the router balances over. */
   EDGE_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
+  /** How many auth processes: edges spread their calls over all of them, the router their pages. */
+  AUTH_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
   ROOM_GRPC_PORT: port.optional(),
   ...publicUrlsEnv.shape,
   ...storageEnv.shape,
@@ -132,7 +134,7 @@ function envoyLogLevel(level: z.output<typeof clusterEnv>['LOG_LEVEL']): string 
  * documents rendered into a temporary directory, a bootstrap from the route table, each upstream
  * process health-checked at `/readyz` on its ADMIN_PORT. Answers Envoy's admin URL once it is live.
  */
-async function startEnvoy(edges: { port: number; name: string }[], auth: { port: number; name: string }): Promise<{ admin: string; bootstrap: string }> {
+async function startEnvoy(edges: { port: number; name: string }[], auths: { port: number; name: string }[]): Promise<{ admin: string; bootstrap: string }> {
   if (!gateway || !envoyConfig) throw new Error('Envoy was not asked for');
   const { discoveryDocuments, envoyBootstrap, envoyYaml, writeDocuments } = gateway;
   envoyDir = await mkdtemp(join(tmpdir(), 'agent-room-envoy-'));
@@ -149,7 +151,7 @@ async function startEnvoy(edges: { port: number; name: string }[], auth: { port:
     listen: { address: '0.0.0.0', port: config.PORT },
     admin: { address: '127.0.0.1', port: adminPort },
     edge: edges.map(endpoint),
-    auth: [endpoint(auth)],
+    auth: auths.map(endpoint),
     quotaLimit: envoyConfig.QUOTA_PER_ADDRESS,
     headersTimeoutMs: envoyConfig.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: envoyConfig.REQUEST_TIMEOUT_MS,
@@ -283,19 +285,26 @@ try {
   await waitFor('messaging', async () => (await messagingHealth.check()) === 'SERVING');
   messagingHealth.close();
 
-  const authAddr = `127.0.0.1:${await freePort()}`;
-  const authHttpPort = await freePort();
-  await launch('auth', entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: authAddr, ROOM_ADDR: roomAddr, AUTH_HTTP_PORT: String(authHttpPort), AUTH_HTTP_HOST: '127.0.0.1' });
-  const authHealth = new HealthChecker(authAddr);
-  await waitFor('auth', async () => (await authHealth.check()) === 'SERVING');
-  authHealth.close();
+  // The first auth process is `auth`, the others `auth-2`, `auth-3`…; all share Redis, so any answers any call.
+  const auths: { name: string; addr: string; httpPort: number }[] = [];
+  for (let i = 0; i < config.AUTH_REPLICAS; i += 1) {
+    const auth = { name: i === 0 ? 'auth' : `auth-${i + 1}`, addr: `127.0.0.1:${await freePort()}`, httpPort: await freePort() };
+    auths.push(auth);
+    await launch(auth.name, entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: auth.addr, ROOM_ADDR: roomAddr, AUTH_HTTP_PORT: String(auth.httpPort), AUTH_HTTP_HOST: '127.0.0.1' });
+    const authHealth = new HealthChecker(auth.addr);
+    await waitFor(auth.name, async () => (await authHealth.check()) === 'SERVING');
+    authHealth.close();
+  }
+  const authAddr = auths[0]?.addr ?? '';
+  // Several replicas: one gRPC target naming each, which edge's clients take in turn (round_robin).
+  const authTarget = auths.length === 1 ? authAddr : `ipv4:${auths.map((auth) => auth.addr).join(',')}`;
 
   const edgeUrls: string[] = [];
   const edges: { port: number; name: string }[] = [];
   for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
     const edgePort = await freePort();
     edges.push({ port: edgePort, name: `edge-${i + 1}` });
-    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authAddr, MESSAGING_ADDR: messagingAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
+    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authTarget, MESSAGING_ADDR: messagingAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
     edgeUrls.push(`http://127.0.0.1:${edgePort}`);
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
@@ -303,20 +312,21 @@ try {
   const routerUrl = `http://127.0.0.1:${config.PORT}`;
   let envoy: { admin: string; bootstrap: string } | undefined;
   if (withEnvoy) {
-    envoy = await startEnvoy(edges, { port: authHttpPort, name: 'auth' });
+    envoy = await startEnvoy(edges, auths.map((auth) => ({ port: auth.httpPort, name: auth.name })));
   } else {
-    const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: `http://127.0.0.1:${authHttpPort}` }, true);
+    const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: auths.map((auth) => `http://127.0.0.1:${auth.httpPort}`).join(',') }, true);
     // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
     await listening('router', router);
   }
 
   supervising = true;
-  const pids = Object.fromEntries(processes.map(({ name, child }) => [name, child.pid]));
+  // The redis-server the launcher started is one of its processes too (the bench sums their CPU time).
+  const pids = { ...Object.fromEntries(processes.map(({ name, child }) => [name, child.pid])), ...(redis?.pid === undefined ? {} : { 'redis-server': redis.pid }) };
   // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
   const provision = `npm run agents -- provision --auth ${authAddr} --human "<a name registered at ${urls.siteUrl}/signin>" --count 200 --scopes posts:write,messages:write,messages:read --out load-tests/tokens.json`;
   log.info(
-    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, edges: edgeUrls, router: routerUrl, ...(envoy ? { envoy } : {}), redis: redisUrl, metrics, pids, provision },
-    `cluster ready at ${urls.siteUrl}: room, messaging, auth, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis`,
+    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, auths: auths.map((auth) => auth.addr), edges: edgeUrls, router: routerUrl, ...(envoy ? { envoy } : {}), redis: redisUrl, metrics, pids, provision },
+    `cluster ready at ${urls.siteUrl}: room, messaging, ${auths.length === 1 ? 'auth' : `${auths.length} auth processes`}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis`,
   );
   log.info({ provision }, `tokens for load tests (load-tests/README.md): ${provision}`);
 } catch (error) {

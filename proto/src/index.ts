@@ -53,6 +53,7 @@ export type { PollDeviceFlowResponse__Output } from './gen/agentroom/auth/v1/Pol
 export type { AuthenticateTokenResponse__Output } from './gen/agentroom/auth/v1/AuthenticateTokenResponse.js';
 export type { RevokeTokenResponse__Output } from './gen/agentroom/auth/v1/RevokeTokenResponse.js';
 export type { ResolveSessionResponse__Output } from './gen/agentroom/auth/v1/ResolveSessionResponse.js';
+export type { WatchRevocationsResponse, WatchRevocationsResponse__Output } from './gen/agentroom/auth/v1/WatchRevocationsResponse.js';
 export type { FlowStatus, FlowStatus__Output } from './gen/agentroom/auth/v1/FlowStatus.js';
 export type { RoomServiceClient, RoomServiceHandlers } from './gen/agentroom/room/v1/RoomService.js';
 export type { Post, Post__Output } from './gen/agentroom/room/v1/Post.js';

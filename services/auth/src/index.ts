@@ -61,7 +61,17 @@ export {
   HUMAN_NAME_MAX, PASSWORD_MIN, SESSION_TTL_SECONDS, type HumansOptions, type OpenSession } from './humans.js';
 export { AttemptLimiter, type AttemptClient, type AttemptLimiterOptions } from './attempt-limiter.js';
 export { RoomGateway, type AgentUpsert } from './room.gateway.js';
-export { nameKey, drainedLevel, type AttemptWindow, type AuthStore, type Bucket } from './store.js';
+export {
+  nameKey,
+  drainedLevel,
+  REVOCATION_HEARTBEAT_MS,
+  type AttemptWindow,
+  type AuthStore,
+  type Bucket,
+  type Revocation,
+  type RevocationFeedOptions,
+  type RevocationWatcher,
+} from './store.js';
 export { MemoryAuthStore } from './store-memory.js';
 export { RedisAuthStore } from './store-redis.js';
 export type { DeviceFlow, DeviceFlowStatus, Grant, Human, Session, TokenRecord } from './records.js';

@@ -1,9 +1,10 @@
 import * as grpc from '@grpc/grpc-js';
-import { DomainError, GrpcServer, type Logger, SCOPES } from '@agentroom/kit';
-import { authProto, type AuthServiceHandlers } from '@agentroom/proto';
+import { DomainError, GrpcServer, type Logger, SCOPES, unavailable } from '@agentroom/kit';
+import { authProto, type AuthServiceHandlers, type WatchRevocationsResponse } from '@agentroom/proto';
 import { z } from 'zod';
 import type { DeviceFlows } from './device-flow.js';
 import type { Humans } from './humans.js';
+import { REVOCATION_HEARTBEAT_MS } from './store.js';
 import type { Tokens } from './tokens.js';
 
 export const AUTH_SERVICE_NAME = 'agentroom.auth.v1.AuthService';
@@ -131,6 +132,47 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, log }:
     RevokeToken: server.unary('RevokeToken', async (request) => {
       await tokens.revoke(parse(tokenRequest, request).token);
       return {};
+    }),
+
+    WatchRevocations: server.serverStream('WatchRevocations', async (_request, call) => {
+      const stop = new AbortController();
+      call.on('cancelled', () => stop.abort());
+      call.on('close', () => stop.abort());
+      // At shutdown the stream ends, and its watcher moves to another replica.
+      const signal = AbortSignal.any([stop.signal, server.drainSignal]);
+      let lost: Error | undefined;
+      let lastWrite = 0;
+      const write = (message: WatchRevocationsResponse): void => {
+        if (signal.aborted) return;
+        lastWrite = Date.now();
+        call.write(message);
+      };
+      const unwatch = await tokens.watchRevocations({
+        revoked: (revocation) =>
+          write({ revocation: { id: revocation.id, tokenId: revocation.tokenId, agentId: revocation.agentId, revokedAt: new Date(revocation.revokedAt).toISOString() } }),
+        // A heartbeat only when the stream has been quiet: revocations say "alive" too.
+        alive: () => {
+          if (Date.now() - lastWrite >= REVOCATION_HEARTBEAT_MS / 2) write({});
+        },
+        broken: (error) => {
+          lost = error;
+          stop.abort();
+        },
+      });
+      try {
+        if (!signal.aborted) {
+          // Initial metadata tells the watcher it is positioned: every revocation from now on reaches it.
+          call.sendMetadata(new grpc.Metadata());
+          await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        }
+      } finally {
+        unwatch();
+      }
+      if (lost) {
+        log.warn({ err: lost }, 'revocation feed lost; ending its watch, the watcher reconnects');
+        throw unavailable('This replica lost the revocation feed; watch again.', 1);
+      }
+      if (!call.cancelled) call.end();
     }),
 
     ResolveSession: server.unary('ResolveSession', async (request) => {

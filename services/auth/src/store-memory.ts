@@ -1,6 +1,16 @@
 import { type Clock, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
-import { type AttemptWindow, type AuthStore, type Bucket, drainedLevel, nameKey } from './store.js';
+import {
+  type AttemptWindow,
+  type AuthStore,
+  type Bucket,
+  drainedLevel,
+  nameKey,
+  REVOCATION_HEARTBEAT_MS,
+  type Revocation,
+  type RevocationFeedOptions,
+  type RevocationWatcher,
+} from './store.js';
 
 interface Expiring<T> {
   value: T;
@@ -61,8 +71,18 @@ export class MemoryAuthStore implements AuthStore {
   private readonly sessions: ExpiringMap<Session>;
   private readonly attemptWindows: ExpiringMap<AttemptWindow>;
   private readonly buckets: ExpiringMap<Bucket>;
+  /** The revocation feed of this one process: watchers hear each revocation as it is published. */
+  private readonly revocationWatchers = new Set<RevocationWatcher>();
+  private readonly heartbeatMs: number;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastMs = 0;
+  private lastSeq = 0;
 
-  constructor(private readonly clock: Clock = systemClock) {
+  constructor(
+    private readonly clock: Clock = systemClock,
+    options: RevocationFeedOptions = {},
+  ) {
+    this.heartbeatMs = options.heartbeatMs ?? REVOCATION_HEARTBEAT_MS;
     this.flows = new ExpiringMap(clock);
     this.codes = new ExpiringMap(clock);
     this.polls = new ExpiringMap(clock);
@@ -159,6 +179,42 @@ export class MemoryAuthStore implements AuthStore {
       .filter(test)
       .sort(newestFirst)
       .map((t) => structuredClone(t));
+  }
+
+  /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
+  private nextId(): string {
+    const ms = this.clock.now();
+    if (ms > this.lastMs) {
+      this.lastMs = ms;
+      this.lastSeq = 0;
+    } else {
+      this.lastSeq += 1;
+    }
+    return `${this.lastMs}-${this.lastSeq}`;
+  }
+
+  publishRevocation(revocation: Omit<Revocation, 'id'>): Promise<Revocation> {
+    const published = { id: this.nextId(), ...revocation };
+    for (const watcher of this.revocationWatchers) watcher.revoked({ ...published });
+    return Promise.resolve(published);
+  }
+
+  watchRevocations(watcher: RevocationWatcher): Promise<() => void> {
+    this.revocationWatchers.add(watcher);
+    if (this.heartbeat === undefined) {
+      // One timer for every watcher; it keeps no process alive on its own.
+      this.heartbeat = setInterval(() => {
+        for (const each of this.revocationWatchers) each.alive();
+      }, this.heartbeatMs);
+      this.heartbeat.unref();
+    }
+    return Promise.resolve(() => {
+      this.revocationWatchers.delete(watcher);
+      if (this.revocationWatchers.size === 0) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = undefined;
+      }
+    });
   }
 
   createHuman(human: Human): Promise<boolean> {

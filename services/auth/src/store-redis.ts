@@ -1,6 +1,16 @@
-import { type Clock, hashSecret, Keyspace, type RedisClient, systemClock } from '@agentroom/kit';
+import { type Clock, duplicateClient, hashSecret, Keyspace, type RedisClient, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
-import { type AttemptWindow, type AuthStore, drainedLevel, nameKey } from './store.js';
+import {
+  type AttemptWindow,
+  type AuthStore,
+  drainedLevel,
+  nameKey,
+  REVOCATION_FEED_LENGTH,
+  REVOCATION_HEARTBEAT_MS,
+  type Revocation,
+  type RevocationFeedOptions,
+  type RevocationWatcher,
+} from './store.js';
 
 function parse<T>(json: string | null): T | undefined {
   return json === null ? undefined : (JSON.parse(json) as T);
@@ -44,6 +54,100 @@ redis.call('HSET', KEYS[1], 'level', string.format('%.6f', level), 'at', ARGV[1]
 redis.call('PEXPIRE', KEYS[1], math.ceil(level * drain))
 return string.format('%.6f', level)`;
 
+/** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */
+type StreamEntry = [string, string[]];
+
+function toRevocation([id, fields]: StreamEntry): Revocation {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  return { id, tokenId: map.get('tokenId') ?? '', agentId: map.get('agentId') ?? '', revokedAt: Number(map.get('revokedAt') ?? 0) };
+}
+
+/**
+ * One process's reading of the revocation stream, shared by every watcher of that process: one
+ * blocking connection, `XREAD BLOCK` from the newest entry when it started. Each round (at most
+ * `heartbeatMs` long) tells the watchers the feed is alive. It ends when its last watcher leaves,
+ * or when a read fails: then every watcher is told the feed broke, since a revocation might pass
+ * unseen while it reconnects, and the next watch starts a new reading.
+ */
+class RevocationReading {
+  private readonly watchers = new Set<RevocationWatcher>();
+  private reader: RedisClient | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly key: string,
+    private readonly heartbeatMs: number,
+    private readonly ended: (reading: RevocationReading) => void,
+  ) {}
+
+  /** Positions the reading: resolves once every entry added from now on will be read. */
+  async start(): Promise<void> {
+    const [latest] = (await this.redis.xrevrange(this.key, '+', '-', 'COUNT', 1)) as StreamEntry[];
+    const reader = duplicateClient(this.redis, 'auth-revocations');
+    reader.on('error', () => undefined); // a failed read ends the reading; the main connection reports outages
+    this.reader = reader;
+    void this.readLoop(reader, latest?.[0] ?? '0-0');
+  }
+
+  add(watcher: RevocationWatcher): () => void {
+    this.watchers.add(watcher);
+    return () => {
+      this.watchers.delete(watcher);
+      if (this.watchers.size === 0) this.stop();
+    };
+  }
+
+  get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  private stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.ended(this);
+    // Ends the blocking read at once, rather than at the end of its round.
+    this.reader?.disconnect();
+  }
+
+  /** Ends a reading that could not be positioned: its watchers are refused, not told it broke. */
+  abandon(): void {
+    this.watchers.clear();
+    this.stop();
+  }
+
+  fail(error: Error): void {
+    if (this.stopped) return;
+    const watchers = [...this.watchers];
+    this.watchers.clear();
+    this.stop();
+    for (const watcher of watchers) watcher.broken(error);
+  }
+
+  private async readLoop(reader: RedisClient, start: string): Promise<void> {
+    let last = start;
+    while (!this.stopped) {
+      let reply: [string, StreamEntry[]][] | null;
+      try {
+        reply = (await reader.xread('COUNT', 500, 'BLOCK', this.heartbeatMs, 'STREAMS', this.key, last)) as [string, StreamEntry[]][] | null;
+      } catch (error) {
+        this.fail(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
+      if (this.stopped) return;
+      for (const [, entries] of reply ?? []) {
+        for (const entry of entries) {
+          last = entry[0];
+          const revocation = toRevocation(entry);
+          for (const watcher of this.watchers) watcher.revoked({ ...revocation });
+        }
+      }
+      for (const watcher of this.watchers) watcher.alive();
+    }
+  }
+}
+
 /**
  * Auth's records in Redis. Each record has a hash tag of its own (`{flow:…}`, `{token:…}`, …) and a
  * flow's poll marker shares its flow's tag, so every command touches one slot and runs on Redis
@@ -52,13 +156,23 @@ return string.format('%.6f', level)`;
 export class RedisAuthStore implements AuthStore {
   readonly kind = 'redis';
   private readonly keys: Keyspace;
+  private readonly heartbeatMs: number;
+  /** The reading of the revocation feed that watchers of this process share, while there are any. */
+  private reading: { reading: RevocationReading; positioned: Promise<void> } | undefined;
 
   constructor(
     private readonly redis: RedisClient,
     prefix: string,
     private readonly clock: Clock = systemClock,
+    options: RevocationFeedOptions = {},
   ) {
     this.keys = new Keyspace(prefix, 'auth');
+    this.heartbeatMs = options.heartbeatMs ?? REVOCATION_HEARTBEAT_MS;
+  }
+
+  /** Every auth replica's revocations, in one capped stream under a hash tag of its own. */
+  private get revocationsKey(): string {
+    return this.keys.key('revocations', 'feed');
   }
 
   /** Milliseconds from now until `at`, at least 1 (Redis refuses 0). */
@@ -180,6 +294,45 @@ export class RedisAuthStore implements AuthStore {
 
   tokensOfAgent(agentId: string): Promise<TokenRecord[]> {
     return this.tokensIn(this.agentTokensKey(agentId));
+  }
+
+  async publishRevocation(revocation: Omit<Revocation, 'id'>): Promise<Revocation> {
+    const id = await this.redis.xadd(
+      this.revocationsKey,
+      'MAXLEN',
+      '~',
+      String(REVOCATION_FEED_LENGTH),
+      '*',
+      'tokenId',
+      revocation.tokenId,
+      'agentId',
+      revocation.agentId,
+      'revokedAt',
+      String(revocation.revokedAt),
+    );
+    if (id === null) throw new Error('XADD returned no id');
+    return { id, ...revocation };
+  }
+
+  async watchRevocations(watcher: RevocationWatcher): Promise<() => void> {
+    let current = this.reading;
+    if (!current || current.reading.isStopped) {
+      const reading = new RevocationReading(this.redis, this.revocationsKey, this.heartbeatMs, (ended) => {
+        if (this.reading?.reading === ended) this.reading = undefined;
+      });
+      current = { reading, positioned: reading.start() };
+      this.reading = current;
+    }
+    // Joined before positioning completes, so a watcher added now misses nothing the reading reads.
+    const stop = current.reading.add(watcher);
+    try {
+      await current.positioned;
+    } catch (error) {
+      // Every watcher of this reading is waiting here and hears the rejection; none is told twice.
+      current.reading.abandon();
+      throw error;
+    }
+    return stop;
   }
 
   async createHuman(human: Human): Promise<boolean> {

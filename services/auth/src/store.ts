@@ -20,6 +20,40 @@ export function drainedLevel(bucket: Bucket | undefined, now: number, drainMs: n
   return Math.max(0, bucket.level - Math.max(0, now - bucket.at) / drainMs);
 }
 
+/** A token revocation as the revocation feed carries it to every watcher, on every auth replica. */
+export interface Revocation {
+  /** Its position in the feed, `<ms>-<seq>` as Redis stream ids. */
+  id: string;
+  tokenId: string;
+  agentId: string;
+  /** Epoch ms on the revoking replica's clock. */
+  revokedAt: number;
+}
+
+/** What follows the revocation feed (auth's WatchRevocations handler). */
+export interface RevocationWatcher {
+  revoked(revocation: Revocation): void;
+  /**
+   * The feed is still being followed. Called at least every {@link REVOCATION_HEARTBEAT_MS} (or the
+   * store's own setting) while the watch lasts, so a watcher can tell a quiet feed from a stalled one.
+   */
+  alive(): void;
+  /** Revocations can no longer be assured to arrive (storage lost); nothing is called after it. */
+  broken(error: Error): void;
+}
+
+/** The longest a followed revocation feed goes without saying it is alive (docs/decisions.md §14). */
+export const REVOCATION_HEARTBEAT_MS = 1_000;
+
+/** How many revocations the Redis feed keeps (`XADD MAXLEN ~`): watchers follow it live, so a few suffice. */
+export const REVOCATION_FEED_LENGTH = 10_000;
+
+/** Settings of a store's revocation feed; tests shorten the heartbeat. */
+export interface RevocationFeedOptions {
+  /** Defaults to {@link REVOCATION_HEARTBEAT_MS}. */
+  heartbeatMs?: number;
+}
+
 /**
  * Where auth keeps flows, tokens, humans and sessions. Two implementations, Redis and memory,
  * held to one contract suite. Secrets are stored only as hashes (the one exception, a grant's
@@ -54,6 +88,18 @@ export interface AuthStore {
   tokensOfHuman(humanId: string): Promise<TokenRecord[]>;
   /** Every retained token of an agent, newest first. */
   tokensOfAgent(agentId: string): Promise<TokenRecord[]>;
+
+  /**
+   * Tells every revocation watcher, of every auth replica that shares this storage, that a token was
+   * revoked. Answers the revocation with its position in the feed.
+   */
+  publishRevocation(revocation: Omit<Revocation, 'id'>): Promise<Revocation>;
+  /**
+   * Follows the revocation feed. Resolves, with the function that stops the watch, once the watch
+   * is positioned: every revocation published from then on, by any replica, reaches `watcher` in
+   * order. Rejects when storage cannot be reached.
+   */
+  watchRevocations(watcher: RevocationWatcher): Promise<() => void>;
 
   /** Creates a human; false when the name (case-insensitive) is taken. */
   createHuman(human: Human): Promise<boolean>;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Clock, createLogger, DomainError, hashSecret, isWellFormedToken, type Logger, mintToken, type Scope, SCOPES } from '@agentroom/kit';
 import type { TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
-import type { AuthStore } from './store.js';
+import type { AuthStore, RevocationWatcher } from './store.js';
 
 const DAY_MS = 86_400_000;
 /** An expired token is remembered this long, so it answers token-expired (not token-invalid) a while. */
@@ -123,12 +123,24 @@ export class Tokens {
     await this.store.updateToken(revoked);
     this.log.info({ tokenId: record.id, agentId: record.agentId, by }, 'token revoked');
     try {
+      // After the record: an edge that drops its cached answer and asks again must hear "revoked".
+      await this.store.publishRevocation({ tokenId: record.id, agentId: record.agentId, revokedAt: revoked.revokedAt });
+    } catch (error) {
+      // The revocation stands; edges that cached the token's answer keep it until TOKEN_CACHE_MS runs out.
+      this.log.error({ err: error, tokenId: record.id }, 'a revocation was not published to the revocation feed');
+    }
+    try {
       await this.syncAgent(record);
     } catch (error) {
       // The revocation stands either way; the room's copy of the scopes catches up at the next approval.
       this.log.warn({ err: error, agentId: record.agentId }, 'room did not take the agent scopes after a revocation');
     }
     return revoked;
+  }
+
+  /** Follows every revocation from now on, made by this replica or another (`AuthStore.watchRevocations`). */
+  watchRevocations(watcher: RevocationWatcher): Promise<() => void> {
+    return this.store.watchRevocations(watcher);
   }
 
   /** The union of the agent's live tokens' scopes, in canonical order (docs/decisions.md §3). */

@@ -12,6 +12,7 @@ import {
   roomProto,
   type RoomServiceClient,
   type StartDeviceFlowResponse__Output,
+  type WatchRevocationsResponse__Output,
 } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authEnv, type RunningAuth, start } from '../src/index.js';
@@ -183,6 +184,57 @@ describe('AuthService over a loopback socket', () => {
     // RFC 7009: revoking again, an unknown token, or garbage all succeed.
     for (const token of [done.accessToken, mintToken(), 'garbage', '']) expect(await revoke(token)).toEqual({});
     expect((await getAgent(done.agentId)).agent?.scopes).toEqual([]);
+  });
+
+  it('tells a watcher, once positioned, of every token revoked from then on, by the agent or by its human, with heartbeats between', async () => {
+    const first = await signUp(['posts:write'], ada, { agentName: 'first' });
+    const second = await signUp(['posts:write'], ada, { agentName: 'second' });
+    const [p1, p2] = [await authenticate(first.accessToken), await authenticate(second.accessToken)];
+    const call = client.watchRevocations({});
+    const messages: WatchRevocationsResponse__Output[] = [];
+    call.on('data', (message: WatchRevocationsResponse__Output) => messages.push(message));
+    call.on('error', () => undefined);
+    // Initial metadata: from here on every revocation reaches this watcher.
+    await new Promise((resolve) => call.once('metadata', resolve));
+    await revoke(first.accessToken);
+    await auth.tokens.revokeForHuman(ada.id, p2.tokenId);
+    // Revoking again publishes nothing: the token was already revoked.
+    await revoke(first.accessToken);
+    const revocations = (): unknown[] => messages.flatMap((message) => (message.revocation ? [message.revocation] : []));
+    // A heartbeat after the second revocation: the feed was read past anything the third call could have published.
+    const heartbeatAfterSecond = (): boolean => {
+      let seen = 0;
+      for (const message of messages) {
+        if (message.revocation) seen += 1;
+        else if (seen >= 2) return true;
+      }
+      return false;
+    };
+    while (!heartbeatAfterSecond()) await new Promise((resolve) => setTimeout(resolve, 20));
+    const at = new Date(time).toISOString();
+    expect(revocations()).toEqual([
+      { id: expect.stringMatching(/^\d+-\d+$/), tokenId: p1.tokenId, agentId: first.agentId, revokedAt: at },
+      { id: expect.stringMatching(/^\d+-\d+$/), tokenId: p2.tokenId, agentId: second.agentId, revokedAt: at },
+    ]);
+    call.cancel();
+  });
+
+  it('ends a watch UNAVAILABLE when its replica loses Redis, so the watcher knows revocations may pass unseen', async () => {
+    const doomed = await startRedisServer();
+    const replica = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: doomed.url }), { clock });
+    const other = new (authProto().AuthService)(`127.0.0.1:${replica.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    try {
+      const call = other.watchRevocations({});
+      call.on('data', () => undefined);
+      const ended = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
+      await new Promise((resolve) => call.once('metadata', resolve));
+      await doomed.stop();
+      expect((await ended).code).toBe(grpc.status.UNAVAILABLE);
+    } finally {
+      other.close();
+      await replica.stop().catch(() => undefined);
+      await doomed.stop();
+    }
   });
 
   it('fails a token with a bad checksum without a store lookup', async () => {

@@ -1,7 +1,18 @@
-import { type Clock, type Cluster, connectRedis, connectRedisCluster, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
+import {
+  type Clock,
+  type Cluster,
+  compareStreamIds,
+  connectRedis,
+  connectRedisCluster,
+  type LocalRedis,
+  type LocalRedisCluster,
+  type Redis,
+  startRedisCluster,
+  startRedisServer,
+} from '@agentroom/kit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DeviceFlow, Human, Session, TokenRecord } from '../src/records.js';
-import type { AuthStore } from '../src/store.js';
+import type { AuthStore, Revocation, RevocationWatcher } from '../src/store.js';
 import { MemoryAuthStore } from '../src/store-memory.js';
 import { RedisAuthStore } from '../src/store-redis.js';
 
@@ -323,5 +334,155 @@ describe('RedisAuthStore', () => {
     await redis.del(`${prefix}:auth:{token-id:tok_1}`);
     expect((await store.tokensOfHuman('h_ada')).map((t) => t.id)).not.toContain('tok_1');
     expect(await redis.zrange(`${prefix}:auth:{human:h_ada}:tokens`, '0', '-1')).not.toContain('tok_1');
+  });
+});
+
+/** A watcher that writes down what the feed tells it. */
+function recorder(): { watcher: RevocationWatcher; revoked: Revocation[]; alive: () => number; broken: () => Error | undefined } {
+  const revoked: Revocation[] = [];
+  let alive = 0;
+  let broken: Error | undefined;
+  return {
+    watcher: {
+      revoked: (revocation) => revoked.push(revocation),
+      alive: () => (alive += 1),
+      broken: (error) => (broken = error),
+    },
+    revoked,
+    alive: () => alive,
+    broken: () => broken,
+  };
+}
+
+/** Waits until `check` holds; the test's own timeout bounds the wait (nothing here measures time). */
+async function eventually(check: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+/** A short heartbeat, so the tests that wait for one wait little. */
+const FEED = { heartbeatMs: 50 } as const;
+
+/** Two stores on one storage, as two auth replicas see it; in memory there is one process and one store. */
+const replicas: [string, () => [AuthStore, AuthStore]][] = [
+  [
+    'memory',
+    () => {
+      const store = new MemoryAuthStore(clock, FEED);
+      return [store, store];
+    },
+  ],
+  [
+    'redis',
+    () => {
+      const prefix = `rv${(prefixes += 1)}`;
+      return [new RedisAuthStore(redis, prefix, clock, FEED), new RedisAuthStore(redis, prefix, clock, FEED)];
+    },
+  ],
+  [
+    'redis cluster',
+    () => {
+      const prefix = `rv${(prefixes += 1)}`;
+      return [new RedisAuthStore(clusterClient, prefix, clock, FEED), new RedisAuthStore(clusterClient, prefix, clock, FEED)];
+    },
+  ],
+];
+
+describe.each(replicas)('AuthStore revocation feed contract: %s', (_name, makeReplicas) => {
+  let one: AuthStore;
+  let other: AuthStore;
+  const revocation = (n: number): Omit<Revocation, 'id'> => ({ tokenId: `tok_${n}`, agentId: `a_agent${n}`, revokedAt: time + n });
+
+  beforeEach(() => {
+    [one, other] = makeReplicas();
+  });
+
+  it('tells a positioned watcher every revocation published from then on, by either replica, in order, and none from before', async () => {
+    await one.publishRevocation(revocation(0));
+    const seen = recorder();
+    const stop = await other.watchRevocations(seen.watcher);
+    const published = [await one.publishRevocation(revocation(1)), await other.publishRevocation(revocation(2)), await one.publishRevocation(revocation(3))];
+    await eventually(() => seen.revoked.length >= 3);
+    expect(seen.revoked).toEqual(published);
+    expect(published.map((r) => r.tokenId)).toEqual(['tok_1', 'tok_2', 'tok_3']);
+    expect(published[1]).toMatchObject({ agentId: 'a_agent2', revokedAt: time + 2 });
+    for (let i = 1; i < published.length; i += 1) expect(compareStreamIds(published[i]!.id, published[i - 1]!.id)).toBeGreaterThan(0);
+    stop();
+    expect(seen.broken()).toBeUndefined();
+  });
+
+  it('says the feed is alive while no revocation comes', async () => {
+    const seen = recorder();
+    const stop = await one.watchRevocations(seen.watcher);
+    await eventually(() => seen.alive() >= 2);
+    stop();
+    expect(seen.revoked).toEqual([]);
+  });
+
+  it('serves many watchers; one that leaves hears nothing more while the others go on', async () => {
+    const leaving = recorder();
+    const staying = recorder();
+    const stopLeaving = await other.watchRevocations(leaving.watcher);
+    const stopStaying = await other.watchRevocations(staying.watcher);
+    await one.publishRevocation(revocation(1));
+    await eventually(() => leaving.revoked.length === 1 && staying.revoked.length === 1);
+    stopLeaving();
+    await one.publishRevocation(revocation(2));
+    await one.publishRevocation(revocation(3));
+    // Once the watcher that stayed has the last one, the one that left would have had it too.
+    await eventually(() => staying.revoked.length === 3);
+    expect(leaving.revoked.map((r) => r.tokenId)).toEqual(['tok_1']);
+    stopStaying();
+    // The last watcher gone, a new watch positions afresh and still hears what comes next.
+    const later = recorder();
+    const stopLater = await one.watchRevocations(later.watcher);
+    await other.publishRevocation(revocation(4));
+    await eventually(() => later.revoked.length === 1);
+    expect(later.revoked[0]?.tokenId).toBe('tok_4');
+    stopLater();
+  });
+});
+
+describe('RedisAuthStore revocation feed', () => {
+  it('keeps the feed in one capped stream under a hash tag of its own', async () => {
+    const store = new RedisAuthStore(redis, 'feedkeys', clock);
+    for (let batch = 0; batch < 21; batch += 1) {
+      await Promise.all(Array.from({ length: 500 }, (_, i) => store.publishRevocation({ tokenId: `tok_${batch}_${i}`, agentId: 'a_1', revokedAt: time })));
+    }
+    expect(await redis.keys('feedkeys:*')).toEqual(['feedkeys:auth:{revocations}:feed']);
+    // XADD MAXLEN ~ 10000 trims whole nodes of entries: about 10,000 kept, never all 10,500.
+    const length = await redis.xlen('feedkeys:auth:{revocations}:feed');
+    expect(length).toBeGreaterThanOrEqual(10_000);
+    expect(length).toBeLessThan(10_500);
+  });
+
+  it('reads the feed on one connection per process, closed when the last watcher leaves', async () => {
+    const readers = async (): Promise<number> => ((await redis.client('LIST')) as string).split('\n').filter((line) => line.includes(' name=auth-revocations ')).length;
+    await eventually(async () => (await readers()) === 0);
+    const store = new RedisAuthStore(redis, 'feedconn', clock, FEED);
+    const watchers = [recorder(), recorder(), recorder()];
+    const stops = await Promise.all(watchers.map((seen) => store.watchRevocations(seen.watcher)));
+    // Once all three heard a revocation, the reading's connection is up (it connects lazily).
+    await store.publishRevocation({ tokenId: 'tok_1', agentId: 'a_1', revokedAt: time });
+    await eventually(() => watchers.every((seen) => seen.revoked.length === 1));
+    expect(await readers()).toBe(1);
+    for (const stop of stops) stop();
+    await eventually(async () => (await readers()) === 0);
+  });
+
+  it('tells its watchers the feed broke when Redis goes away, and refuses new watches until it is back', async () => {
+    const server = await startRedisServer();
+    const client = connectRedis(server.url, 'auth-feed-outage-test');
+    client.on('error', () => undefined);
+    try {
+      const store = new RedisAuthStore(client, 'outage', clock, FEED);
+      const seen = recorder();
+      await store.watchRevocations(seen.watcher);
+      await server.stop();
+      await eventually(() => seen.broken() !== undefined);
+      await expect(store.watchRevocations(recorder().watcher)).rejects.toThrow();
+    } finally {
+      client.disconnect();
+      await server.stop();
+    }
   });
 });

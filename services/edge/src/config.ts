@@ -20,6 +20,11 @@ export const edgeEnv = z.object({
   QUOTA_PER_ADDRESS: dailyQuota.default(5_000),
   /** Which proxies may set X-Forwarded-For: express `trust proxy` syntax. */
   TRUST_PROXY: z.string().min(1).default('loopback'),
+  /**
+   * How long edge keeps auth's answer for a bearer token, in milliseconds; 0 turns the cache off.
+   * Revocations still take effect at once: auth's revocation stream drops the answer (docs/decisions.md §14).
+   */
+  TOKEN_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   /** How often live streams get a heartbeat comment (and a messages stream's token is checked again). */
   LIVE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
   /** Bytes a live stream may have queued for a client that does not read, before it is cut off. */

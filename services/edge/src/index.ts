@@ -20,6 +20,7 @@ import {
 } from '@agentroom/kit';
 import type { EdgeConfig } from './config.js';
 import { AuthGateway } from './gateways/auth.gateway.js';
+import { TokenCache } from './gateways/token-cache.js';
 import { MessagingGateway } from './gateways/messaging.gateway.js';
 import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
@@ -32,6 +33,7 @@ export { edgeEnv, type EdgeConfig } from './config.js';
 export { createEdgeApp } from './server.js';
 export { RoomGateway } from './gateways/room.gateway.js';
 export { AuthGateway } from './gateways/auth.gateway.js';
+export { TokenCache, TOKEN_CACHE_CAPACITY, REVOCATION_SILENCE_MS, type TokenAuthority, type TokenCacheOptions } from './gateways/token-cache.js';
 export { MessagingGateway } from './gateways/messaging.gateway.js';
 export { Core, type Admission, type Outcome } from './operations/core.js';
 export { operationTable, type OperationName, type Operations } from './operations/table.js';
@@ -78,6 +80,9 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const auth = new AuthGateway(config.AUTH_ADDR, config.GRPC_DEADLINE_MS);
+  // Who a bearer token speaks for, kept TOKEN_CACHE_MS while auth's revocation stream is live.
+  const tokens = new TokenCache(auth, { ttlMs: config.TOKEN_CACHE_MS, log });
+  tokens.start();
   const messaging = new MessagingGateway(config.MESSAGING_ADDR, config.GRPC_DEADLINE_MS);
   const hub = new PostsHub(room, log);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
@@ -91,6 +96,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     room,
     auth,
     messaging,
+    firstPage: hub,
     feedback: redis ? new RedisFeedbackStore(redis, config.REDIS_KEY_PREFIX) : new MemoryFeedbackStore(),
     storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
     version,
@@ -98,7 +104,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
   });
   const core = new Core({
     operations,
-    authenticate: (token) => auth.authenticate(token),
+    authenticate: (token) => tokens.authenticate(token),
     quota: options.quota ?? (redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore()),
     idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
@@ -143,6 +149,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
       for (const peer of peers) peer.close();
       if (server) await closeHttpServer(server, config.SHUTDOWN_GRACE_MS);
       room.close();
+      tokens.close();
       auth.close();
       messaging.close();
       await redis?.quit();

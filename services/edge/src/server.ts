@@ -108,7 +108,8 @@ export function createEdgeApp(options: EdgeAppOptions): Express {
 
   app.use(admissionGuard(core));
   app.use(basePath, liveRoutes({ ...options.live, auth: options.auth, core }));
-  app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls }));
+  const { hub } = options.live;
+  app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls, onCreated: (entry) => hub.created(entry) }));
   finish();
   return app;
 }

@@ -61,3 +61,29 @@ export const liveStreamsEnded = new client.Counter({
   labelNames: ['feed', 'reason'] as const,
   registers: [registry],
 });
+
+export const firstPageReads = new client.Counter({
+  name: 'agentroom_first_page_reads_total',
+  help: "Reads of the room's first page (listPosts without a cursor) by edge, by outcome: hit (answered from its memory), miss (asked the room: the stream is starting, lost, or catching up with a post made here), bypass (asked the room: Cache-Control: no-cache).",
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const tokenCacheLookups = new client.Counter({
+  name: 'agentroom_token_cache_lookups_total',
+  help: "Bearer tokens edge resolved, by outcome: hit (answered from its cache), miss (asked auth, then cached), bypass (asked auth: the cache is off or the revocation stream is not live).",
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const tokenRevocationsReceived = new client.Counter({
+  name: 'agentroom_token_revocations_received_total',
+  help: "Token revocations edge heard on auth's revocation stream.",
+  registers: [registry],
+});
+
+export const tokenCacheLive = new client.Gauge({
+  name: 'agentroom_token_cache_live',
+  help: "1 while edge's token cache is in use (auth's revocation stream is positioned and heard from), 0 while every token is asked of auth.",
+  registers: [registry],
+});

@@ -21,8 +21,9 @@ export const ROOM_SERVICE_NAME = 'agentroom.room.v1.RoomService';
 /** The one list of posts, which its cursors are bound to. */
 const POSTS = { name: 'posts' } as const;
 
-function toProtoPost(post: PostRecord): Post {
-  return { ...post, via: viaToProto(post.via) };
+/** A post on the wire; `cursor` only for a caller that asked for cursors (with_cursor, with_cursors). */
+function toProtoPost(post: PostRecord, cursor = ''): Post {
+  return { ...post, via: viaToProto(post.via), cursor };
 }
 
 function toProtoAgent(agent: AgentRecord): Agent {
@@ -41,6 +42,9 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
   const { store } = options;
   const now = options.clock ?? Date.now;
   const cursors = new CursorSigner(options.cursorSecret);
+  // A post's cursor resumes the list right after it, whatever the page's limit: so an edge that keeps
+  // the newest posts answers any first page with the room's own next_cursor, and never holds the secret.
+  const cursorOf = (post: PostRecord): string => cursors.sign(POSTS, post.id);
   return {
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
@@ -54,18 +58,20 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
         text: request.text,
         via,
       });
-      return { post: toProtoPost(post) };
+      return { post: toProtoPost(post, request.withCursor ? cursorOf(post) : '') };
     }),
 
     ListPosts: server.unary('ListPosts', async (request) => {
       const limit = grpcLimit(request.limit);
       const before = request.cursor === '' ? undefined : cursors.verify(POSTS, request.cursor, STREAM_ID);
       const page = await store.listPosts(limit, before);
+      // Only when asked: the plain list signs one cursor per page, not one per post.
+      const posts = page.items.map((post) => toProtoPost(post, request.withCursors ? cursorOf(post) : ''));
       const last = page.items.at(-1);
       return {
-        posts: page.items.map(toProtoPost),
+        posts,
         hasMore: page.hasMore,
-        nextCursor: page.hasMore && last ? cursors.sign(POSTS, last.id) : '',
+        nextCursor: page.hasMore && last ? (posts.at(-1)?.cursor ?? '') || cursorOf(last) : '',
       };
     }),
 
@@ -81,7 +87,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       call.on('close', () => stop.abort());
       const signal = AbortSignal.any([stop.signal, server.drainSignal]);
       // Initial metadata tells the watcher it is positioned: every post created from then on reaches it.
-      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post) }), signal, {
+      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post, request.withCursors ? cursorOf(post) : '') }), signal, {
         onPositioned: () => call.sendMetadata(new Metadata()),
       });
       if (!call.cancelled) call.end();

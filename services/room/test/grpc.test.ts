@@ -100,6 +100,33 @@ describe('RoomService over a loopback socket', () => {
     expect(second.posts.map((p) => p.text)).toEqual(['page 3', 'page 2']);
   });
 
+  it("signs each post's cursor only when asked: the next_cursor of any page that ends with it", async () => {
+    for (let i = 1; i <= 4; i += 1) await createPost(`cursored ${i}`);
+    const plain = await listPosts(4);
+    expect(plain.posts.map((p) => p.cursor)).toEqual(['', '', '', '']);
+    const withCursors = await unaryCall<ListPostsResponse__Output>(DEADLINE, (metadata, options, callback) =>
+      client.listPosts({ limit: 4, cursor: '', withCursors: true }, metadata, options, callback),
+    );
+    expect(withCursors.nextCursor).toBe(plain.nextCursor);
+    for (let limit = 1; limit <= 4; limit += 1) {
+      const page = await listPosts(limit);
+      expect(page.nextCursor).toBe(withCursors.posts[limit - 1]?.cursor);
+    }
+    const created = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) =>
+      client.createPost({ agentId, text: 'cursored 5', via: 'VIA_REST', withCursor: true }, metadata, options, callback),
+    );
+    // The cursor a new post comes with resumes right after it.
+    const after = await listPosts(1, created.post?.cursor ?? '');
+    expect(after.posts[0]?.text).toBe('cursored 4');
+    expect((await createPost('not asked')).post?.cursor).toBe('');
+
+    const call = client.watchPosts({ afterId: withCursors.posts[0]?.id ?? '', withCursors: true });
+    const streamed = await new Promise<WatchPostsResponse__Output>((resolve) => call.on('data', resolve));
+    call.on('error', () => undefined);
+    call.cancel();
+    expect(streamed.post).toMatchObject({ id: created.post?.id, cursor: created.post?.cursor });
+  });
+
   it('answers INVALID_ARGUMENT for a cursor it did not issue and a limit out of range', async () => {
     expect((await rejection(listPosts(2, 'bm90LWEtY3Vyc29y'))).slug).toBe('invalid-cursor');
     expect((await rejection(listPosts(51))).code).toBe('invalid_request');

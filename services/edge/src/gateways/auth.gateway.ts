@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, type Scope, unaryCall } from '@agentroom/kit';
+import { CLIENT_OPTIONS, outgoingMetadata, type Scope, unaryCall } from '@agentroom/kit';
 import {
   type AuthenticateTokenResponse__Output,
   authProto,
@@ -8,7 +8,9 @@ import {
   type ResolveSessionResponse__Output,
   type RevokeTokenResponse__Output,
   type StartDeviceFlowResponse__Output,
+  type WatchRevocationsResponse__Output,
 } from '@agentroom/proto';
+import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
 /** Who a valid bearer token speaks for. */
 export interface Principal {
@@ -38,6 +40,9 @@ export interface SignedInHuman {
   agents: { agentId: string; agentName: string; scopes: Scope[] }[];
 }
 
+/** What the revocation stream says: a token was revoked, or (a heartbeat) the stream is still followed. */
+export type RevocationSignal = { kind: 'revoked'; tokenId: string; agentId: string } | { kind: 'alive' };
+
 export type DeviceFlowPoll =
   | { status: 'pending' }
   | { status: 'completed'; accessToken: string; scopes: Scope[]; human: string; agentId: string; expiresIn: number };
@@ -45,6 +50,7 @@ export type DeviceFlowPoll =
 /** The auth service as edge sees it: typed Promises with a deadline on every call. */
 export class AuthGateway {
   private readonly client: AuthServiceClient;
+  private readonly revokedListeners: ((token: string) => void)[] = [];
 
   constructor(
     address: string,
@@ -105,6 +111,31 @@ export class AuthGateway {
     await unaryCall<RevokeTokenResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.revokeToken({ token }, metadata, options, callback),
     );
+    for (const listener of this.revokedListeners) listener(token);
+  }
+
+  /**
+   * Calls `listener` with each token revoked through this gateway, once auth has answered: the
+   * token cache forgets it before the revocation is answered, so the agent that revoked it is
+   * refused at its very next call here, without waiting for the revocation stream.
+   */
+  onRevoked(listener: (token: string) => void): void {
+    this.revokedListeners.push(listener);
+  }
+
+  /**
+   * Every token revoked from now on, by any auth replica, and a heartbeat at least every second.
+   * No deadline: the stream lasts until cancelled or until auth ends it.
+   */
+  watchRevocations(): UpstreamWatch<RevocationSignal> {
+    const call = this.client.watchRevocations({}, outgoingMetadata());
+    return upstreamWatch(call, (response: WatchRevocationsResponse__Output): RevocationSignal | undefined => {
+      const revocation = response.revocation;
+      if (revocation === null) return { kind: 'alive' };
+      // A revocation that names no token can drop nothing; it still says the stream is alive.
+      if (revocation.tokenId === '') return { kind: 'alive' };
+      return { kind: 'revoked', tokenId: revocation.tokenId, agentId: revocation.agentId };
+    });
   }
 
   /** The human signed in with this cookie value, or undefined when the session is unknown or expired. */

@@ -38,6 +38,21 @@ function toAgent(agent: Agent__Output): Agent {
   };
 }
 
+/**
+ * A post with the cursor the room signed for it: the `next_cursor` of any newest-first page that ends
+ * with this post, whatever its limit. Edge keeps these for the first page it answers from memory
+ * (live/first-page.ts), so it never needs the cursor secret.
+ */
+export interface PagedPost {
+  post: Post;
+  /** Empty when the room did not sign one (a room older than this edge ignores with_cursors). */
+  cursor: string;
+}
+
+function toPagedPost(post: Post__Output): PagedPost {
+  return { post: toPost(post), cursor: post.cursor };
+}
+
 /** The room service as edge sees it: typed Promises, a deadline on every call, API shapes out. */
 export class RoomGateway {
   private readonly client: RoomServiceClient;
@@ -59,12 +74,21 @@ export class RoomGateway {
     return { posts: response.posts.map(toPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
 
-  async createPost(agentId: string, text: string, via: Via): Promise<Post> {
+  /** The newest `limit` posts, each with its cursor, and whether older ones exist. */
+  async newestPosts(limit: number): Promise<{ entries: PagedPost[]; hasMore: boolean }> {
+    const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.listPosts({ limit, cursor: '', withCursors: true }, metadata, options, callback),
+    );
+    return { entries: response.posts.map(toPagedPost), hasMore: response.hasMore };
+  }
+
+  /** Creates a post; the answer carries its cursor, so the edge that took it can list it at once. */
+  async createPost(agentId: string, text: string, via: Via): Promise<PagedPost> {
     const response = await unaryCall<CreatePostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.createPost({ agentId, text, via: viaToProto(via) }, metadata, options, callback),
+      this.client.createPost({ agentId, text, via: viaToProto(via), withCursor: true }, metadata, options, callback),
     );
     if (!response.post) throw new Error('CreatePost answered no post');
-    return toPost(response.post);
+    return toPagedPost(response.post);
   }
 
   /** The most recently approved first; agents whose every token was revoked only with `includeRevoked`. */
@@ -84,10 +108,13 @@ export class RoomGateway {
     return toAgent(response.agent);
   }
 
-  /** Posts created after `afterId` (or from now on), oldest first, for as long as the watch lives: no deadline. */
-  watchPosts(afterId: string | undefined): UpstreamWatch<Post> {
-    const call = this.client.watchPosts({ afterId: afterId ?? '' }, outgoingMetadata());
-    return upstreamWatch(call, (response: WatchPostsResponse__Output) => (response.post ? toPost(response.post) : undefined));
+  /**
+   * Posts created after `afterId` (or from now on), oldest first, for as long as the watch lives: no
+   * deadline. Their cursors are empty unless `withCursors`.
+   */
+  watchPosts(afterId: string | undefined, withCursors = false): UpstreamWatch<PagedPost> {
+    const call = this.client.watchPosts({ afterId: afterId ?? '', withCursors }, outgoingMetadata());
+    return upstreamWatch(call, (response: WatchPostsResponse__Output) => (response.post ? toPagedPost(response.post) : undefined));
   }
 
   check(): Promise<HealthStatus> {

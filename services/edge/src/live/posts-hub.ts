@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, unavailable as unavailableProblem } from '@agentroom/kit';
-import type { Post } from '@agentroom/api';
-import type { RoomGateway } from '../gateways/room.gateway.js';
+import type { Post, PostList } from '@agentroom/api';
+import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 import type { UpstreamWatch } from '../gateways/upstream.js';
+import { FIRST_PAGE_CAPACITY, FirstPage } from './first-page.js';
 
 type Deliver = (post: Post) => void;
 
@@ -17,6 +18,12 @@ const RECONNECT_MAX_MS = 5_000;
  *
  * Nothing missed, nothing twice: the hub's stream is gap-free (after a drop it resumes after the
  * last post it saw), and a subscriber is added in the same tick its replay is taken from the buffer.
+ *
+ * The same stream keeps the room's first page in memory (`newestPage`, first-page.ts): each time it
+ * connects, the hub reads the newest posts with their cursors, then adds every streamed post. The
+ * first read of the first page starts the hub, and from then on it stays live whether or not anyone
+ * subscribes, reconnecting with backoff; while its stream is down the page is empty and reads go
+ * to the room.
  */
 export class PostsHub {
   private readonly listeners = new Set<Deliver>();
@@ -25,10 +32,13 @@ export class PostsHub {
   private bufferFrom: string | undefined;
   /** The hub has seen every post up to here (the last post, or where it started). */
   private position: string | undefined;
-  private watch: UpstreamWatch<Post> | undefined;
+  private watch: UpstreamWatch<PagedPost> | undefined;
   private connecting: Promise<void> | undefined;
   private live = false;
   private closed = false;
+  /** Set by the first read of the first page: the stream then stays up without subscribers. */
+  private keptLive = false;
+  private readonly firstPage = new FirstPage();
   private retryMs = RECONNECT_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -66,17 +76,36 @@ export class PostsHub {
     return this.listeners.size;
   }
 
+  /**
+   * The room's first page of `limit` posts from memory, or `undefined` when the hub cannot vouch for
+   * it now (not live yet, stream lost, catching up with a post of this edge): then ask the room.
+   * The first call starts the hub, which from then on keeps its stream.
+   */
+  newestPage(limit: number): PostList | undefined {
+    if (!this.keptLive) {
+      this.keptLive = true;
+      this.ensureLive().catch((error: unknown) => this.reconnectLater(error));
+    }
+    return this.firstPage.page(limit);
+  }
+
+  /** A post this edge created: on this edge's first page at once. */
+  created(entry: PagedPost): void {
+    this.firstPage.created(entry);
+  }
+
   close(): void {
     this.closed = true;
     clearTimeout(this.retryTimer);
     this.watch?.cancel();
     this.listeners.clear();
+    this.firstPage.reset();
   }
 
   /** A subscriber further behind than the buffer reaches: its own watch, resumed from storage. */
   private async ownWatch(afterId: string, deliver: Deliver, fail: () => void): Promise<() => void> {
     const watch = this.room.watchPosts(afterId);
-    watch.onItem(deliver);
+    watch.onItem((entry) => deliver(entry.post));
     watch.onEnd((error) => {
       this.log.warn({ err: error }, 'a resumed posts watch ended; its subscriber will reconnect');
       fail();
@@ -95,25 +124,33 @@ export class PostsHub {
   }
 
   private async connect(): Promise<void> {
+    // The first page starts over from what the room holds now: after a drop, or a restarted room,
+    // nothing the hub held before is trusted.
+    this.firstPage.reset();
+    const newest = await this.room.newestPosts(FIRST_PAGE_CAPACITY);
     if (this.position === undefined) {
       // First start: position at the newest post, so the buffer's coverage is exact from here.
-      const newest = await this.room.listPosts(1, undefined);
-      this.position = newest.posts[0]?.id ?? '0-0';
+      this.position = newest.entries[0]?.post.id ?? '0-0';
       this.bufferFrom = this.position;
     }
-    const watch = this.room.watchPosts(this.position);
+    // Posts from the seed up to the stream's start are in both; the page keeps each once.
+    this.firstPage.seed(newest.entries, newest.hasMore);
+    const watch = this.room.watchPosts(this.position, true);
     this.watch = watch;
-    watch.onItem((post) => this.receive(post));
+    watch.onItem((entry) => this.receive(entry));
     watch.onEnd((error) => this.dropped(watch, error));
     await watch.positioned;
     this.live = true;
+    this.firstPage.positioned(this.position);
     this.retryMs = RECONNECT_MIN_MS;
     this.log.info({ position: this.position, subscribers: this.listeners.size }, 'posts hub is live');
   }
 
-  private receive(post: Post): void {
+  private receive(entry: PagedPost): void {
+    const { post } = entry;
     if (this.position !== undefined && compareStreamIds(post.id, this.position) <= 0) return;
     this.position = post.id;
+    this.firstPage.streamed(entry);
     this.buffer.push(post);
     if (this.buffer.length > this.capacity) this.bufferFrom = this.buffer.shift()?.id;
     if (this.listeners.size === 0) return;
@@ -123,25 +160,30 @@ export class PostsHub {
   }
 
   /** The room stream broke (a room replica restarted): resume after the last post, with backoff. */
-  private dropped(watch: UpstreamWatch<Post>, error: Error): void {
+  private dropped(watch: UpstreamWatch<PagedPost>, error: Error): void {
     if (this.watch !== watch || this.closed) return;
     this.watch = undefined;
     this.live = false;
+    // Posts made through other edges no longer reach this one: its first page would go stale.
+    this.firstPage.reset();
     this.reconnectLater(error);
   }
 
   private reconnectLater(error: unknown): void {
     if (this.closed) return;
+    // One retry at a time: a failed connect is reported both by its watch ending and by its promise.
+    if (this.retryTimer !== undefined) return;
     if (this.listeners.size === 0) {
-      // Nobody to keep gap-free for: the next subscriber starts the hub afresh.
+      // Nobody to keep gap-free for: the hub starts afresh, at the newest post.
       this.position = undefined;
       this.bufferFrom = undefined;
       this.buffer.length = 0;
-      return;
+      // Nor any first page to keep: the next subscriber, or read of the first page, starts it again.
+      if (!this.keptLive) return;
     }
-    this.log.warn({ err: error, retryInMs: this.retryMs }, 'posts hub lost the room stream; resuming after the last post');
-    clearTimeout(this.retryTimer);
+    this.log.warn({ err: error, retryInMs: this.retryMs }, 'posts hub lost the room stream; reconnecting (after the last post when subscribers wait)');
     this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
       this.ensureLive().catch((reconnectError: unknown) => this.reconnectLater(reconnectError));
     }, this.retryMs);
     this.retryTimer.unref();

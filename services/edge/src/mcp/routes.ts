@@ -7,7 +7,7 @@ import { type Request, type Response, Router } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
-import { admissionOf, sendRestProblem } from '../rest/routes.js';
+import { admissionOf, asksNoCache, sendRestProblem } from '../rest/routes.js';
 import type { HostPolicy } from './hosts.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
@@ -47,7 +47,8 @@ export function mcpRoutes(options: McpOptions): Router {
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
   const router = Router();
 
-  function newServer(admission: Admission): Server {
+  /** `readThrough`: the POST said `Cache-Control: no-cache`, which room_read_posts honours as REST does. */
+  function newServer(admission: Admission, readThrough: boolean): Server {
     // The low-level server: tools come from the operation table with their schemas prebuilt, and the
     // pipeline validates arguments itself so a bad one is a problem document naming it.
     const server = new Server({ name: 'agent-room', title: 'Agent Room', version: options.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator });
@@ -58,7 +59,7 @@ export function mcpRoutes(options: McpOptions): Router {
       if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
       const { [IDEMPOTENCY_ARGUMENT]: key, ...args } = request.params.arguments ?? {};
       if (key !== undefined && typeof key !== 'string') return toolError(core.problem(idempotencyKeyInvalid(IDEMPOTENCY_ARGUMENT), surface, tool.operation));
-      const outcome = await core.invoke(admission, tool.operation, args, { surface, idempotencyKey: key });
+      const outcome = await core.invoke(admission, tool.operation, args, { surface, idempotencyKey: key, readThrough });
       if (!outcome.ok) return toolError(outcome.problem);
       return {
         content: [{ type: 'text', text: tool.text(outcome.output) }],
@@ -94,7 +95,7 @@ export function mcpRoutes(options: McpOptions): Router {
         return refuse(res, core.problem(error, surface).error);
       }
     }
-    const server = newServer(admission);
+    const server = newServer(admission, asksNoCache(req.headers['cache-control']));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();

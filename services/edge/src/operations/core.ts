@@ -64,6 +64,8 @@ export interface InvokeOptions {
   surface: Surface;
   /** REST's `Idempotency-Key`, MCP's `idempotency_key`, A2A's message id: one key space (docs/decisions.md §6). */
   idempotencyKey?: string | undefined;
+  /** The HTTP request carried `Cache-Control: no-cache`: reads skip edge's own memory (the first page). */
+  readThrough?: boolean | undefined;
 }
 
 export interface CoreOptions {
@@ -211,7 +213,7 @@ export class Core {
     const input = parsed.data;
     const textFault = freeTextFault(input as Record<string, unknown>);
     if (textFault) return fail(textFault);
-    const call = { caller: admission.caller, protocol: surface.protocol };
+    const call = { caller: admission.caller, protocol: surface.protocol, readThrough: options.readThrough === true };
 
     const key = op.writes ? options.idempotencyKey : undefined;
     let storeKey: string | undefined;

@@ -21,6 +21,8 @@ export interface Caller {
 export interface Call {
   caller: Caller;
   protocol: Protocol;
+  /** The request said `Cache-Control: no-cache`: read from the service, not from edge's memory. */
+  readThrough: boolean;
 }
 
 /**

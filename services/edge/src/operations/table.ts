@@ -1,8 +1,8 @@
-import { type FeedbackStore, feedbackReceived as feedbackCounter, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
-import { connectStepsOf, type OperationName, OPERATIONS, overviewOf } from '@agentroom/api';
+import { type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
+import { connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { MessagingGateway } from '../gateways/messaging.gateway.js';
-import type { RoomGateway } from '../gateways/room.gateway.js';
+import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 import { implement, type Operation, principalOf } from './operation.js';
 
 /** What the operations call: the services behind edge, and edge's own stores. */
@@ -11,11 +11,21 @@ export interface OperationDeps {
   room: RoomGateway;
   auth: AuthGateway;
   messaging: MessagingGateway;
+  /** The room's first page in this edge's memory (the posts hub), fed by the room's stream and by the posts made here. */
+  firstPage: FirstPageSource;
   feedback: FeedbackStore;
   /** Edge's own storage (quotas, idempotency): its kind, and a check that throws when it is unreachable. */
   storage: { kind: 'redis' | 'memory'; ping(): Promise<void> };
   version: string;
   log: Logger;
+}
+
+/** What listPosts and createPost need of the posts hub (live/posts-hub.ts). */
+export interface FirstPageSource {
+  /** The first page of `limit` posts, or `undefined` when only the room can answer it now. */
+  newestPage(limit: number): PostList | undefined;
+  /** A post created through this edge. */
+  created(entry: PagedPost): void;
 }
 
 function serviceCheck(status: HealthStatus): 'serving' | 'not_serving' | 'unreachable' {
@@ -34,13 +44,24 @@ export function operationTable(deps: OperationDeps): Operations {
   const { urls, room, auth, messaging } = deps;
   const op = OPERATIONS;
   return {
-    listPosts: implement(op.listPosts, async (_call, input) => {
+    listPosts: implement(op.listPosts, async (call, input) => {
+      // The first page from memory when the hub can vouch for it; `Cache-Control: no-cache` asks the room (docs/decisions.md §15).
+      if (input.cursor === undefined) {
+        const cached = call.readThrough ? undefined : deps.firstPage.newestPage(input.limit);
+        firstPageReads.inc({ outcome: call.readThrough ? 'bypass' : cached ? 'hit' : 'miss' });
+        if (cached) return cached;
+      }
       const page = await room.listPosts(input.limit, input.cursor);
       return { object: 'list' as const, data: page.posts, has_more: page.hasMore, next_cursor: page.nextCursor };
     }),
 
     // The author comes only from the token: whatever else the input says is ignored.
-    createPost: implement(op.createPost, (call, input) => room.createPost(principalOf(call).agentId, input.text, call.protocol)),
+    createPost: implement(op.createPost, async (call, input) => {
+      const created = await room.createPost(principalOf(call).agentId, input.text, call.protocol);
+      // The next first page read here lists it, without waiting for the stream to bring it back.
+      deps.firstPage.created(created);
+      return created.post;
+    }),
 
     listAgents: implement(op.listAgents, async (_call, input) => {
       const page = await room.listAgents(input.limit, input.include === 'revoked');

@@ -19,6 +19,16 @@ export function sendRestProblem(res: Response, problem: Problem): void {
   res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem.document));
 }
 
+/**
+ * Whether a request's `Cache-Control` holds `no-cache` (RFC 9111 §5.2.1.4): the client wants what
+ * the room holds now, so edge reads through its memory of the first page (docs/architecture.md).
+ */
+export function asksNoCache(header: string | string[] | undefined): boolean {
+  if (header === undefined) return false;
+  const directives = (Array.isArray(header) ? header.join(',') : header).split(',');
+  return directives.some((directive) => directive.split('=')[0]?.trim().toLowerCase() === 'no-cache');
+}
+
 /** The base type of a field, under `.optional()` and `.default()`. */
 function baseType(schema: z.ZodType): z.ZodType {
   let inner = schema;
@@ -76,6 +86,7 @@ export function restRoutes(core: Core, surface: Surface, base: RestBase): Router
         surface,
         // A header sent twice arrives as one comma-joined string, which the pipeline refuses as a key.
         idempotencyKey: Array.isArray(key) ? key.join(',') : key,
+        readThrough: asksNoCache(req.headers['cache-control']),
       });
       if (!outcome.ok) return sendRestProblem(res, outcome.problem);
       if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');

@@ -5,7 +5,7 @@ import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Agent, Post } from '@agentroom/api';
 import type { AuthGateway, SignedInHuman } from '../gateways/auth.gateway.js';
-import type { RoomGateway } from '../gateways/room.gateway.js';
+import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 
 /** How many posts and agents the page shows when it opens; live posts are added on top. */
 const SHOWN = 50;
@@ -41,6 +41,8 @@ export interface RoomPageOptions {
   room: RoomGateway;
   auth: AuthGateway;
   urls: PublicUrls;
+  /** Told of each post made on the page, so this edge's first page of the API lists it at once. */
+  onCreated?: (entry: PagedPost) => void;
 }
 
 interface View {
@@ -67,7 +69,7 @@ const webPostForm = z.object({ csrf: z.string().max(200), agent_id: z.string().m
  * posts live from the posts stream. A signed-in human may post as an agent they approved that holds
  * `posts:write` (`via: "web"`), through a form that carries the session's CSRF token.
  */
-export function roomPage({ room, auth, urls }: RoomPageOptions): Router {
+export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Router {
   const router = Router();
   const script = loadScript();
   const site = urls.siteUrl;
@@ -208,7 +210,9 @@ ${view.agents.length === 0 ? '<p>No agents yet.</p>' : `<ul>${view.agents.map(ag
       return;
     }
     try {
-      const post = await room.createPost(agent.agentId, draft.text, 'web');
+      const created = await room.createPost(agent.agentId, draft.text, 'web');
+      onCreated?.(created);
+      const { post } = created;
       res.redirect(303, `${sitePath}/#post-${post.id}`);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500) throw error;

@@ -2,6 +2,7 @@ import { createLogger, freePort, MemoryFeedbackStore, MemoryIdempotencyStore, Me
 import { AuthGateway } from '../../src/gateways/auth.gateway.js';
 import { MessagingGateway } from '../../src/gateways/messaging.gateway.js';
 import { RoomGateway } from '../../src/gateways/room.gateway.js';
+import { PostsHub } from '../../src/live/posts-hub.js';
 import { Core } from '../../src/operations/core.js';
 import { operationTable } from '../../src/operations/table.js';
 
@@ -43,6 +44,8 @@ export async function startBackends(): Promise<Backends> {
 export interface CoreUnderTest {
   core: Core;
   room: RoomGateway;
+  /** The posts hub, which keeps the first page of listPosts as in a running edge. */
+  hub: PostsHub;
   /** Where sendFeedback keeps its reports. */
   feedback: MemoryFeedbackStore;
   close(): void;
@@ -55,11 +58,13 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
   const messaging = new MessagingGateway(backends.messaging.address, 2_000);
   const log = createLogger('edge', 'silent');
   const feedback = new MemoryFeedbackStore();
+  const hub = new PostsHub(room, log);
   const operations = operationTable({
     urls,
     room,
     auth,
     messaging,
+    firstPage: hub,
     feedback,
     storage: { kind: 'memory', ping: () => Promise.resolve() },
     version: '0.0.0-test',
@@ -77,8 +82,10 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
   return {
     core,
     room,
+    hub,
     feedback,
     close() {
+      hub.close();
       room.close();
       auth.close();
       messaging.close();
