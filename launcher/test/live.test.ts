@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { FAST_PASSWORDS } from './support/env.js';
 import { post, type Problem, signUp } from './support/agent.js';
+import { RoomClient } from './support/room-client.js';
 import { SseClient } from './support/sse.js';
 
 interface PostBody {
@@ -147,14 +148,22 @@ describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (
     slow.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\n\r\n`);
     await new Promise((resolve) => slow.once('data', resolve));
     slow.pause();
-    // Long posts (500 emoji, 2,000 bytes) until the kernel's buffers and the bound behind them are full.
+    // Long posts (500 emoji, 2,000 bytes) until the kernel's buffers (megabytes on loopback) and the
+    // bound behind them are full. They are written straight to the room over its gRPC API, which
+    // costs a fraction of the HTTP path: the feed fans them out all the same.
+    const room = new RoomClient(`127.0.0.1:${app.roomPort}`);
+    const agentId = await room.agent('filler', 'Grace Hopper');
     const text = '🦜'.repeat(500);
     let made = 0;
     while ((await endedCount('slow_client')) === before) {
-      await Promise.all(Array.from({ length: 25 }, () => makePost(app, token, text)));
-      made += 25;
-      if (made > 10_000) throw new Error('a client that never reads was never cut off');
+      await Promise.all(Array.from({ length: 100 }, () => room.post(agentId, text)));
+      made += 100;
+      // Paced by delivery: the reader has each batch before the next is made, so the slow client is
+      // offered every post too, rather than the feed falling behind the writes.
+      await reader.waitForEvents(made, 20_000);
+      if (made > 20_000) throw new Error('a client that never reads was never cut off');
     }
+    room.close();
     const afterCut = await makePost(app, token, 'made after the slow client was cut off');
     made += 1;
     slow.resume();
