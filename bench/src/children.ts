@@ -1,38 +1,37 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 
 /** The one line a server child prints on stdout once it is ready; logs never look like it. */
 const READY_LINE = /^\{"port":\d+[,}].*$/;
-const STOP_GRACE_MS = 5_000;
+/** Longer than the cluster child's own grace for its processes (CLUSTER_STOP_GRACE_MS in cluster-server.ts). */
+const STOP_GRACE_MS = 15_000;
 
 // ---- what the parent and its children agree on -------------------------------------------------
 
-/** Posts the embedded server creates before it announces itself. */
-export const SEEDED_POSTS = 1_000;
+const edgeProcess = z.object({ url: z.string(), metrics: z.string() });
+/** An edge process of the cluster: where it answers HTTP, and its Prometheus `/metrics`. */
+export type EdgeProcess = z.infer<typeof edgeProcess>;
 
-/** Environment of bare-server: the exact bytes, content type and status the server under test sent. */
-export const BARE_ENV = { body: 'BENCH_BODY_BASE64', contentType: 'BENCH_CONTENT_TYPE', status: 'BENCH_STATUS' } as const;
+/** The ready line: where the child listens, and what the parent may need beyond that. */
+const readyLine = z.object({
+  port: z.number().int(),
+  /** The cluster's edge processes. */
+  edges: z.array(edgeProcess).optional(),
+  /** The product's API_URL. */
+  apiUrl: z.string().optional(),
+  /** The room's gRPC address (`127.0.0.1:<port>`), where the parent seeds posts. */
+  room: z.string().optional(),
+  /** Every process that serves the load, by name, when the child is not the only one (the cluster). */
+  pids: z.record(z.string(), z.number().int()).optional(),
+});
+type Ready = z.infer<typeof readyLine>;
 
 // ---- inside a child ----------------------------------------------------------------------------
 
-/** An edge process of the cluster: where it answers HTTP, and its Prometheus `/metrics`. */
-export interface EdgeProcess {
-  url: string;
-  metrics: string;
-}
-
-interface Ready {
-  port: number;
-  edges?: EdgeProcess[];
-  apiUrl?: string;
-}
-
-/**
- * Tells the parent the child is ready and where it listens (and, for the cluster, its edge
- * processes; for the embedded product, its API_URL).
- */
-export function announcePort(port: number, extra: { edges?: EdgeProcess[]; apiUrl?: string } = {}): void {
+/** Tells the parent the child is ready, where it listens, and what else it needs to know. */
+export function announcePort(port: number, extra: Omit<Ready, 'port'> = {}): void {
   const ready: Ready = { port, ...extra };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
 }
@@ -62,6 +61,10 @@ export interface ServerChild {
   edges: EdgeProcess[];
   /** The product's API_URL (`http://127.0.0.1:<port>/api`), when the child announced it. */
   apiUrl: string | undefined;
+  /** The room's gRPC address, when the child announced it. */
+  room: string | undefined;
+  /** The processes whose CPU time the load costs, by name: the child itself, or those it announced. */
+  pids: Record<string, number>;
   /** Undefined while it runs; the exit code (or signal) once it has exited. */
   exited(): string | undefined;
   /** SIGTERM, then SIGKILL if it has not exited within a few seconds. Safe to call twice. */
@@ -70,10 +73,28 @@ export interface ServerChild {
 
 /** Every child still running, including those not yet ready, for the last-resort kill. */
 const running = new Set<ChildProcess>();
+/**
+ * The processes a child announced (the cluster's), until the child has stopped them: a child
+ * killed outright, or dead on its own, leaves them behind, still holding our pipes open.
+ */
+const descendants = new Map<ChildProcess, number[]>();
+
+/** SIGKILL to each of `pids` that is still there. */
+export function killPids(pids: readonly number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
 
 /** For a process 'exit' handler, where nothing asynchronous runs: SIGKILL whatever is left. */
 export function killServerChildrenNow(): void {
   for (const child of running) child.kill('SIGKILL');
+  for (const pids of descendants.values()) killPids(pids);
+  descendants.clear();
 }
 
 function exitDescription(child: ChildProcess): string | undefined {
@@ -94,20 +115,33 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => running.delete(child));
 
-  const server = (origin: string, edges: EdgeProcess[], apiUrl: string | undefined): ServerChild => ({
-    name,
-    origin,
-    edges,
-    apiUrl,
-    exited: () => exitDescription(child),
-    async stop() {
-      if (exitDescription(child) !== undefined) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
-      await exited;
-      clearTimeout(timer);
-    },
-  });
+  const server = (ready: Ready): ServerChild => {
+    if (ready.pids) descendants.set(child, Object.values(ready.pids));
+    return {
+      name,
+      origin: `http://127.0.0.1:${ready.port}`,
+      edges: ready.edges ?? [],
+      apiUrl: ready.apiUrl,
+      room: ready.room,
+      pids: ready.pids ?? { [name]: child.pid ?? 0 },
+      exited: () => exitDescription(child),
+      async stop() {
+        let killed = exitDescription(child) !== undefined;
+        if (!killed) {
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => {
+            killed = true;
+            child.kill('SIGKILL');
+          }, STOP_GRACE_MS);
+          await exited;
+          clearTimeout(timer);
+        }
+        // A child that stopped as asked has stopped its processes; one that died or was killed may not have.
+        if (killed) killPids(descendants.get(child) ?? []);
+        descendants.delete(child);
+      },
+    };
+  };
 
   createInterface({ input: child.stderr }).on('line', (line) => process.stderr.write(`[${name}] ${line}\n`));
 
@@ -128,9 +162,12 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
     createInterface({ input: child.stdout }).on('line', (line) => {
       if (READY_LINE.test(line)) {
         clearTimeout(timer);
-        // Our own children write this line; its shape is ours (announcePort).
-        const ready = JSON.parse(line) as Ready;
-        resolve(server(`http://127.0.0.1:${ready.port}`, ready.edges ?? [], ready.apiUrl));
+        const ready = readyLine.safeParse(JSON.parse(line));
+        if (ready.success) resolve(server(ready.data));
+        else {
+          child.kill('SIGKILL');
+          reject(new Error(`${name} announced itself in an unexpected shape: ${line}`));
+        }
       } else {
         process.stderr.write(`[${name}] ${line}\n`);
       }

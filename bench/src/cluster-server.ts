@@ -1,41 +1,83 @@
-// Child process: `npm run cluster` (built) with Redis, announcing the router's port and the edge
-// processes' addresses once everything answers.
+// Child process: `npm run cluster` (built) with Redis, announcing the router's port, the edge
+// processes' addresses, the room's gRPC address and every process's pid once everything answers.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@agentroom/kit';
-import { announcePort, type EdgeProcess } from './children.js';
+import { z } from 'zod';
+import { announcePort, type EdgeProcess, killPids } from './children.js';
 
 /** pino's level numbers: 40 is warn. */
 const WARN = 40;
+/** How pino starts an info line: edge writes one per request, read here only to be dropped. */
+const INFO_PREFIX = '{"level":30,';
+
+/** What the bench reads of the launcher's `cluster ready` line. */
+const clusterReady = z.object({
+  edges: z.array(z.string()),
+  metrics: z.record(z.string(), z.string()),
+  room: z.string(),
+  /** room, messaging, auth, edge-N, router, and the redis-server the launcher started. */
+  pids: z.record(z.string(), z.number().int()),
+});
 
 const port = await freePort();
 const cluster = spawn(process.execPath, [fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url))], {
   // Info, so the cluster's ready line (with the edges' addresses) reaches us; only warnings and
   // errors are passed on to our stderr. stdout stays for the one ready line.
-  env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', QUOTA_PER_ADDRESS: '1000000000', QUOTA_PER_TOKEN: '1000000000', SHUTDOWN_GRACE_MS: '1000' },
+  env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', LOG_FORMAT: 'json', QUOTA_PER_ADDRESS: '1000000000', QUOTA_PER_TOKEN: '1000000000', SHUTDOWN_GRACE_MS: '1000' },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 cluster.once('exit', (code) => process.exit(code ?? 1));
-for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => cluster.kill('SIGTERM'));
 
-const edges = await new Promise<EdgeProcess[]>((resolve) => {
+/** The launcher stops its processes one by one, each within SHUTDOWN_GRACE_MS (1 s here): this is plenty. */
+const CLUSTER_STOP_GRACE_MS = 10_000;
+/** Every process of the cluster, once its ready line has named them. */
+let processes: Record<string, number> = {};
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    cluster.kill('SIGTERM');
+    // A process that does not stop would keep the launcher (and our pipes) alive: kill them all, then the launcher exits and so do we.
+    setTimeout(() => {
+      const stuck = Object.entries(processes).filter(([, pid]) => isAlive(pid));
+      process.stderr.write(`the cluster did not stop within ${CLUSTER_STOP_GRACE_MS / 1000} s (still running: ${stuck.map(([name]) => name).join(', ') || 'the launcher'}); killing it\n`);
+      killPids(stuck.map(([, pid]) => pid));
+      cluster.kill('SIGKILL');
+    }, CLUSTER_STOP_GRACE_MS);
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const ready = await new Promise<z.infer<typeof clusterReady>>((resolve) => {
   createInterface({ input: cluster.stdout }).on('line', (line) => {
-    let entry: { level?: unknown; msg?: unknown; edges?: unknown; metrics?: Record<string, unknown> };
+    // Skipped unparsed: this process shares the machine with the load, and should cost it little.
+    if (line.startsWith(INFO_PREFIX) && !line.includes('"msg":"cluster ready')) return;
+    let entry: { level?: unknown; msg?: unknown };
     try {
       entry = JSON.parse(line) as typeof entry;
     } catch {
       process.stderr.write(`${line}\n`);
       return;
     }
-    if (typeof entry.msg === 'string' && entry.msg.startsWith('cluster ready') && Array.isArray(entry.edges)) {
-      // The cluster names its edge processes edge-1, edge-2, … in the order of `edges`.
-      resolve(entry.edges.map((url, i) => ({ url: String(url), metrics: String(entry.metrics?.[`edge-${i + 1}`] ?? '') })));
+    if (typeof entry.msg === 'string' && entry.msg.startsWith('cluster ready')) {
+      const parsed = clusterReady.safeParse(entry);
+      if (!parsed.success) throw new Error(`the cluster's ready line lacks what the bench needs (${parsed.error.message}): ${line}`);
+      resolve(parsed.data);
     } else if (typeof entry.level === 'number' && entry.level >= WARN) {
       process.stderr.write(`${line}\n`);
     }
   });
 });
+// The cluster names its edge processes edge-1, edge-2, … in the order of `edges`.
+const edges: EdgeProcess[] = ready.edges.map((url, i) => ({ url, metrics: ready.metrics[`edge-${i + 1}`] ?? '' }));
 
 // The router is the last process the cluster starts; its health answering 200 means Redis is in use.
 for (;;) {
@@ -47,4 +89,6 @@ for (;;) {
   }
   await new Promise((resolve) => setTimeout(resolve, 100));
 }
-announcePort(port, { edges });
+// The launcher itself supervises (it does little under load), but it is one of the processes.
+processes = { launcher: cluster.pid ?? 0, ...ready.pids };
+announcePort(port, { edges, room: ready.room, pids: processes });

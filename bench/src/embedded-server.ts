@@ -1,9 +1,8 @@
-// Child process: the whole product in embedded mode with 1,000 posts in the room; prints
-// {"port":N,"apiUrl":"http://127.0.0.1:N/api"}.
+// Child process: the whole product in embedded mode (one process); prints
+// {"port":N,"apiUrl":"http://127.0.0.1:N/api","room":"127.0.0.1:M"}.
 import { freePort } from '@agentroom/kit';
 import { startEmbedded } from '@agentroom/launcher';
-import { announcePort, SEEDED_POSTS, stopOnSignal } from './children.js';
-import { seedRoom } from './seed.js';
+import { announcePort, stopOnSignal } from './children.js';
 
 // The MCP endpoint accepts only a Host naming the deployment's own address (its DNS-rebinding
 // rule), so the product must know its real port: a free one chosen here, not PORT=0.
@@ -22,5 +21,4 @@ const embedded = await startEmbedded({
   SHUTDOWN_GRACE_MS: '1000',
 });
 stopOnSignal(() => embedded.stop());
-await seedRoom(embedded.roomPort, SEEDED_POSTS);
-announcePort(embedded.port, { apiUrl: embedded.urls.apiUrl });
+announcePort(embedded.port, { apiUrl: embedded.urls.apiUrl, room: `127.0.0.1:${embedded.roomPort}` });

@@ -52,6 +52,8 @@ export interface FanoutOptions {
   subscribers: number;
   rounds: number;
   progress(line: string): void;
+  /** Called as the measured rounds start (after the warm-up round) and once they end: to count CPU time over them alone. */
+  measuredRounds?: { start(): void; end(): void };
 }
 
 /** The soft limit on open files of this process (and so of the servers it started). */
@@ -154,6 +156,7 @@ export async function fanout(options: FanoutOptions): Promise<FanoutResult> {
     let fanoutBefore = { seconds: 0, posts: 0 };
     // One more round than measured: the first warms up the JIT and the buffers of both sides.
     for (let round = 0; round <= options.rounds; round += 1) {
+      if (round === 1) options.measuredRounds?.start();
       for (const subscriber of subscribers) subscriber.flush();
       const before = chunksReceived;
       const sent = performance.now();
@@ -184,17 +187,11 @@ export async function fanout(options: FanoutOptions): Promise<FanoutResult> {
       // A short pause, so each round starts from a quiet edge.
       await pause(300);
     }
+    options.measuredRounds?.end();
     const fanoutAfter = await fanoutSoFar(edgeMetrics);
     const edgeFanoutMs = ((fanoutAfter.seconds - fanoutBefore.seconds) / Math.max(1, fanoutAfter.posts - fanoutBefore.posts)) * 1_000;
     return { subscribers: count, connectSeconds, rssMiB: { idle, connected, after: await edgeRssMiB(edgeMetrics) }, edgeFanoutMs, rounds };
   } finally {
     for (const subscriber of subscribers) subscriber.close();
   }
-}
-
-/** The p-th percentile (0..100) of sorted values, nearest rank. */
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
 }

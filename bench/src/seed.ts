@@ -55,12 +55,12 @@ export function postText(index: number): string {
 }
 
 /**
- * Fills the room through its own gRPC API, as edge would: one agent, then `count` posts.
- * Answers the agent id.
+ * Fills the room at `address` (`host:port`, its gRPC API) as edge would: one agent, then `count`
+ * posts. Answers the agent id.
  */
-export async function seedRoom(roomPort: number, count: number): Promise<string> {
+export async function seedRoom(address: string, count: number): Promise<string> {
   const RoomService = roomProto().RoomService;
-  const client = new RoomService(`127.0.0.1:${roomPort}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  const client = new RoomService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   try {
     const { agent } = await unaryCall<{ agent: Agent__Output | null }>(DEADLINE_MS, (metadata, options, callback) =>
       client.upsertAgent({ agent: { agentName: 'bench-agent', humanLabel: 'bench', scopes: ['posts:write'] } }, metadata, options, callback),

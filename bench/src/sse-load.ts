@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { z } from 'zod';
-import { percentile } from './fanout.js';
+import { percentile } from './stats.js';
 
 const SCOPES = ['agents:read', 'posts:write', 'messages:read', 'messages:write'] as const;
 /** Connections opened at once while subscribing; more only overflows the server's accept queue. */

@@ -1,0 +1,53 @@
+// CPU time spent by the processes that serve a load: user + system time of each, read from
+// /proc/<pid>/stat before and after the measured run, summed; or, for work done in this process,
+// process.cpuUsage().
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** /proc/<pid>/stat counts in clock ticks (USER_HZ); 100 a second on Linux unless the kernel says otherwise. */
+const TICKS_PER_SECOND = ((): number => {
+  try {
+    const ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+    return ticks > 0 ? ticks : 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime + stime of process `pid` (every thread of it) so far, in milliseconds. */
+function processCpuMs(name: string, pid: number): number {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    throw new Error(`${name} (pid ${pid}) is gone: it exited during the run, so its CPU time cannot be counted`);
+  }
+  // Field 2, the command, is in parentheses and may hold spaces: count from the last ')'. What
+  // follows starts at field 3 (state), so utime (field 14) and stime (15) are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000) / TICKS_PER_SECOND;
+}
+
+/** Milliseconds of CPU by process name, over one measured span. */
+export type CpuSpent = Record<string, number>;
+
+export function totalCpuMs(spent: CpuSpent): number {
+  return Object.values(spent).reduce((sum, ms) => sum + ms, 0);
+}
+
+/** Starts counting the CPU time of `pids` (by name); `stop` answers what each spent since. */
+export function startCpu(pids: Record<string, number>): { stop(): CpuSpent } {
+  const before = Object.entries(pids).map(([name, pid]) => ({ name, pid, ms: processCpuMs(name, pid) }));
+  return { stop: () => Object.fromEntries(before.map(({ name, pid, ms }) => [name, processCpuMs(name, pid) - ms])) };
+}
+
+/** The same for work done in this process (user + system, microseconds to milliseconds). */
+export function startOwnCpu(): { stop(): CpuSpent } {
+  const before = process.cpuUsage();
+  return {
+    stop: () => {
+      const { user, system } = process.cpuUsage(before);
+      return { bench: (user + system) / 1_000 };
+    },
+  };
+}

@@ -1,0 +1,88 @@
+// The servers the rows load, each in its own process and started on first use: the product in
+// embedded mode and as the cluster (both seeded with the same posts), and the two baselines
+// replaying the product's first page.
+import { type CapturedResponse, capture, cannedEnv } from './canned.js';
+import { type ServerChild, startServerChild } from './children.js';
+import { page, SEEDED_POSTS } from './pages.js';
+import { progress } from './progress.js';
+import { seedRoom } from './seed.js';
+
+/** Starting the cluster takes a few seconds, more on a busy machine; a hung child must not hang us. */
+const READY_TIMEOUT_MS = 60_000;
+
+export class Servers {
+  private readonly children: ServerChild[] = [];
+  private readonly started = new Map<string, Promise<ServerChild>>();
+
+  /** The whole product in one process, memory storage. */
+  embedded(): Promise<ServerChild> {
+    return this.once('embedded', () => this.product('embedded', './embedded-server.js', 'the product in embedded mode'));
+  }
+
+  /** `npm run cluster`: room, messaging, auth, one edge, the router and a redis-server, each its own process. */
+  cluster(): Promise<ServerChild> {
+    return this.once('cluster', () => this.product('cluster', './cluster-server.js', 'npm run cluster (room, messaging, auth, edge, router, redis-server)'));
+  }
+
+  /** A bare node:http server answering every request with the embedded product's first page of posts. */
+  bare(): Promise<ServerChild> {
+    return this.once('bare', () => this.baseline('bare', './bare-server.js'));
+  }
+
+  /** An empty Express 5 app answering every request with the same bytes. */
+  express(): Promise<ServerChild> {
+    return this.once('express', () => this.baseline('express', './express-server.js'));
+  }
+
+  /** A child that has exited is a problem of the run: say which, and how. */
+  exited(): string[] {
+    return this.children.flatMap((child) => {
+      const exited = child.exited();
+      return exited === undefined ? [] : [`${child.name} exited during the run (${exited})`];
+    });
+  }
+
+  stop(): Promise<void> {
+    return Promise.all(this.children.map((child) => child.stop())).then(() => undefined);
+  }
+
+  private once(name: string, start: () => Promise<ServerChild>): Promise<ServerChild> {
+    let server = this.started.get(name);
+    if (server === undefined) {
+      server = start();
+      this.started.set(name, server);
+    }
+    return server;
+  }
+
+  private async start(name: string, script: string, env: NodeJS.ProcessEnv): Promise<ServerChild> {
+    const child = await startServerChild(name, script, env, READY_TIMEOUT_MS);
+    this.children.push(child);
+    return child;
+  }
+
+  private async product(name: string, script: string, what: string): Promise<ServerChild> {
+    progress(`starting ${what}…`);
+    const server = await this.start(name, script, process.env);
+    if (server.room === undefined) throw new Error(`${name} did not say where its room listens`);
+    progress(`seeding ${SEEDED_POSTS.toLocaleString('en-US')} posts through room's gRPC API at ${server.room}…`);
+    await seedRoom(server.room, SEEDED_POSTS);
+    return server;
+  }
+
+  private async baseline(name: string, script: string): Promise<ServerChild> {
+    const { response } = await page((await this.embedded()).origin);
+    progress(`starting ${name}, replaying the first page (${response.body.length.toLocaleString('en-US')} bytes)…`);
+    const server = await this.start(name, script, { ...process.env, ...cannedEnv(response) });
+    await assertReplays(server, response);
+    return server;
+  }
+}
+
+/** A baseline is only fair if it sends exactly what the product sent. */
+async function assertReplays(server: ServerChild, response: CapturedResponse): Promise<void> {
+  const replay = await capture(server.origin);
+  if (replay.status !== response.status || !replay.body.equals(response.body) || replay.contentType !== response.contentType) {
+    throw new Error(`${server.name} does not replay the captured response (${replay.status}, ${replay.contentType}, ${replay.body.length} bytes)`);
+  }
+}
