@@ -1,5 +1,6 @@
 import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
-import type { Express, Request, RequestHandler } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Request, RequestHandler, Response } from 'express';
 import { a2aRoutes, a2aSurface } from './a2a/routes.js';
 import type { AuthGateway } from './gateways/auth.gateway.js';
 import type { RoomGateway } from './gateways/room.gateway.js';
@@ -8,9 +9,10 @@ import { HostPolicy } from './mcp/hosts.js';
 import { mcpRoutes } from './mcp/routes.js';
 import { mcpSurface } from './mcp/tools.js';
 import { oauthRoutes } from './oauth/routes.js';
-import type { Core } from './operations/core.js';
+import type { Admission, Core } from './operations/core.js';
 import type { Surface } from './operations/surface.js';
 import { renderProblem } from './operations/problem.js';
+import { leanReads } from './rest/lean.js';
 import { admissionOf, restRoutes } from './rest/routes.js';
 import { restSurface } from './rest/surface.js';
 import { roomPage } from './web/room-page.js';
@@ -53,6 +55,29 @@ function admissionGuard(core: Core): RequestHandler {
   };
 }
 
+/** How many (peer, X-Forwarded-For) pairs `clientAddresses` remembers before it starts over. */
+const CLIENT_ADDRESSES_KEPT = 1024;
+
+/**
+ * `req.ip` (express's `trust proxy` walk over X-Forwarded-For, which parses every address each
+ * time), remembered by what it depends on: the peer's address and the X-Forwarded-For header. The
+ * same clients call again and again, through the same router connections.
+ */
+function clientAddresses(): (req: Request) => string {
+  const known = new Map<string, string>();
+  return (req) => {
+    const forwarded = req.headers['x-forwarded-for'];
+    const key = `${req.socket.remoteAddress ?? ''}\n${forwarded ?? ''}`;
+    let address = known.get(key);
+    if (address === undefined) {
+      address = req.ip ?? 'unknown';
+      if (known.size >= CLIENT_ADDRESSES_KEPT) known.clear();
+      known.set(key, address);
+    }
+    return address;
+  };
+}
+
 /** Whether `path` is `prefix` or below it. */
 function under(path: string, prefix: string): boolean {
   return path === prefix || path.startsWith(`${prefix.replace(/\/$/, '')}/`);
@@ -73,24 +98,27 @@ function publicApi(urls: PublicUrls): (req: Request) => boolean {
 }
 
 /**
- * Edge's express app: the HTTP contract (request ids, one admission per request, body limits)
- * around the protocol adapters (REST, OAuth, MCP, A2A) over one pipeline, then the live feeds and
- * the room page.
+ * Edge's request handler: its express app, the HTTP contract (request ids, one admission per
+ * request, body limits) around the protocol adapters (REST, OAuth, MCP, A2A) over one pipeline,
+ * then the live feeds and the room page; `GET {base_url}/posts` takes the lean path (rest/lean.ts)
+ * to the same REST handler.
  */
-export function createEdgeApp(options: EdgeAppOptions): Express {
+export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { urls, core } = options;
   const rest = restSurface(urls);
-  const { app, finish } = createHttpApp({
+  const clientAddress = clientAddresses();
+  // Authenticate once and count once per request; the pipeline refuses per operation, in each protocol's words.
+  const admit = async (req: Request, res: Response): Promise<{ subject: string; quota: Admission['quota'] }> => {
+    const admission = await core.admit({ authorization: req.headers.authorization, address: clientAddress(req) });
+    res.locals.admission = admission;
+    return { subject: admission.subject, quota: admission.quota };
+  };
+  const { app, finish, answerError } = createHttpApp({
     service: 'edge',
     siteUrl: urls.siteUrl,
     log: options.log,
     trustProxy: options.trustProxy,
-    // Authenticate once and count once per request; the pipeline refuses per operation, in each protocol's words.
-    async admit(req, res) {
-      const admission = await core.admit({ authorization: req.headers.authorization, address: req.ip ?? 'unknown' });
-      res.locals.admission = admission;
-      return { subject: admission.subject, quota: admission.quota };
-    },
+    admit,
     answer: restAnswer(rest),
     cors: publicApi(urls),
   });
@@ -111,5 +139,8 @@ export function createEdgeApp(options: EdgeAppOptions): Express {
   const { hub } = options.live;
   app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls, onCreated: (entry) => hub.created(entry) }));
   finish();
-  return app;
+  const lean = leanReads({ app, core, surface: rest, basePath, log: options.log, admit, answerError });
+  return (req, res) => {
+    if (!lean(req, res)) app(req, res);
+  };
 }

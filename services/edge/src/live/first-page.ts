@@ -34,6 +34,11 @@ export class FirstPage {
   private entries: PagedPost[] = [];
   /** The same posts newest first, built again after a change: a page is then one `slice`. */
   private newestFirst: Post[] | undefined;
+  /**
+   * The pages answered since the last change, by limit: the same object until the posts change, so
+   * REST writes the bytes it serialised for it before (rest/routes.ts, sendJson). Never mutated.
+   */
+  private readonly pages = new Map<number, PostList>();
   /** The room holds no post older than those here. */
   private complete = false;
   private seeded = false;
@@ -46,7 +51,7 @@ export class FirstPage {
   /** Forget everything: the stream was lost or starts over. Reads go to the room until `live` again. */
   reset(): void {
     this.entries = [];
-    this.newestFirst = undefined;
+    this.changed();
     this.complete = false;
     this.seeded = false;
     this.live = false;
@@ -57,6 +62,7 @@ export class FirstPage {
   seed(newest: readonly PagedPost[], hasMore: boolean): void {
     // Set first: trimming to capacity (a seed larger than it) turns it off again.
     this.complete = !hasMore;
+    this.changed();
     for (const entry of [...newest].reverse()) this.insert(entry, true);
     this.seeded = true;
     const top = newest[0]?.post.id;
@@ -89,6 +95,15 @@ export class FirstPage {
   /** The first page of `limit` posts as the room would answer it, or `undefined` when only the room can say. */
   page(limit: number): PostList | undefined {
     if (!this.serving) return undefined;
+    let page = this.pages.get(limit);
+    if (page === undefined) {
+      page = this.build(limit);
+      if (page !== undefined) this.pages.set(limit, page);
+    }
+    return page;
+  }
+
+  private build(limit: number): PostList | undefined {
     const held = this.entries.length;
     if (held < limit) {
       // Fewer posts than asked: a whole page only if the room has no others.
@@ -125,10 +140,16 @@ export class FirstPage {
     // Older than everything held, while older posts exist in the room: it would leave a gap.
     if (at === 0 && this.entries.length > 0 && !this.complete && !contiguous) return;
     this.entries.splice(at, 0, entry);
-    this.newestFirst = undefined;
+    this.changed();
     while (this.entries.length > this.capacity) {
       this.entries.shift();
       this.complete = false;
     }
+  }
+
+  /** The posts (or whether older ones exist) changed: pages are built again. */
+  private changed(): void {
+    this.newestFirst = undefined;
+    this.pages.clear();
   }
 }

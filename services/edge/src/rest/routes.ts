@@ -62,38 +62,65 @@ function inputOf(binding: RestBinding, core: Core, req: Request): unknown {
   return body;
 }
 
+/** JSON answers already serialised, by the output they render: the first page is the same object until it changes. */
+const serialised = new WeakMap<object, Buffer>();
+
+/**
+ * Writes `output` as JSON with `status`, as `res.json` would (same bytes, same `Content-Type`), from
+ * the bytes kept for that very object when it was written before: edge's first page hands out the
+ * same object until the page changes, so it is serialised once per change rather than per request.
+ * Outputs are never mutated once answered, so the bytes stay true.
+ */
+export function sendJson(res: Response, status: number, output: unknown): void {
+  let body = typeof output === 'object' && output !== null ? serialised.get(output) : undefined;
+  if (body === undefined) {
+    body = Buffer.from(JSON.stringify(output), 'utf8');
+    if (typeof output === 'object' && output !== null) serialised.set(output, body);
+  }
+  if (!res.get('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.status(status).send(body);
+}
+
+/**
+ * The handler of one REST binding: hands its input to the pipeline and writes what comes back.
+ * Nothing here checks a token, a scope, a quota or a key: the pipeline did. Express routes call it
+ * (`restRoutes`), and so do edge's lean reads (`rest/lean.ts`), so both answer alike.
+ */
+export function restHandler(core: Core, surface: Surface, binding: RestBinding): (req: Request, res: Response) => Promise<void> {
+  return async (req, res) => {
+    // JSON only: a form or text body is refused before anything reads it (docs/decisions.md §2).
+    if (binding.from === 'body' && !isJsonBody(req)) {
+      const type = req.headers['content-type'] ?? '';
+      const error = new DomainError('unsupported-media-type', {
+        detail: `The body is ${type === '' ? 'sent without a Content-Type' : JSON.stringify(type)}; this endpoint takes application/json.`,
+        fields: { parameter: 'Content-Type', expected: 'application/json' },
+      });
+      return sendRestProblem(res, core.problem(error, surface, binding.operation));
+    }
+    const key = binding.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
+    const outcome = await core.invoke(admissionOf(res), binding.operation, inputOf(binding, core, req), {
+      surface,
+      // A header sent twice arrives as one comma-joined string, which the pipeline refuses as a key.
+      idempotencyKey: Array.isArray(key) ? key.join(',') : key,
+      readThrough: asksNoCache(req.headers['cache-control']),
+    });
+    if (!outcome.ok) return sendRestProblem(res, outcome.problem);
+    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    if (binding.noStore?.(outcome.output)) res.setHeader('Cache-Control', 'no-store');
+    const status = typeof binding.status === 'function' ? binding.status(outcome.output) : (binding.status ?? 200);
+    sendJson(res, status, outcome.output);
+  };
+}
+
 /**
  * The REST adapter for one base (`{base_url}` or `{api_url}`): each binding becomes an express route
- * that hands its input to the pipeline and writes what comes back. Nothing here checks a token, a
- * scope, a quota or a key: the pipeline did.
+ * running its `restHandler`, and a known path with another method answers 405.
  */
 export function restRoutes(core: Core, surface: Surface, base: RestBase): Router {
   const router = Router();
   const bindings = REST_BINDINGS.filter((b) => b.base === base);
   for (const binding of bindings) {
-    const handler = async (req: Request, res: Response): Promise<void> => {
-      // JSON only: a form or text body is refused before anything reads it (docs/decisions.md §2).
-      if (binding.from === 'body' && !isJsonBody(req)) {
-        const type = req.headers['content-type'] ?? '';
-        const error = new DomainError('unsupported-media-type', {
-          detail: `The body is ${type === '' ? 'sent without a Content-Type' : JSON.stringify(type)}; this endpoint takes application/json.`,
-          fields: { parameter: 'Content-Type', expected: 'application/json' },
-        });
-        return sendRestProblem(res, core.problem(error, surface, binding.operation));
-      }
-      const key = binding.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
-      const outcome = await core.invoke(admissionOf(res), binding.operation, inputOf(binding, core, req), {
-        surface,
-        // A header sent twice arrives as one comma-joined string, which the pipeline refuses as a key.
-        idempotencyKey: Array.isArray(key) ? key.join(',') : key,
-        readThrough: asksNoCache(req.headers['cache-control']),
-      });
-      if (!outcome.ok) return sendRestProblem(res, outcome.problem);
-      if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
-      if (binding.noStore?.(outcome.output)) res.setHeader('Cache-Control', 'no-store');
-      const status = typeof binding.status === 'function' ? binding.status(outcome.output) : (binding.status ?? 200);
-      res.status(status).json(outcome.output);
-    };
+    const handler = restHandler(core, surface, binding);
     if (binding.method === 'GET') router.get(binding.path, handler);
     else router.post(binding.path, handler);
   }

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Response } from 'express';
 import { REQUEST_ID_HEADER, requestIdFrom, runWithContext } from '../context.js';
 import type { Logger } from '../log.js';
@@ -71,6 +72,8 @@ export interface HttpApp {
   app: Express;
   /** Adds the 404 problem for unknown routes and the error handler; call after the routes. */
   finish(): void;
+  /** What the error handler does with a failure, for a request answered outside the app's routes (edge's lean reads). */
+  answerError(error: unknown, req: Request, res: Response): void;
 }
 
 /**
@@ -117,12 +120,14 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
     express.raw({ limit: BODY_LIMIT_BYTES, type: () => true }),
   );
   if (options.idempotency) app.use(idempotency(options.idempotency, options.log));
+  const answerError = errorHandler(options);
   return {
     app,
     finish() {
       app.use(notFound());
-      app.use(errorHandler(options));
+      app.use(answerError);
     },
+    answerError: (error, req, res) => void answerError(error, req, res, () => undefined),
   };
 }
 
@@ -134,29 +139,43 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
  */
 function requestContext(service: string, log: Logger): RequestHandler {
   return (req, res, next) => {
-    const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
-    res.setHeader('X-Request-Id', requestId);
-    const started = process.hrtime.bigint();
-    res.on('finish', () => {
+    const requestId = followRequest(req, res, service, log, () => {
       const route = (req.route as { path?: string } | undefined)?.path;
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      httpRequestDuration.observe(
-        { service, method: req.method, route: route === undefined ? 'unmatched' : `${req.baseUrl}${route}`, status: res.statusCode },
-        seconds,
-      );
-    });
-    res.once('close', () => {
-      const durationMs = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
-      const path = req.originalUrl.split('?')[0] ?? '/';
-      const status = res.statusCode;
-      const complete = res.writableFinished;
-      const line = `${req.method} ${path} ${status} ${durationMs} ms${complete ? '' : ' (client went away first)'}`;
-      const fields = { requestId, http: { method: req.method, path, status, durationMs, ...(complete ? {} : { aborted: true }) } };
-      if (status >= 500) log.warn(fields, line);
-      else log.info(fields, line);
+      return route === undefined ? 'unmatched' : `${req.baseUrl}${route}`;
     });
     runWithContext({ requestId }, next);
   };
+}
+
+/**
+ * Follows one request from its start (call it before anything else reads or answers it): sets
+ * `X-Request-Id` (the client's when well-formed, a fresh one otherwise), and when the response ends
+ * observes `http_request_duration_seconds` under `route()` (read then, once the route is known) and
+ * writes the request's log line (see `requestContext`). Answers the request id, for
+ * `runWithContext`. Every HTTP app gets it through `createHttpApp`; a path that answers without
+ * express (edge's lean reads) calls it itself, so its answers and log lines are the same.
+ */
+export function followRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: () => string): string {
+  const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
+  res.setHeader('X-Request-Id', requestId);
+  const started = process.hrtime.bigint();
+  // Read now: express rewrites `req.url` under a mounted router, and the line names the path as sent.
+  const { method = 'GET', url = '/' } = req;
+  // One listener: 'close' follows 'finish' on every answer that completes, and comes alone when the client went away.
+  res.once('close', () => {
+    const elapsed = Number(process.hrtime.bigint() - started);
+    const status = res.statusCode;
+    const complete = res.writableFinished;
+    if (complete) httpRequestDuration.observe({ service, method, route: route(), status }, elapsed / 1e9);
+    const durationMs = Math.round(elapsed / 1e5) / 10;
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const line = `${method} ${path} ${status} ${durationMs} ms${complete ? '' : ' (client went away first)'}`;
+    const fields = { requestId, http: { method, path, status, durationMs, ...(complete ? {} : { aborted: true }) } };
+    if (status >= 500) log.warn(fields, line);
+    else log.info(fields, line);
+  });
+  return requestId;
 }
 
 export function setRateLimitHeaders(res: Response, state: QuotaState): void {

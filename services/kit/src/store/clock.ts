@@ -12,7 +12,12 @@ export function nextUtcMidnight(now: number): number {
   return Math.floor(now / DAY_MS) * DAY_MS + DAY_MS;
 }
 
+/** The last day `utcDay` formatted: every request counts its quota under it, and days change rarely. */
+let lastDay = { day: Number.NaN, text: '' };
+
 /** `YYYYMMDD` of the UTC day that holds `now`. */
 export function utcDay(now: number): string {
-  return new Date(now).toISOString().slice(0, 10).replaceAll('-', '');
+  const day = Math.floor(now / DAY_MS);
+  if (day !== lastDay.day) lastDay = { day, text: new Date(now).toISOString().slice(0, 10).replaceAll('-', '') };
+  return lastDay.text;
 }
