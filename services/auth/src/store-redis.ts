@@ -1,4 +1,4 @@
-import { type Clock, duplicateClient, hashSecret, Keyspace, type RedisClient, systemClock } from '@agentroom/kit';
+import { type Clock, duplicateClient, hashSecret, Keyspace, LuaScript, type RedisClient, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
 import {
   type AttemptWindow,
@@ -17,34 +17,34 @@ function parse<T>(json: string | null): T | undefined {
 }
 
 // Compare-and-set on the flow's status: of two approvals (or an approval and a decline), one wins.
-const TRANSITION = `
+const TRANSITION = new LuaScript(`
 local current = redis.call('GET', KEYS[1])
 if not current or cjson.decode(current).status ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
-return 1`;
+return 1`);
 
 // Time is the caller's clock (ARGV[1]), not Redis's, so the rule reads the same in both stores.
-const ADMIT_POLL = `
+const ADMIT_POLL = new LuaScript(`
 local last = tonumber(redis.call('GET', KEYS[1]))
 local now = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
 if last and now - last < interval then return interval - (now - last) end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-return 0`;
+return 0`);
 
 // A window starts with its first attempt and ends at resetAt on the caller's clock.
-const COUNT_ATTEMPT = `
+const COUNT_ATTEMPT = new LuaScript(`
 local resetAt = tonumber(redis.call('HGET', KEYS[1], 'resetAt'))
 if not resetAt or resetAt <= tonumber(ARGV[1]) then
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'resetAt', ARGV[2])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
 end
-return {redis.call('HINCRBY', KEYS[1], 'count', 1), redis.call('HGET', KEYS[1], 'resetAt')}`;
+return {redis.call('HINCRBY', KEYS[1], 'count', 1), redis.call('HGET', KEYS[1], 'resetAt')}`);
 
 // A leaky bucket: drain one per ARGV[2] ms since the last fill (caller's clock, ARGV[1]), add one.
 // The level is fractional, so it travels as a string (Lua numbers come back as integers).
-const FILL_BUCKET = `
+const FILL_BUCKET = new LuaScript(`
 local now = tonumber(ARGV[1])
 local drain = tonumber(ARGV[2])
 local level = tonumber(redis.call('HGET', KEYS[1], 'level')) or 0
@@ -52,7 +52,7 @@ local at = tonumber(redis.call('HGET', KEYS[1], 'at')) or now
 level = math.max(0, level - math.max(0, now - at) / drain) + 1
 redis.call('HSET', KEYS[1], 'level', string.format('%.6f', level), 'at', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], math.ceil(level * drain))
-return string.format('%.6f', level)`;
+return string.format('%.6f', level)`);
 
 /** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */
 type StreamEntry = [string, string[]];
@@ -231,7 +231,7 @@ export class RedisAuthStore implements AuthStore {
   }
 
   async transitionFlow(from: DeviceFlowStatus, next: DeviceFlow): Promise<boolean> {
-    return Number(await this.redis.eval(TRANSITION, 1, this.flowKey(next.deviceHash), from, JSON.stringify(next))) === 1;
+    return Number(await TRANSITION.run(this.redis, [this.flowKey(next.deviceHash)], [from, JSON.stringify(next)])) === 1;
   }
 
   async takeFlow(deviceHash: string): Promise<DeviceFlow | undefined> {
@@ -252,7 +252,7 @@ export class RedisAuthStore implements AuthStore {
   }
 
   async admitPoll(flow: DeviceFlow, intervalMs: number): Promise<number> {
-    const wait = await this.redis.eval(ADMIT_POLL, 1, this.pollKey(flow.deviceHash), String(this.clock.now()), String(intervalMs), String(this.ttl(flow.retainUntil)));
+    const wait = await ADMIT_POLL.run(this.redis, [this.pollKey(flow.deviceHash)], [String(this.clock.now()), String(intervalMs), String(this.ttl(flow.retainUntil))]);
     return Number(wait);
   }
 
@@ -365,7 +365,7 @@ export class RedisAuthStore implements AuthStore {
 
   async countAttempt(key: string, windowMs: number): Promise<AttemptWindow> {
     const now = this.clock.now();
-    const reply = await this.redis.eval(COUNT_ATTEMPT, 1, this.keys.key(`attempts:${key}`), String(now), String(now + windowMs), String(windowMs));
+    const reply = await COUNT_ATTEMPT.run(this.redis, [this.keys.key(`attempts:${key}`)], [String(now), String(now + windowMs), String(windowMs)]);
     const [count, resetAt] = reply as [number, string];
     return { count: Number(count), resetAt: Number(resetAt) };
   }
@@ -377,7 +377,7 @@ export class RedisAuthStore implements AuthStore {
   }
 
   async fillBucket(key: string, drainMs: number): Promise<number> {
-    return Number(await this.redis.eval(FILL_BUCKET, 1, this.keys.key(`bucket:${key}`), String(this.clock.now()), String(drainMs)));
+    return Number(await FILL_BUCKET.run(this.redis, [this.keys.key(`bucket:${key}`)], [String(this.clock.now()), String(drainMs)]));
   }
 
   async bucketLevel(key: string, drainMs: number): Promise<number> {

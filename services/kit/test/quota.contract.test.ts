@@ -129,3 +129,28 @@ describe('Redis connection', () => {
     expect(keys[0]).toMatch(/^tagcheck:quota:\{addr:9\.9\.9\.9\}:\d{8}$/);
   });
 });
+
+describe('Lua scripts by digest', () => {
+  it('counts by EVALSHA, and loads the script again on a server that forgot it (restart, SCRIPT FLUSH)', async () => {
+    const store = new RedisQuotaStore(redis, 'scriptcheck');
+    const before = await redis.info('commandstats');
+    const calls = (stats: string, command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    expect((await store.consume('addr:1.1.1.1', 10)).remaining).toBe(9);
+    expect((await store.consume('addr:1.1.1.1', 10)).remaining).toBe(8);
+    await redis.script('FLUSH');
+    expect((await store.consume('addr:1.1.1.1', 10)).remaining).toBe(7);
+    expect((await store.consume('addr:1.1.1.1', 10)).remaining).toBe(6);
+    const after = await redis.info('commandstats');
+    // Four counts: each an EVALSHA, and the source sent again only where the server lacked it.
+    expect(calls(after, 'evalsha') - calls(before, 'evalsha')).toBe(4);
+    expect(calls(after, 'eval') - calls(before, 'eval')).toBeLessThanOrEqual(2);
+    expect(calls(after, 'eval') - calls(before, 'eval')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('runs on every node of a cluster, each loading it once', async () => {
+    const store = new RedisQuotaStore(clusterClient, 'scriptcheck');
+    const subjects = Array.from({ length: 12 }, (_, i) => `addr:10.0.0.${i}`);
+    for (const subject of subjects) expect((await store.consume(subject, 5)).remaining).toBe(4);
+    for (const subject of subjects) expect((await store.consume(subject, 5)).remaining).toBe(3);
+  });
+});

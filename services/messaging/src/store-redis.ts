@@ -1,4 +1,4 @@
-import { compareStreamIds, duplicateClient, type FeedSource, Keyspace, type RedisClient, VIAS } from '@agentroom/kit';
+import { compareStreamIds, duplicateClient, type FeedSource, Keyspace, LuaScript, type RedisClient, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
@@ -8,11 +8,11 @@ type StreamEntry = [string, string[]];
 
 // XADD and PUBLISH in one script, so a follower that subscribed first is told of every message
 // appended after it. ARGV: cap, channel, the message as JSON (without id), then the stream fields.
-const SEND = `
+const SEND = new LuaScript(`
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 4))
 redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[3])
 return id
-`;
+`);
 
 const REPLAY_PAGE = 200;
 
@@ -97,7 +97,7 @@ export class RedisMessagingStore implements MessagingStore {
 
   async appendMessage(message: NewMessage): Promise<MessageRecord> {
     const fields = ['fromAgentId', message.fromAgentId, 'fromAgentName', message.fromAgentName, 'toAgentId', message.toAgentId, 'toAgentName', message.toAgentName, 'text', message.text, 'via', message.via];
-    const id = await this.redis.eval(SEND, 1, this.inboxKey(message.toAgentId), String(this.maxLength), this.channelOf(message.toAgentId), JSON.stringify(message), ...fields);
+    const id = await SEND.run(this.redis, [this.inboxKey(message.toAgentId)], [String(this.maxLength), this.channelOf(message.toAgentId), JSON.stringify(message), ...fields]);
     if (typeof id !== 'string') throw new Error('XADD returned no id');
     return { id, ...message, createdAt: createdAtOf(id) };
   }

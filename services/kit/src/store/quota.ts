@@ -1,5 +1,5 @@
 import { type Clock, nextUtcMidnight, systemClock, utcDay } from './clock.js';
-import { Keyspace, type RedisClient } from './redis.js';
+import { Keyspace, LuaScript, type RedisClient } from './redis.js';
 
 /** The quota after one call was counted. */
 export interface QuotaState {
@@ -49,10 +49,10 @@ export class MemoryQuotaStore implements QuotaStore {
 }
 
 // INCR and EXPIREAT in one script: a counter can never be left without its expiry.
-const CONSUME = `
+const CONSUME = new LuaScript(`
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end
-return count`;
+return count`);
 
 /** Counters in Redis that expire at the next UTC midnight; INCR keeps them exact across replicas. */
 export class RedisQuotaStore implements QuotaStore {
@@ -69,7 +69,7 @@ export class RedisQuotaStore implements QuotaStore {
   async consume(subject: string, limit: number): Promise<QuotaState> {
     const now = this.clock.now();
     const key = this.keys.key(subject, utcDay(now));
-    const count = Number(await this.redis.eval(CONSUME, 1, key, String(nextUtcMidnight(now))));
+    const count = Number(await CONSUME.run(this.redis, [key], [String(nextUtcMidnight(now))]));
     return stateOf(count, limit, now);
   }
 }
