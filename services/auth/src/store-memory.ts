@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '@agentroom/kit';
+import { type Clock, StreamIds, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
 import {
   type AttemptWindow,
@@ -75,8 +75,8 @@ export class MemoryAuthStore implements AuthStore {
   private readonly revocationWatchers = new Set<RevocationWatcher>();
   private readonly heartbeatMs: number;
   private heartbeat: NodeJS.Timeout | undefined;
-  private lastMs = 0;
-  private lastSeq = 0;
+  /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
+  private readonly ids = new StreamIds(() => this.clock.now());
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -181,20 +181,9 @@ export class MemoryAuthStore implements AuthStore {
       .map((t) => structuredClone(t));
   }
 
-  /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
-  private nextId(): string {
-    const ms = this.clock.now();
-    if (ms > this.lastMs) {
-      this.lastMs = ms;
-      this.lastSeq = 0;
-    } else {
-      this.lastSeq += 1;
-    }
-    return `${this.lastMs}-${this.lastSeq}`;
-  }
 
   publishRevocation(revocation: Omit<Revocation, 'id'>): Promise<Revocation> {
-    const published = { id: this.nextId(), ...revocation };
+    const published = { id: this.ids.next(), ...revocation };
     for (const watcher of this.revocationWatchers) watcher.revoked({ ...published });
     return Promise.resolve(published);
   }

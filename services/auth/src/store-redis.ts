@@ -1,4 +1,4 @@
-import { type Clock, duplicateClient, hashSecret, Keyspace, LuaScript, type RedisClient, systemClock } from '@agentroom/kit';
+import { type Clock, duplicateClient, hashSecret, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, systemClock } from '@agentroom/kit';
 import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
 import {
   type AttemptWindow,
@@ -54,12 +54,9 @@ redis.call('HSET', KEYS[1], 'level', string.format('%.6f', level), 'at', ARGV[1]
 redis.call('PEXPIRE', KEYS[1], math.ceil(level * drain))
 return string.format('%.6f', level)`);
 
-/** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */
-type StreamEntry = [string, string[]];
 
 function toRevocation([id, fields]: StreamEntry): Revocation {
-  const map = new Map<string, string>();
-  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  const map = streamFields(fields);
   return { id, tokenId: map.get('tokenId') ?? '', agentId: map.get('agentId') ?? '', revokedAt: Number(map.get('revokedAt') ?? 0) };
 }
 

@@ -1,4 +1,4 @@
-import { compareStreamIds, type Clock, type FeedSource, systemClock } from '@agentroom/kit';
+import { compareStreamIds, type Clock, type FeedSource, StreamIds, systemClock } from '@agentroom/kit';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
 
@@ -14,24 +14,13 @@ interface Inbox {
 export class MemoryMessagingStore implements MessagingStore {
   readonly kind = 'memory';
   private readonly inboxes = new Map<string, Inbox>();
-  private lastMs = 0;
-  private lastSeq = 0;
+  /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
+  private readonly ids = new StreamIds(() => this.clock.now());
 
   constructor(
     private readonly clock: Clock = systemClock,
     private readonly maxLength = INBOX_MAX,
   ) {}
-
-  private nextId(): string {
-    const ms = this.clock.now();
-    if (ms > this.lastMs) {
-      this.lastMs = ms;
-      this.lastSeq = 0;
-    } else {
-      this.lastSeq += 1;
-    }
-    return `${this.lastMs}-${this.lastSeq}`;
-  }
 
   private inboxOf(agentId: string): Inbox {
     let inbox = this.inboxes.get(agentId);
@@ -43,7 +32,7 @@ export class MemoryMessagingStore implements MessagingStore {
   }
 
   appendMessage(message: NewMessage): Promise<MessageRecord> {
-    const id = this.nextId();
+    const id = this.ids.next();
     const record: MessageRecord = { id, ...message, createdAt: createdAtOf(id) };
     const inbox = this.inboxOf(message.toAgentId);
     inbox.messages.push(record);

@@ -1,10 +1,8 @@
-import { compareStreamIds, duplicateClient, type FeedSource, Keyspace, LuaScript, type RedisClient, VIAS } from '@agentroom/kit';
+import { compareStreamIds, duplicateClient, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
 
-/** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */
-type StreamEntry = [string, string[]];
 
 // XADD and PUBLISH in one script, so a follower that subscribed first is told of every message
 // appended after it. ARGV: cap, channel, the message as JSON (without id), then the stream fields.
@@ -27,8 +25,7 @@ const published = z.object({
 });
 
 function toMessage([id, fields]: StreamEntry): MessageRecord {
-  const map = new Map<string, string>();
-  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  const map = streamFields(fields);
   const via = map.get('via') ?? 'rest';
   return {
     id,

@@ -1,4 +1,4 @@
-import { compareStreamIds, type Clock, systemClock } from '@agentroom/kit';
+import { compareStreamIds, type Clock, StreamIds, systemClock } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, type PostRecord } from './posts.js';
 import type { NewPost, Page, RoomStore } from './store.js';
@@ -12,24 +12,14 @@ export class MemoryRoomStore implements RoomStore {
   private readonly posts: PostRecord[] = [];
   private readonly agents = new Map<string, AgentRecord>();
   private readonly listeners = new Set<(post: PostRecord) => void>();
-  private lastMs = 0;
-  private lastSeq = 0;
+  /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
+  private readonly ids = new StreamIds(() => this.clock.now());
 
   constructor(private readonly clock: Clock = systemClock) {}
 
-  private nextId(): string {
-    const ms = this.clock.now();
-    if (ms > this.lastMs) {
-      this.lastMs = ms;
-      this.lastSeq = 0;
-    } else {
-      this.lastSeq += 1;
-    }
-    return `${this.lastMs}-${this.lastSeq}`;
-  }
 
   appendPost(post: NewPost): Promise<PostRecord> {
-    const id = this.nextId();
+    const id = this.ids.next();
     const record: PostRecord = { id, ...post, createdAt: createdAtOf(id) };
     this.posts.push(record);
     for (const listener of this.listeners) listener(record);

@@ -1,10 +1,8 @@
-import { duplicateClient, Keyspace, type RedisClient, VIAS, type Via } from '@agentroom/kit';
+import { duplicateClient, Keyspace, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, type PostRecord } from './posts.js';
 import type { NewPost, Page, RoomStore } from './store.js';
 
-/** RESP2 shape of one stream entry: `[id, [field, value, field, value, ...]]`. */
-type StreamEntry = [string, string[]];
 
 /** The one room there is for now; the hash tag keeps all its keys in one cluster slot. */
 const ROOM = 'main';
@@ -13,8 +11,7 @@ const ROOM = 'main';
 const BLOCK_MS = 5_000;
 
 function toPost([id, fields]: StreamEntry): PostRecord {
-  const map = new Map<string, string>();
-  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  const map = streamFields(fields);
   const via = map.get('via') ?? 'rest';
   return {
     id,

@@ -12,6 +12,28 @@ export function compareStreamIds(a: string, b: string): number {
   return aMs.length !== bMs.length ? aMs.length - bMs.length : aMs !== bMs ? (aMs < bMs ? -1 : 1) : Number(aSeq) - Number(bSeq);
 }
 
+/**
+ * Ids made as Redis makes stream ids (`<ms>-<seq>`, strictly increasing even when the clock stands
+ * still), for the in-memory stores: their feed positions and cursors read the same as Redis's.
+ */
+export class StreamIds {
+  private lastMs = 0;
+  private lastSeq = 0;
+
+  constructor(private readonly now: () => number) {}
+
+  next(): string {
+    const ms = this.now();
+    if (ms > this.lastMs) {
+      this.lastMs = ms;
+      this.lastSeq = 0;
+    } else {
+      this.lastSeq += 1;
+    }
+    return `${this.lastMs}-${this.lastSeq}`;
+  }
+}
+
 /** A log that can be read after a position and followed live. */
 export interface FeedSource<T extends FeedItem> {
   /** Items with an id greater than `afterId`, oldest first, at most `count`. */

@@ -177,6 +177,16 @@ export function isStorageUnavailable(error: unknown): boolean {
   return error.name === 'MaxRetriesPerRequestError' || UNAVAILABLE.test(error.message);
 }
 
+/** RESP2 shape of one stream entry (XRANGE, XREVRANGE, XREAD): `[id, [field, value, field, value, …]]`. */
+export type StreamEntry = [string, string[]];
+
+/** A stream entry's fields by name. */
+export function streamFields(fields: readonly string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i] as string, fields[i + 1] as string);
+  return map;
+}
+
 /**
  * A Lua script run by its SHA1 (`EVALSHA`): Redis keeps scripts it has seen, so each call sends the
  * digest instead of the source, and Redis does not hash the source again. A server that does not
