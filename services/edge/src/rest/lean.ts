@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { corsHeaders, followRequest, type Logger, type QuotaState, runWithContext, setRateLimitHeaders } from '@agentroom/kit';
+import { admitRequest, corsHeaders, followRequest, type HttpContractOptions, type Logger, runWithContext } from '@agentroom/kit';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { Express, Request, Response } from 'express';
 import type { Core } from '../operations/core.js';
@@ -16,7 +16,7 @@ export interface LeanReadsOptions {
   basePath: string;
   log: Logger;
   /** Counts the request and puts its admission where the handler finds it, as the app's own admission step does. */
-  admit(req: Request, res: Response): Promise<{ subject: string; quota: QuotaState }>;
+  admit: HttpContractOptions['admit'];
   /** The app's error handler, for what fails unexpectedly. */
   answerError(error: unknown, req: Request, res: Response): void;
 }
@@ -45,9 +45,8 @@ export function leanReads(options: LeanReadsOptions): (req: IncomingMessage, res
 
   const serve = async (req: Request, res: Response): Promise<void> => {
     for (const [name, value] of cors) res.setHeader(name, value);
-    const admitted = await options.admit(req, res);
-    setRateLimitHeaders(res, admitted.quota);
-    res.locals.quotaSubject = admitted.subject;
+    const refusal = await admitRequest(options.admit, req, res);
+    if (refusal) throw refusal;
     await handler(req, res);
   };
 

@@ -186,16 +186,26 @@ export function setRateLimitHeaders(res: Response, state: QuotaState): void {
 
 function admission(options: HttpContractOptions): RequestHandler {
   return async (req, res, next) => {
-    let admitted: Admission;
+    let refusal: DomainError | undefined;
     try {
-      admitted = await options.admit(req, res);
+      refusal = await admitRequest(options.admit, req, res);
     } catch (error) {
       return next(error);
     }
-    setRateLimitHeaders(res, admitted.quota);
-    res.locals.quotaSubject = admitted.subject;
-    return next(admitted.refusal);
+    return next(refusal);
   };
+}
+
+/**
+ * Counts one request with `admit`: its RateLimit headers and quota subject go on the response, and
+ * it answers the refusal, if any. The app's admission step; a path that answers without express
+ * (edge's lean reads) calls it itself.
+ */
+export async function admitRequest(admit: HttpContractOptions['admit'], req: Request, res: Response): Promise<DomainError | undefined> {
+  const admitted = await admit(req, res);
+  setRateLimitHeaders(res, admitted.quota);
+  res.locals.quotaSubject = admitted.subject;
+  return admitted.refusal;
 }
 
 /** A full allowance until midnight, for answers whose count is unknown because storage failed. */
