@@ -28,6 +28,8 @@ export interface RunningCluster {
   /** The router, `http://127.0.0.1:<PORT>`. */
   origin: string;
   edges: string[];
+  /** Each process's `/metrics` URL by name (`room`, `auth-2`, `edge-1`…), from the ready line. */
+  metrics: Record<string, string>;
   /** Every line the launcher and its processes printed. */
   lines: string[];
   /** The current process id of a process (`room`, `messaging`, `auth`, `edge-1`, `router`). */
@@ -56,6 +58,7 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
   const restartCounts = new Map<string, number>();
   const waiters = new Set<() => void>();
   let edges: string[] = [];
+  let metrics: Record<string, string> = {};
   const readyz = new Map<string, string>();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
@@ -77,7 +80,8 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
       if (entry.msg?.startsWith('cluster ready') && entry.pids) {
         for (const [name, pid] of Object.entries(entry.pids)) pids.set(name, pid);
         edges = entry.edges ?? [];
-        for (const [name, url] of Object.entries(entry.metrics ?? {})) readyz.set(name, url.replace(/\/metrics$/, '/readyz'));
+        metrics = entry.metrics ?? {};
+        for (const [name, url] of Object.entries(metrics)) readyz.set(name, url.replace(/\/metrics$/, '/readyz'));
         clearTimeout(timer);
         resolve();
       } else if (entry.process !== undefined && entry.pid !== undefined && entry.msg?.includes(' restarted (pid')) {
@@ -97,6 +101,7 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
   return {
     origin: `http://127.0.0.1:${port}`,
     edges,
+    metrics,
     lines,
     pid(name) {
       const pid = pids.get(name);

@@ -4,7 +4,7 @@ import { type RunningCluster, startCluster } from '../../bench/src/faults.js';
 import { firstPageSuite } from './replicas/first-page.js';
 import { revocationSuite } from './replicas/revocation.js';
 import { rolloutSuite } from './replicas/rollout.js';
-import { metricAt, metricsUrls, type Replicas } from './support/replicas.js';
+import { metricAt, type Replicas } from './support/replicas.js';
 
 /**
  * Replicas on one Redis, as Kubernetes runs them: two edges and two auth replicas behind the
@@ -20,14 +20,13 @@ let shared: Replicas;
 beforeAll(async () => {
   redis = await startRedisServer();
   cluster = await startCluster({ REDIS_URL: redis.url, EDGE_REPLICAS: '2', AUTH_REPLICAS: '2', TOKEN_CACHE_MS: '60000', SHUTDOWN_DELAY_MS: '500' });
-  const urls = metricsUrls(cluster.lines);
   const [edge1 = '', edge2 = ''] = cluster.edges;
   shared = {
     cluster,
     edge1,
     edge2,
     metric(process, name, labels) {
-      const url = urls[process];
+      const url = cluster.metrics[process];
       if (url === undefined) throw new Error(`the cluster names no /metrics for ${process}`);
       return metricAt(url, name, labels);
     },

@@ -13,15 +13,6 @@ export interface Replicas {
   metric(process: string, name: string, labels?: Record<string, string>): Promise<number>;
 }
 
-/** Every process's /metrics URL, from the launcher's `cluster ready` line. */
-export function metricsUrls(lines: readonly string[]): Record<string, string> {
-  for (const line of lines) {
-    if (!line.includes('"cluster ready')) continue;
-    return (JSON.parse(line) as { metrics?: Record<string, string> }).metrics ?? {};
-  }
-  throw new Error('the cluster printed no ready line');
-}
-
 /** The sum of a metric's series in the Prometheus text at `url` whose labels include `labels`. */
 export async function metricAt(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await (await fetch(url)).text();
