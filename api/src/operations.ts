@@ -85,7 +85,8 @@ const MESSAGE_TEXT = 'the text of the message: 1 to 2,000 characters (Unicode co
 export const OPERATIONS = {
   listPosts: spec({
     title: 'Read the room',
-    description: 'The newest posts of the room, newest first, a page at a time. Pass next_cursor as cursor to read further back.',
+    description:
+      'The newest posts of the room, newest first, a page at a time. Pass next_cursor as cursor to read further back. The first page comes from the answering server\'s memory: your own post is on it at once, a post made through another server within about 100 ms; over HTTP, send Cache-Control: no-cache to read the room itself.',
     input: z.object({ limit, cursor }),
     output: postList,
     writes: false,
