@@ -1,4 +1,5 @@
 import { DomainError, liveStreamsEnded, liveSubscribers, type Logger, STREAM_ID, unavailable } from '@agentroom/kit';
+import type { Socket } from 'node:net';
 import type { Request, Response } from 'express';
 
 export type Feed = 'posts' | 'messages';
@@ -66,6 +67,13 @@ export class SseStream {
   private readonly stop = new AbortController();
   /** Aborts when the stream is over: the client left, or the server ended it. */
   readonly signal: AbortSignal = this.stop.signal;
+  /** The same fact as `signal.aborted`, read once per frame: a plain field costs a fanout less than the signal's getter. */
+  private over = false;
+  /**
+   * The socket, once the headers and the first chunk are out: from then on a frame is one write of
+   * its shared chunk there, without the response's per-write framing and bookkeeping.
+   */
+  private direct: Socket | undefined;
 
   constructor(
     private readonly res: Response,
@@ -78,21 +86,34 @@ export class SseStream {
     res.on('close', () => this.closed());
   }
 
-  /** Writes a frame; a client that lets more than the bound pile up is cut off, not buffered for. */
+  /**
+   * Writes a frame; a client that lets more than the bound pile up is cut off, not buffered for.
+   * This runs once per subscriber for every post (10,000 times in a row for 10,000 subscribers), so
+   * it does as little as it can: the profile of a fanout is two thirds the kernel's socket writes.
+   */
   write(frame: Frame): void {
-    if (this.signal.aborted) return;
-    const { res } = this;
-    const socket = res.socket;
-    // Once the headers are out, a chunked body's next chunk can go straight to the socket: one
-    // shared buffer and one write, without the per-response framing and corking of res.write.
-    if (res.chunkedEncoding && res.headersSent && socket && socket.writable) socket.write(frame.chunk);
-    else res.write(frame.bytes);
-    if (this.res.writableLength > this.maxBufferedBytes) this.end('slow_client');
+    if (this.over) return;
+    let socket = this.direct;
+    if (socket === undefined) {
+      const { res } = this;
+      // Once the headers are out, a chunked body's next chunk can go straight to the socket: one
+      // shared buffer and one write. The response writes nothing more of its own until it ends.
+      if (res.chunkedEncoding && res.headersSent && res.socket?.writable) socket = this.direct = res.socket;
+      else {
+        res.write(frame.bytes);
+        if (res.writableLength > this.maxBufferedBytes) this.end('slow_client');
+        return;
+      }
+    }
+    if (!socket.writable) return;
+    socket.write(frame.chunk);
+    // The response holds nothing of its own once direct, so the socket's buffer is all that waits.
+    if (socket.writableLength > this.maxBufferedBytes) this.end('slow_client');
   }
 
   /** Ends the stream from the server's side, telling a client that still reads why. */
   end(reason: EndReason, event?: { event: string; data: unknown }): void {
-    if (this.signal.aborted) return;
+    if (this.over) return;
     liveStreamsEnded.inc({ feed: this.feed, reason });
     if (reason === 'slow_client') {
       // Its buffers are full: waiting for it to read a goodbye would defeat the point.
@@ -107,7 +128,8 @@ export class SseStream {
   }
 
   private closed(): void {
-    if (this.signal.aborted) return;
+    if (this.over) return;
+    this.over = true;
     this.stop.abort();
     this.onClose(this);
   }
