@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { DEVICE_CODE_GRANT, LIMITS, MCP_TOOL_OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, urlMapOf } from '@agentroom/api';
 import { PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES } from '@agentroom/kit';
 import { authMd, llmsTxt } from './guides.js';
@@ -85,14 +85,23 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
   };
 }
 
-const require = createRequire(import.meta.url);
-
 /** The product's version, as the gateway package states it. */
 const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-/** The reference renderer's standalone bundle, served from our own origin (nothing loads from another). */
+/**
+ * The reference renderer's standalone bundle, served from our own origin (nothing loads from
+ * another). The build copies it from @scalar/api-reference (a build-time dependency) to
+ * dist/assets/scalar.js, which is all the running gateway needs of that package; the path is the
+ * same from the sources and from dist/.
+ */
+const SCALAR_BUNDLE = new URL('../dist/assets/scalar.js', import.meta.url);
+
 function scalarBundle(): Buffer {
-  return readFileSync(require.resolve('@scalar/api-reference/browser/standalone.js'));
+  try {
+    return readFileSync(SCALAR_BUNDLE);
+  } catch (error) {
+    throw new Error(`the API reference bundle ${fileURLToPath(SCALAR_BUNDLE)} is missing: run \`npm run build\` (the gateway's build copies it there)`, { cause: error });
+  }
 }
 
 function json(value: unknown, maxAge = 300): Document {
