@@ -1,6 +1,5 @@
 // CPU time spent by the processes that serve a load: user + system time of each, read from
-// /proc/<pid>/stat before and after the measured run, summed; or, for work done in this process,
-// process.cpuUsage().
+// /proc/<pid>/stat before and after the measured run, summed.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
@@ -39,15 +38,4 @@ export function totalCpuMs(spent: CpuSpent): number {
 export function startCpu(pids: Record<string, number>): { stop(): CpuSpent } {
   const before = Object.entries(pids).map(([name, pid]) => ({ name, pid, ms: processCpuMs(name, pid) }));
   return { stop: () => Object.fromEntries(before.map(({ name, pid, ms }) => [name, processCpuMs(name, pid) - ms])) };
-}
-
-/** The same for work done in this process (user + system, microseconds to milliseconds). */
-export function startOwnCpu(): { stop(): CpuSpent } {
-  const before = process.cpuUsage();
-  return {
-    stop: () => {
-      const { user, system } = process.cpuUsage(before);
-      return { bench: (user + system) / 1_000 };
-    },
-  };
 }

@@ -68,7 +68,7 @@ async function firstPage(server: ServerChild): Promise<LoadTarget> {
 const CREATE_POST_PATH = '/api/v1/posts';
 
 /** createPost as an approved agent: a real token, and a fresh Idempotency-Key on every request. */
-async function createPost(server: ServerChild): Promise<LoadTarget> {
+export async function createPost(server: ServerChild): Promise<LoadTarget> {
   const token = await approvedToken(server.origin, ['posts:write'], `bench-${server.name}`);
   const url = `${server.origin}${CREATE_POST_PATH}`;
   const body = JSON.stringify({ text: 'A benchmark post: one of many, each with its own Idempotency-Key.' });

@@ -1,71 +1,33 @@
-// The in-memory idempotency store (the embedded default's) as keys accumulate. Each POST with an
-// Idempotency-Key claims a key (`begin`) and stores its answer (`complete`); the rate must not
-// fall as the day's keys pile up. Measured in this process: the store alone, no HTTP.
-import { MemoryIdempotencyStore } from '@agentroom/kit';
-import { type CpuSpent, startOwnCpu, totalCpuMs } from './cpu.js';
-import { progress } from './progress.js';
-import { type Measurement, shareCheck } from './row.js';
+// createPost as idempotency keys pile up: every POST with an Idempotency-Key leaves its key in the
+// store for a day, so by evening the embedded default's in-memory store holds a day's writes. The
+// rate must not fall as they accumulate: createPost on the embedded product is measured with the
+// store (nearly) empty, then again once 100,000 more keys are held, on the same server.
+import { createPost } from './http-rows.js';
+import { fill, LOAD, measure } from './load.js';
+import { type Context, type Measurement, shareCheck } from './row.js';
 
-/** Keys held when the second round is measured: a busy day of writes. */
+/** Keys added between the two runs: a busy day of writes. */
 const STORED_KEYS = 100_000;
-const MEASURED = 20_000;
-const ROUNDS = 5;
-/** The rate at STORED_KEYS keys must stay within 10 % of the empty store's. */
+/** The rate holding them must stay within 10 % of the rate before. */
 const TARGET_SHARE = 0.9;
+const LABEL = 'createPost, embedded';
 
-interface Round {
-  keysPerSecond: number;
-  cpuMsPerKey: number;
-}
-
-/** Claims and completes `count` new keys. */
-async function round(store: MemoryIdempotencyStore, prefix: string, count: number): Promise<Round> {
-  const answer = { id: 'pst_0', text: 'hello' };
-  const cpu = startOwnCpu();
-  const started = process.hrtime.bigint();
-  for (let i = 0; i < count; i += 1) {
-    const key = `${prefix}-${i}`;
-    await store.begin(key, 'fingerprint');
-    await store.complete(key, 'fingerprint', answer);
-  }
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const spent: CpuSpent = cpu.stop();
-  return { keysPerSecond: count / seconds, cpuMsPerKey: totalCpuMs(spent) / count };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
-}
-
-/** Rounds alternate between a new empty store and one holding STORED_KEYS keys; medians of each. */
-async function measureIdempotency(): Promise<{ empty: Round; full: Round }> {
-  // Warm the JIT on a store of its own, so the first measured round is not the slower one.
-  await round(new MemoryIdempotencyStore(), 'warm', MEASURED);
-  const empties: Round[] = [];
-  const fulls: Round[] = [];
-  for (let i = 0; i < ROUNDS; i += 1) {
-    empties.push(await round(new MemoryIdempotencyStore(), `empty-${i}`, MEASURED));
-    const full = new MemoryIdempotencyStore();
-    await round(full, 'fill', STORED_KEYS);
-    fulls.push(await round(full, `full-${i}`, MEASURED));
-  }
-  const medians = (rounds: Round[]): Round => ({ keysPerSecond: median(rounds.map((r) => r.keysPerSecond)), cpuMsPerKey: median(rounds.map((r) => r.cpuMsPerKey)) });
-  return { empty: medians(empties), full: medians(fulls) };
-}
-
-/** The store's rate holding STORED_KEYS keys against its rate empty, and the CPU time a key costs. */
-export async function idempotencyRow(): Promise<Measurement> {
-  progress(`  idempotency store: ${ROUNDS} rounds of ${MEASURED.toLocaleString('en-US')} new keys, empty and holding ${STORED_KEYS.toLocaleString('en-US')}…`);
-  const { empty, full } = await measureIdempotency();
-  // The time a key costs shows what the share means for a createPost, which takes milliseconds.
-  const microsPerKey = (r: Round): string => (1e6 / r.keysPerSecond).toFixed(2);
-  const check = shareCheck(full.keysPerSecond, empty.keysPerSecond, TARGET_SHARE, 'empty');
+export async function idempotencyRow({ servers }: Context): Promise<Measurement> {
+  const server = await servers.embedded();
+  const target = await createPost(server);
+  const empty = await measure(`${LABEL}, store empty`, target, server.pids);
+  const filled = await fill(`${LABEL}: storing ${STORED_KEYS.toLocaleString('en-US')} more keys`, target, STORED_KEYS);
+  const full = await measure(`${LABEL}, ${STORED_KEYS.toLocaleString('en-US')} keys more`, target, server.pids);
+  // Keys held when the second run started: those of the first run (and its warm-up) and the fill.
+  const held = empty.requests + STORED_KEYS;
+  const check = shareCheck(full.reqPerSec, empty.reqPerSec, TARGET_SHARE, 'empty');
   return {
-    // CPU per key: what a createPost spends in the store, next to its milliseconds over HTTP.
-    cpuMsPerRequest: full.cpuMsPerKey,
-    checks: [{ ...check, measured: `${check.measured} (${microsPerKey(full)} vs ${microsPerKey(empty)} µs a key)` }],
-    problems: [],
-    details: { storedKeys: STORED_KEYS, measuredKeys: MEASURED, rounds: ROUNDS, empty, full, extraMicrosPerKey: 1e6 / full.keysPerSecond - 1e6 / empty.keysPerSecond },
+    reqPerSec: full.reqPerSec,
+    p50Ms: full.p50Ms,
+    p99Ms: full.p99Ms,
+    cpuMsPerRequest: full.cpuMsPerRequest,
+    checks: [{ ...check, measured: `${check.measured} (${Math.round(full.reqPerSec).toLocaleString('en-US')} vs ${Math.round(empty.reqPerSec).toLocaleString('en-US')} req/s)` }],
+    problems: [...empty.problems, ...filled.problems, ...full.problems],
+    details: { url: target.url, keysHeldAtLeast: held, fillSeconds: filled.seconds, measureSeconds: LOAD.measureSeconds, empty, full },
   };
 }

@@ -20,7 +20,8 @@ export interface LoadRun extends Outcome {
   problems: string[];
 }
 
-async function cannon(target: LoadTarget, seconds: number): Promise<Outcome> {
+/** Runs for `seconds`, or until `amount` responses when given. */
+async function cannon(target: LoadTarget, seconds: number, amount?: number): Promise<Outcome> {
   const expected = target.expectBody;
   const next = requestSequence(target);
   const setupRequest = (request: autocannon.Request): autocannon.Request => {
@@ -34,7 +35,7 @@ async function cannon(target: LoadTarget, seconds: number): Promise<Outcome> {
     body: target.body,
     connections: LOAD.connections,
     pipelining: LOAD.pipelining,
-    duration: seconds,
+    ...(amount === undefined ? { duration: seconds } : { amount }),
     // autocannon gathers each response body as a string.
     ...(expected ? { verifyBody: (body: string | Buffer | undefined) => expected.check(String(body ?? '')) } : {}),
     ...(target.paths || target.uniqueIdempotencyKey ? { requests: [{ setupRequest }] } : {}),
@@ -87,4 +88,14 @@ export async function measure(label: string, target: LoadTarget, pids: Record<st
 export async function measureAtRate(label: string, target: LoadTarget, pids: Record<string, number>, rate: number): Promise<LoadRun> {
   progress(`  ${label}: ${Math.round(rate)} req/s, evenly spaced, for ${LOAD.measureSeconds} s…`);
   return { ...(await counted(label, target, pids, () => steadyLoad(target, rate, LOAD.measureSeconds, LOAD.connections))), offeredRate: rate };
+}
+
+/** `amount` requests as fast as the target answers, to bring a server to a state (keys held); timed, not counted. */
+export async function fill(label: string, target: LoadTarget, amount: number): Promise<{ seconds: number; problems: string[] }> {
+  progress(`  ${label}: ${amount.toLocaleString('en-US')} requests…`);
+  const started = performance.now();
+  const outcome = await cannon(target, 0, amount);
+  const seconds = (performance.now() - started) / 1_000;
+  progress(`  ${label}: done in ${seconds.toFixed(0)} s (${Math.round(outcome.requests / seconds).toLocaleString('en-US')} req/s)`);
+  return { seconds, problems: problemsOf(label, target, outcome) };
 }

@@ -18,7 +18,7 @@ import { formatTable } from './table.js';
 /** Every row, in the order measured and printed: the baselines first, then embedded, then cluster. */
 const BENCHMARKS: readonly Benchmark[] = [
   ...HTTP_BENCHMARKS,
-  { id: 'idempotency-100k', key: 'idempotency', label: 'idempotency store alone: new keys at 100k held vs empty', comparesToBare: false, run: idempotencyRow },
+  { id: 'idempotency-100k', key: 'idempotency', label: 'createPost at 100k stored idempotency keys vs empty, embedded', comparesToBare: false, run: idempotencyRow },
   { id: 'sse-10k', key: 'sse', label: 'SSE: 1 post to 10,000 subscribers of one edge', comparesToBare: false, run: sseRow },
 ];
 
@@ -41,11 +41,11 @@ const NOTES = [
   "vs bare: the share of the bare node:http baseline's req/s, measured in this run. p50/p99: autocannon's, in whole ms (SSE: from sending the post to its bytes reaching each subscriber).",
   `load: autocannon, ${LOAD.connections} connections, pipelining ${LOAD.pipelining}, ${LOAD.warmupSeconds} s warm-up (discarded), then ${LOAD.measureSeconds} s measured; ½ rate: then ${LOAD.measureSeconds} s at half the measured req/s, evenly spaced (open loop: latency counts from when each request was due).`,
   `rows: ${SEEDED_POSTS.toLocaleString('en-US')} posts seeded in each mode; cursor: pages 2 to ${SEEDED_POSTS / PAGE_SIZE} in turn; MCP: tools/call without initialize, every answer checked; createPost: a real token and a fresh Idempotency-Key per request;`,
-  '  idempotency: the in-memory store alone (begin + complete of new keys), holding 100,000 keys vs empty; SSE: subscribers on the edge itself, the post through the router, 5 rounds after a warm-up, RSS from its /metrics.',
+  '  idempotency: createPost on the embedded product (its in-memory store) with a new key per request, then again after 100,000 more keys; SSE: subscribers on the edge itself, the post through the router, 5 rounds after a warm-up, RSS from its /metrics.',
   '  The cluster logs a line per request (info, as deployed); the embedded product logs warnings only.',
   'CPU ms/req: user + system time of every process serving the row (/proc/<pid>/stat before and after the measured run), summed, per response.',
   '  cluster: launcher, room, messaging, auth, edge-1, router and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
-  '  SSE: per delivery, over the measured rounds; idempotency: per key, in the bench process (process.cpuUsage).',
+  '  SSE: per delivery, over the measured rounds.',
 ];
 
 async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]> {
