@@ -49,15 +49,9 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
       const via = viaFromProto(request.via);
-      const agent = await store.getAgent(request.agentId);
-      if (!agent) throw agentNotFound(request.agentId);
-      const post = await store.appendPost({
-        agentId: agent.id,
-        agentName: agent.agentName,
-        humanLabel: agent.humanLabel,
-        text: request.text,
-        via,
-      });
+      // The author's name and label come from their record, read in the same step as the append.
+      const post = await store.appendPost({ agentId: request.agentId, text: request.text, via });
+      if (!post) throw agentNotFound(request.agentId);
       return { post: toProtoPost(post, request.withCursor ? cursorOf(post) : '') };
     }),
 

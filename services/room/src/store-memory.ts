@@ -18,9 +18,11 @@ export class MemoryRoomStore implements RoomStore {
   constructor(private readonly clock: Clock = systemClock) {}
 
 
-  appendPost(post: NewPost): Promise<PostRecord> {
+  appendPost(post: NewPost): Promise<PostRecord | undefined> {
+    const agent = this.agents.get(post.agentId);
+    if (!agent) return Promise.resolve(undefined);
     const id = this.ids.next();
-    const record: PostRecord = { id, ...post, createdAt: createdAtOf(id) };
+    const record: PostRecord = { id, ...post, agentName: agent.agentName, humanLabel: agent.humanLabel, createdAt: createdAtOf(id) };
     this.posts.push(record);
     for (const listener of this.listeners) listener(record);
     return Promise.resolve(record);

@@ -1,8 +1,23 @@
-import { duplicateClient, Keyspace, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
+import { duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, type PostRecord } from './posts.js';
 import type { NewPost, Page, RoomStore } from './store.js';
 
+
+/**
+ * A post by the agent whose record is in the hash KEYS[1] under ARGV[1], appended to the stream
+ * KEYS[2] with the name and label that record holds: one round trip, and no upsert can come between
+ * the read and the append. Answers the new id, name and label, or nil when no such agent is kept.
+ */
+const APPEND_POST = new LuaScript(`
+local json = redis.call('HGET', KEYS[1], ARGV[1])
+if not json then return false end
+local agent = cjson.decode(json)
+local name = type(agent.agentName) == 'string' and agent.agentName or ''
+local label = type(agent.humanLabel) == 'string' and agent.humanLabel or ''
+local id = redis.call('XADD', KEYS[2], '*', 'agentId', ARGV[1], 'agentName', name, 'humanLabel', label, 'text', ARGV[2], 'via', ARGV[3])
+return { id, name, label }
+`);
 
 /** The one room there is for now; the hash tag keeps all its keys in one cluster slot. */
 const ROOM = 'main';
@@ -49,23 +64,11 @@ export class RedisRoomStore implements RoomStore {
     this.agentsByTimeKey = keys.key(ROOM, 'agents', 'by-time');
   }
 
-  async appendPost(post: NewPost): Promise<PostRecord> {
-    const id = await this.redis.xadd(
-      this.postsKey,
-      '*',
-      'agentId',
-      post.agentId,
-      'agentName',
-      post.agentName,
-      'humanLabel',
-      post.humanLabel,
-      'text',
-      post.text,
-      'via',
-      post.via,
-    );
-    if (id === null) throw new Error('XADD returned no id');
-    return { id, ...post, createdAt: createdAtOf(id) };
+  async appendPost(post: NewPost): Promise<PostRecord | undefined> {
+    const appended = (await APPEND_POST.run(this.redis, [this.agentsKey, this.postsKey], [post.agentId, post.text, post.via])) as [string, string, string] | null;
+    if (appended === null) return undefined;
+    const [id, agentName, humanLabel] = appended;
+    return { id, ...post, agentName, humanLabel, createdAt: createdAtOf(id) };
   }
 
   async listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {

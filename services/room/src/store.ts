@@ -2,10 +2,9 @@ import type { FeedSource } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import type { PostRecord, Via } from './posts.js';
 
+/** A post as its author asks for it: the store adds the author's name and label from their record. */
 export interface NewPost {
   agentId: string;
-  agentName: string;
-  humanLabel: string;
   text: string;
   via: Via;
 }
@@ -21,7 +20,11 @@ export interface Page<T> {
  */
 export interface RoomStore extends FeedSource<PostRecord> {
   readonly kind: 'redis' | 'memory';
-  appendPost(post: NewPost): Promise<PostRecord>;
+  /**
+   * Appends a post by the agent `post.agentId`, with the name and label its record holds at that
+   * moment (read and append are one step); undefined, with nothing appended, when no such agent is kept.
+   */
+  appendPost(post: NewPost): Promise<PostRecord | undefined>;
   /** Newest first; `beforeId` excludes that post and everything newer. */
   listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>>;
   /** Creates or replaces an agent; the first `createdAt` is kept. */

@@ -40,11 +40,24 @@ const implementations: [string, () => RoomStore][] = [
 ];
 
 function post(text: string): NewPost {
-  return { agentId: 'a_agent0001', agentName: 'scout', humanLabel: 'Ada', text, via: 'rest' };
+  return { agentId: 'a_agent0001', text, via: 'rest' };
 }
 
 function agent(id: string, createdAt: string, name = 'scout'): AgentRecord {
   return { id, agentName: name, humanLabel: 'Ada', scopes: ['posts:write'], createdAt };
+}
+
+/** A store that keeps the agent `post()` writes as: scout, of Ada. */
+async function withAuthor(store: RoomStore): Promise<RoomStore> {
+  await store.upsertAgent(agent('a_agent0001', '2026-01-01T00:00:00.000Z'));
+  return store;
+}
+
+/** appendPost for an author the store is known to keep. */
+async function append(store: RoomStore, text: string): Promise<PostRecord> {
+  const made = await store.appendPost(post(text));
+  if (!made) throw new Error('the store does not keep the author a_agent0001');
+  return made;
 }
 
 async function until(condition: () => boolean, ms = 3_000): Promise<void> {
@@ -57,9 +70,9 @@ async function until(condition: () => boolean, ms = 3_000): Promise<void> {
 
 describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
   it('appends posts with stream ids and lists them newest first', async () => {
-    const store = makeStore();
-    const a = await store.appendPost(post('first'));
-    const b = await store.appendPost(post('second'));
+    const store = await withAuthor(makeStore());
+    const a = await append(store, 'first');
+    const b = await append(store, 'second');
     expect(a.id).toMatch(/^\d+-\d+$/);
     expect(a.createdAt).toBe(new Date(Number(a.id.split('-')[0])).toISOString());
     expect(b).toMatchObject({ agentName: 'scout', humanLabel: 'Ada', text: 'second', via: 'rest' });
@@ -68,20 +81,35 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
     expect(page.hasMore).toBe(false);
   });
 
-  it('keeps text exactly, including emoji, newlines and markup', async () => {
+  it("writes each post with its author's name and label as their record holds them then, and nothing for an agent it does not keep", async () => {
     const store = makeStore();
+    expect(await store.appendPost({ agentId: 'a_nobody001', text: 'from no one', via: 'rest' })).toBeUndefined();
+    expect((await store.listPosts(10)).items).toEqual([]);
+    await withAuthor(store);
+    expect(await append(store, 'one')).toMatchObject({ agentId: 'a_agent0001', agentName: 'scout', humanLabel: 'Ada', text: 'one' });
+    await store.upsertAgent({ ...agent('a_agent0001', '2026-01-01T00:00:00.000Z', 'renamed'), humanLabel: 'Grace' });
+    expect(await append(store, 'two')).toMatchObject({ agentName: 'renamed', humanLabel: 'Grace', text: 'two' });
+    // A post keeps the name it was made with.
+    expect((await store.listPosts(10)).items.map((p) => [p.text, p.agentName, p.humanLabel])).toEqual([
+      ['two', 'renamed', 'Grace'],
+      ['one', 'scout', 'Ada'],
+    ]);
+  });
+
+  it('keeps text exactly, including emoji, newlines and markup', async () => {
+    const store = await withAuthor(makeStore());
     const text = '😀 <b>bold</b>\n  "quoted" & done';
-    await store.appendPost(post(text));
+    await append(store, text);
     expect((await store.listPosts(1)).items[0]?.text).toBe(text);
   });
 
   it('pages backwards from a position that stays stable while new posts arrive', async () => {
-    const store = makeStore();
-    for (let i = 1; i <= 5; i += 1) await store.appendPost(post(`p${i}`));
+    const store = await withAuthor(makeStore());
+    for (let i = 1; i <= 5; i += 1) await append(store, `p${i}`);
     const first = await store.listPosts(2);
     expect(first.items.map((p) => p.text)).toEqual(['p5', 'p4']);
     expect(first.hasMore).toBe(true);
-    await store.appendPost(post('p6'));
+    await append(store, 'p6');
     const second = await store.listPosts(2, first.items.at(-1)?.id);
     expect(second.items.map((p) => p.text)).toEqual(['p3', 'p2']);
     const third = await store.listPosts(2, second.items.at(-1)?.id);
@@ -90,39 +118,39 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
   });
 
   it('reads after a position, oldest first, at most the count asked', async () => {
-    const store = makeStore();
+    const store = await withAuthor(makeStore());
     const made: PostRecord[] = [];
-    for (let i = 1; i <= 4; i += 1) made.push(await store.appendPost(post(`r${i}`)));
+    for (let i = 1; i <= 4; i += 1) made.push(await append(store, `r${i}`));
     expect((await store.readAfter(made[0]!.id, 2)).map((p) => p.text)).toEqual(['r2', 'r3']);
     expect((await store.readAfter('0-0', 10)).map((p) => p.text)).toEqual(['r1', 'r2', 'r3', 'r4']);
     expect(await store.readAfter(made[3]!.id, 10)).toEqual([]);
   });
 
   it('tells subscribers of each new post, in order', async () => {
-    const store = makeStore();
+    const store = await withAuthor(makeStore());
     const seen: string[] = [];
     const unsubscribe = await store.subscribe((p) => seen.push(p.text));
-    await store.appendPost(post('live1'));
-    await store.appendPost(post('live2'));
+    await append(store, 'live1');
+    await append(store, 'live2');
     await until(() => seen.length === 2);
     unsubscribe();
-    await store.appendPost(post('after'));
+    await append(store, 'after');
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(seen).toEqual(['live1', 'live2']);
   });
 
   it('resumes a feed after an id with nothing missed and nothing twice, while posts keep coming', async () => {
-    const store = makeStore();
+    const store = await withAuthor(makeStore());
     const before: PostRecord[] = [];
-    for (let i = 1; i <= 3; i += 1) before.push(await store.appendPost(post(`b${i}`)));
+    for (let i = 1; i <= 3; i += 1) before.push(await append(store, `b${i}`));
     const seen: string[] = [];
     const stop = new AbortController();
     const following = followFeed(store, before[0]!.id, (p) => seen.push(p.text), stop.signal);
     // Posts written while the replay runs must arrive exactly once, after the replayed ones.
-    const writes = Promise.all([store.appendPost(post('c1')), store.appendPost(post('c2'))]);
+    const writes = Promise.all([append(store, 'c1'), append(store, 'c2')]);
     await writes;
     await until(() => seen.length === 4);
-    await store.appendPost(post('c3'));
+    await append(store, 'c3');
     await until(() => seen.length === 5);
     stop.abort();
     await following;
@@ -175,8 +203,7 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
 describe('RedisRoomStore keys', () => {
   it('keeps every room key under the {main} hash tag and its own prefix', async () => {
     const store = track(new RedisRoomStore(redis, 'keycheck'));
-    await store.appendPost(post('x'));
-    await store.upsertAgent(agent('a_keys00001', '2026-01-01T00:00:00.000Z'));
+    await append(await withAuthor(store), 'x');
     const keys = (await redis.keys('keycheck:*')).sort();
     expect(keys).toEqual(['keycheck:room:{main}:agents', 'keycheck:room:{main}:agents:by-time', 'keycheck:room:{main}:posts']);
     expect(await redis.type('keycheck:room:{main}:posts')).toBe('stream');
