@@ -65,7 +65,7 @@ export interface ServerChild {
   room: string | undefined;
   /** The processes whose CPU time the load costs, by name: the child itself, or those it announced. */
   pids: Record<string, number>;
-  /** Undefined while it runs; the exit code (or signal) once it has exited. */
+  /** Undefined while it runs, or once `stop` was asked; the exit code (or signal) once it has exited on its own. */
   exited(): string | undefined;
   /** SIGTERM, then SIGKILL if it has not exited within a few seconds. Safe to call twice. */
   stop(): Promise<void>;
@@ -114,6 +114,8 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
   running.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => running.delete(child));
+  /** Whether `stop` was called: an exit we asked for is no problem of the run. */
+  let stopAsked = false;
 
   const server = (ready: Ready): ServerChild => {
     if (ready.pids) descendants.set(child, Object.values(ready.pids));
@@ -124,8 +126,9 @@ export function startServerChild(name: string, script: string, env: NodeJS.Proce
       apiUrl: ready.apiUrl,
       room: ready.room,
       pids: ready.pids ?? { [name]: child.pid ?? 0 },
-      exited: () => exitDescription(child),
+      exited: () => (stopAsked ? undefined : exitDescription(child)),
       async stop() {
+        stopAsked = true;
         let killed = exitDescription(child) !== undefined;
         if (!killed) {
           child.kill('SIGTERM');

@@ -41,7 +41,7 @@ const NOTES = [
   "vs bare: the share of the bare node:http baseline's req/s, measured in this run. p50/p99: autocannon's, in whole ms (SSE: from sending the post to its bytes reaching each subscriber).",
   `load: autocannon, ${LOAD.connections} connections, pipelining ${LOAD.pipelining}, ${LOAD.warmupSeconds} s warm-up (discarded), then ${LOAD.measureSeconds} s measured; ½ rate: then ${LOAD.measureSeconds} s at half the measured req/s, evenly spaced (open loop: latency counts from when each request was due).`,
   `rows: ${SEEDED_POSTS.toLocaleString('en-US')} posts seeded in each mode; cursor: pages 2 to ${SEEDED_POSTS / PAGE_SIZE} in turn; MCP: tools/call without initialize, every answer checked; createPost: a real token and a fresh Idempotency-Key per request;`,
-  '  idempotency: createPost on the embedded product (its in-memory store) with a new key per request, then again after 100,000 more keys; SSE: subscribers on the edge itself, the post through the router, 5 rounds after a warm-up, RSS from its /metrics.',
+  '  idempotency: createPost with a new key per request on two embedded products of their own, one given 100,000 keys first, measured in turn, twice each; SSE: subscribers on the edge itself, the post through the router, 5 rounds after a warm-up, RSS from its /metrics.',
   '  The cluster logs a line per request (info, as deployed); the embedded product logs warnings only.',
   'CPU ms/req: user + system time of every process serving the row (/proc/<pid>/stat before and after the measured run), summed, per response.',
   '  cluster: launcher, room, messaging, auth, edge-1, router and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',

@@ -19,6 +19,11 @@ export class Servers {
     return this.once('embedded', () => this.product('embedded', './embedded-server.js', 'the product in embedded mode'));
   }
 
+  /** Another embedded product of its own, seeded alike, for a row that must compare two servers' states side by side. */
+  embeddedOfItsOwn(name: string): Promise<ServerChild> {
+    return this.once(name, () => this.product(name, './embedded-server.js', `another embedded product (${name})`));
+  }
+
   /** `npm run cluster`: room, messaging, auth, one edge, the router and a redis-server, each its own process. */
   cluster(): Promise<ServerChild> {
     return this.once('cluster', () => this.product('cluster', './cluster-server.js', 'npm run cluster (room, messaging, auth, edge, router, redis-server)'));
