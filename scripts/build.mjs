@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm run build` (and so the first step of `npm start`, `npm run cluster`, `npm test`, `npm run
-// bench`): `turbo run build`, saying what it does while it works. A first build compiles every
-// workspace (30 s to 2 minutes on 2 CPUs, by how busy they are); later ones come from turbo's
-// cache in about a second.
+// bench`): the workspaces that need it compiled by one `tsc -b`, then `turbo run build`, saying
+// what it does while it works. A first build compiles every workspace (15 s to a minute on 2 CPUs,
+// by how busy they are); later ones come from turbo's cache in about a second.
 //
 // Plain JavaScript on purpose: it runs before anything is compiled. Arguments go to turbo
 // (`npm start` builds `--filter=@agentroom/launcher...`: the launchers and what they need).
@@ -65,6 +65,7 @@ try {
   tasks = JSON.parse(dry.stdout).tasks.map((task) => ({
     id: task.taskId,
     name: task.package.replace(/^@agentroom\//, ''),
+    directory: task.directory,
     prefix: `${task.package}:${task.task}: `,
     dependencies: task.dependencies ?? [],
     cached: task.cache?.status === 'HIT',
@@ -101,10 +102,51 @@ if (toBuild.length > 0) {
     `Build: ${toBuild.length} of ${tasks.length} workspaces to compile${cached > 0 ? ` (${cached} from turbo's cache)` : ''}; ` +
       (toBuild.length === tasks.length ? 'a first build takes from 30 s to 2 minutes, later starts reuse the cache' : 'this takes a few seconds to a minute'),
   );
-  announceReady();
 }
 
-// 4. The build itself, stdout and stderr in one pipe so turbo's lines keep their order. Its
+// 4. Every workspace to build compiled by one `tsc -b` process first: the projects share what the
+// compiler has read (Node's and the libraries' types, each other's declarations), which makes it
+// about twice as fast as one compiler per workspace, even two at a time (12 s against 26 s on two
+// cores for all of them). turbo's tasks then find their projects up to date and do the rest (the
+// proto types first, which tsc needs, then the browser bundle and the API reference's assets),
+// and keep it all in their cache as before. A failure here is reported as the build's.
+if (toBuild.length > 1) await compileTogether();
+
+/** The one `tsc -b` over the workspaces to build, saying which project it is on (`--verbose`). */
+async function compileTogether() {
+  const proto = toBuild.find((task) => task.name === 'proto');
+  if (proto !== undefined) {
+    const generated = spawnSync('npm', ['run', 'generate', '--silent'], { cwd: join(root, proto.directory), encoding: 'utf8' });
+    if (generated.status !== 0) fail(`${generated.stdout}${generated.stderr}\nBuild failed: generating the gRPC types from proto/ failed (above)`, generated.status ?? 1);
+  }
+  print(`  ${clock()} compiling ${toBuild.length} workspaces in one tsc process…`);
+  const byTsconfig = new Map(toBuild.map((task) => [join(root, task.directory, 'tsconfig.json'), task.name]));
+  const lines = [];
+  const tsc = spawn(join(root, 'node_modules', '.bin', 'tsc'), ['-b', '--verbose', ...toBuild.map((task) => task.directory)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => tsc.kill(signal));
+  const onText = (chunk) => {
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (line.trim() === '') continue;
+      lines.push(line);
+      const building = /Building project '([^']+)'/.exec(line);
+      const name = building && byTsconfig.get(building[1]);
+      if (name) print(`  ${clock()}   compiling ${name}…`);
+    }
+  };
+  tsc.stdout.on('data', onText);
+  tsc.stderr.on('data', onText);
+  const code = await new Promise((resolve) => tsc.once('close', (status, signal) => resolve(status ?? signal)));
+  if (code !== 0) {
+    // The compiler's messages, without --verbose's own lines (`4:40:05 AM - Building project …`, or `[4:40:05 AM] …` on a terminal).
+    const chatter = /^(\[[^\]]+\]|\d{1,2}:\d{2}:\d{2}(\s?[AP]M)?\s+-)\s*(Projects in this build|Project '|Building project|Updating )/;
+    process.stdout.write(`${lines.filter((line) => !chatter.test(line) && !/^\s+\* /.test(line)).join('\n')}\n`);
+    fail(`Build failed after ${((Date.now() - started) / 1000).toFixed(1)} s (tsc exit ${code}): the compiler's messages are above; fix them and run this again`, typeof code === 'number' ? code : 1);
+  }
+  print(`  ${clock()} compiled; each workspace's other steps follow, and turbo keeps the result in its cache`);
+}
+announceReady();
+
+// 5. The build itself, stdout and stderr in one pipe so turbo's lines keep their order. Its
 // output is kept, and shown only when it fails.
 const output = [];
 const child = spawn('sh', ['-c', '"$0" "$@" 2>&1', turbo, 'run', 'build', '--ui=stream', '--log-order=grouped', '--output-logs=full', ...args], {
