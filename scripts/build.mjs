@@ -100,7 +100,7 @@ if (toBuild.length > 0) {
   const cached = tasks.length - toBuild.length;
   say(
     `Build: ${toBuild.length} of ${tasks.length} workspaces to compile${cached > 0 ? ` (${cached} from turbo's cache)` : ''}; ` +
-      (toBuild.length === tasks.length ? 'a first build takes from 30 s to 2 minutes, later starts reuse the cache' : 'this takes a few seconds to a minute'),
+      (toBuild.length === tasks.length ? 'a first build takes from 15 s to a minute, later starts reuse the cache' : 'this takes a few seconds to a minute'),
   );
 }
 
@@ -123,7 +123,8 @@ async function compileTogether() {
   const byTsconfig = new Map(toBuild.map((task) => [join(root, task.directory, 'tsconfig.json'), task.name]));
   const lines = [];
   const tsc = spawn(join(root, 'node_modules', '.bin', 'tsc'), ['-b', '--verbose', ...toBuild.map((task) => task.directory)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => tsc.kill(signal));
+  const passOn = (signal) => tsc.kill(signal);
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, passOn);
   const onText = (chunk) => {
     for (const line of chunk.toString('utf8').split('\n')) {
       if (line.trim() === '') continue;
@@ -136,6 +137,7 @@ async function compileTogether() {
   tsc.stdout.on('data', onText);
   tsc.stderr.on('data', onText);
   const code = await new Promise((resolve) => tsc.once('close', (status, signal) => resolve(status ?? signal)));
+  for (const signal of ['SIGINT', 'SIGTERM']) process.off(signal, passOn);
   if (code !== 0) {
     // The compiler's messages, without --verbose's own lines (`4:40:05 AM - Building project …`, or `[4:40:05 AM] …` on a terminal).
     const chatter = /^(\[[^\]]+\]|\d{1,2}:\d{2}:\d{2}(\s?[AP]M)?\s+-)\s*(Projects in this build|Project '|Building project|Updating )/;

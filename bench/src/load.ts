@@ -20,8 +20,8 @@ export interface LoadRun extends Outcome {
   problems: string[];
 }
 
-/** Runs for `seconds`, or until `amount` responses when given. */
-async function cannon(target: LoadTarget, seconds: number, amount?: number): Promise<Outcome> {
+/** Runs for a number of seconds, or until a number of responses. */
+async function cannon(target: LoadTarget, until: { seconds: number } | { amount: number }): Promise<Outcome> {
   const expected = target.expectBody;
   const next = requestSequence(target);
   const setupRequest = (request: autocannon.Request): autocannon.Request => {
@@ -35,7 +35,7 @@ async function cannon(target: LoadTarget, seconds: number, amount?: number): Pro
     body: target.body,
     connections: LOAD.connections,
     pipelining: LOAD.pipelining,
-    ...(amount === undefined ? { duration: seconds } : { amount }),
+    ...('seconds' in until ? { duration: until.seconds } : { amount: until.amount }),
     // autocannon gathers each response body as a string.
     ...(expected ? { verifyBody: (body: string | Buffer | undefined) => expected.check(String(body ?? '')) } : {}),
     ...(target.paths || target.uniqueIdempotencyKey ? { requests: [{ setupRequest }] } : {}),
@@ -80,8 +80,8 @@ async function counted(label: string, target: LoadTarget, pids: Record<string, n
 /** As fast as the target answers: a warm-up (JIT, connection pools, caches) thrown away, then the measured run. */
 export async function measure(label: string, target: LoadTarget, pids: Record<string, number>): Promise<LoadRun> {
   progress(`  ${label}: warm-up ${LOAD.warmupSeconds} s, measuring ${LOAD.measureSeconds} s…`);
-  await cannon(target, LOAD.warmupSeconds);
-  return counted(label, target, pids, () => cannon(target, LOAD.measureSeconds));
+  await cannon(target, { seconds: LOAD.warmupSeconds });
+  return counted(label, target, pids, () => cannon(target, { seconds: LOAD.measureSeconds }));
 }
 
 /** At a fixed rate, evenly spaced, over at most the same number of connections; right after `measure`, so no warm-up. */
@@ -94,7 +94,7 @@ export async function measureAtRate(label: string, target: LoadTarget, pids: Rec
 export async function fill(label: string, target: LoadTarget, amount: number): Promise<{ seconds: number; problems: string[] }> {
   progress(`  ${label}: ${amount.toLocaleString('en-US')} requests…`);
   const started = performance.now();
-  const outcome = await cannon(target, 0, amount);
+  const outcome = await cannon(target, { amount });
   const seconds = (performance.now() - started) / 1_000;
   progress(`  ${label}: done in ${seconds.toFixed(0)} s (${Math.round(outcome.requests / seconds).toLocaleString('en-US')} req/s)`);
   return { seconds, problems: problemsOf(label, target, outcome) };
