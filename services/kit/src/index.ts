@@ -26,3 +26,4 @@ export * from './html.js';
 export * from './store/feedback.js';
 export * from './grpc/service-process.js';
 export * from './via.js';
+export * from './http/outbound.js';
