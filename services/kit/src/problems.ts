@@ -190,6 +190,43 @@ export const PROBLEM_TYPES = {
     description: 'Another human already has this name. Sign in if it is yours, or choose another.',
     fix: 'Sign in with that name and its password, or register under another name.',
   },
+  'invalid-grant': {
+    code: 'invalid_request',
+    title: 'The grant is not valid',
+    description: 'An authorization code or refresh token is unknown, expired, already used, or was issued to another client, redirect URI or PKCE verifier. A refresh token is good for one refresh; using an old one again ends the whole connection.',
+    fix: 'Send the human through the authorization endpoint again for a new code; keep only the newest refresh token.',
+  },
+  'invalid-client': {
+    code: 'invalid_request',
+    status: 401,
+    title: 'The client is not known',
+    description: 'The `client_id` is neither a registered client nor an https URL of a client metadata document this server could read, or it does not match the one the code was issued to.',
+    fix: 'Register the client at the registration endpoint, or use an https client metadata document URL as `client_id`, and send the same `client_id` throughout.',
+  },
+  'invalid-target': {
+    code: 'invalid_request',
+    title: 'The resource is not this room',
+    description: 'The `resource` parameter (RFC 8707) names something this server does not issue tokens for, or another resource than the authorization request named.',
+    fix: 'Send as `resource` the MCP URL (`{api_url}/mcp`) or the API URL, as the protected resource metadata names it.',
+  },
+  'invalid-redirect-uri': {
+    code: 'invalid_request',
+    title: 'The redirect URI is not allowed',
+    description: 'A redirect URI must be registered for the client (exactly; any port on a loopback address), and a registration takes only https URLs, http on a loopback address, or a private-use scheme.',
+    fix: 'Register the redirect URI with the client, and send it exactly as registered.',
+  },
+  'invalid-client-metadata': {
+    code: 'invalid_request',
+    title: 'The client metadata is not valid',
+    description: 'A field of the client registration or of the client metadata document is missing, too long or of the wrong kind. `parameter` names it.',
+    fix: 'Correct the field named in `parameter` to what `expected` describes, and register again.',
+  },
+  'authorization-expired': {
+    code: 'invalid_request',
+    title: 'The authorization request expired',
+    description: 'A human has ten minutes from the host opening the consent page to answer it.',
+    fix: 'Go back to the MCP host and connect again: it opens a fresh consent page.',
+  },
   'no-token': {
     code: 'no_token',
     title: 'A bearer token is needed',

@@ -39,6 +39,23 @@ export function isWellFormedToken(token: string): boolean {
   return token.slice(TOKEN_PREFIX.length + SECRET_LENGTH) === checksum(secret);
 }
 
+/**
+ * Refresh tokens of the authorization code flow: `agr_` and the same body and checksum as an access
+ * token, so neither can be mistaken for the other, in a log or at an endpoint.
+ */
+export const REFRESH_TOKEN_PREFIX = 'agr_';
+const REFRESH_TOKEN_PATTERN = /^agr_[0-9A-Za-z]{49}$/;
+
+/** A new refresh token; only its hash is ever stored. */
+export function mintRefreshToken(): string {
+  return `${REFRESH_TOKEN_PREFIX}${mintToken().slice(TOKEN_PREFIX.length)}`;
+}
+
+/** True when the string is a refresh token whose checksum holds. */
+export function isWellFormedRefreshToken(token: string): boolean {
+  return REFRESH_TOKEN_PATTERN.test(token) && isWellFormedToken(`${TOKEN_PREFIX}${token.slice(REFRESH_TOKEN_PREFIX.length)}`);
+}
+
 /** SHA-256 of a high-entropy secret (token, device code, session id), as stored. */
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
