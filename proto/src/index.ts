@@ -52,6 +52,9 @@ export type { StartDeviceFlowResponse__Output } from './gen/agentroom/auth/v1/St
 export type { PollDeviceFlowResponse__Output } from './gen/agentroom/auth/v1/PollDeviceFlowResponse.js';
 export type { AuthenticateTokenResponse__Output } from './gen/agentroom/auth/v1/AuthenticateTokenResponse.js';
 export type { RevokeTokenResponse__Output } from './gen/agentroom/auth/v1/RevokeTokenResponse.js';
+export type { RegisterClientResponse__Output } from './gen/agentroom/auth/v1/RegisterClientResponse.js';
+export type { ExchangeTokenResponse__Output } from './gen/agentroom/auth/v1/ExchangeTokenResponse.js';
+export type { TokenGrant, TokenGrant__Output } from './gen/agentroom/auth/v1/TokenGrant.js';
 export type { ResolveSessionResponse__Output } from './gen/agentroom/auth/v1/ResolveSessionResponse.js';
 export type { WatchRevocationsResponse, WatchRevocationsResponse__Output } from './gen/agentroom/auth/v1/WatchRevocationsResponse.js';
 export type { FlowStatus, FlowStatus__Output } from './gen/agentroom/auth/v1/FlowStatus.js';

@@ -12,6 +12,13 @@ export const authEnv = z.object({
   ROOM_ADDR: grpcTarget.default('127.0.0.1:50051'),
   /** Token lifetime (docs/decisions.md §4). */
   TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
+  /** How long an MCP host's access token lives; its refresh token gets the next one (docs/decisions.md §4). */
+  OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(3_600).default(3_600),
+  /**
+   * Lets client metadata documents be fetched over http from loopback addresses: for tests and hosts
+   * on the same machine. Off by default: documents come over https from public addresses only.
+   */
+  OAUTH_CIMD_ALLOW_LOOPBACK: flag.default(false),
   /** Whether humans may create their own accounts at /signin (docs/decisions.md §5). */
   AUTH_SELF_REGISTRATION: flag.default(true),
   /** Where the human pages listen when auth runs as its own process (cluster, Kubernetes). */

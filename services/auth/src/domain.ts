@@ -1,4 +1,6 @@
 import type { AttemptLimiter } from './attempt-limiter.js';
+import type { Authorizations } from './authorization.js';
+import type { OAuthClients } from './clients.js';
 import type { DeviceFlows } from './device-flow.js';
 import type { Humans } from './humans.js';
 import type { Tokens } from './tokens.js';
@@ -9,4 +11,7 @@ export interface AuthDomain {
   tokens: Tokens;
   humans: Humans;
   attempts: AttemptLimiter;
+  /** MCP hosts' OAuth clients and their authorization code flow. */
+  clients: OAuthClients;
+  authorizations: Authorizations;
 }

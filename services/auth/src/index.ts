@@ -18,6 +18,8 @@ import {
   leaveKeepAlive,
 } from '@agentroom/kit';
 import { AttemptLimiter } from './attempt-limiter.js';
+import { Authorizations } from './authorization.js';
+import { OAuthClients } from './clients.js';
 import type { AuthConfig } from './config.js';
 import { DeviceFlows } from './device-flow.js';
 import type { AuthDomain } from './domain.js';
@@ -59,6 +61,28 @@ export {
   PASSWORD_HASH_COST_MIN,
   PASSWORD_HASH_COST_MAX,
   HUMAN_NAME_MAX, PASSWORD_MIN, SESSION_TTL_SECONDS, type HumansOptions, type OpenSession } from './humans.js';
+export {
+  Authorizations,
+  AuthorizeRefusal,
+  ACCESS_TOKEN_TTL_SECONDS,
+  AUTHORIZATION_REQUEST_TTL_MS,
+  CODE_TTL_MS,
+  type AuthorizeParams,
+  type ConsentChoice,
+  type ConsentView,
+  type IssuedTokens,
+} from './authorization.js';
+export {
+  OAuthClients,
+  checkClientMetadata,
+  isDocumentClientId,
+  redirectUriFault,
+  redirectUriMatches,
+  DOCUMENT_MAX_BYTES,
+  DOCUMENT_TIMEOUT_MS,
+  REGISTRATIONS_PER_HOUR,
+  type ClientMetadataInput,
+} from './clients.js';
 export { AttemptLimiter, type AttemptClient, type AttemptLimiterOptions } from './attempt-limiter.js';
 export { RoomGateway, type AgentUpsert } from './room.gateway.js';
 export {
@@ -74,7 +98,7 @@ export {
 } from './store.js';
 export { MemoryAuthStore } from './store-memory.js';
 export { RedisAuthStore } from './store-redis.js';
-export type { DeviceFlow, DeviceFlowStatus, Grant, Human, Session, TokenRecord } from './records.js';
+export type { AuthorizationCode, AuthorizationRequest, Connection, DeviceFlow, DeviceFlowStatus, Grant, Human, OAuthClient, OAuthRecords, RefreshTokenRecord, Session, TokenRecord } from './records.js';
 export { formatUserCode, normalizeUserCode, newUserCode, USER_CODE_ALPHABET } from './user-code.js';
 
 export type { AuthDomain } from './domain.js';
@@ -122,11 +146,24 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
   const flows = new DeviceFlows({ store, tokens, room, clock, log, signinUrl: `${urls.siteUrl}/signin` });
   const humans = new Humans({ store, clock, passwordHashCost: config.PASSWORD_HASH_COST });
   const attempts = new AttemptLimiter({ store, clock });
-  const server = createAuthGrpcServer({ flows, tokens, humans, log });
+  const clients = new OAuthClients({ store, clock, log, allowLoopbackDocuments: config.OAUTH_CIMD_ALLOW_LOOPBACK });
+  if (config.OAUTH_CIMD_ALLOW_LOOPBACK) log.warn('OAUTH_CIMD_ALLOW_LOOPBACK is on: client metadata documents are fetched over http from loopback addresses too');
+  const authorizations = new Authorizations({
+    store,
+    tokens,
+    clients,
+    room,
+    clock,
+    log,
+    urls,
+    accessTokenTtlSeconds: config.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
+    connectionTtlDays: config.TOKEN_TTL_DAYS,
+  });
+  const server = createAuthGrpcServer({ flows, tokens, humans, clients, authorizations, log });
   const port = await server.listen(config.AUTH_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
   const app = createAuthApp({
-    domain: { flows, tokens, humans, attempts },
+    domain: { flows, tokens, humans, attempts, clients, authorizations },
     urls,
     log,
     quota: options.quota ?? (redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryQuotaStore(clock)),
@@ -156,6 +193,8 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     tokens,
     humans,
     attempts,
+    clients,
+    authorizations,
     dependencies: [{ name: redis ? 'redis' : 'memory', check: () => store.ping() }, roomHealth],
     drain() {
       server.beginDrain();

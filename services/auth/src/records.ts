@@ -50,7 +50,103 @@ export interface TokenRecord {
    * approving a signup: why, and when. The human's account page says so beside the agent.
    */
   provisioned?: { reason: string; at: number };
+  /** Set on tokens of an MCP host's connection (the authorization code flow): the connection's id. */
+  connectionId?: string;
+  /**
+   * The resource the token is bound to (RFC 8707), when the client named one: it works only on
+   * requests at that URL or below it. Device-flow tokens name none and work everywhere.
+   */
+  resource?: string;
 }
+
+/** An OAuth client: registered here (RFC 7591), or described by its own metadata document (CIMD). */
+export interface OAuthClient {
+  clientId: string;
+  /** `registered`: made by dynamic registration, its name unverified; `document`: an https URL we fetched. */
+  kind: 'registered' | 'document';
+  clientName?: string;
+  clientUri?: string;
+  logoUri?: string;
+  redirectUris: string[];
+  grantTypes: string[];
+  responseTypes: string[];
+  scope?: string;
+  softwareId?: string;
+  softwareVersion?: string;
+  createdAt: number;
+  /** Registered clients: the address that registered it, for the log. */
+  registeredFrom?: string;
+}
+
+/** An authorization request checked at the authorization endpoint and waiting for the human (ten minutes). */
+export interface AuthorizationRequest {
+  id: string;
+  clientId: string;
+  redirectUri: string;
+  state?: string;
+  codeChallenge: string;
+  scopes: Scope[];
+  resource?: string;
+  createdAt: number;
+  expiresAt: number;
+  /** Set by the human's answer: a request is answered once. */
+  usedAt?: number;
+}
+
+/** An authorization code, keyed by its hash; single-use, and remembered after use so a replay ends its connection. */
+export interface AuthorizationCode {
+  hash: string;
+  clientId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  connectionId: string;
+  expiresAt: number;
+  /** Set by the first exchange. */
+  usedAt?: number;
+}
+
+/** A refresh token, keyed by its hash; single-use: each refresh answers the next one. */
+export interface RefreshTokenRecord {
+  hash: string;
+  connectionId: string;
+  clientId: string;
+  expiresAt: number;
+  usedAt?: number;
+}
+
+/**
+ * An MCP host connected to the room as an agent, by one human's approval: what `/account` lists and
+ * revokes. Its access tokens are short-lived; its refresh tokens rotate.
+ */
+export interface Connection {
+  id: string;
+  clientId: string;
+  clientName: string;
+  clientKind: OAuthClient['kind'];
+  humanId: string;
+  humanLabel: string;
+  agentId: string;
+  agentName: string;
+  scopes: Scope[];
+  resource?: string;
+  createdAt: number;
+  lastUsedAt: number;
+  /** The newest refresh token's hash: any older one, used again, revokes the connection. */
+  refreshHash?: string;
+  revokedAt?: number;
+  expiresAt: number;
+}
+
+/** The records auth keeps for OAuth, by kind, each under its own key. */
+export interface OAuthRecords {
+  client: OAuthClient;
+  authorization: AuthorizationRequest;
+  code: AuthorizationCode;
+  refresh: RefreshTokenRecord;
+  connection: Connection;
+}
+
+export type OAuthRecordKind = keyof OAuthRecords;
 
 export interface Human {
   id: string;

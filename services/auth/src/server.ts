@@ -1,7 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import { DomainError, GrpcServer, type Logger, SCOPES, unavailable } from '@agentroom/kit';
+import { DomainError, GrpcServer, isWellFormedRefreshToken, type Logger, SCOPES, unavailable } from '@agentroom/kit';
 import { authProto, type AuthServiceHandlers, type WatchRevocationsResponse } from '@agentroom/proto';
 import { z } from 'zod';
+import type { Authorizations } from './authorization.js';
+import { type ClientMetadataInput, CLIENT_URL_MAX, type OAuthClients } from './clients.js';
 import type { DeviceFlows } from './device-flow.js';
 import type { Humans } from './humans.js';
 import { REVOCATION_HEARTBEAT_MS } from './store.js';
@@ -19,6 +21,33 @@ const startRequest = z.object({
 const pollRequest = z.object({ deviceCode: z.string().max(1_000) });
 const tokenRequest = z.object({ token: z.string() });
 const sessionRequest = z.object({ sessionId: z.string().max(1_000) });
+const registerRequest = z.object({
+  redirectUris: z.array(z.string().max(CLIENT_URL_MAX)).max(50),
+  clientName: z.string().max(1_000),
+  clientUri: z.string().max(CLIENT_URL_MAX),
+  logoUri: z.string().max(CLIENT_URL_MAX),
+  grantTypes: z.array(z.string().max(200)).max(20),
+  responseTypes: z.array(z.string().max(200)).max(20),
+  tokenEndpointAuthMethod: z.string().max(200),
+  scope: z.string().max(1_000),
+  softwareId: z.string().max(1_000),
+  softwareVersion: z.string().max(1_000),
+  address: z.string().max(200),
+});
+const exchangeRequest = z.object({
+  grant: z.enum(['TOKEN_GRANT_UNSPECIFIED', 'TOKEN_GRANT_AUTHORIZATION_CODE', 'TOKEN_GRANT_REFRESH_TOKEN']),
+  clientId: z.string().max(CLIENT_URL_MAX),
+  code: z.string().max(1_000),
+  codeVerifier: z.string().max(1_000),
+  redirectUri: z.string().max(CLIENT_URL_MAX),
+  refreshToken: z.string().max(1_000),
+  resource: z.string().max(CLIENT_URL_MAX),
+});
+
+/** A gRPC string field: empty means not sent. */
+function given(value: string): string | undefined {
+  return value === '' ? undefined : value;
+}
 const provisionRequest = z.object({
   humanName: z.string().max(1_000),
   agentName: z.string().max(1_000),
@@ -98,11 +127,13 @@ export interface AuthHandlersOptions {
   flows: DeviceFlows;
   tokens: Tokens;
   humans: Humans;
+  clients: OAuthClients;
+  authorizations: Authorizations;
   log: Logger;
 }
 
 /** The AuthService over the domain: thin wiring; rules live in device-flow.ts and tokens.ts. */
-export function authHandlers(server: GrpcServer, { flows, tokens, humans, log }: AuthHandlersOptions): AuthServiceHandlers {
+export function authHandlers(server: GrpcServer, { flows, tokens, humans, clients, authorizations, log }: AuthHandlersOptions): AuthServiceHandlers {
   return {
     StartDeviceFlow: server.unary('StartDeviceFlow', async (request) => flows.start(parseStart(request))),
 
@@ -130,8 +161,57 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, log }:
     AuthenticateToken: server.unary('AuthenticateToken', async (request) => tokens.authenticate(parse(tokenRequest, request).token)),
 
     RevokeToken: server.unary('RevokeToken', async (request) => {
-      await tokens.revoke(parse(tokenRequest, request).token);
+      const { token } = parse(tokenRequest, request);
+      if (isWellFormedRefreshToken(token)) await authorizations.revokeRefreshToken(token);
+      else await tokens.revoke(token);
       return {};
+    }),
+
+    RegisterClient: server.unary('RegisterClient', async (request) => {
+      const parsed = registerRequest.safeParse(request);
+      if (!parsed.success) {
+        const parameter = parameterOf(parsed.error);
+        throw new DomainError('invalid-client-metadata', { detail: `${parameter} is too long.`, fields: { parameter, expected: 'shorter' } });
+      }
+      const r = parsed.data;
+      const input: ClientMetadataInput = {
+        redirectUris: r.redirectUris,
+        clientName: given(r.clientName),
+        clientUri: given(r.clientUri),
+        logoUri: given(r.logoUri),
+        grantTypes: r.grantTypes.length === 0 ? undefined : r.grantTypes,
+        responseTypes: r.responseTypes.length === 0 ? undefined : r.responseTypes,
+        tokenEndpointAuthMethod: given(r.tokenEndpointAuthMethod),
+        scope: given(r.scope),
+        softwareId: given(r.softwareId),
+        softwareVersion: given(r.softwareVersion),
+      };
+      const client = await clients.register(input, r.address);
+      return {
+        clientId: client.clientId,
+        clientIdIssuedAt: String(Math.floor(client.createdAt / 1000)),
+        redirectUris: client.redirectUris,
+        clientName: client.clientName ?? '',
+        clientUri: client.clientUri ?? '',
+        logoUri: client.logoUri ?? '',
+        grantTypes: client.grantTypes,
+        responseTypes: client.responseTypes,
+        scope: client.scope ?? '',
+        softwareId: client.softwareId ?? '',
+        softwareVersion: client.softwareVersion ?? '',
+      };
+    }),
+
+    ExchangeToken: server.unary('ExchangeToken', async (request) => {
+      const r = parse(exchangeRequest, request);
+      const issued =
+        r.grant === 'TOKEN_GRANT_AUTHORIZATION_CODE'
+          ? await authorizations.exchangeCode({ code: r.code, codeVerifier: r.codeVerifier, redirectUri: r.redirectUri, clientId: r.clientId, resource: r.resource })
+          : r.grant === 'TOKEN_GRANT_REFRESH_TOKEN'
+            ? await authorizations.refresh({ refreshToken: r.refreshToken, clientId: r.clientId, resource: r.resource })
+            : undefined;
+      if (!issued) throw new DomainError('invalid-request', { detail: 'grant is missing.', fields: { parameter: 'grant_type', expected: 'authorization_code or refresh_token' } });
+      return { accessToken: issued.accessToken, expiresIn: issued.expiresIn, refreshToken: issued.refreshToken, scopes: issued.scopes, agentId: issued.agentId };
     }),
 
     WatchRevocations: server.serverStream('WatchRevocations', async (_request, call) => {

@@ -1,5 +1,5 @@
 import { type Clock, StreamIds, systemClock } from '@agentroom/kit';
-import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
+import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
 import {
   type AttemptWindow,
   type AuthStore,
@@ -71,6 +71,9 @@ export class MemoryAuthStore implements AuthStore {
   private readonly sessions: ExpiringMap<Session>;
   private readonly attemptWindows: ExpiringMap<AttemptWindow>;
   private readonly buckets: ExpiringMap<Bucket>;
+  /** OAuth records by `<kind>:<id>`, and the ids listed under an owner by `<kind>:<owner>`. */
+  private readonly records: ExpiringMap<unknown>;
+  private readonly owners = new Map<string, Map<string, number>>();
   /** The revocation feed of this one process: watchers hear each revocation as it is published. */
   private readonly revocationWatchers = new Set<RevocationWatcher>();
   private readonly heartbeatMs: number;
@@ -91,6 +94,55 @@ export class MemoryAuthStore implements AuthStore {
     this.sessions = new ExpiringMap(clock);
     this.attemptWindows = new ExpiringMap(clock);
     this.buckets = new ExpiringMap(clock);
+    this.records = new ExpiringMap(clock);
+  }
+
+  putRecord<K extends OAuthRecordKind>(kind: K, id: string, record: OAuthRecords[K], keepUntil: number, owner?: string): Promise<void> {
+    this.records.set(`${kind}:${id}`, structuredClone(record), keepUntil);
+    if (owner !== undefined) {
+      const listed = this.owners.get(`${kind}:${owner}`) ?? new Map<string, number>();
+      listed.set(id, this.clock.now());
+      this.owners.set(`${kind}:${owner}`, listed);
+    }
+    return Promise.resolve();
+  }
+
+  record<K extends OAuthRecordKind>(kind: K, id: string): Promise<OAuthRecords[K] | undefined> {
+    const found = this.records.get(`${kind}:${id}`) as OAuthRecords[K] | undefined;
+    return Promise.resolve(found && structuredClone(found));
+  }
+
+  updateRecord<K extends OAuthRecordKind>(kind: K, id: string, record: OAuthRecords[K]): Promise<void> {
+    const expiresAt = this.records.expiryOf(`${kind}:${id}`);
+    if (expiresAt !== undefined) this.records.set(`${kind}:${id}`, structuredClone(record), expiresAt);
+    return Promise.resolve();
+  }
+
+  useRecord<K extends 'code' | 'refresh' | 'authorization'>(kind: K, id: string, usedAt: number): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined> {
+    const key = `${kind}:${id}`;
+    const found = this.records.get(key) as OAuthRecords[K] | undefined;
+    const expiresAt = this.records.expiryOf(key);
+    if (!found || expiresAt === undefined) return Promise.resolve(undefined);
+    const first = found.usedAt === undefined;
+    if (first) this.records.set(key, { ...structuredClone(found), usedAt }, expiresAt);
+    return Promise.resolve({ record: structuredClone(found), first });
+  }
+
+  deleteRecord(kind: OAuthRecordKind, id: string): Promise<void> {
+    this.records.delete(`${kind}:${id}`);
+    return Promise.resolve();
+  }
+
+  recordsOf<K extends OAuthRecordKind>(kind: K, owner: string): Promise<OAuthRecords[K][]> {
+    const listed = this.owners.get(`${kind}:${owner}`);
+    if (!listed) return Promise.resolve([]);
+    const found: OAuthRecords[K][] = [];
+    for (const [id] of [...listed].sort(([, a], [, b]) => b - a)) {
+      const record = this.records.get(`${kind}:${id}`) as OAuthRecords[K] | undefined;
+      if (record === undefined) listed.delete(id);
+      else found.push(structuredClone(record));
+    }
+    return Promise.resolve(found);
   }
 
   createFlow(flow: DeviceFlow): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { type Clock, duplicateClient, hashSecret, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, systemClock } from '@agentroom/kit';
-import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
+import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
 import {
   type AttemptWindow,
   type AuthStore,
@@ -54,6 +54,15 @@ redis.call('HSET', KEYS[1], 'level', string.format('%.6f', level), 'at', ARGV[1]
 redis.call('PEXPIRE', KEYS[1], math.ceil(level * drain))
 return string.format('%.6f', level)`);
 
+// A single-use record: the first use stamps usedAt (caller's clock, ARGV[1]) and answers 1; later ones 0.
+const USE_RECORD = new LuaScript(`
+local current = redis.call('GET', KEYS[1])
+if not current then return false end
+local record = cjson.decode(current)
+if record.usedAt then return {current, 0} end
+record.usedAt = tonumber(ARGV[1])
+redis.call('SET', KEYS[1], cjson.encode(record), 'KEEPTTL')
+return {current, 1}`);
 
 function toRevocation([id, fields]: StreamEntry): Revocation {
   const map = streamFields(fields);
@@ -330,6 +339,51 @@ export class RedisAuthStore implements AuthStore {
       throw error;
     }
     return stop;
+  }
+
+  private recordKey(kind: OAuthRecordKind, id: string): string {
+    return this.keys.key(`${kind}:${hashSecret(id)}`);
+  }
+
+  private ownerKey(kind: OAuthRecordKind, owner: string): string {
+    return this.keys.key(`${kind}-of:${owner}`);
+  }
+
+  async putRecord<K extends OAuthRecordKind>(kind: K, id: string, record: OAuthRecords[K], keepUntil: number, owner?: string): Promise<void> {
+    const ttl = this.ttl(keepUntil);
+    await this.redis.set(this.recordKey(kind, id), JSON.stringify(record), 'PX', ttl);
+    if (owner !== undefined) {
+      const key = this.ownerKey(kind, owner);
+      // The list lives as long as its longest-kept record, as the token indexes do.
+      await this.redis.multi().zadd(key, this.clock.now(), id).pexpire(key, ttl, 'NX').pexpire(key, ttl, 'GT').exec();
+    }
+  }
+
+  async record<K extends OAuthRecordKind>(kind: K, id: string): Promise<OAuthRecords[K] | undefined> {
+    return parse<OAuthRecords[K]>(await this.redis.get(this.recordKey(kind, id)));
+  }
+
+  async updateRecord<K extends OAuthRecordKind>(kind: K, id: string, record: OAuthRecords[K]): Promise<void> {
+    await this.redis.set(this.recordKey(kind, id), JSON.stringify(record), 'KEEPTTL', 'XX');
+  }
+
+  async useRecord<K extends 'code' | 'refresh' | 'authorization'>(kind: K, id: string, usedAt: number): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined> {
+    const reply = (await USE_RECORD.run(this.redis, [this.recordKey(kind, id)], [String(usedAt)])) as [string, number] | null;
+    if (!reply) return undefined;
+    return { record: JSON.parse(reply[0]) as OAuthRecords[K], first: Number(reply[1]) === 1 };
+  }
+
+  async deleteRecord(kind: OAuthRecordKind, id: string): Promise<void> {
+    await this.redis.del(this.recordKey(kind, id));
+  }
+
+  async recordsOf<K extends OAuthRecordKind>(kind: K, owner: string): Promise<OAuthRecords[K][]> {
+    const key = this.ownerKey(kind, owner);
+    const ids = await this.redis.zrevrange(key, 0, -1);
+    const records = await Promise.all(ids.map((id) => this.record(kind, id)));
+    const gone = ids.filter((_, i) => records[i] === undefined);
+    if (gone.length > 0) await this.redis.zrem(key, ...gone);
+    return records.filter((record): record is Awaited<typeof record> & object => record !== undefined);
   }
 
   async createHuman(human: Human): Promise<boolean> {

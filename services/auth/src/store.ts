@@ -1,4 +1,4 @@
-import type { DeviceFlow, DeviceFlowStatus, Human, Session, TokenRecord } from './records.js';
+import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
 
 /** The state of a wrong-code counter: how many in the running window, and when it ends. */
 export interface AttemptWindow {
@@ -100,6 +100,23 @@ export interface AuthStore {
    * order. Rejects when storage cannot be reached.
    */
   watchRevocations(watcher: RevocationWatcher): Promise<() => void>;
+
+  /**
+   * Stores an OAuth record of `kind` under `id` until `keepUntil` (replacing one there). With
+   * `owner`, the record is also listed under that owner (a human's connections) until then.
+   */
+  putRecord<K extends OAuthRecordKind>(kind: K, id: string, record: OAuthRecords[K], keepUntil: number, owner?: string): Promise<void>;
+  record<K extends OAuthRecordKind>(kind: K, id: string): Promise<OAuthRecords[K] | undefined>;
+  /** Replaces a stored record, keeping its retention; a record that is gone stays gone. */
+  updateRecord<K extends OAuthRecordKind>(kind: K, id: string, record: OAuthRecords[K]): Promise<void>;
+  /**
+   * Marks a single-use record (a code, a refresh token) used at `usedAt`, atomically: of concurrent
+   * users exactly one gets `first: true`. Answers the record as it was before, or undefined when unknown.
+   */
+  useRecord<K extends 'code' | 'refresh' | 'authorization'>(kind: K, id: string, usedAt: number): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined>;
+  deleteRecord(kind: OAuthRecordKind, id: string): Promise<void>;
+  /** The records listed under `owner`, newest first; those past their retention are left out. */
+  recordsOf<K extends OAuthRecordKind>(kind: K, owner: string): Promise<OAuthRecords[K][]>;
 
   /** Creates a human; false when the name (case-insensitive) is taken. */
   createHuman(human: Human): Promise<boolean>;

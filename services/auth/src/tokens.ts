@@ -7,6 +7,8 @@ import type { AuthStore, RevocationWatcher } from './store.js';
 const DAY_MS = 86_400_000;
 /** An expired token is remembered this long, so it answers token-expired (not token-invalid) a while. */
 export const EXPIRED_TOKEN_RETENTION_MS = 30 * DAY_MS;
+/** The same for the short-lived tokens of an MCP host's connection. */
+export const SHORT_TOKEN_RETENTION_MS = DAY_MS;
 
 /** Who a token speaks for, once authenticated. */
 export interface Principal {
@@ -17,6 +19,8 @@ export interface Principal {
   scopes: Scope[];
   /** RFC 3339. */
   expiresAt: string;
+  /** The resource the token is bound to (RFC 8707); empty when it works everywhere. */
+  resource: string;
 }
 
 /** What a new token is for; its scopes are frozen here. */
@@ -28,6 +32,10 @@ export interface TokenGrantInput {
   scopes: Scope[];
   /** Set when an operator provisions the agent instead of the human approving it: the reason they gave. */
   provisionReason?: string;
+  /** Set for an MCP host's connection: its id, the token's shorter life, and the resource it is bound to. */
+  connectionId?: string;
+  ttlMs?: number;
+  resource?: string;
 }
 
 export interface TokensOptions {
@@ -60,6 +68,7 @@ export class Tokens {
   async mint(input: TokenGrantInput): Promise<{ token: string; record: TokenRecord }> {
     const token = mintToken();
     const createdAt = this.clock.now();
+    const ttlMs = input.ttlMs ?? this.ttlMs;
     const record: TokenRecord = {
       id: `tok_${randomBytes(12).toString('base64url')}`,
       hash: hashSecret(token),
@@ -69,10 +78,14 @@ export class Tokens {
       humanLabel: input.humanLabel,
       scopes: [...input.scopes],
       createdAt,
-      expiresAt: createdAt + this.ttlMs,
+      expiresAt: createdAt + ttlMs,
       ...(input.provisionReason === undefined ? {} : { provisioned: { reason: input.provisionReason, at: createdAt } }),
+      ...(input.connectionId === undefined ? {} : { connectionId: input.connectionId }),
+      ...(input.resource === undefined ? {} : { resource: input.resource }),
     };
-    await this.store.saveToken(record, record.expiresAt + EXPIRED_TOKEN_RETENTION_MS);
+    // A connection's hourly tokens are many: each is remembered a day past expiry, not a month.
+    const retention = input.connectionId === undefined ? EXPIRED_TOKEN_RETENTION_MS : SHORT_TOKEN_RETENTION_MS;
+    await this.store.saveToken(record, record.expiresAt + retention);
     return { token, record };
   }
 
@@ -115,6 +128,12 @@ export class Tokens {
   /** A token minted for an approval that did not complete: nobody received it, so it never works. */
   async withdraw(record: TokenRecord): Promise<void> {
     await this.markRevoked(record, 'auth');
+  }
+
+  /** Every token of a connection stops working, on every edge within the token cache's bound. */
+  async revokeConnectionTokens(agentId: string, connectionId: string, by: 'agent' | 'human' | 'auth'): Promise<void> {
+    const tokens = (await this.store.tokensOfAgent(agentId)).filter((t) => t.connectionId === connectionId && t.revokedAt === undefined);
+    for (const token of tokens) await this.markRevoked(token, by);
   }
 
   private async markRevoked(record: TokenRecord, by: 'agent' | 'human' | 'auth'): Promise<TokenRecord> {
@@ -193,5 +212,6 @@ function principalOf(record: TokenRecord): Principal {
     humanLabel: record.humanLabel,
     scopes: record.scopes,
     expiresAt: new Date(record.expiresAt).toISOString(),
+    resource: record.resource ?? '',
   };
 }

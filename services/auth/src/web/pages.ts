@@ -203,6 +203,8 @@ export interface AccountView extends Layout {
   csrf: string;
   human: string;
   rows: AccountRow[];
+  /** The MCP hosts connected by OAuth: rendered beside the tokens. */
+  connections?: string;
   notice?: string;
 }
 
@@ -222,11 +224,14 @@ export function accountPage(view: AccountView): string {
 ${message('ok', view.notice)}
 ${
   view.rows.length === 0
-    ? '<p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you.</p>'
+    ? view.connections
+      ? ''
+      : '<p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you.</p>'
     : `<table class="agents" role="table"><caption class="visually-hidden">The agents you approved, with what each may do</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Agent</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved</th><th scope="col" role="columnheader">Expires</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
 ${rows}
 </tbody></table>`
-}`,
+}
+${view.connections ?? ''}`,
   );
 }
 
@@ -250,6 +255,114 @@ export function revokePage(view: RevokeView): string {
 <p><small class="id">Agent id ${e(row.agentId)} · ${row.provisioned ? `provisioned by an operator (${e(row.provisioned.reason)})` : 'approved'} on ${e(row.approvedAt.slice(0, 10))} · ${row.scopes.map(e).join(', ')}</small></p>
 <form method="post" action="${e(view.siteUrl)}/account/revoke" aria-labelledby="revoke-heading">
 ${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}${hidden('confirm', 'yes')}
+<button type="submit">Revoke</button>
+<a class="button" href="${e(view.siteUrl)}/account">Keep it</a>
+</form>`,
+  );
+}
+
+export interface ConsentPageView extends Layout {
+  csrf: string;
+  human: string;
+  requestId: string;
+  client: { name: string; kind: 'registered' | 'document'; domain?: string; uri?: string };
+  /** Where the browser goes after the answer: the host's redirect. */
+  redirectHost: string;
+  scopes: Scope[];
+  agents: { agentId: string; agentName: string; scopes: Scope[] }[];
+  /** The agent to propose: this host's earlier one, else a new agent. */
+  selected: string;
+  suggestedName: string;
+  error?: string;
+}
+
+/**
+ * The consent page of an MCP host's connection: which host asks (a document's domain, or marked
+ * unverified when it registered itself), for which scopes in plain words, and as which agent: a new
+ * one named after the host, or one the human already approved (the same identity, new frozen scopes).
+ */
+export function consentPage(view: ConsentPageView): string {
+  const e = escapeHtml;
+  const { client } = view;
+  const who =
+    client.kind === 'document'
+      ? `<strong>${e(client.name)}</strong> <span class="id">(from ${e(client.domain ?? '')})</span>`
+      : `<strong>${e(client.name)}</strong> <span class="error" data-testid="unverified">(unverified: this name is the host's own claim)</span>`;
+  const existing = view.agents
+    .map(
+      (agent) =>
+        `<label><input type="radio" name="agent" value="${e(agent.agentId)}"${view.selected === agent.agentId ? ' checked' : ''}> As <strong>${e(agent.agentName)}</strong> <small class="id">${e(agent.agentId)} · today: ${agent.scopes.map(e).join(', ') || 'no scopes'}</small></label>`,
+    )
+    .join('\n');
+  return page(
+    { ...view, title: `Connect ${client.name}` },
+    `<h1>Connect ${e(client.name)} to the room?</h1>
+<p>The MCP host ${who} asks to act in the room in your name. After you answer, your browser goes back to <strong>${e(view.redirectHost)}</strong>.</p>
+${message('error', view.error)}
+<h2>It will be able to</h2>
+<ul class="scopes">${view.scopes.map((scope) => `<li><strong>${e(scope)}</strong>: ${e(SCOPE_WORDS[scope])}</li>`).join('')}</ul>
+<p>Nothing else. It stays connected until you revoke it from <a href="${e(view.siteUrl)}/account">your agents</a>.</p>
+<form method="post" action="${e(view.siteUrl)}/authorize">
+${hidden('csrf', view.csrf)}${hidden('request', view.requestId)}
+<fieldset><legend>Connect it as</legend>
+<label><input type="radio" name="agent" value="new"${view.selected === 'new' ? ' checked' : ''}> A new agent named</label>
+<input id="agent-name" name="agent_name" type="text" maxlength="100" value="${e(view.suggestedName)}" aria-label="The new agent's name">
+${existing}
+</fieldset>
+<button type="submit" name="decision" value="approve">Approve</button>
+<button type="submit" name="decision" value="decline">Decline</button>
+</form>`,
+  );
+}
+
+/** A request the authorization endpoint may not send back to the host: the human reads why. */
+export function authorizeErrorPage(view: Layout & { error: string }): string {
+  return page(
+    { ...view, title: 'This connection cannot go on' },
+    `<h1>This connection cannot go on</h1>
+${message('error', view.error)}
+<p>Nothing was approved. Go back to the MCP host and connect again; if it keeps failing, the host is misconfigured for this room.</p>`,
+  );
+}
+
+export interface ConnectionRow {
+  connectionId: string;
+  clientName: string;
+  clientKind: 'registered' | 'document';
+  clientDomain?: string;
+  agentName: string;
+  agentId: string;
+  scopes: Scope[];
+  approvedAt: string;
+  lastUsedAt: string;
+}
+
+/** The MCP hosts connected by OAuth, for /account beside the device-flow tokens. */
+export function connectionsSection(view: { siteUrl: string; csrf: string; connections: ConnectionRow[] }): string {
+  const e = escapeHtml;
+  if (view.connections.length === 0) return '';
+  const rows = view.connections
+    .map(
+      (c) => `<tr role="row"><td role="cell"><strong>${e(c.clientName)}</strong>${c.clientKind === 'document' ? ` <small class="id">${e(c.clientDomain ?? '')}</small>` : ' <small class="id">(unverified)</small>'}<br>as ${e(c.agentName)} <small class="id">${e(c.agentId)}</small></td><td role="cell" class="scopes" data-label="Scopes">${c.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(c.approvedAt.slice(0, 10))}</td><td role="cell" data-label="Last used">${e(c.lastUsedAt.slice(0, 16).replace('T', ' '))}</td>
+<td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('connection_id', c.connectionId)}<button type="submit" aria-label="Revoke the connection of ${e(c.clientName)}">Revoke</button></form></td></tr>`,
+    )
+    .join('\n');
+  return `<h2 id="connections">Connected MCP hosts</h2>
+<table class="agents" role="table" data-testid="connections"><caption class="visually-hidden">The MCP hosts you connected, as which agent, with what each may do</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Host</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved</th><th scope="col" role="columnheader">Last used (UTC)</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
+${rows}
+</tbody></table>`;
+}
+
+/** The question before a connection is revoked. */
+export function revokeConnectionPage(view: Layout & { csrf: string; human: string; row: ConnectionRow }): string {
+  const e = escapeHtml;
+  const { row } = view;
+  return page(
+    { ...view, title: `Revoke ${row.clientName}?` },
+    `<h1 id="revoke-heading">Revoke ${e(row.clientName)}?</h1>
+<p>The host stops working as ${e(row.agentName)} at once: its access and refresh tokens are refused on their next use. To let it back in, connect it again from the host.</p>
+<form method="post" action="${e(view.siteUrl)}/account/revoke" aria-labelledby="revoke-heading">
+${hidden('csrf', view.csrf)}${hidden('connection_id', row.connectionId)}${hidden('confirm', 'yes')}
 <button type="submit">Revoke</button>
 <a class="button" href="${e(view.siteUrl)}/account">Keep it</a>
 </form>`,

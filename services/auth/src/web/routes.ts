@@ -4,9 +4,23 @@ import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { AttemptClient } from '../attempt-limiter.js';
+import { type AuthorizeParams, AuthorizeRefusal } from '../authorization.js';
 import type { AuthDomain } from '../domain.js';
-import type { Human, Session, TokenRecord } from '../records.js';
-import { type AccountRow, accountPage, confirmPage, donePage, enterCodePage, revokePage, signInPage } from './pages.js';
+import type { Connection, Human, Session, TokenRecord } from '../records.js';
+import {
+  type AccountRow,
+  accountPage,
+  authorizeErrorPage,
+  confirmPage,
+  type ConnectionRow,
+  connectionsSection,
+  consentPage,
+  donePage,
+  enterCodePage,
+  revokeConnectionPage,
+  revokePage,
+  signInPage,
+} from './pages.js';
 import { humanRemedy } from './remedies.js';
 
 const FORM_COOKIE = 'ar_form';
@@ -45,6 +59,53 @@ function accountRow(token: TokenRecord): AccountRow {
     expiresAt: new Date(token.expiresAt).toISOString(),
     ...(token.provisioned ? { provisioned: { reason: token.provisioned.reason, at: new Date(token.provisioned.at).toISOString() } } : {}),
   };
+}
+
+/** A connection as /account and the revoke question show it. */
+function connectionRow(connection: Connection): ConnectionRow {
+  return {
+    connectionId: connection.id,
+    clientName: connection.clientName,
+    clientKind: connection.clientKind,
+    ...(connection.clientKind === 'document' ? { clientDomain: new URL(connection.clientId).hostname } : {}),
+    agentName: connection.agentName,
+    agentId: connection.agentId,
+    scopes: connection.scopes,
+    approvedAt: new Date(connection.createdAt).toISOString(),
+    lastUsedAt: new Date(connection.lastUsedAt).toISOString(),
+  };
+}
+
+/** The parameters of an authorization request, each a single string (a repeated one is not). */
+const AUTHORIZE_PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'scope', 'state', 'resource'] as const;
+
+function authorizeParams(query: Request['query']): AuthorizeParams | string {
+  const params: AuthorizeParams = {};
+  for (const name of AUTHORIZE_PARAMETERS) {
+    const value = query[name];
+    if (value === undefined) continue;
+    // RFC 6749 §3.1: parameters must not be included more than once.
+    if (typeof value !== 'string' || value.length > 2_000) return name;
+    params[name] = value;
+  }
+  return params;
+}
+
+/**
+ * The form's answer redirects the browser to the host: a page's CSP `form-action` covers the
+ * redirects after a form too, so the host's origin (or private-use scheme) is allowed beside ours.
+ */
+function consentCsp(redirectUri: string | undefined): string {
+  let target = '';
+  if (redirectUri !== undefined) {
+    try {
+      const url = new URL(redirectUri);
+      target = url.protocol === 'http:' || url.protocol === 'https:' ? ` ${url.origin}` : ` ${url.protocol}`;
+    } catch {
+      target = '';
+    }
+  }
+  return PAGE_CSP.replace("form-action 'self'", `form-action 'self'${target}`);
 }
 
 /** A request that carries a bearer token is an agent's, and never approves anything (docs/decisions.md §3). */
@@ -107,12 +168,12 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     return { session: who.session.idHash, address: req.ip ?? 'unknown' };
   }
 
-  function html(res: Response, status: number, body: string): void {
+  function html(res: Response, status: number, body: string, csp = PAGE_CSP): void {
     res
       .status(status)
       .type('html')
       .setHeader('Cache-Control', 'no-store')
-      .setHeader('Content-Security-Policy', PAGE_CSP)
+      .setHeader('Content-Security-Policy', csp)
       .setHeader('X-Content-Type-Options', 'nosniff')
       .setHeader('Referrer-Policy', 'same-origin')
       .send(body);
@@ -212,15 +273,96 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     }
   });
 
+  /** The authorization endpoint's refusal on a page: nothing goes back to a host that could not be checked. */
+  function authorizeError(res: Response, error: DomainError, who?: SignedIn): void {
+    html(res, error.status === 401 ? 400 : error.status, authorizeErrorPage({ title: 'This connection cannot go on', ...layout(who), error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
+  }
+
+  // The authorization endpoint (OAuth 2.1 §4.1.1): an MCP host sends the human here; the request is
+  // checked before anything else, then the human signs in and answers on the consent page.
+  site.get('/authorize', async (req, res) => {
+    res.setHeader('Cache-Control', 'no-store');
+    const params = authorizeParams(req.query);
+    if (typeof params === 'string') {
+      return authorizeError(res, new DomainError('invalid-request', { detail: `${params} is sent more than once, or is too long.`, fields: { parameter: params } }));
+    }
+    const who = await signedIn(req);
+    let requestId: string;
+    try {
+      requestId = await domain.authorizations.begin(params);
+    } catch (error) {
+      if (!(error instanceof AuthorizeRefusal)) throw error;
+      if (error.redirect !== undefined) return res.redirect(303, error.redirect);
+      return authorizeError(res, error.error, who);
+    }
+    if (!who) {
+      res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(req.originalUrl)}`);
+      return;
+    }
+    const view = await domain.authorizations.describe(requestId, who.human);
+    html(
+      res,
+      200,
+      consentPage({
+        title: 'Connect',
+        ...layout(who),
+        csrf: who.session.csrf,
+        human: who.human.name,
+        requestId,
+        client: view.client,
+        redirectHost: view.redirectHost,
+        scopes: view.scopes,
+        agents: view.agents,
+        selected: view.previousAgentId ?? 'new',
+        suggestedName: view.suggestedName,
+      }),
+      consentCsp(await domain.authorizations.redirectUriOf(requestId)),
+    );
+  });
+
+  site.post('/authorize', async (req, res) => {
+    refuseBearer(req);
+    const who = await signedIn(req);
+    if (!who) throw new DomainError('sign-in-required', { detail: 'Answering a connection needs a signed-in human.' });
+    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused();
+    const requestId = field(req.body, 'request');
+    try {
+      const location =
+        field(req.body, 'decision') === 'approve'
+          ? await domain.authorizations.approve(requestId, who.human, { agent: field(req.body, 'agent') || 'new', agentName: field(req.body, 'agent_name') })
+          : await domain.authorizations.decline(requestId, who.human);
+      res.setHeader('Cache-Control', 'no-store');
+      res.setHeader('Content-Security-Policy', consentCsp(location));
+      res.redirect(303, location);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      authorizeError(res, error, who);
+    }
+  });
+
   site.get('/account', async (req, res) => {
     const who = await signedIn(req);
     if (!who) {
       res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
       return;
     }
-    const rows = (await domain.tokens.liveOfHuman(who.human.id)).map(accountRow);
-    const notice = req.query.revoked === '1' ? 'Revoked. That token no longer works.' : undefined;
-    html(res, 200, accountPage({ title: 'Your agents', ...layout(who), csrf: who.session.csrf, human: who.human.name, rows, ...(notice ? { notice } : {}) }));
+    // A connection's tokens are listed as the connection, not one row per hourly token.
+    const rows = (await domain.tokens.liveOfHuman(who.human.id)).filter((token) => token.connectionId === undefined).map(accountRow);
+    const connections = (await domain.authorizations.connectionsOf(who.human.id)).map(connectionRow);
+    const notice = req.query.revoked === '1' ? 'Revoked. That token no longer works.' : req.query.revoked === 'connection' ? 'Revoked. That host is no longer connected.' : undefined;
+    html(
+      res,
+      200,
+      accountPage({
+        title: 'Your agents',
+        ...layout(who),
+        csrf: who.session.csrf,
+        human: who.human.name,
+        rows,
+        connections: connectionsSection({ siteUrl: urls.siteUrl, csrf: who.session.csrf, connections }),
+        ...(notice ? { notice } : {}),
+      }),
+    );
   });
 
   site.post('/account/revoke', async (req, res) => {
@@ -231,6 +373,18 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     }
     // Both steps carry the session's CSRF token: the question and the confirmed revocation.
     if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused();
+    const connectionId = field(req.body, 'connection_id');
+    if (connectionId !== '') {
+      if (field(req.body, 'confirm') !== 'yes') {
+        const connection = (await domain.authorizations.connectionsOf(who.human.id)).find((c) => c.id === connectionId);
+        if (!connection) throw new DomainError('not-found', { detail: 'You have no live connection with this id.', fields: { parameter: 'connection_id' } });
+        html(res, 200, revokeConnectionPage({ title: 'Revoke', ...layout(who), csrf: who.session.csrf, human: who.human.name, row: connectionRow(connection) }));
+        return;
+      }
+      await domain.authorizations.revokeForHuman(who.human.id, connectionId);
+      res.redirect(303, `${sitePath}/account?revoked=connection`);
+      return;
+    }
     const tokenId = field(req.body, 'token_id');
     if (field(req.body, 'confirm') !== 'yes') {
       // First the question, naming the agent; only a POST with confirm=yes revokes.
