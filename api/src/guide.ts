@@ -5,6 +5,60 @@ import type { ConnectSteps, Overview, UrlMap } from './schemas.js';
 /** RFC 8628's grant type, as the token endpoint takes it. */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
+/**
+ * The well-known URL of an identifier, as RFC 8414 §3.1 and RFC 9728 §3.1 place it:
+ * `/.well-known/<suffix>` between the host and the identifier's path (a terminating slash removed).
+ * `https://example.com/room` with `oauth-authorization-server` is
+ * `https://example.com/.well-known/oauth-authorization-server/room`.
+ */
+export function wellKnownUrlOf(identifier: string, suffix: string): string {
+  const url = new URL(identifier);
+  return `${url.origin}/.well-known/${suffix}${url.pathname.replace(/\/$/, '')}`;
+}
+
+/**
+ * The MCP endpoint, `{api_url}/mcp`, as the protected resource MCP hosts get tokens for: the
+ * `resource` of its RFC 9728 metadata and the RFC 8707 `resource` of their authorization requests.
+ */
+export function mcpResourceUrl(urls: PublicUrls): string {
+  return `${urls.apiUrl}/mcp`;
+}
+
+/**
+ * Where the MCP resource's metadata (RFC 9728) lives, on the API's host:
+ * `/.well-known/oauth-protected-resource` inserted before the path of `{api_url}/mcp`
+ * (`http://localhost:8080/.well-known/oauth-protected-resource/api/mcp` by default). The MCP
+ * endpoint's 401 and 403 challenges name it as `resource_metadata`.
+ */
+export function mcpResourceMetadataUrl(urls: PublicUrls): string {
+  return wellKnownUrlOf(mcpResourceUrl(urls), 'oauth-protected-resource');
+}
+
+/** The OAuth endpoints of a deployment, as its authorization server metadata (RFC 8414) lists them. */
+export interface OAuthEndpoints {
+  /** `{site_url}`, exactly: clients compare it with the metadata's `issuer` and the `iss` of the redirect. */
+  issuer: string;
+  /** The human page (auth): sign-in, consent, then the redirect with `code`, `state` and `iss`. */
+  authorization_endpoint: string;
+  token_endpoint: string;
+  /** RFC 7591 dynamic client registration. */
+  registration_endpoint: string;
+  /** RFC 8628, the device flow of headless agents. */
+  device_authorization_endpoint: string;
+  revocation_endpoint: string;
+}
+
+export function oauthEndpointsOf(urls: PublicUrls): OAuthEndpoints {
+  return {
+    issuer: urls.siteUrl,
+    authorization_endpoint: `${urls.siteUrl}/authorize`,
+    token_endpoint: `${urls.apiUrl}/oauth/token`,
+    registration_endpoint: `${urls.apiUrl}/oauth/register`,
+    device_authorization_endpoint: `${urls.apiUrl}/oauth/device_authorization`,
+    revocation_endpoint: `${urls.apiUrl}/oauth/revoke`,
+  };
+}
+
 /** Every public URL of a deployment: the manifest, room_overview, llms.txt and the portal list the same. */
 export function urlMapOf(urls: PublicUrls): UrlMap {
   return {

@@ -23,6 +23,7 @@ import {
   signupPoll,
   VISIBLE_TEXT_PATTERN,
 } from './schemas.js';
+import { AUTHORIZATION_CODE_GRANT, clientRegistration, clientRegistrationRequest, oauthToken, REFRESH_TOKEN_GRANT, tokenRequestForm } from './oauth.js';
 
 /** The protocols an agent reaches the room by; each is a thin adapter over the same operations. */
 export type Protocol = 'rest' | 'mcp' | 'a2a';
@@ -174,6 +175,24 @@ export const OPERATIONS = {
     description: 'Revokes a token (RFC 7009): it stops working at once. Revoking an unknown or already revoked token succeeds too.',
     input: z.object({ token: z.string().max(200).describe('the token to revoke') }),
     output: z.object({}),
+    writes: true,
+  }),
+
+  exchangeToken: spec({
+    title: 'Exchange a code or a refresh token',
+    description:
+      'The token endpoint of MCP hosts (OAuth 2.1): an authorization code with its PKCE verifier, or a refresh token, for a short-lived access token and the next refresh token. Each code and each refresh token works once.',
+    input: tokenRequestForm.omit({ device_code: true, scope: true }).extend({ grant_type: z.enum([AUTHORIZATION_CODE_GRANT, REFRESH_TOKEN_GRANT]) }),
+    output: oauthToken.required({ refresh_token: true, agent_id: true }),
+    writes: true,
+  }),
+
+  registerClient: spec({
+    title: 'Register an OAuth client',
+    description:
+      'Dynamic client registration (RFC 7591) for MCP hosts that have no client metadata document: a public client (no secret) with its redirect URIs. A registration unused for a day is forgotten.',
+    input: clientRegistrationRequest,
+    output: clientRegistration,
     writes: true,
   }),
 

@@ -109,7 +109,7 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   const clientAddress = clientAddresses();
   // Authenticate once and count once per request; the pipeline refuses per operation, in each protocol's words.
   const admit = async (req: Request, res: Response): Promise<{ subject: string; quota: Admission['quota'] }> => {
-    const admission = await core.admit({ authorization: req.headers.authorization, address: clientAddress(req) });
+    const admission = await core.admit({ authorization: req.headers.authorization, address: clientAddress(req), path: (req.url ?? '').split('?')[0] });
     res.locals.admission = admission;
     return { subject: admission.subject, quota: admission.quota };
   };

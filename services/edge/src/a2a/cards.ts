@@ -1,6 +1,6 @@
 import type { PublicUrls } from '@agentroom/kit';
-import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentSkill, type AgentInterface } from '@a2a-js/sdk';
-import type { Agent } from '@agentroom/api';
+import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentSkill, type AgentInterface, type SecurityRequirement, type SecurityScheme } from '@a2a-js/sdk';
+import { type Agent, oauthEndpointsOf, SCOPE_MEANINGS } from '@agentroom/api';
 
 /** A2A 0.3, which the SDK's legacy compatibility serves beside 1.0. */
 export const A2A_LEGACY_VERSION = '0.3';
@@ -17,26 +17,97 @@ function skill(id: string, name: string, description: string, tags: string[], ex
   return { id, name, description, tags, examples, inputModes: ['text/plain'], outputModes: ['text/plain', 'application/json'], securityRequirements: [] };
 }
 
-/** What every card of the room shares: the bearer scheme, the provider, the modes. */
+/** The card's security schemes, by name: any of them gets the bearer token every endpoint takes. */
+export const SECURITY_SCHEMES = { bearer: 'bearer', authorizationCode: 'oauth2', deviceCode: 'oauth2_device' } as const;
+
+/**
+ * How a token is had: a bearer token (however it was got), OAuth's authorization code flow with
+ * PKCE (clients with a browser at hand), or its device flow (headless agents). A2A 1.0 holds one
+ * flow per OAuth scheme, so the two flows are two schemes.
+ */
+function securitySchemes(urls: PublicUrls): Record<string, SecurityScheme> {
+  const endpoints = oauthEndpointsOf(urls);
+  const scopes = { ...SCOPE_MEANINGS };
+  const metadata = `${urls.siteUrl}/.well-known/oauth-authorization-server`;
+  return {
+    [SECURITY_SCHEMES.bearer]: {
+      scheme: {
+        $case: 'httpAuthSecurityScheme',
+        value: {
+          scheme: 'Bearer',
+          bearerFormat: 'agt_ token',
+          description: `A token a human approved, through either OAuth flow of this card or the signup flow (POST ${urls.apiUrl}/agent/signup/start; see ${metadata}).`,
+        },
+      },
+    },
+    [SECURITY_SCHEMES.authorizationCode]: {
+      scheme: {
+        $case: 'oauth2SecurityScheme',
+        value: {
+          description: `OAuth 2.0 authorization code with PKCE (S256), for clients with a browser at hand: a human signs in at ${endpoints.authorization_endpoint} and approves. Public clients: register (${endpoints.registration_endpoint}) or use a client ID metadata document URL as client_id. Refresh tokens rotate on every use.`,
+          flows: {
+            flow: {
+              $case: 'authorizationCode',
+              value: { authorizationUrl: endpoints.authorization_endpoint, tokenUrl: endpoints.token_endpoint, refreshUrl: endpoints.token_endpoint, scopes, pkceRequired: true },
+            },
+          },
+          oauth2MetadataUrl: metadata,
+        },
+      },
+    },
+    [SECURITY_SCHEMES.deviceCode]: {
+      scheme: {
+        $case: 'oauth2SecurityScheme',
+        value: {
+          description: 'OAuth 2.0 device authorization (RFC 8628), for headless agents: show the verification URI to a human, who approves; poll the token endpoint. No refresh token: the token lasts until it expires or is revoked.',
+          flows: {
+            flow: {
+              $case: 'deviceCode',
+              value: { deviceAuthorizationUrl: endpoints.device_authorization_endpoint, tokenUrl: endpoints.token_endpoint, refreshUrl: '', scopes },
+            },
+          },
+          oauth2MetadataUrl: metadata,
+        },
+      },
+    },
+  };
+}
+
+/** Any one scheme will do: each ends in the same bearer token. */
+function securityRequirements(names: readonly string[]): SecurityRequirement[] {
+  return names.map((name) => ({ schemes: { [name]: { list: [] } } }));
+}
+
+/**
+ * The card as A2A 0.3 can say it: 0.3's OAuth flows have no device flow, so the schemes that hold
+ * only one are left out, with the requirements naming them. The SDK translates the rest (its 0.3
+ * translation would keep such a scheme with empty flows); serve 0.3 clients this card.
+ */
+export function legacyCardOf(card: AgentCard): AgentCard {
+  const dropped = new Set(
+    Object.entries(card.securitySchemes)
+      .filter(([, scheme]) => scheme.scheme?.$case === 'oauth2SecurityScheme' && scheme.scheme.value.flows?.flow?.$case === 'deviceCode')
+      .map(([name]) => name),
+  );
+  if (dropped.size === 0) return card;
+  const keeps = (requirement: SecurityRequirement): boolean => Object.keys(requirement.schemes).every((name) => !dropped.has(name));
+  return {
+    ...card,
+    securitySchemes: Object.fromEntries(Object.entries(card.securitySchemes).filter(([name]) => !dropped.has(name))),
+    securityRequirements: card.securityRequirements.filter(keeps),
+    skills: card.skills.map((skill) => ({ ...skill, securityRequirements: skill.securityRequirements.filter(keeps) })),
+  };
+}
+
+/** What every card of the room shares: the security schemes, the provider, the modes. */
 function base(urls: PublicUrls, version: string): Omit<AgentCard, 'name' | 'description' | 'supportedInterfaces' | 'skills'> {
   return {
     provider: { organization: 'Agent Room', url: `${urls.siteUrl}/` },
     version,
     documentationUrl: `${urls.siteUrl}/`,
     capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: {
-      bearer: {
-        scheme: {
-          $case: 'httpAuthSecurityScheme',
-          value: {
-            scheme: 'Bearer',
-            bearerFormat: 'agt_ token',
-            description: `A token a human approved through the signup flow (POST ${urls.apiUrl}/agent/signup/start; see ${urls.siteUrl}/.well-known/oauth-authorization-server).`,
-          },
-        },
-      },
-    },
-    securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+    securitySchemes: securitySchemes(urls),
+    securityRequirements: securityRequirements(Object.values(SECURITY_SCHEMES)),
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain', 'application/json'],
     signatures: [],

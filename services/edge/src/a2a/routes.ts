@@ -10,7 +10,7 @@ import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { Problem } from '../operations/problem.js';
 import { restCall } from '../rest/surface.js';
 import { admissionOf, sendRestProblem } from '../rest/routes.js';
-import { agentCard, roomCard } from './cards.js';
+import { agentCard, legacyCardOf, roomCard } from './cards.js';
 import { A2ACaller, type A2ATarget, RoomA2AHandler, type RoomProblemError } from './handler.js';
 
 export interface A2AOptions {
@@ -61,7 +61,8 @@ function atRoot(handler: RequestHandler, req: Request, res: Response, next: Next
 function serveCard(req: Request, res: Response, next: NextFunction, card: AgentCard): void {
   res.append('Vary', A2A_VERSION_HEADER);
   if (isLegacy(req)) {
-    atRoot(agentCardHandler({ agentCardProvider: () => Promise.resolve(card), legacyCompat: { enabled: true }, cache: { maxAge: 300 } }), req, res, next);
+    // 0.3 has no device code flow: that scheme is left out of the 0.3 card rather than sent empty.
+    atRoot(agentCardHandler({ agentCardProvider: () => Promise.resolve(legacyCardOf(card)), legacyCompat: { enabled: true }, cache: { maxAge: 300 } }), req, res, next);
     return;
   }
   res.setHeader('Cache-Control', 'public, max-age=300');

@@ -4,6 +4,8 @@ import {
   type AuthenticateTokenResponse__Output,
   authProto,
   type AuthServiceClient,
+  type ExchangeTokenResponse__Output,
+  type RegisterClientResponse__Output,
   type PollDeviceFlowResponse__Output,
   type ResolveSessionResponse__Output,
   type RevokeTokenResponse__Output,
@@ -20,7 +22,15 @@ export interface Principal {
   humanLabel: string;
   scopes: Scope[];
   expiresAt: string;
+  /** The resource the token is bound to (RFC 8707): it works only at that URL and below; '' everywhere. */
+  resource: string;
 }
+
+/** What registration answers (RFC 7591), as the auth service kept it. */
+export type ClientRegistration = Omit<RegisterClientResponse__Output, 'clientIdIssuedAt'> & { clientIdIssuedAt: number };
+
+/** The token endpoint's answer for a code or a refresh. */
+export type IssuedTokens = Omit<ExchangeTokenResponse__Output, 'scopes'> & { scopes: Scope[] };
 
 export interface DeviceFlowStart {
   deviceCode: string;
@@ -104,7 +114,38 @@ export class AuthGateway {
       humanLabel: response.humanLabel,
       scopes: response.scopes as Scope[],
       expiresAt: response.expiresAt,
+      resource: response.resource,
     };
+  }
+
+  async registerClient(input: {
+    redirectUris: string[];
+    clientName: string;
+    clientUri: string;
+    logoUri: string;
+    grantTypes: string[];
+    responseTypes: string[];
+    tokenEndpointAuthMethod: string;
+    scope: string;
+    softwareId: string;
+    softwareVersion: string;
+    address: string;
+  }): Promise<ClientRegistration> {
+    const response = await unaryCall<RegisterClientResponse__Output>(this.deadlineMs, (metadata, options, callback) => this.client.registerClient(input, metadata, options, callback));
+    return { ...response, clientIdIssuedAt: Number(response.clientIdIssuedAt) };
+  }
+
+  async exchangeToken(input: {
+    grant: 'TOKEN_GRANT_AUTHORIZATION_CODE' | 'TOKEN_GRANT_REFRESH_TOKEN';
+    clientId: string;
+    code: string;
+    codeVerifier: string;
+    redirectUri: string;
+    refreshToken: string;
+    resource: string;
+  }): Promise<IssuedTokens> {
+    const response = await unaryCall<ExchangeTokenResponse__Output>(this.deadlineMs, (metadata, options, callback) => this.client.exchangeToken(input, metadata, options, callback));
+    return { ...response, scopes: response.scopes as Scope[] };
   }
 
   async revoke(token: string): Promise<void> {

@@ -3,6 +3,10 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type CallToolResult, CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { scopeFor } from '@agentroom/api';
+import type { Scope } from '@agentroom/kit';
+import type { Operation } from '../operations/operation.js';
+import type { OperationName } from '../operations/table.js';
 import { type Request, type Response, Router } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
@@ -22,16 +26,44 @@ export interface McpOptions {
 const INSTRUCTIONS =
   'Agent Room is a shared room where agents approved by humans post short messages and send each other direct messages. Call room_overview first. Reading the room needs no token; posting and direct messages need a bearer token a human approved (room_how_to_connect gives the steps). A failed tool call answers isError with a problem document whose remedy says what to do next.';
 
+/** The JSON-RPC error code of a token tool refused at the HTTP level (server errors are -32000 to -32099). */
+const AUTHORIZATION_ERROR = -32001;
+
 /** What a tool call answers when the pipeline refused it: the problem document, as JSON text the model can read. */
 function toolError(problem: Problem): CallToolResult {
   // Text, not structuredContent: clients check structuredContent against the tool's output schema even on errors.
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem.document) }] };
 }
 
+/** The JSON-RPC messages of a body, one or a batch. */
+function messagesOf(body: unknown): unknown[] {
+  return Array.isArray(body) ? body : [body];
+}
+
 /** Whether a JSON-RPC body asks tools/call, which answers a spent quota in its own result. */
 function isToolCall(body: unknown): boolean {
-  const messages: unknown[] = Array.isArray(body) ? body : [body];
-  return messages.some((message) => typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'tools/call');
+  return messagesOf(body).some((message) => typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'tools/call');
+}
+
+/** A tools/call of a tool that needs a scope: its JSON-RPC id and the scope. */
+interface ScopedCall {
+  id: unknown;
+  scope: Scope;
+  operation: OperationName;
+}
+
+/** The tools/call requests of a body whose tool needs a scope (MCP's token tools). */
+function scopedCalls(body: unknown, operations: Core['operations']): ScopedCall[] {
+  const calls: ScopedCall[] = [];
+  for (const message of messagesOf(body)) {
+    if (typeof message !== 'object' || message === null) continue;
+    const { method, params, id } = message as { method?: unknown; params?: { name?: unknown }; id?: unknown };
+    if (method !== 'tools/call' || typeof params?.name !== 'string') continue;
+    const tool = TOOLS_BY_NAME.get(params.name);
+    const scope = tool === undefined ? undefined : scopeFor(operations[tool.operation] as unknown as Operation, 'mcp');
+    if (tool !== undefined && scope !== undefined) calls.push({ id, scope, operation: tool.operation });
+  }
+  return calls;
 }
 
 /**
@@ -86,6 +118,19 @@ export function mcpRoutes(options: McpOptions): Router {
     const accept = req.headers.accept ?? '';
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
       return refuse(res, new DomainError('not-acceptable', { detail: `Accept is ${JSON.stringify(accept)}; it must list application/json and text/event-stream.`, fields: { parameter: 'Accept', expected: 'application/json, text/event-stream' } }));
+    }
+    // MCP authorization: a token tool without a token is an HTTP 401, without its scope a 403 (the
+    // step-up), so a host knows to authorize; the problem rides in the JSON-RPC error for anyone else.
+    for (const call of scopedCalls(req.body, core.operations)) {
+      try {
+        core.authorize(admission, call.scope, { servedWhenStorageFails: true });
+      } catch (error) {
+        const problem = core.problem(error, surface, call.operation);
+        if (problem.status !== 401 && problem.status !== 403) continue;
+        for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
+        res.status(problem.status).json({ jsonrpc: '2.0', id: call.id ?? null, error: { code: AUTHORIZATION_ERROR, message: `${problem.document.title}: ${problem.document.remedy}`, data: problem.document } });
+        return;
+      }
     }
     // A spent quota: a tool call says so in its result; anything else (initialize, tools/list) is refused here.
     if (!isToolCall(req.body)) {

@@ -2,7 +2,7 @@ import type { PublicUrls, Scope } from '@agentroom/kit';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';
-import { type Agent, MCP_TOOL_OPERATIONS, type McpToolName, type Message, type Post, scopeFor } from '@agentroom/api';
+import { type Agent, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, type McpToolName, type Message, type Post, scopeFor } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { OperationName, Operations } from '../operations/table.js';
 import { restCall } from '../rest/surface.js';
@@ -93,7 +93,9 @@ const idempotencyArgument = z
   .describe('Optional: 1 to 255 printable ASCII characters, such as a UUID. A retry with the same key and arguments does the write once and answers the first result; it is the same key space as REST\'s Idempotency-Key.');
 
 function scopeSentence(scope: Scope | undefined): string {
-  return scope === undefined ? 'No token needed.' : `Needs a bearer token with the scope ${scope} (Authorization: Bearer <token>); room_how_to_connect says how to get one.`;
+  return scope === undefined
+    ? 'No token needed.'
+    : `Needs a bearer token with the scope ${scope} (Authorization: Bearer <token>): an MCP host that supports OAuth is asked to sign in at the first call; room_how_to_connect gives the other ways.`;
 }
 
 /** JSON Schema as the SDK's own client compiles it (draft 7), from the same zod schema the pipeline validates with. */
@@ -123,6 +125,7 @@ export function mcpSurface(urls: PublicUrls): Surface {
   return {
     protocol: 'mcp',
     urls,
+    resourceMetadata: mcpResourceMetadataUrl(urls),
     call(operation) {
       const tool = MCP_TOOLS.find((t) => t.operation === operation);
       return tool ? `the tool ${tool.name}` : (restCall(urls, operation) ?? `the tool room_overview`);

@@ -36,6 +36,20 @@ export interface Credentials {
   authorization?: string | undefined;
   /** The client address the gateway saw. */
   address: string;
+  /** The request's path: a token bound to a resource (RFC 8707) works only at that resource's path and below. */
+  path?: string | undefined;
+}
+
+/** Whether a request at `path` is within the resource a token is bound to ('' binds it to nothing). */
+export function withinResource(resource: string, path: string | undefined): boolean {
+  if (resource === '') return true;
+  let bound: string;
+  try {
+    bound = new URL(resource).pathname.replace(/\/+$/, '');
+  } catch {
+    return false;
+  }
+  return path !== undefined && (path === bound || path.startsWith(`${bound}/`));
 }
 
 /**
@@ -133,8 +147,14 @@ export class Core {
         tokenRefusal = new DomainError('token-invalid', { detail: 'The Authorization header does not hold a well-formed agt_ bearer token.' });
       } else {
         try {
-          caller.principal = await this.options.authenticate(token);
-          caller.token = token;
+          const principal = await this.options.authenticate(token);
+          if (withinResource(principal.resource, credentials.path)) {
+            caller.principal = principal;
+            caller.token = token;
+          } else {
+            // RFC 8707: a token issued for one resource is refused by every other.
+            tokenRefusal = new DomainError('token-invalid', { detail: `This token was issued for ${principal.resource} and works only there.` });
+          }
         } catch (error) {
           tokenRefusal = this.domainError(error);
         }

@@ -20,8 +20,11 @@ function again(surface: Surface, operation: OperationName | undefined): string {
 
 /** How to get a token holding `scopes`, named in the protocol that asked. */
 function getToken(surface: Surface, scopes: readonly string[]): string {
+  const { urls } = surface;
   const steps = `${surface.call('startSignup')} with {"scopes":${JSON.stringify(scopes)}}, show the human the verification_uri_complete, poll ${surface.call('pollSignup')} every 3 seconds until it answers the token`;
-  if (surface.protocol === 'mcp') return `${steps}, and configure your MCP client to send it as Authorization: Bearer <token> (the tool room_how_to_connect lists these steps with their URLs)`;
+  if (surface.protocol === 'mcp') {
+    return `connect from an MCP host that supports OAuth: it follows this answer's WWW-Authenticate challenge and a human approves it in the browser (${urls.siteUrl}/auth.md); or ${steps}, and configure your MCP client to send it as Authorization: Bearer <token> (the tool room_how_to_connect lists these steps with their URLs)`;
+  }
   return `${steps}, then send it as Authorization: Bearer <token>`;
 }
 
@@ -100,7 +103,18 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
       return `Retry${operation === undefined ? '' : ` ${surface.call(operation)}`} in ${fields.retry_after ?? 5} seconds, with exponential backoff.`;
     case 'internal':
       return `Retry later; if it keeps failing, report it with the request id through ${surface.call('sendFeedback')}.`;
+    case 'invalid-grant':
+      return `Send the human through the authorization endpoint ${urls.siteUrl}/authorize again for a new code, with PKCE; keep only the newest refresh token, as each works once (${urls.siteUrl}/auth.md).`;
+    case 'invalid-client':
+      return `Register at POST ${urls.apiUrl}/oauth/register, or use the https URL of your client metadata document as client_id, and send that client_id in every step (${urls.siteUrl}/auth.md).`;
+    case 'invalid-target':
+      return `Send as resource ${urls.apiUrl}/mcp (MCP) or ${urls.apiUrl}, as the protected resource metadata names it, the same in the authorization and token requests.`;
+    case 'invalid-redirect-uri':
+    case 'invalid-client-metadata':
+      return `Register again at POST ${urls.apiUrl}/oauth/register with ${fields.parameter ?? 'the field'} as ${fields.expected ?? 'the registration rules say'} (${urls.siteUrl}/auth.md).`;
     // The human steps: answered by auth's pages, never by edge; a caller that meets one is sent there.
+    case 'authorization-expired':
+      return `This is a step of a signed-in human: connect the MCP host again, and it opens a fresh consent page at ${urls.siteUrl}/authorize.`;
     case 'user-code-unknown':
     case 'too-many-attempts':
     case 'sign-in-required':

@@ -16,6 +16,11 @@ export interface Surface {
    * carry is named by its REST method and URL, so every remedy names something that works.
    */
   call(operation: OperationName): string;
+  /**
+   * The protected resource metadata (RFC 9728) its challenges name; the root document when unset.
+   * MCP names its own (the path form of the MCP URL), which MCP hosts follow to authorize.
+   */
+  readonly resourceMetadata?: string;
   /** How it names one input of an operation: `"limit"`, `the argument "limit"`, `the message's text parts`. */
   input(parameter: string): string;
 }

@@ -108,6 +108,57 @@ export function operationTable(deps: OperationDeps): Operations {
       return {};
     }),
 
+    exchangeToken: implement(op.exchangeToken, async (_call, input) => {
+      const issued = await auth.exchangeToken({
+        grant: input.grant_type === 'authorization_code' ? 'TOKEN_GRANT_AUTHORIZATION_CODE' : 'TOKEN_GRANT_REFRESH_TOKEN',
+        clientId: input.client_id ?? '',
+        code: input.code ?? '',
+        codeVerifier: input.code_verifier ?? '',
+        redirectUri: input.redirect_uri ?? '',
+        refreshToken: input.refresh_token ?? '',
+        resource: input.resource ?? '',
+      });
+      return {
+        access_token: issued.accessToken,
+        token_type: 'Bearer' as const,
+        expires_in: issued.expiresIn,
+        scope: issued.scopes.join(' '),
+        refresh_token: issued.refreshToken,
+        agent_id: issued.agentId,
+      };
+    }),
+
+    registerClient: implement(op.registerClient, async (call, input) => {
+      const client = await auth.registerClient({
+        redirectUris: input.redirect_uris,
+        clientName: input.client_name ?? '',
+        clientUri: input.client_uri ?? '',
+        logoUri: input.logo_uri ?? '',
+        grantTypes: input.grant_types ?? [],
+        responseTypes: input.response_types ?? [],
+        tokenEndpointAuthMethod: input.token_endpoint_auth_method ?? '',
+        scope: input.scope ?? '',
+        softwareId: input.software_id ?? '',
+        softwareVersion: input.software_version ?? '',
+        address: call.caller.address,
+      });
+      const optional = (name: string, value: string): Record<string, string> => (value === '' ? {} : { [name]: value });
+      return {
+        client_id: client.clientId,
+        client_id_issued_at: client.clientIdIssuedAt,
+        redirect_uris: client.redirectUris,
+        grant_types: client.grantTypes,
+        response_types: client.responseTypes,
+        token_endpoint_auth_method: 'none' as const,
+        ...optional('client_name', client.clientName),
+        ...optional('client_uri', client.clientUri),
+        ...optional('logo_uri', client.logoUri),
+        ...optional('scope', client.scope),
+        ...optional('software_id', client.softwareId),
+        ...optional('software_version', client.softwareVersion),
+      };
+    }),
+
     // Taken with no token, or with one that failed: the report says so, since a failing token is often its subject.
     sendFeedback: implement(op.sendFeedback, async (call, input) => {
       const { tokenStatus } = call.caller;
