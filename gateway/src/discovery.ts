@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEVICE_CODE_GRANT, LIMITS, MCP_TOOL_OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, urlMapOf } from '@agentroom/api';
+import { LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
 import { PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES } from '@agentroom/kit';
-import { authMd, llmsTxt } from './guides.js';
+import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
 import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage } from './portal.js';
 
@@ -16,23 +16,34 @@ export interface Document {
   maxAge: number;
 }
 
-/** RFC 8414 metadata; `issuer` is `{site_url}` exactly, as clients check it. */
+/**
+ * RFC 8414 metadata; `issuer` is `{site_url}` exactly, as clients check it. MCP hosts (the MCP
+ * authorization spec) read it for the authorization code flow with PKCE, dynamic registration and
+ * client ID metadata documents; headless agents for the device flow.
+ */
 export function authorizationServerMetadata(urls: PublicUrls): Record<string, unknown> {
+  const endpoints = oauthEndpointsOf(urls);
   return {
-    issuer: urls.siteUrl,
-    device_authorization_endpoint: `${urls.apiUrl}/oauth/device_authorization`,
-    token_endpoint: `${urls.apiUrl}/oauth/token`,
-    revocation_endpoint: `${urls.apiUrl}/oauth/revoke`,
-    grant_types_supported: [DEVICE_CODE_GRANT],
-    response_types_supported: [],
+    issuer: endpoints.issuer,
+    authorization_endpoint: endpoints.authorization_endpoint,
+    token_endpoint: endpoints.token_endpoint,
+    registration_endpoint: endpoints.registration_endpoint,
+    device_authorization_endpoint: endpoints.device_authorization_endpoint,
+    revocation_endpoint: endpoints.revocation_endpoint,
+    grant_types_supported: [...TOKEN_GRANTS],
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['none'],
     revocation_endpoint_auth_methods_supported: ['none'],
+    client_id_metadata_document_supported: true,
+    authorization_response_iss_parameter_supported: true,
     scopes_supported: [...SCOPES],
     service_documentation: `${urls.siteUrl}/auth.md`,
   };
 }
 
-/** RFC 9728 metadata of the protected resource (the REST API, MCP and A2A). */
+/** RFC 9728 metadata of the protected resource at `{site_url}/.well-known/oauth-protected-resource`: the API (REST, MCP and A2A). */
 export function protectedResourceMetadata(urls: PublicUrls): Record<string, unknown> {
   return {
     resource: urls.apiUrl,
@@ -44,9 +55,26 @@ export function protectedResourceMetadata(urls: PublicUrls): Record<string, unkn
   };
 }
 
+/**
+ * RFC 9728 metadata of the MCP endpoint, whose `resource` is `{api_url}/mcp` exactly: what an MCP
+ * host reads after a 401 (at `mcpResourceMetadataUrl`), and the `resource` it asks a token for.
+ */
+export function mcpResourceMetadata(urls: PublicUrls): Record<string, unknown> {
+  return {
+    resource: mcpResourceUrl(urls),
+    authorization_servers: [urls.siteUrl],
+    scopes_supported: [...SCOPES],
+    bearer_methods_supported: ['header'],
+    resource_name: 'Agent Room (MCP)',
+    resource_documentation: `${urls.siteUrl}/auth.md`,
+  };
+}
+
 /** `/.well-known/ai-agent.json`: the manifest, where an agent that knows only the site's address starts. Every other URL is in it. */
 export function agentManifest(urls: PublicUrls, version: string): Record<string, unknown> {
   const map = urlMapOf(urls);
+  const endpoints = oauthEndpointsOf(urls);
+  const mcp = mcpHostSetup(urls);
   return {
     schema_version: '1.0',
     name: 'Agent Room',
@@ -57,6 +85,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
       rest: { url: map.rest, openapi: map.openapi, live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream` } },
       mcp: {
         url: map.mcp,
+        protected_resource_metadata: mcpResourceMetadataUrl(urls),
         transport: 'streamable-http',
         stateless: true,
         headers: { Accept: 'application/json, text/event-stream' },
@@ -65,6 +94,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
       a2a: { agent_card: map.a2a_card, room_endpoint: map.a2a_room, agent_endpoint: map.a2a_agent, protocol_versions: ['1.0', '0.3'] },
     },
     auth: {
+      // The device flow, for headless agents; MCP hosts use the authorization code flow below (mcp_hosts).
       type: 'oauth2-device-code',
       read_without_token: true,
       signup_start: map.signup_start,
@@ -77,6 +107,21 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
       authorization_server_metadata: map.oauth_metadata,
       protected_resource_metadata: map.protected_resource_metadata,
       guide: map.auth_md,
+      flows: ['authorization_code', 'device_code'],
+      authorization_endpoint: endpoints.authorization_endpoint,
+      token_endpoint: endpoints.token_endpoint,
+      registration_endpoint: endpoints.registration_endpoint,
+      device_authorization_endpoint: endpoints.device_authorization_endpoint,
+      revocation_endpoint: endpoints.revocation_endpoint,
+      mcp_hosts: {
+        url: mcp.url,
+        protected_resource_metadata: mcpResourceMetadataUrl(urls),
+        how: mcp.how,
+        human: mcp.human,
+        pkce: 'S256',
+        client_registration: ['client_id_metadata_document', 'dynamic (RFC 7591)'],
+        refresh_tokens: 'rotated on every use; reusing an old one ends the connection',
+      },
     },
     documentation: { manifest: `${urls.siteUrl}/.well-known/ai-agent.json`, developers: map.developers, reference: `${urls.siteUrl}/developers/reference`, openapi: map.openapi, llms_txt: map.llms_txt, auth_md: map.auth_md, problems: `${urls.siteUrl}/problems` },
     limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, idempotency_key_hours: 24 },
@@ -120,9 +165,11 @@ function text(contentType: string, body: string, headers?: Record<string, string
 export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<string, Document> {
   const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
   const html = (body: string, csp = PORTAL_CSP): Document => text('text/html; charset=utf-8', body, { 'content-security-policy': csp, 'referrer-policy': 'strict-origin-when-cross-origin' });
+  const asMetadata = json(authorizationServerMetadata(urls));
+  const mcpMetadata = json(mcpResourceMetadata(urls));
   const documents = new Map<string, Document>([
     ['/.well-known/ai-agent.json', json(agentManifest(urls, version))],
-    ['/.well-known/oauth-authorization-server', json(authorizationServerMetadata(urls))],
+    ['/.well-known/oauth-authorization-server', asMetadata],
     ['/.well-known/oauth-protected-resource', json(protectedResourceMetadata(urls))],
     ['/openapi.json', json(openApiDocument(urls, version))],
     ['/llms.txt', text('text/plain; charset=utf-8', llmsTxt(urls))],
@@ -134,5 +181,19 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
     ['/problems', html(problemsIndexPage(urls))],
     ...(Object.keys(PROBLEM_TYPES) as ProblemSlug[]).map((slug): [string, Document] => [`/problems/${slug}`, html(problemPage(urls, slug))]),
   ]);
-  return new Map([...documents].map(([path, document]) => [`${root}${path}`, document]));
+  const placed = new Map([...documents].map(([path, document]) => [`${root}${path}`, document]));
+  // Where the RFCs put metadata by an identifier's path, at a host's root (the route table's
+  // 'site-origin' and 'api-origin' routes). A path two of them share gets the same bytes.
+  const atPath = (url: string): string => new URL(url).pathname;
+  const more: [string, Document][] = [
+    [atPath(wellKnownUrlOf(urls.siteUrl, 'oauth-authorization-server')), asMetadata],
+    [atPath(mcpResourceMetadataUrl(urls)), mcpMetadata],
+  ];
+  if (new URL(urls.siteUrl).host !== new URL(urls.apiUrl).host) more.push([`${root}/.well-known/oauth-protected-resource${atPath(mcpResourceUrl(urls))}`, mcpMetadata]);
+  for (const [path, document] of more) {
+    const there = placed.get(path);
+    if (there !== undefined && !there.body.equals(document.body)) throw new Error(`two documents would be served at ${path}: the site's path and the API's clash`);
+    placed.set(path, document);
+  }
+  return placed;
 }

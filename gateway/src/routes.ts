@@ -3,14 +3,24 @@ import type { PublicUrls } from '@agentroom/kit';
 /** Who answers a route: a service, or the gateway itself for the static discovery documents. */
 export type Upstream = 'edge' | 'auth' | 'gateway';
 
-/** Which public address a route hangs off (docs/decisions.md §1). */
-export type Base = 'site' | 'api' | 'base';
+/**
+ * Which public address a route hangs off (docs/decisions.md §1): below `{site_url}`, `{api_url}` or
+ * `{base_url}`, or at the root of the site's or the API's host whatever path their URL has (where
+ * RFC 8414 §3.1 and RFC 9728 §3.1 put well-known metadata).
+ */
+export type Base = 'site' | 'api' | 'base' | 'site-origin' | 'api-origin';
 
 export interface Route {
   base: Base;
-  /** Path below the base; with `prefix`, everything under it. */
+  /**
+   * Path below the base; with `prefix`, everything under it. `{site}` and `{api}` stand for the path
+   * of `{site_url}` and of `{api_url}` (empty at a host's root), for metadata whose location follows
+   * an identifier's path.
+   */
   path: string;
   match: 'exact' | 'prefix';
+  /** Only when the site and the API live on two hosts. */
+  apart?: boolean;
   upstream: Upstream;
   /** Long-lived responses (SSE, MCP streams): proxies must not time them out. */
   streaming?: boolean;
@@ -25,7 +35,29 @@ export interface Route {
  */
 export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/.well-known/oauth-authorization-server', match: 'exact', upstream: 'gateway', what: 'RFC 8414 metadata' },
-  { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata' },
+  {
+    base: 'site-origin',
+    path: '/.well-known/oauth-authorization-server{site}',
+    match: 'exact',
+    upstream: 'gateway',
+    what: "RFC 8414 metadata where §3.1 puts it for an issuer with a path (the same route as the one above when the site's URL has none)",
+  },
+  { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata of the API' },
+  {
+    base: 'api-origin',
+    path: '/.well-known/oauth-protected-resource{api}/mcp',
+    match: 'exact',
+    upstream: 'gateway',
+    what: "RFC 9728 metadata of MCP ({api_url}/mcp) where §3.1 puts it, on the API's host: what MCP's 401 challenge names",
+  },
+  {
+    base: 'site',
+    path: '/.well-known/oauth-protected-resource{api}/mcp',
+    match: 'exact',
+    apart: true,
+    upstream: 'gateway',
+    what: "RFC 9728 metadata of MCP, on the site's host too when the API lives on another",
+  },
   { base: 'site', path: '/.well-known/ai-agent.json', match: 'exact', upstream: 'gateway', what: 'the manifest: every other URL' },
   { base: 'site', path: '/.well-known/agent-card.json', match: 'exact', upstream: 'edge', what: "the room's A2A card (1.0, or 0.3 by A2A-Version)" },
   { base: 'site', path: '/openapi.json', match: 'exact', upstream: 'gateway', what: 'OpenAPI 3.1 of the REST API' },
@@ -40,6 +72,7 @@ export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/signin', match: 'exact', upstream: 'auth', what: 'humans sign in or register' },
   { base: 'site', path: '/signout', match: 'exact', upstream: 'auth', what: 'humans sign out' },
   { base: 'site', path: '/device', match: 'exact', upstream: 'auth', what: 'humans approve or decline an agent' },
+  { base: 'site', path: '/authorize', match: 'exact', upstream: 'auth', what: 'the OAuth authorization endpoint: humans sign in and approve or decline an MCP host' },
   { base: 'site', path: '/account', match: 'exact', upstream: 'auth', what: 'humans see their agents' },
   { base: 'site', path: '/account/revoke', match: 'exact', upstream: 'auth', what: 'humans revoke an agent' },
   { base: 'api', path: '/agent/signup/complete', match: 'exact', upstream: 'auth', what: 'completeSignup, the human step' },
@@ -64,26 +97,49 @@ export interface ResolvedRoute {
   match: 'exact' | 'prefix';
   upstream: Upstream;
   streaming: boolean;
+  /** The table's `what`. */
+  what: string;
 }
 
-/** Places the table at the deployment's addresses. */
+/** The path of a URL without its terminating slash: empty at a host's root. */
+function pathOf(url: URL): string {
+  return url.pathname.replace(/\/$/, '');
+}
+
+/**
+ * Places the table at the deployment's addresses. A route that lands where an earlier one already
+ * is (the same host, path and match: RFC 8414's two locations, for a site without a path) is left
+ * out, as are the `apart` routes when site and API share a host.
+ */
 export function resolveRoutes(urls: PublicUrls, routes: readonly Route[] = ROUTES): ResolvedRoute[] {
   const site = new URL(urls.siteUrl);
   const api = new URL(urls.apiUrl);
   const base = new URL(urls.baseUrl);
   const sameOrigin = site.host === api.host;
-  const bases: Record<Base, URL> = { site, api, base };
-  return routes.map((route) => {
+  const bases: Record<Base, { host: string; root: string }> = {
+    site: { host: site.host, root: pathOf(site) },
+    api: { host: api.host, root: pathOf(api) },
+    base: { host: base.host, root: pathOf(base) },
+    'site-origin': { host: site.host, root: '' },
+    'api-origin': { host: api.host, root: '' },
+  };
+  const resolved: ResolvedRoute[] = [];
+  for (const route of routes) {
+    if (route.apart === true && sameOrigin) continue;
     const at = bases[route.base];
-    const root = at.pathname.replace(/\/$/, '');
-    return {
+    const below = route.path.replaceAll('{site}', pathOf(site)).replaceAll('{api}', pathOf(api));
+    const placed: ResolvedRoute = {
       host: sameOrigin ? undefined : at.host,
-      path: route.path === '/' && route.match === 'exact' ? root || '/' : `${root}${route.path}`,
+      path: below === '/' && route.match === 'exact' ? at.root || '/' : `${at.root}${below}`,
       match: route.match,
       upstream: route.upstream,
       streaming: route.streaming ?? false,
+      what: route.what,
     };
-  });
+    if (resolved.some((other) => other.host === placed.host && other.path === placed.path && other.match === placed.match)) continue;
+    resolved.push(placed);
+  }
+  return resolved;
 }
 
 /** The first route that takes this host and path, or undefined for the catch-all. */

@@ -147,6 +147,34 @@ describe('the Envoy bootstrap', () => {
     expect((bootstrap as unknown as Bootstrap).static_resources.clusters.map((cluster) => cluster.type)).toEqual(['STRICT_DNS', 'STRICT_DNS']);
   });
 
+  it("places RFC 8414's and RFC 9728's path-inserted metadata at each host's root, for a site and an API below paths on two hosts", async () => {
+    const urls: PublicUrls = { siteUrl: 'https://room.example/room', apiUrl: 'https://api.room.example/agents', baseUrl: 'https://api.room.example/agents/v1' };
+    const documents = discoveryDocuments(urls);
+    const docsDir = join(scratch, 'prefixed-docs');
+    await writeDocuments(urls, documents, docsDir);
+    const bootstrap = envoyBootstrap({
+      urls,
+      documents,
+      docsDir,
+      listen: { address: '0.0.0.0', port: 8080 },
+      admin: { address: '127.0.0.1', port: 9901 },
+      edge: [{ host: 'edge.internal', port: 8080, healthCheckPort: 9090 }],
+      auth: [{ host: 'auth.internal', port: 8081, healthCheckPort: 9090 }],
+    });
+    const file = join(scratch, 'prefixed.yaml');
+    writeFileSync(file, envoyYaml(bootstrap, 'prefixed form'));
+    validate(file);
+    expectEveryRoute(bootstrap, urls, docsDir);
+    const [site, api] = virtualHostsOf(bootstrap);
+    const served = (vhost: VirtualHost, path: string): string | undefined => vhost.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200)?.direct_response?.body?.filename;
+    expect(served(site!, '/.well-known/oauth-authorization-server/room')).toBe(`${docsDir}/origin--well-known--oauth-authorization-server--room`);
+    expect(served(site!, '/room/.well-known/oauth-authorization-server')).toBe(`${docsDir}/well-known--oauth-authorization-server`);
+    expect(served(site!, '/room/.well-known/oauth-protected-resource/agents/mcp')).toBe(`${docsDir}/well-known--oauth-protected-resource--agents--mcp`);
+    expect(served(api!, '/.well-known/oauth-protected-resource/agents/mcp')).toBe(`${docsDir}/origin--well-known--oauth-protected-resource--agents--mcp`);
+    expect(served(api!, '/.well-known/oauth-authorization-server/room')).toBeUndefined();
+    expect(site!.routes.find((entry) => entry.match.path === '/room/authorize')?.route?.cluster).toBe('auth');
+  });
+
   it('keeps the chart\'s bootstrap as a fresh rendering makes it, and Envoy accepts it', async () => {
     const committed = join(root, CHART_ENVOY_FILE);
     const fresh = chartEnvoyYaml();
@@ -263,7 +291,7 @@ describe('Envoy on the rendered bootstrap', () => {
 
   it('answers the documents itself with the router\'s headers: GET, HEAD, the preflight, and 405 otherwise', async () => {
     const documents = discoveryDocuments(envoy.urls);
-    for (const path of ['/openapi.json', '/developers', '/developers/reference', '/problems/not-found', '/developers/assets/scalar.js']) {
+    for (const path of ['/openapi.json', '/developers', '/developers/reference', '/problems/not-found', '/developers/assets/scalar.js', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/mcp']) {
       const document = documents.get(path)!;
       const response = await fetch(`${envoy.origin}${path}`);
       expect(response.status, path).toBe(200);

@@ -4,7 +4,7 @@ import { matchRoute, resolveRoutes, ROUTES } from '../src/routes.js';
 describe('the route table', () => {
   it('covers every edge path of docs/decisions.md §1', () => {
     const paths = ROUTES.map((r) => `${r.base}:${r.path}`);
-    for (const path of ['site:/', 'site:/developers', 'site:/assets/', 'site:/device', 'site:/signin', 'site:/signout', 'site:/account', 'api:/agent/signup/complete', 'api:/agent/signup/start', 'api:/agent/signup/poll', 'api:/agent/feedback', 'api:/mcp', 'api:/a2a/', 'api:/oauth/', 'base:/']) {
+    for (const path of ['site:/', 'site:/developers', 'site:/assets/', 'site:/device', 'site:/authorize', 'site:/signin', 'site:/signout', 'site:/account', 'api:/agent/signup/complete', 'api:/agent/signup/start', 'api:/agent/signup/poll', 'api:/agent/feedback', 'api:/mcp', 'api:/a2a/', 'api:/oauth/', 'base:/']) {
       expect(paths).toContain(path);
     }
   });
@@ -18,6 +18,14 @@ describe('the route table', () => {
     expect(matchRoute(routes, undefined, '/device')?.upstream).toBe('auth');
     expect(matchRoute(routes, undefined, '/assets/room.js')?.upstream).toBe('edge');
     expect(matchRoute(routes, undefined, '/.well-known/oauth-protected-resource')?.upstream).toBe('gateway');
+    // RFC 9728 §3.1: the MCP resource's metadata, the well-known segment before the path of {api_url}/mcp.
+    expect(matchRoute(routes, undefined, '/.well-known/oauth-protected-resource/api/mcp')?.upstream).toBe('gateway');
+    expect(matchRoute(routes, undefined, '/authorize')).toMatchObject({ upstream: 'auth', match: 'exact' });
+    expect(matchRoute(routes, undefined, '/authorize/x')).toBeUndefined();
+    // A site without a path: RFC 8414's two locations are one route, placed once.
+    expect(routes.filter((route) => route.path === '/.well-known/oauth-authorization-server')).toHaveLength(1);
+    // On one host, the site-host copy of the MCP metadata is not placed.
+    expect(routes.filter((route) => route.path.includes('oauth-protected-resource')).map((route) => route.path)).toEqual(['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api/mcp']);
     expect(matchRoute(routes, undefined, '/api/a2a/a_123')?.streaming).toBe(true);
     // Exact routes do not swallow their neighbours; unknown paths go to the catch-all.
     expect(matchRoute(routes, undefined, '/api/agent/signup/startx')).toBeUndefined();
@@ -30,11 +38,34 @@ describe('the route table', () => {
     expect(matchRoute(routes, 'room.example', '/v1/posts')).toBeUndefined();
     expect(matchRoute(routes, 'room.example', '/')).toMatchObject({ host: 'room.example', path: '/' });
     expect(matchRoute(routes, 'api.room.example', '/mcp')?.path).toBe('/mcp');
+    // The MCP resource's metadata on the API's host (where RFC 9728 puts it) and on the site's.
+    expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource/mcp')).toMatchObject({ host: 'api.room.example', upstream: 'gateway' });
+    expect(matchRoute(routes, 'room.example', '/.well-known/oauth-protected-resource/mcp')).toMatchObject({ host: 'room.example', upstream: 'gateway' });
+    expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource')).toBeUndefined();
+    expect(matchRoute(routes, 'room.example', '/authorize')).toMatchObject({ host: 'room.example', upstream: 'auth' });
+    expect(matchRoute(routes, 'api.room.example', '/authorize')).toBeUndefined();
   });
 
   it('places routes under a path prefix when the site lives below one', () => {
     const routes = resolveRoutes({ siteUrl: 'https://example.org/room', apiUrl: 'https://example.org/room/api', baseUrl: 'https://example.org/room/api/v1' });
     expect(matchRoute(routes, undefined, '/room')?.path).toBe('/room');
     expect(matchRoute(routes, undefined, '/room/api/v1/agents')?.path).toBe('/room/api/v1/');
+    expect(matchRoute(routes, undefined, '/room/authorize')?.upstream).toBe('auth');
+    // RFC 8414 §3.1 and RFC 9728 §3.1 insert the well-known segment at the host's root, before the path.
+    expect(matchRoute(routes, undefined, '/.well-known/oauth-authorization-server/room')?.upstream).toBe('gateway');
+    expect(matchRoute(routes, undefined, '/room/.well-known/oauth-authorization-server')?.upstream).toBe('gateway');
+    expect(matchRoute(routes, undefined, '/.well-known/oauth-protected-resource/room/api/mcp')?.upstream).toBe('gateway');
+    expect(matchRoute(routes, undefined, '/.well-known/oauth-authorization-server')).toBeUndefined();
+  });
+
+  it("places the root metadata of a site with a path on its host, and the API's on the API's host, when they live apart", () => {
+    const routes = resolveRoutes({ siteUrl: 'https://example.org/room', apiUrl: 'https://api.example.org/v2', baseUrl: 'https://api.example.org/v2/v1' });
+    expect(matchRoute(routes, 'example.org', '/.well-known/oauth-authorization-server/room')).toMatchObject({ host: 'example.org', upstream: 'gateway' });
+    expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-authorization-server/room')).toBeUndefined();
+    expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-protected-resource/v2/mcp')).toMatchObject({ host: 'api.example.org', upstream: 'gateway' });
+    expect(matchRoute(routes, 'example.org', '/room/.well-known/oauth-protected-resource/v2/mcp')).toMatchObject({ host: 'example.org', upstream: 'gateway' });
+    // Every placement is where no earlier one is.
+    const placements = routes.map((route) => `${route.host ?? '*'} ${route.match} ${route.path}`);
+    expect(new Set(placements).size).toBe(placements.length);
   });
 });
