@@ -60,7 +60,9 @@ describe('A2A (embedded)', () => {
     // A2A 1.0's JSON, as read off the wire.
     const raw = (await (await fetch(`${app.urls.siteUrl}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<string, unknown>;
     expect(raw.securitySchemes).toMatchObject({ bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } });
-    expect(raw.securityRequirements).toEqual([{ schemes: { bearer: {} } }]);
+    // A bearer token, or OAuth: the authorization code flow (MCP hosts' way) or the device code flow.
+    expect(raw.securityRequirements).toEqual([{ schemes: { bearer: {} } }, { schemes: { oauth2: {} } }, { schemes: { oauth2_device: {} } }]);
+    expect(raw.securitySchemes).toMatchObject({ oauth2: { oauth2SecurityScheme: { flows: { authorizationCode: { authorizationUrl: `${app.urls.siteUrl}/authorize` } } } } });
     expect(JSON.stringify(raw)).not.toContain('$case');
     // An 0.3 client (no A2A-Version header) gets the 0.3 shape of the same card.
     const legacy = await fetch(`${app.urls.siteUrl}/.well-known/agent-card.json`);

@@ -108,16 +108,28 @@ const service = object.extend({
 type Service = z.output<typeof service>;
 const secret = object.extend({ data: stringMap.default({}) });
 const labelSelector = z.looseObject({ matchLabels: stringMap.optional() });
+const policyPort = z.object({ port: portRef, protocol: z.string() });
+const ipBlock = z.object({ cidr: z.string(), except: z.array(z.string()).optional() });
 const networkPolicy = object.extend({
   spec: z.object({
     podSelector: labelSelector,
     policyTypes: z.array(z.string()),
-    ingress: z.array(
-      z.object({
-        from: z.array(z.looseObject({ podSelector: labelSelector.optional(), namespaceSelector: labelSelector.optional() })).optional(),
-        ports: z.array(z.object({ port: portRef, protocol: z.string() })),
-      }),
-    ),
+    ingress: z
+      .array(
+        z.object({
+          from: z.array(z.looseObject({ podSelector: labelSelector.optional(), namespaceSelector: labelSelector.optional() })).optional(),
+          ports: z.array(policyPort),
+        }),
+      )
+      .default([]),
+    egress: z
+      .array(
+        z.object({
+          to: z.array(z.object({ podSelector: labelSelector.optional(), ipBlock: ipBlock.optional() })).optional(),
+          ports: z.array(policyPort),
+        }),
+      )
+      .default([]),
   }),
 });
 const hpa = object.extend({ spec: z.looseObject({ scaleTargetRef: z.object({ kind: z.string(), name: z.string(), apiVersion: z.string() }), minReplicas: z.number(), maxReplicas: z.number() }) });
@@ -341,7 +353,10 @@ const LEFT_TO_DEFAULT: Record<ServiceName, string[]> = {
   // PORT only makes the default SITE_URL, which the chart always sets.
   room: ['PORT'],
   messaging: ['PORT'],
-  auth: ['PORT', 'PASSWORD_HASH_COST'],
+  // OAUTH_CIMD_ALLOW_LOOPBACK lets auth read client metadata documents on loopback addresses, for
+  // tests on one machine: never set (a test below says so). OAUTH_ACCESS_TOKEN_TTL_SECONDS keeps its
+  // hour unless extraEnv sets it.
+  auth: ['PORT', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS'],
   edge: ['PORT', 'LIVE_HEARTBEAT_MS', 'LIVE_MAX_BUFFERED_BYTES'],
 };
 
@@ -415,6 +430,16 @@ describe("each service's environment fits its own zod schema", () => {
       expect(refs[0]?.name, name).toBe(name.includes('own-secret') || name === 'external-secret' ? 'my-secrets' : FULLNAME);
       const value = r.secretValue(refs[0]!.name, refs[0]!.key);
       if (value !== undefined) expect(Buffer.byteLength(value)).toBeGreaterThanOrEqual(32);
+    }
+  });
+
+  it('OAUTH_CIMD_ALLOW_LOOPBACK is never set: a deployment reads no client metadata document on a loopback address', () => {
+    for (const [name, r] of rendered) {
+      for (const w of r.workloads().values()) {
+        for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
+          expect(c.env.map((v) => v.name), `${name} ${c.name}`).not.toContain('OAUTH_CIMD_ALLOW_LOOPBACK');
+        }
+      }
     }
   });
 
@@ -695,11 +720,12 @@ function socketAddresses(node: unknown, healthPort?: number): { host: string; po
 
 // ---------------------------------------------------------------------------------------------
 
-/** The flows the NetworkPolicies admit, as `from -> to:port` (anyone, prometheus, or a component). */
+/** The flows the ingress NetworkPolicies admit, as `from -> to:port` (anyone, prometheus, or a component). */
 function flows(r: Rendered): string[] {
   const found: string[] = [];
   for (const o of r.all('NetworkPolicy')) {
     const policy = networkPolicy.parse(o);
+    if (!policy.spec.policyTypes.includes('Ingress')) continue;
     expect(policy.spec.policyTypes).toEqual(['Ingress']);
     const target = policy.spec.podSelector.matchLabels?.[COMPONENT];
     expect(policy.spec.podSelector.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
@@ -718,6 +744,70 @@ function flows(r: Rendered): string[] {
   }
   return found.sort();
 }
+
+/** The public internet, as auth's egress rule for client metadata documents names it. */
+const PUBLIC_V4 = { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8'] };
+const PUBLIC_V6 = { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::1/128'] };
+
+/**
+ * The flows the egress NetworkPolicies admit, as `from -> to:port[/UDP]`: a component, `public` (the
+ * internet without private ranges), or `any` (any address).
+ */
+function egressFlows(r: Rendered): string[] {
+  const found: string[] = [];
+  for (const o of r.all('NetworkPolicy')) {
+    const policy = networkPolicy.parse(o);
+    if (!policy.spec.policyTypes.includes('Egress')) continue;
+    expect(policy.spec.policyTypes).toEqual(['Egress']);
+    expect(policy.spec.podSelector.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
+    const source = policy.spec.podSelector.matchLabels?.[COMPONENT];
+    for (const rule of policy.spec.egress) {
+      const targets = (rule.to ?? [undefined]).map((peer) => {
+        if (peer === undefined) return 'any';
+        if (peer.ipBlock) {
+          expect([PUBLIC_V4, PUBLIC_V6]).toContainEqual(peer.ipBlock);
+          return 'public';
+        }
+        expect(peer.podSelector?.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
+        return peer.podSelector?.matchLabels?.[COMPONENT] ?? '?';
+      });
+      for (const target of new Set(targets)) {
+        for (const p of rule.ports) {
+          const port = typeof p.port === 'number' ? p.port : r.port(target, p.port);
+          found.push(`${source} -> ${target}:${port}${p.protocol === 'TCP' ? '' : `/${p.protocol}`}`);
+        }
+      }
+    }
+  }
+  return found.sort();
+}
+
+describe("auth's egress", () => {
+  it('auth reaches exactly what it calls: DNS, room, Redis, and HTTPS on public addresses for client metadata documents', () => {
+    expect(egressFlows(of('defaults'))).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> public:443', 'auth -> redis:6379', 'auth -> room:50051']);
+    // Both address families, each without its private, loopback, link-local and shared ranges.
+    const policy = networkPolicy.parse(of('defaults').find('NetworkPolicy', `${FULLNAME}-auth-egress`));
+    expect(policy.spec.egress.find((rule) => rule.ports.some((p) => p.port === 443))?.to).toEqual([{ ipBlock: PUBLIC_V4 }, { ipBlock: PUBLIC_V6 }]);
+  });
+
+  it('the room it may reach is where ROOM_ADDR leads', () => {
+    const r = of('defaults');
+    const [, port] = dialTarget(r.deployment('auth').spec.template.spec.containers[0]!.env.find((v) => v.name === 'ROOM_ADDR')!.value!);
+    expect(egressFlows(r)).toContain(`auth -> room:${port}`);
+  });
+
+  it('an external Redis is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
+    expect(egressFlows(of('external-secret'))).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> any:6379', 'auth -> public:443', 'auth -> room:50051']);
+    const ports = await render('egress-redis-ports', { redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } }, auth: { egress: { externalRedisPorts: [7000, 7001] } } });
+    expect(egressFlows(ports).filter((flow) => flow.startsWith('auth -> any:7'))).toEqual(['auth -> any:7000', 'auth -> any:7001']);
+    expect(of('external-url').find('NetworkPolicy', `${FULLNAME}-auth-egress`)).toBeUndefined();
+  });
+
+  it('auth.egress.clientMetadata.enabled=false leaves auth no way out to the internet', async () => {
+    const off = await render('egress-no-metadata', { auth: { egress: { clientMetadata: { enabled: false } } } });
+    expect(egressFlows(off)).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> redis:6379', 'auth -> room:50051']);
+  });
+});
 
 describe('NetworkPolicies', () => {
   const EXPECTED = [

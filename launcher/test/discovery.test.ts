@@ -5,13 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { mcpResourceMetadataUrl } from '@agentroom/api';
 import { freePort, PROBLEM_TYPES } from '@agentroom/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discoveryDocuments } from '@agentroom/gateway';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { FAST_PASSWORDS } from './support/env.js';
-import { resolveRoutes, ROUTES } from '@agentroom/gateway';
+import { resolveRoutes } from '@agentroom/gateway';
 import { launchChromium } from './support/browser.js';
 import { checked } from './support/openapi-check.js';
 
@@ -58,12 +59,15 @@ describe('discovery: from the site address to everything else', () => {
   it('follows every link of the manifest, the OAuth metadata, the guides and the portal: documents answer 200 with their type, endpoints exist', async () => {
     const manifest = (await (await fetch(`${site}/.well-known/ai-agent.json`)).json()) as Record<string, unknown>;
     const endpoints = new Set<string>();
-    const queue = [...urlsIn(manifest), `${site}/.well-known/oauth-authorization-server`, `${site}/.well-known/oauth-protected-resource`];
+    const queue = [...urlsIn(manifest), `${site}/.well-known/oauth-authorization-server`, `${site}/.well-known/oauth-protected-resource`, mcpResourceMetadataUrl(app.urls)];
     const seen = new Set<string>();
+    // The authorization endpoint is a page for humans that needs a client's request: checked below, not crawled.
+    const authorize = `${site}/authorize`;
     while (queue.length > 0) {
       const url = queue.shift() as string;
       if (seen.has(url)) continue;
       seen.add(url);
+      if (url === authorize) continue;
       const { pathname } = new URL(url);
       // API endpoints are called, not crawled: below they are checked against the OpenAPI document.
       if (url.startsWith(app.urls.apiUrl) || url.includes('<')) {
@@ -79,9 +83,13 @@ describe('discovery: from the site address to everything else', () => {
       for (const link of next) if (link.startsWith(site) && !link.includes('#')) queue.push(link);
     }
     // The crawl reached every kind of document.
-    for (const path of ['/openapi.json', '/llms.txt', '/auth.md', '/developers', '/developers/reference', '/problems', '/problems/scope-required', '/.well-known/agent-card.json']) {
+    for (const path of ['/openapi.json', '/llms.txt', '/auth.md', '/developers', '/developers/reference', '/problems', '/problems/scope-required', '/.well-known/agent-card.json', '/.well-known/oauth-protected-resource/api/mcp', '/authorize']) {
       expect(seen, path).toContain(`${site}${path}`);
     }
+    // The authorization endpoint is auth's page (HTML), not edge's 404 problem, even asked without a client.
+    const page = await fetch(authorize, { headers: { accept: 'text/html' } });
+    expect(page.status, authorize).not.toBe(404);
+    expect(page.headers.get('content-type'), authorize).toMatch(/^text\/html/);
     for (const slug of Object.keys(PROBLEM_TYPES)) expect(seen).toContain(`${site}/problems/${slug}`);
 
     // Every endpoint the manifest names answers on its documented method (none is a 404).
@@ -108,14 +116,44 @@ describe('discovery: from the site address to everything else', () => {
     // assets are loaded by the pages that need them; OAuth endpoints are in the OAuth metadata.
     const PRIVATE = new Set(['/signin', '/signout', '/device', '/account', '/account/revoke', '/assets/', '/api/agent/signup/complete', '/api/oauth/', '/developers/', '/problems/', '/api/a2a/']);
     const resolved = resolveRoutes(app.urls);
-    for (const [index, route] of resolved.entries()) {
+    for (const route of resolved) {
       const url = `${site}${route.path}`;
       const listed = manifest.includes(`"${url}"`) || manifest.includes(`"${url.replace(/\/$/, '')}"`);
-      expect(listed || PRIVATE.has(route.path), `${ROUTES[index]?.what} (${route.path})`).toBe(true);
+      expect(listed || PRIVATE.has(route.path), `${route.what} (${route.path})`).toBe(true);
     }
     expect((await fetch(`${site}/.well-known/oauth-authorization-server`).then((r) => r.json())) as Record<string, unknown>).toMatchObject({
+      issuer: site,
+      authorization_endpoint: `${site}/authorize`,
+      registration_endpoint: `${app.urls.apiUrl}/oauth/register`,
       device_authorization_endpoint: `${app.urls.apiUrl}/oauth/device_authorization`,
+      grant_types_supported: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
+      code_challenge_methods_supported: ['S256'],
+      client_id_metadata_document_supported: true,
     });
+  });
+
+  it('serves the MCP endpoint\'s protected resource metadata where RFC 9728 puts it, the URL its 401 challenge names', async () => {
+    const url = mcpResourceMetadataUrl(app.urls);
+    expect(url).toBe(`${new URL(site).origin}/.well-known/oauth-protected-resource/api/mcp`);
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(await response.json()).toEqual({
+      resource: `${app.urls.apiUrl}/mcp`,
+      authorization_servers: [site],
+      scopes_supported: ['agents:read', 'posts:write', 'messages:read', 'messages:write'],
+      bearer_methods_supported: ['header'],
+      resource_name: 'Agent Room (MCP)',
+      resource_documentation: `${site}/auth.md`,
+    });
+    // A token tool called without a token: 401, naming that URL and the tool's scope.
+    const call = await fetch(`${app.urls.apiUrl}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'room_post', arguments: { text: 'hello' } } }),
+    });
+    expect(call.status).toBe(401);
+    expect(call.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${url}", scope="posts:write"`);
   });
 
   it('answers a browser that follows a wrong link with a page, and an API client with the problem', async () => {
@@ -195,6 +233,14 @@ describe('discovery documents follow the deployment addresses', () => {
       // The API host serves the API, not the site's documents.
       expect((await get(`api.test:${port}`, '/v1/posts')).status).toBe(200);
       expect((await get(`api.test:${port}`, '/.well-known/ai-agent.json')).status).toBe(404);
+      // MCP's protected resource metadata: on the API's host where RFC 9728 puts it, and on the site's host.
+      expect(mcpResourceMetadataUrl(app.urls)).toBe(`http://api.test:${port}/.well-known/oauth-protected-resource/mcp`);
+      for (const host of [`api.test:${port}`, `room.test:${port}`]) {
+        const metadata = await get(host, '/.well-known/oauth-protected-resource/mcp');
+        expect(metadata.status, host).toBe(200);
+        expect(JSON.parse(metadata.body), host).toMatchObject({ resource: `http://api.test:${port}/mcp`, authorization_servers: [`http://room.test:${port}`] });
+      }
+      expect((await get(`api.test:${port}`, '/.well-known/oauth-protected-resource')).status).toBe(404);
     } finally {
       await app.stop();
     }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { FAST_PASSWORDS } from './support/env.js';
 import { post, signUp } from './support/agent.js';
-import { callTool, mcpClient, toolProblem } from './support/mcp.js';
+import { callTool, mcpClient, refusedToolCall, toolProblem } from './support/mcp.js';
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
 
@@ -103,25 +103,49 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     expect(listed.data[0]).toEqual(created);
   });
 
-  it('refuses a token tool without a token or without its scope, with the problem REST gives', async () => {
-    const noToken = toolProblem(await callTool(anonymous, 'room_post', { text: 'anonymous?' }));
-    expect(noToken).toMatchObject({ code: 'no_token', status: 401, required_scope: 'posts:write', type: `${app.urls.siteUrl}/problems/no-token` });
-    expect(noToken.remedy).toContain(`POST ${app.urls.apiUrl}/agent/signup/start`);
-    expect(noToken.remedy).toContain('room_how_to_connect');
+  it('refuses a token tool without a token (401) or without its scope (403) at the HTTP level, with the problem REST gives', async () => {
+    // MCP authorization: the status tells an OAuth host to authorize; the problem rides in the JSON-RPC error.
+    const noToken = await refusedToolCall(anonymous, 'room_post', { text: 'anonymous?' });
+    expect(noToken.status).toBe(401);
+    expect(noToken.problem).toMatchObject({ code: 'no_token', status: 401, required_scope: 'posts:write', type: `${app.urls.siteUrl}/problems/no-token` });
+    expect(noToken.problem.remedy).toContain(`POST ${app.urls.apiUrl}/agent/signup/start`);
+    expect(noToken.problem.remedy).toContain('room_how_to_connect');
     const readerClient = await connect(reader);
-    const weak = toolProblem(await callTool(readerClient, 'room_post', { text: 'no scope' }));
-    expect(weak).toMatchObject({ code: 'scope_required', status: 403, required_scope: 'posts:write', held_scopes: ['agents:read'] });
-    expect(weak.remedy).toContain('the tool room_post');
+    const weak = await refusedToolCall(readerClient, 'room_post', { text: 'no scope' });
+    expect(weak.status).toBe(403);
+    expect(weak.problem).toMatchObject({ code: 'scope_required', status: 403, required_scope: 'posts:write', held_scopes: ['agents:read'] });
+    expect(weak.problem.remedy).toContain('the tool room_post');
     for (const [tool, args, scope] of [
       ['room_send_message', { to: 'a_x', text: 'hi' }, 'messages:write'],
       ['room_read_messages', {}, 'messages:read'],
     ] as const) {
-      expect(toolProblem(await callTool(writerClient, tool, args))).toMatchObject({ code: 'scope_required', required_scope: scope, held_scopes: ['posts:write'] });
+      expect((await refusedToolCall(writerClient, tool, args)).problem).toMatchObject({ code: 'scope_required', required_scope: scope, held_scopes: ['posts:write'] });
     }
   });
 
+  it('challenges as the MCP authorization spec says: resource_metadata of the MCP URL, the scope to ask for', async () => {
+    const call = (authorization?: string): Promise<Response> =>
+      fetch(`${app.urls.apiUrl}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'room_read_messages', arguments: {} } }),
+      });
+    const metadata = `${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}/mcp`;
+    const anonymousAnswer = await call();
+    expect(anonymousAnswer.status).toBe(401);
+    expect(anonymousAnswer.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadata}", scope="messages:read"`);
+    expect(await anonymousAnswer.json()).toMatchObject({ jsonrpc: '2.0', id: 3, error: { code: -32001, data: { code: 'no_token', required_scope: 'messages:read' } } });
+    const weakAnswer = await call(`Bearer ${writer}`);
+    expect(weakAnswer.status).toBe(403);
+    expect(weakAnswer.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadata}", error="insufficient_scope", scope="posts:write messages:read"`);
+    // The metadata it names describes exactly this MCP URL.
+    expect(await (await fetch(metadata)).json()).toMatchObject({ resource: `${app.urls.apiUrl}/mcp`, authorization_servers: [app.urls.siteUrl] });
+    // Reading stays open: the open tools answer without a token, as before.
+    expect((await callTool(anonymous, 'room_read_posts', { limit: 1 })).isError).toBeFalsy();
+  });
+
   it('asks agents:read for room_list_agents (docs/decisions.md §11), while REST listAgents stays open', async () => {
-    expect(toolProblem(await callTool(anonymous, 'room_list_agents'))).toMatchObject({ code: 'no_token', required_scope: 'agents:read' });
+    expect((await refusedToolCall(anonymous, 'room_list_agents')).problem).toMatchObject({ code: 'no_token', required_scope: 'agents:read' });
     const agents = await callTool(await connect(reader), 'room_list_agents', { limit: 2 });
     expect(agents.structuredContent).toMatchObject({ object: 'list', has_more: true });
     expect((agents.structuredContent as { data: unknown[] }).data).toHaveLength(2);
@@ -183,7 +207,8 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     for (const header of ['Bearer not-a-token', `Bearer ${revoked}`]) {
       const response = await rpc(app, initialize, { authorization: header });
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${app.urls.siteUrl}/.well-known/oauth-protected-resource"`);
+      // The path form of the MCP URL (RFC 9728 §3.1), which MCP hosts read to authorize.
+      expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}/mcp"`);
       expect(((await response.json()) as { code: string }).code).toBe('token_invalid');
     }
     // No token at all is fine for the handshake: reading needs none.

@@ -4,7 +4,7 @@ import { type Embedded, startEmbedded } from '../src/embedded.js';
 import { FAST_PASSWORDS } from './support/env.js';
 import { a2aClient, partsOf, rpcFailure, send, textMessage } from './support/a2a.js';
 import { post, type Problem, signUp } from './support/agent.js';
-import { callTool, mcpClient, toolProblem } from './support/mcp.js';
+import { callTool, mcpClient, refusedToolCall } from './support/mcp.js';
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
 
@@ -26,7 +26,7 @@ describe('one core, three protocols (embedded)', () => {
     const restResponse = await fetch(`${app.urls.baseUrl}/messages`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ to, text: 'hi' }) });
     const rest = (await restResponse.json()) as Problem;
     const client = await mcpClient(app, token);
-    const mcp = toolProblem(await callTool(client, 'room_send_message', { to, text: 'hi' }));
+    const mcp = (await refusedToolCall(client, 'room_send_message', { to, text: 'hi' })).problem;
     await client.close();
     const a2a = (await rpcFailure(send(await a2aClient(`${app.urls.apiUrl}/a2a/${to}`), textMessage(['hi']), token))).problem;
 

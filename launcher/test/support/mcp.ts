@@ -1,5 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Embedded } from '../../src/embedded.js';
 import type { Problem } from './agent.js';
 
@@ -34,4 +34,22 @@ export function toolProblem(result: ToolResult): Problem {
   if (result.structuredContent !== undefined) throw new Error('a refused tool call must not carry structuredContent');
   const text = result.content[0]?.text ?? '';
   return JSON.parse(text) as Problem;
+}
+
+/**
+ * A token tool refused at the HTTP level (MCP authorization: 401 without a token, 403 without the
+ * scope): the SDK client without an OAuth provider throws, and the JSON-RPC error it read carries
+ * the problem document in its `data`.
+ */
+export async function refusedToolCall(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ status: number; problem: Problem }> {
+  try {
+    await client.callTool({ name, arguments: args });
+  } catch (error) {
+    if (!(error instanceof StreamableHTTPError)) throw error;
+    const body = error.message.slice(error.message.indexOf('{'));
+    const parsed = JSON.parse(body) as { jsonrpc: string; error: { code: number; message: string; data: Problem } };
+    if (parsed.jsonrpc !== '2.0' || parsed.error.code !== -32001) throw new Error(`not a JSON-RPC authorization error: ${body.slice(0, 300)}`);
+    return { status: error.code ?? 0, problem: parsed.error.data };
+  }
+  throw new Error(`expected ${name} to be refused at the HTTP level`);
 }

@@ -11,7 +11,7 @@ import {
   startRedisServer,
 } from '@agentroom/kit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { DeviceFlow, Human, Session, TokenRecord } from '../src/records.js';
+import type { AuthorizationCode, AuthorizationRequest, Connection, DeviceFlow, Human, OAuthClient, RefreshTokenRecord, Session, TokenRecord } from '../src/records.js';
 import type { AuthStore, Revocation, RevocationWatcher } from '../src/store.js';
 import { MemoryAuthStore } from '../src/store-memory.js';
 import { RedisAuthStore } from '../src/store-redis.js';
@@ -80,6 +80,86 @@ function token(overrides: Partial<TokenRecord> = {}): TokenRecord {
     expiresAt: time + 86_400_000,
     ...overrides,
   };
+}
+
+const DAY = 86_400_000;
+let oauthRecords = 0;
+
+function connection(overrides: Partial<Connection> = {}): Connection {
+  oauthRecords += 1;
+  return {
+    id: `con_${oauthRecords}`,
+    clientId: 'cl_host',
+    clientName: 'Host {of} Ada',
+    clientKind: 'registered',
+    humanId: 'h_ada',
+    humanLabel: 'Ada',
+    agentId: 'a_agent0001',
+    agentName: 'scout',
+    scopes: ['posts:write'],
+    createdAt: time,
+    lastUsedAt: time,
+    expiresAt: time + 90 * DAY,
+    ...overrides,
+  };
+}
+
+function authorizationCode(overrides: Partial<AuthorizationCode> = {}): AuthorizationCode {
+  oauthRecords += 1;
+  return {
+    hash: `code${oauthRecords}`,
+    clientId: 'cl_host',
+    redirectUri: 'http://127.0.0.1:8976/callback',
+    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    connectionId: 'con_1',
+    expiresAt: time + 60_000,
+    ...overrides,
+  };
+}
+
+function refreshRecord(overrides: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord {
+  oauthRecords += 1;
+  return { hash: `refresh${oauthRecords}`, connectionId: 'con_1', clientId: 'cl_host', expiresAt: time + 90 * DAY, ...overrides };
+}
+
+function authorizationRequest(overrides: Partial<AuthorizationRequest> = {}): AuthorizationRequest {
+  oauthRecords += 1;
+  return {
+    id: `req${oauthRecords}`,
+    clientId: 'https://host.example/client.json',
+    redirectUri: 'https://host.example/callback',
+    state: 'a state: {with} "quotes"',
+    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    scopes: ['posts:write', 'messages:read'],
+    resource: 'https://room.example/api/mcp',
+    createdAt: time,
+    expiresAt: time + 600_000,
+    ...overrides,
+  };
+}
+
+function oauthClient(overrides: Partial<OAuthClient> = {}): OAuthClient {
+  oauthRecords += 1;
+  return {
+    clientId: `cl_${oauthRecords}`,
+    kind: 'registered',
+    clientName: 'Host',
+    redirectUris: ['http://127.0.0.1:8976/callback', 'com.example.host:/callback'],
+    grantTypes: ['authorization_code', 'refresh_token'],
+    responseTypes: ['code'],
+    createdAt: time,
+    registeredFrom: '127.0.0.1',
+    ...overrides,
+  };
+}
+
+/**
+ * Lets `ms` pass for both stores: the memory store reads the test's clock, Redis expires keys on
+ * its own, so the clock moves and the test waits as long.
+ */
+async function elapse(ms: number): Promise<void> {
+  time += ms;
+  await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
@@ -202,6 +282,148 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
       expect(listed[1]).not.toHaveProperty('provisioned');
       await store.updateToken({ ...provisioned, revokedAt: time });
       expect(await store.tokenById(provisioned.id)).toEqual({ ...provisioned, revokedAt: time });
+    });
+  });
+
+  describe('OAuth records', () => {
+    it('keeps a record by kind and id, apart from other kinds with the same id, until deleted', async () => {
+      const client = oauthClient({ clientId: 'shared-id' });
+      const request = authorizationRequest({ id: 'shared-id' });
+      await store.putRecord('client', 'shared-id', client, time + DAY);
+      await store.putRecord('authorization', 'shared-id', request, request.expiresAt);
+      expect(await store.record('client', 'shared-id')).toEqual(client);
+      expect(await store.record('authorization', 'shared-id')).toEqual(request);
+      expect(await store.record('code', 'shared-id')).toBeUndefined();
+      expect(await store.record('client', 'cl_nothing')).toBeUndefined();
+      await store.deleteRecord('client', 'shared-id');
+      expect(await store.record('client', 'shared-id')).toBeUndefined();
+      expect(await store.record('authorization', 'shared-id')).toEqual(request);
+      // Deleting what is not there is no error.
+      await store.deleteRecord('client', 'shared-id');
+      await store.deleteRecord('code', 'never-stored');
+    });
+
+    it('answers a copy: changing what it answered changes nothing stored', async () => {
+      const c = connection();
+      await store.putRecord('connection', c.id, c, c.expiresAt, c.humanId);
+      const read = await store.record('connection', c.id);
+      read?.scopes.push('messages:write');
+      c.scopes.push('agents:read');
+      expect((await store.record('connection', c.id))?.scopes).toEqual(['posts:write']);
+    });
+
+    it('replaces a record in place with updateRecord; a record that is gone stays gone', async () => {
+      const c = connection();
+      await store.putRecord('connection', c.id, c, c.expiresAt, c.humanId);
+      const revoked = { ...c, revokedAt: time, refreshHash: 'refresh-hash' };
+      await store.updateRecord('connection', c.id, revoked);
+      expect(await store.record('connection', c.id)).toEqual(revoked);
+      const never = connection();
+      await store.updateRecord('connection', never.id, never);
+      expect(await store.record('connection', never.id)).toBeUndefined();
+      await store.deleteRecord('connection', c.id);
+      await store.updateRecord('connection', c.id, revoked);
+      expect(await store.record('connection', c.id)).toBeUndefined();
+    });
+
+    it('keeps the retention of put through update and use, and forgets the record when it ends', async () => {
+      const code = authorizationCode();
+      const refresh = refreshRecord();
+      const c = connection();
+      await store.putRecord('code', code.hash, code, time + 400);
+      await store.putRecord('refresh', refresh.hash, refresh, time + 400);
+      await store.putRecord('connection', c.id, c, time + 400, c.humanId);
+      await elapse(200);
+      await store.updateRecord('connection', c.id, { ...c, lastUsedAt: time });
+      expect((await store.useRecord('code', code.hash, time))?.first).toBe(true);
+      expect((await store.useRecord('refresh', refresh.hash, time))?.first).toBe(true);
+      expect(await store.record('connection', c.id)).toEqual({ ...c, lastUsedAt: time });
+      expect(await store.record('code', code.hash)).toEqual({ ...code, usedAt: time });
+      // 500 ms after put: past the retention put gave, not past 400 ms counted again from the update or the use.
+      await elapse(300);
+      expect(await store.record('code', code.hash)).toBeUndefined();
+      expect(await store.record('refresh', refresh.hash)).toBeUndefined();
+      expect(await store.record('connection', c.id)).toBeUndefined();
+      expect(await store.useRecord('code', code.hash, time)).toBeUndefined();
+      expect(await store.recordsOf('connection', c.humanId)).toEqual([]);
+      // Nor does an update bring it back.
+      await store.updateRecord('connection', c.id, c);
+      expect(await store.record('connection', c.id)).toBeUndefined();
+    });
+
+    it('marks a single-use record used once: first: true with the record as it was, then first: false with when it was used', async () => {
+      for (const [kind, id, record] of [
+        ['code', 'c', authorizationCode()],
+        ['refresh', 'r', refreshRecord()],
+        ['authorization', 'a', authorizationRequest()],
+      ] as const) {
+        await store.putRecord(kind, id, record, time + DAY);
+        const usedAt = time + 5;
+        expect(await store.useRecord(kind, id, usedAt), kind).toEqual({ record, first: true });
+        time += 1_000;
+        expect(await store.useRecord(kind, id, time), kind).toEqual({ record: { ...record, usedAt }, first: false });
+        expect(await store.useRecord(kind, id, time), kind).toEqual({ record: { ...record, usedAt }, first: false });
+        expect(await store.record(kind, id), kind).toEqual({ ...record, usedAt });
+        expect(await store.useRecord(kind, `${id}-unknown`, time), kind).toBeUndefined();
+      }
+    });
+
+    it('gives first: true to exactly one of 20 concurrent uses', async () => {
+      const code = authorizationCode();
+      await store.putRecord('code', code.hash, code, time + DAY);
+      const uses = await Promise.all(Array.from({ length: 20 }, (_, i) => store.useRecord('code', code.hash, time + i)));
+      const firsts = uses.filter((use) => use?.first === true);
+      expect(firsts).toHaveLength(1);
+      expect(firsts[0]?.record).toEqual(code);
+      expect(uses.every((use) => use !== undefined)).toBe(true);
+      const usedAt = (await store.record('code', code.hash))?.usedAt;
+      expect(usedAt).toBeGreaterThanOrEqual(time);
+      expect(usedAt).toBeLessThan(time + 20);
+      for (const use of uses.filter((u) => u?.first === false)) expect(use?.record).toEqual({ ...code, usedAt });
+    });
+
+    it("lists an owner's records of a kind newest first, without other owners', other kinds' or deleted ones", async () => {
+      const oldest = connection();
+      await store.putRecord('connection', oldest.id, oldest, oldest.expiresAt, 'h_ada');
+      time += 1_000;
+      const middle = connection();
+      await store.putRecord('connection', middle.id, middle, middle.expiresAt, 'h_ada');
+      const grace = connection({ humanId: 'h_grace' });
+      await store.putRecord('connection', grace.id, grace, grace.expiresAt, 'h_grace');
+      // Not listed: another kind under the same owner, and a connection stored without an owner.
+      const client = oauthClient();
+      await store.putRecord('client', client.clientId, client, time + DAY, 'h_ada');
+      const unlisted = connection();
+      await store.putRecord('connection', unlisted.id, unlisted, unlisted.expiresAt);
+      time += 1_000;
+      const newest = connection();
+      await store.putRecord('connection', newest.id, newest, newest.expiresAt, 'h_ada');
+
+      expect(await store.recordsOf('connection', 'h_ada')).toEqual([newest, middle, oldest]);
+      expect(await store.recordsOf('connection', 'h_grace')).toEqual([grace]);
+      expect(await store.recordsOf('client', 'h_ada')).toEqual([client]);
+      expect(await store.recordsOf('connection', 'h_nobody')).toEqual([]);
+
+      // An update changes what is listed, not where.
+      const revoked = { ...middle, revokedAt: time };
+      await store.updateRecord('connection', middle.id, revoked);
+      expect(await store.recordsOf('connection', 'h_ada')).toEqual([newest, revoked, oldest]);
+
+      await store.deleteRecord('connection', newest.id);
+      expect(await store.recordsOf('connection', 'h_ada')).toEqual([revoked, oldest]);
+    });
+
+    it('drops records past their retention from the list, and keeps the others', async () => {
+      const lasting = connection();
+      await store.putRecord('connection', lasting.id, lasting, time + DAY, 'h_ada');
+      time += 1_000;
+      const brief = connection();
+      await store.putRecord('connection', brief.id, brief, time + 300, 'h_ada');
+      expect((await store.recordsOf('connection', 'h_ada')).map((c) => c.id)).toEqual([brief.id, lasting.id]);
+      await elapse(400);
+      expect(await store.recordsOf('connection', 'h_ada')).toEqual([lasting]);
+      // The one past its retention is gone for good, not only from the list.
+      expect(await store.record('connection', brief.id)).toBeUndefined();
     });
   });
 
@@ -334,6 +556,74 @@ describe('RedisAuthStore', () => {
     await redis.del(`${prefix}:auth:{token-id:tok_1}`);
     expect((await store.tokensOfHuman('h_ada')).map((t) => t.id)).not.toContain('tok_1');
     expect(await redis.zrange(`${prefix}:auth:{human:h_ada}:tokens`, '0', '-1')).not.toContain('tok_1');
+  });
+});
+
+describe('RedisAuthStore OAuth records', () => {
+  const prefix = 'oauthkeys';
+  let store: RedisAuthStore;
+
+  /** The owner lists of the store: their members (sorted, comma-joined) and their TTL. */
+  async function lists(): Promise<Map<string, number>> {
+    const found = new Map<string, number>();
+    for (const key of await redis.keys(`${prefix}:*`)) {
+      if ((await redis.type(key)) !== 'zset') continue;
+      found.set((await redis.zrange(key, '0', '-1')).sort().join(','), await redis.pttl(key));
+    }
+    return found;
+  }
+
+  beforeAll(() => {
+    store = new RedisAuthStore(redis, prefix, clock);
+  });
+
+  it('stores each record under a hash tag with the TTL of its retention, kept by update and use; an owner list lives as long as its longest-kept record', async () => {
+    time = Date.parse('2026-11-22T12:00:00Z');
+    const long = connection({ id: 'con_long', humanLabel: 'Ada Lovelace' });
+    const short = connection({ id: 'con_short', humanLabel: 'Ada Lovelace' });
+    const code = authorizationCode({ hash: 'code_hash' });
+    await store.putRecord('connection', long.id, long, time + 91 * DAY, 'h_ada');
+    await store.putRecord('connection', short.id, short, time + DAY, 'h_ada');
+    await store.putRecord('code', code.hash, code, time + 600_000);
+
+    const keys = await redis.keys(`${prefix}:*`);
+    expect(keys).toHaveLength(4);
+    for (const key of keys) expect(key).toMatch(/^oauthkeys:auth:\{[^{}]+\}(:[a-z]+)?$/);
+    expect(keys.join(' ')).not.toMatch(/lovelace/i);
+
+    const strings = new Map<string, string>();
+    for (const key of keys) {
+      if ((await redis.type(key)) !== 'string') continue;
+      const value = JSON.parse((await redis.get(key)) ?? '{}') as { id?: string; hash?: string };
+      strings.set(value.id ?? value.hash ?? '?', key);
+    }
+    const ttl = async (id: string): Promise<number> => redis.pttl(strings.get(id) ?? 'missing');
+    expect(await ttl('con_long')).toBeGreaterThan(90 * DAY);
+    expect(await ttl('con_long')).toBeLessThanOrEqual(91 * DAY);
+    expect(await ttl('con_short')).toBeGreaterThan(DAY - 60_000);
+    expect(await ttl('con_short')).toBeLessThanOrEqual(DAY);
+    expect(await ttl('code_hash')).toBeGreaterThan(590_000);
+    expect(await ttl('code_hash')).toBeLessThanOrEqual(600_000);
+    expect((await lists()).get('con_long,con_short')).toBeGreaterThan(90 * DAY);
+
+    // A day later on the store's clock: an update and a use keep the TTL they had, neither lose it nor start it again.
+    time += DAY / 2;
+    await store.updateRecord('connection', short.id, { ...short, revokedAt: time });
+    expect(await store.useRecord('code', code.hash, time)).toMatchObject({ first: true });
+    expect(await ttl('con_short')).toBeGreaterThan(DAY - 60_000);
+    expect(await ttl('con_short')).toBeLessThanOrEqual(DAY);
+    expect(await ttl('code_hash')).toBeGreaterThan(590_000);
+    expect(await ttl('code_hash')).toBeLessThanOrEqual(600_000);
+  });
+
+  it('drops list entries of records that are gone', async () => {
+    const c = connection({ id: 'con_dropped' });
+    await store.putRecord('connection', c.id, c, time + DAY, 'h_drop');
+    const kept = connection({ id: 'con_kept' });
+    await store.putRecord('connection', kept.id, kept, time + DAY, 'h_drop');
+    await store.deleteRecord('connection', c.id);
+    expect((await store.recordsOf('connection', 'h_drop')).map((r) => r.id)).toEqual(['con_kept']);
+    expect([...(await lists()).keys()]).toContain('con_kept');
   });
 });
 

@@ -1,3 +1,4 @@
+import { mcpResourceMetadataUrl } from '@agentroom/api';
 import { DomainError, PROBLEM_TYPES, type ProblemSlug } from '@agentroom/kit';
 import { describe, expect, it } from 'vitest';
 import { a2aSurface } from '../src/a2a/routes.js';
@@ -32,7 +33,9 @@ describe('problems rendered per protocol', () => {
     expect(document.remedy).toContain(`POST ${urls.apiUrl}/agent/signup/start with {"scopes":["messages:read"]}`);
     expect(document.remedy).toContain(`GET ${urls.apiUrl}/agent/signup/poll`);
     expect(document.remedy).toContain('room_how_to_connect');
-    expect(headers['WWW-Authenticate']).toBe(`Bearer resource_metadata="${urls.siteUrl}/.well-known/oauth-protected-resource"`);
+    // MCP's challenge names its own resource metadata and the scope, so an OAuth host knows what to ask for.
+    expect(headers['WWW-Authenticate']).toBe(`Bearer resource_metadata="${mcpResourceMetadataUrl(urls)}", scope="messages:read"`);
+    expect(document.remedy).toContain('MCP host that supports OAuth');
   });
 
   it('challenges a missing scope with insufficient_scope, and says how long to wait in Retry-After', () => {
