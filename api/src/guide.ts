@@ -1,9 +1,8 @@
 import type { PublicUrls } from '@agentroom/kit';
 import { LIMITS, SCOPE_MEANINGS } from './operations.js';
+import { DEVICE_CODE_GRANT } from './oauth.js';
 import type { ConnectSteps, Overview, UrlMap } from './schemas.js';
 
-/** RFC 8628's grant type, as the token endpoint takes it. */
-export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 /**
  * The well-known URL of an identifier, as RFC 8414 §3.1 and RFC 9728 §3.1 place it:

@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import { DEVICE_CODE_GRANT } from './guide.js';
 import { AGENT_NAME_EXPECTED, AGENT_NAME_MAX, agentName, PLAIN_TEXT_PATTERN } from './schemas.js';
+
+/** RFC 8628's grant type, as the token endpoint takes it. */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 /**
  * The standard OAuth endpoints' shapes (RFC 8628 device authorization, RFC 6749 token, RFC 7009
