@@ -4,7 +4,7 @@
 # (the discovery documents Envoy serves). Build it from the repository root:
 #   docker build -t agent-room:0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" .
 #
-# launcher/test/image.test.ts rebuilds the runtime stage's file tree from the COPY and RUN lines
+# e2e/deploy/image.test.ts rebuilds the runtime stage's file tree from the COPY and RUN lines
 # below and starts every service from it, so keep those lines in the forms that test reads.
 
 # Node.js 20 at a fixed patch release (package.json "engines" asks for 20.19 or newer), on a named

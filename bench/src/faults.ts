@@ -1,4 +1,4 @@
-// What `npm run chaos` and the fault smoke test (launcher/test/chaos.test.ts) share: the cluster
+// What `npm run chaos` and the fault smoke test (e2e/cluster/chaos.test.ts) share: the cluster
 // launcher as a child whose log we follow (process ids, restarts), a steady load of readers and
 // writers with a deadline on every request, and the check that every acknowledged post is there.
 import { randomUUID } from 'node:crypto';

@@ -52,7 +52,7 @@ function keyOf(token: string): string {
  * dropped. The cache is used only while that stream is live (positioned, and heard from within
  * REVOCATION_SILENCE_MS); before it is positioned, while it is broken, or while auth restarts, the
  * cache is empty and every request asks auth. So how long a revoked token keeps working on an edge
- * is the stream's latency (docs/decisions.md §14, measured by launcher/test/replicas.test.ts).
+ * is the stream's latency (docs/decisions.md §14, measured by e2e/cluster/replicas.test.ts).
  */
 export class TokenCache {
   private readonly entries = new Map<string, Entry>();

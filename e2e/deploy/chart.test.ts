@@ -1,0 +1,917 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { appendFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { authEnv } from '@agentroom/auth';
+import { edgeEnv } from '@agentroom/edge';
+import { messagingEnv } from '@agentroom/messaging';
+import { roomEnv } from '@agentroom/room';
+import { parse, parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+
+/**
+ * The Helm chart as an SRE meets it: `helm lint --strict` and `helm template` with every values
+ * combination that changes what is rendered, every manifest checked by kubectl-validate against
+ * the schemas of Kubernetes 1.30 to 1.35, each service's environment checked by that service's
+ * own zod schema, and the behaviour people depend on (which objects exist, who may call whom,
+ * what rolls on an upgrade). Real helm and kubectl-validate, built by scripts/install-tools.sh.
+ */
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const chart = join(root, 'charts/agent-room');
+const crds = join(root, 'e2e/fixtures/chart/crds');
+const RELEASE = 'room';
+const NAMESPACE = 'agent-room';
+const FULLNAME = 'room-agent-room';
+const KUBERNETES_VERSIONS = ['1.30', '1.31', '1.32', '1.33', '1.34', '1.35'];
+
+const run = promisify(execFile);
+
+function goBin(): string {
+  try {
+    return join(execFileSync('go', ['env', 'GOPATH'], { encoding: 'utf8' }).trim(), 'bin');
+  } catch {
+    return join(homedir(), 'go', 'bin');
+  }
+}
+
+function tool(name: string): string {
+  const path = join(goBin(), name);
+  if (!existsSync(path)) throw new Error(`${path} is missing: build it with \`bash scripts/install-tools.sh\` (about 15 minutes the first time)`);
+  return path;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rendered objects, read through schemas of just the fields the checks look at.
+
+const stringMap = z.record(z.string(), z.string());
+const metadata = z.looseObject({ name: z.string(), namespace: z.string().optional(), labels: stringMap.default({}), annotations: stringMap.default({}) });
+const object = z.looseObject({ apiVersion: z.string(), kind: z.string(), metadata });
+const envVar = z.object({
+  name: z.string(),
+  value: z.string().optional(),
+  valueFrom: z.looseObject({ secretKeyRef: z.object({ name: z.string(), key: z.string() }).optional() }).optional(),
+});
+const portRef = z.union([z.string(), z.number()]);
+const probe = z.looseObject({
+  grpc: z.object({ port: z.number() }).optional(),
+  httpGet: z.looseObject({ path: z.string(), port: portRef }).optional(),
+  tcpSocket: z.looseObject({ port: portRef }).optional(),
+  exec: z.object({ command: z.array(z.string()) }).optional(),
+});
+const securityContext = z.looseObject({
+  runAsNonRoot: z.boolean().optional(),
+  runAsUser: z.number().optional(),
+  readOnlyRootFilesystem: z.boolean().optional(),
+  allowPrivilegeEscalation: z.boolean().optional(),
+  capabilities: z.looseObject({ drop: z.array(z.string()).optional() }).optional(),
+  seccompProfile: z.looseObject({ type: z.string() }).optional(),
+});
+const container = z.looseObject({
+  name: z.string(),
+  image: z.string(),
+  command: z.array(z.string()).optional(),
+  args: z.array(z.string()).default([]),
+  env: z.array(envVar).default([]),
+  ports: z.array(z.looseObject({ name: z.string(), containerPort: z.number() })).default([]),
+  startupProbe: probe.optional(),
+  readinessProbe: probe.optional(),
+  livenessProbe: probe.optional(),
+  lifecycle: z.looseObject({ preStop: z.looseObject({ sleep: z.object({ seconds: z.number() }).optional() }).optional() }).optional(),
+  securityContext: securityContext.optional(),
+  volumeMounts: z.array(z.looseObject({ name: z.string(), mountPath: z.string(), readOnly: z.boolean().optional() })).default([]),
+});
+type Container = z.output<typeof container>;
+const podSpec = z.looseObject({
+  containers: z.array(container),
+  initContainers: z.array(container).default([]),
+  securityContext: securityContext.optional(),
+  terminationGracePeriodSeconds: z.number().optional(),
+  volumes: z.array(z.looseObject({ name: z.string(), emptyDir: z.looseObject({}).optional(), configMap: z.looseObject({ name: z.string() }).optional() })).default([]),
+});
+const podTemplate = z.object({ metadata: z.looseObject({ labels: stringMap.default({}), annotations: stringMap.default({}) }), spec: podSpec });
+const workload = object.extend({
+  spec: z.looseObject({ replicas: z.number().optional(), template: podTemplate, volumeClaimTemplates: z.array(z.unknown()).optional() }),
+});
+type Workload = z.output<typeof workload>;
+const service = object.extend({
+  spec: z.looseObject({
+    type: z.string().optional(),
+    clusterIP: z.string().optional(),
+    selector: stringMap,
+    ports: z.array(z.looseObject({ name: z.string(), port: z.number(), targetPort: portRef })),
+  }),
+});
+type Service = z.output<typeof service>;
+const secret = object.extend({ data: stringMap.default({}) });
+const labelSelector = z.looseObject({ matchLabels: stringMap.optional() });
+const policyPort = z.object({ port: portRef, protocol: z.string() });
+const ipBlock = z.object({ cidr: z.string(), except: z.array(z.string()).optional() });
+const networkPolicy = object.extend({
+  spec: z.object({
+    podSelector: labelSelector,
+    policyTypes: z.array(z.string()),
+    ingress: z
+      .array(
+        z.object({
+          from: z.array(z.looseObject({ podSelector: labelSelector.optional(), namespaceSelector: labelSelector.optional() })).optional(),
+          ports: z.array(policyPort),
+        }),
+      )
+      .default([]),
+    egress: z
+      .array(
+        z.object({
+          to: z.array(z.object({ podSelector: labelSelector.optional(), ipBlock: ipBlock.optional() })).optional(),
+          ports: z.array(policyPort),
+        }),
+      )
+      .default([]),
+  }),
+});
+const hpa = object.extend({ spec: z.looseObject({ scaleTargetRef: z.object({ kind: z.string(), name: z.string(), apiVersion: z.string() }), minReplicas: z.number(), maxReplicas: z.number() }) });
+const ingress = object.extend({
+  spec: z.looseObject({
+    rules: z.array(z.object({ host: z.string(), http: z.object({ paths: z.array(z.object({ path: z.string(), pathType: z.string(), backend: z.object({ service: z.object({ name: z.string(), port: z.object({ name: z.string() }) }) }) })) }) })),
+  }),
+});
+const serviceMonitor = object.extend({
+  spec: z.looseObject({ selector: labelSelector, namespaceSelector: z.object({ matchNames: z.array(z.string()) }), endpoints: z.array(z.looseObject({ port: z.string(), path: z.string() })) }),
+});
+const configMap = object.extend({ data: stringMap });
+
+const COMPONENT = 'app.kubernetes.io/component';
+
+/** What one `helm template` rendered. */
+class Rendered {
+  private byComponent: Map<string, Workload> | undefined;
+  private admitted: string[] | undefined;
+
+  constructor(readonly objects: z.output<typeof object>[], readonly dir: string) {}
+
+  all(kind: string): z.output<typeof object>[] {
+    return this.objects.filter((o) => o.kind === kind);
+  }
+
+  find(kind: string, name: string): unknown {
+    return this.objects.find((o) => o.kind === kind && o.metadata.name === name);
+  }
+
+  get<S extends z.ZodType>(schema: S, kind: string, name: string): z.output<S> {
+    const found = this.find(kind, name);
+    if (found === undefined) throw new Error(`no ${kind} ${name} among ${this.objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`);
+    return schema.parse(found);
+  }
+
+  deployment(component: string): Workload {
+    return this.get(workload, 'Deployment', `${FULLNAME}-${component}`);
+  }
+
+  services(): Service[] {
+    return this.all('Service').map((o) => service.parse(o));
+  }
+
+  /** Deployments and StatefulSets by the component label of their pods. */
+  workloads(): Map<string, Workload> {
+    if (this.byComponent) return this.byComponent;
+    const found = new Map<string, Workload>();
+    for (const o of [...this.all('Deployment'), ...this.all('StatefulSet')]) {
+      const w = workload.parse(o);
+      found.set(w.spec.template.metadata.labels[COMPONENT] ?? '?', w);
+    }
+    this.byComponent = found;
+    return found;
+  }
+
+  /** The flows its NetworkPolicies admit (see flows()). */
+  flows(): string[] {
+    this.admitted ??= flows(this);
+    return this.admitted;
+  }
+
+  /** A named or numbered container port of a component, as a number. */
+  port(component: string, ref: string | number): number {
+    if (typeof ref === 'number') return ref;
+    const w = this.workloads().get(component);
+    const port = w?.spec.template.spec.containers.flatMap((c) => c.ports).find((p) => p.name === ref);
+    if (port === undefined) throw new Error(`${component} has no container port named ${ref}`);
+    return port.containerPort;
+  }
+
+  /** The decoded value of a key of a Secret the chart rendered, if it rendered that Secret. */
+  secretValue(name: string, key: string): string | undefined {
+    const found = this.find('Secret', name);
+    if (found === undefined) return undefined;
+    const data = secret.parse(found).data[key];
+    return data === undefined ? undefined : Buffer.from(data, 'base64').toString('utf8');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The values combinations: every flag that changes what is rendered, on and off.
+
+/** A Redis Cluster, the kind of external Redis most unlike the bundled one. */
+const EXTERNAL_URL = 'redis+cluster://:s3cret@10.0.0.1:6379,10.0.0.2:6379';
+
+const COMBINATIONS: Record<string, Record<string, unknown>> = {
+  /** Out of the box: bundled Redis, fixed replicas, no Ingress, NetworkPolicies, no ServiceMonitor. */
+  defaults: {},
+  /** External Redis (a cluster) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor. */
+  'external-url': {
+    redis: { external: { url: EXTERNAL_URL } },
+    room: { autoscaling: { enabled: true } },
+    messaging: { autoscaling: { enabled: true } },
+    auth: { autoscaling: { enabled: true } },
+    edge: { autoscaling: { enabled: true } },
+    envoy: { autoscaling: { enabled: true } },
+    ingress: { enabled: true, className: 'nginx', hosts: ['room.example.com'], tls: [{ secretName: 'room-tls', hosts: ['room.example.com'] }] },
+    networkPolicy: { enabled: false },
+    serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+  },
+  /** External Redis and the cursor key from Secrets you manage, Ingress without TLS, a LoadBalancer, restricted Envoy callers. */
+  'external-secret': {
+    redis: { external: { existingSecret: 'my-redis', existingSecretKey: 'url' } },
+    secrets: { existingSecret: 'my-secrets' },
+    edge: { autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 12 } },
+    ingress: { enabled: true, hosts: ['room.example.org'] },
+    envoy: { service: { type: 'LoadBalancer', externalTrafficPolicy: 'Local', loadBalancerSourceRanges: ['10.0.0.0/8'] } },
+    networkPolicy: { enabled: true, envoyFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
+    serviceMonitor: { enabled: true },
+  },
+  /** Bundled Redis with your own Secret, no PDBs, no NetworkPolicies, explicit addresses, overrides through extraEnv. */
+  'bundled-own-secret': {
+    secrets: { existingSecret: 'my-secrets' },
+    publicUrls: { site: 'https://room.example.net/' },
+    room: { pdb: { enabled: false }, replicas: 3, shutdownGraceMs: 30000 },
+    messaging: { pdb: { enabled: false } },
+    auth: { pdb: { enabled: false }, extraEnv: [{ name: 'PASSWORD_HASH_COST', value: '65536' }] },
+    edge: { pdb: { enabled: false }, replicas: 4, extraEnv: [{ name: 'QUOTA_PER_TOKEN', value: '50000' }, { name: 'LIVE_HEARTBEAT_MS', value: '20000' }] },
+    envoy: { pdb: { enabled: false }, service: { type: 'NodePort' } },
+    networkPolicy: { enabled: false },
+    image: { repository: 'registry.example.com/agent-room', tag: '1.2.3', pullSecrets: ['registry'] },
+  },
+};
+
+let work: string;
+const rendered = new Map<string, Rendered>();
+
+async function readObjects(dir: string): Promise<z.output<typeof object>[]> {
+  const files = (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile() && e.name.endsWith('.yaml'));
+  const objects: z.output<typeof object>[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(await readFile(join(file.parentPath, file.name), 'utf8'))) {
+      if (doc.errors.length > 0) throw new Error(`${file.name}: ${doc.errors.join('; ')}`);
+      const value: unknown = doc.toJS();
+      if (value !== null) objects.push(object.parse(value));
+    }
+  }
+  return objects;
+}
+
+/** `helm template` of a chart with values into a folder of its own; the objects it rendered. */
+async function render(name: string, values: Record<string, unknown>, chartDir = chart): Promise<Rendered> {
+  const dir = join(work, name);
+  await mkdir(dir, { recursive: true });
+  const valuesFile = join(dir, 'values.json');
+  await writeFile(valuesFile, JSON.stringify(values));
+  const out = join(dir, 'manifests');
+  await run(tool('helm'), ['template', RELEASE, chartDir, '--namespace', NAMESPACE, '--values', valuesFile, '--output-dir', out]);
+  return new Rendered(await readObjects(out), out);
+}
+
+/** `helm template` that must fail; its error output. */
+async function renderFails(args: string[]): Promise<string> {
+  try {
+    await run(tool('helm'), ['template', RELEASE, chart, '--namespace', NAMESPACE, ...args]);
+  } catch (error) {
+    return String((error as { stderr?: unknown }).stderr ?? error);
+  }
+  throw new Error(`helm template ${args.join(' ')} succeeded`);
+}
+
+function of(name: string): Rendered {
+  const r = rendered.get(name);
+  if (r === undefined) throw new Error(`${name} was not rendered`);
+  return r;
+}
+
+beforeAll(async () => {
+  tool('helm');
+  tool('kubectl-validate');
+  work = await mkdtemp(join(tmpdir(), 'agentroom-chart-'));
+  await Promise.all(Object.entries(COMBINATIONS).map(async ([name, values]) => rendered.set(name, await render(name, values))));
+});
+
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('helm lint and kubectl-validate', () => {
+  it.concurrent.each(Object.keys(COMBINATIONS))('helm lint --strict passes with %s', async (name) => {
+    const { stdout } = await run(tool('helm'), ['lint', '--strict', chart, '--namespace', NAMESPACE, '--values', join(work, name, 'values.json')]);
+    expect(stdout).toContain('0 chart(s) failed');
+  });
+
+  it.concurrent.each(KUBERNETES_VERSIONS)('every manifest of every combination is valid for Kubernetes %s', async (version) => {
+    const dirs = Object.keys(COMBINATIONS).map((name) => of(name).dir);
+    const result = await run(tool('kubectl-validate'), [...dirs, '--version', version, '--local-crds', crds, '--output', 'json']).catch(
+      (error: { stdout?: string }) => ({ stdout: error.stdout ?? String(error) }),
+    );
+    const report = z.record(z.string(), z.array(z.looseObject({ status: z.string(), message: z.string().optional() }))).parse(JSON.parse(result.stdout));
+    const failures = Object.entries(report).flatMap(([file, results]) => results.filter((r) => r.status !== 'Success').map((r) => `${file.replace(work, '')}: ${r.message}`));
+    expect(failures).toEqual([]);
+    // Every object was looked at, the ServiceMonitor included.
+    const checked = Object.values(report).reduce((n, results) => n + results.length, 0);
+    expect(checked).toBe([...rendered.values()].reduce((n, r) => n + r.objects.length, 0));
+  });
+
+  it('values that cannot work are refused before anything is rendered: a misspelt key, a number as an environment value, a non-Redis URL, two Redis sources, an HPA whose minimum is above its maximum', async () => {
+    expect(await renderFails(['--set', 'edge.replica=3'])).toContain("additional properties 'replica' not allowed");
+    expect(await renderFails(['--set', 'edge.extraEnv[0].name=LIVE_HEARTBEAT_MS', '--set', 'edge.extraEnv[0].value=20000'])).toContain('/edge/extraEnv/0/value');
+    expect(await renderFails(['--set', 'redis.external.url=http://redis:6379'])).toContain('/redis/external/url');
+    expect(await renderFails(['--set', 'redis.external.url=redis://r:6379', '--set', 'redis.external.existingSecret=r'])).toContain('not both');
+    expect(await renderFails(['--set', 'edge.autoscaling.enabled=true', '--set', 'edge.autoscaling.minReplicas=5', '--set', 'edge.autoscaling.maxReplicas=3'])).toContain('minReplicas (5) is above maxReplicas (3)');
+    // Envoy routes the site at / and the API at /api of one origin: another layout would send requests astray.
+    expect(await renderFails(['--set', 'publicUrls.site=https://example.com/room'])).toContain('publicUrls.site must be an origin');
+    expect(await renderFails(['--set', 'publicUrls.api=https://api.example.com'])).toContain("additional properties 'api' not allowed");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+const SCHEMAS = { room: roomEnv, messaging: messagingEnv, auth: authEnv, edge: edgeEnv } as const;
+type ServiceName = keyof typeof SCHEMAS;
+const SERVICES = Object.keys(SCHEMAS) as ServiceName[];
+
+/** Variables the chart leaves to the service's default on purpose (extraEnv sets them when needed). */
+const LEFT_TO_DEFAULT: Record<ServiceName, string[]> = {
+  // PORT only makes the default SITE_URL, which the chart always sets.
+  room: ['PORT'],
+  messaging: ['PORT'],
+  // OAUTH_CIMD_ALLOW_LOOPBACK lets auth read client metadata documents on loopback addresses, for
+  // tests on one machine: never set (a test below says so). OAUTH_ACCESS_TOKEN_TTL_SECONDS keeps its
+  // hour unless extraEnv sets it.
+  auth: ['PORT', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS'],
+  edge: ['PORT', 'LIVE_HEARTBEAT_MS', 'LIVE_MAX_BUFFERED_BYTES'],
+};
+
+/** Stand-ins for values held in Secrets the user manages (the chart never sees them). */
+const FROM_USER_SECRETS: Record<string, string> = {
+  REDIS_URL: 'redis://:from-a-secret@redis.example.internal:6379/0',
+  CURSOR_SECRET: 'a-cursor-key-from-a-secret-of-at-least-32-bytes',
+};
+
+/** Host and port of a gRPC target the chart sets: `dns:///<headless Service>:<port>`, so gRPC resolves every pod. */
+function dialTarget(target: string): [string, string] {
+  const match = /^dns:\/\/\/([^:/]+):(\d+)$/.exec(target);
+  if (!match) throw new Error(`${target} is not dns:///<host>:<port>`);
+  return [match[1]!, match[2]!];
+}
+
+/** A container's environment as the service will see it; Secret-sourced values resolved. */
+function environment(r: Rendered, c: Container): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const v of c.env) {
+    if (v.value !== undefined) env[v.name] = v.value;
+    else if (v.valueFrom?.secretKeyRef) {
+      const { name, key } = v.valueFrom.secretKeyRef;
+      const value = r.secretValue(name, key) ?? FROM_USER_SECRETS[v.name];
+      if (value === undefined) throw new Error(`${c.name}: ${v.name} comes from ${name}/${key}, which nothing provides`);
+      env[v.name] = value;
+    } else throw new Error(`${c.name}: ${v.name} has neither a value nor a secretKeyRef`);
+  }
+  return env;
+}
+
+describe("each service's environment fits its own zod schema", () => {
+  for (const name of Object.keys(COMBINATIONS)) {
+    it.each(SERVICES)(`${name}: %s`, (svc) => {
+      const r = of(name);
+      const [c] = r.deployment(svc).spec.template.spec.containers;
+      const schema = SCHEMAS[svc];
+      const known = Object.keys(schema.shape);
+      const names = c!.env.map((v) => v.name);
+      // Each variable once, and none the service would ignore.
+      expect(names.length).toBe(new Set(names).size);
+      expect(names.filter((n) => !known.includes(n))).toEqual([]);
+      // Every variable the schema knows is set, or left to its default on purpose.
+      expect(known.filter((k) => !names.includes(k) && !LEFT_TO_DEFAULT[svc].includes(k))).toEqual([]);
+      // Required ones (no default) are there.
+      const shape: Record<string, z.ZodType> = schema.shape;
+      const required = known.filter((k) => !shape[k]!.safeParse(undefined).success);
+      expect(required.filter((k) => !names.includes(k))).toEqual([]);
+      const parsed = schema.safeParse(environment(r, c!));
+      expect(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([]);
+    });
+  }
+
+  it('REDIS_URL and CURSOR_SECRET come from Secrets in every combination, never from a plain value', () => {
+    for (const r of rendered.values()) {
+      for (const w of r.workloads().values()) {
+        for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
+          for (const v of c.env.filter((e) => ['REDIS_URL', 'CURSOR_SECRET', 'REDIS_PASSWORD'].includes(e.name))) {
+            expect(v.value, `${c.name} ${v.name}`).toBeUndefined();
+            expect(v.valueFrom?.secretKeyRef, `${c.name} ${v.name}`).toBeDefined();
+          }
+        }
+      }
+    }
+  });
+
+  it('room and messaging sign cursors with the same key; CURSOR_SECRET comes from the chart Secret or yours', () => {
+    for (const [name, r] of rendered) {
+      const refs = (['room', 'messaging'] as const).map((svc) => r.deployment(svc).spec.template.spec.containers[0]!.env.find((v) => v.name === 'CURSOR_SECRET')?.valueFrom?.secretKeyRef);
+      expect(refs[0], name).toEqual(refs[1]);
+      expect(refs[0]?.name, name).toBe(name.includes('own-secret') || name === 'external-secret' ? 'my-secrets' : FULLNAME);
+      const value = r.secretValue(refs[0]!.name, refs[0]!.key);
+      if (value !== undefined) expect(Buffer.byteLength(value)).toBeGreaterThanOrEqual(32);
+    }
+  });
+
+  it('OAUTH_CIMD_ALLOW_LOOPBACK is never set: a deployment reads no client metadata document on a loopback address', () => {
+    for (const [name, r] of rendered) {
+      for (const w of r.workloads().values()) {
+        for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
+          expect(c.env.map((v) => v.name), `${name} ${c.name}`).not.toContain('OAUTH_CIMD_ALLOW_LOOPBACK');
+        }
+      }
+    }
+  });
+
+  it('extraEnv replaces a variable the chart sets instead of adding a second one', () => {
+    const env = of('bundled-own-secret').deployment('edge').spec.template.spec.containers[0]!.env;
+    expect(env.filter((v) => v.name === 'QUOTA_PER_TOKEN')).toEqual([{ name: 'QUOTA_PER_TOKEN', value: '50000' }]);
+    expect(env.find((v) => v.name === 'LIVE_HEARTBEAT_MS')?.value).toBe('20000');
+  });
+
+  it('public addresses: explicit values win, else the Ingress host, else a port-forward', () => {
+    const site = (name: string, component = 'edge'): [string | undefined, string | undefined] => {
+      const env = of(name).deployment(component).spec.template.spec.containers[0]!.env;
+      return [env.find((v) => v.name === 'SITE_URL')?.value, env.find((v) => v.name === 'API_URL')?.value];
+    };
+    expect(site('defaults')).toEqual(['http://localhost:8080', 'http://localhost:8080/api']);
+    expect(site('external-url')).toEqual(['https://room.example.com', 'https://room.example.com/api']);
+    expect(site('external-secret')).toEqual(['http://room.example.org', 'http://room.example.org/api']);
+    expect(site('bundled-own-secret', 'auth')).toEqual(['https://room.example.net', 'https://room.example.net/api']);
+    // The documents Envoy serves are rendered for the same addresses.
+    const docs = of('bundled-own-secret').deployment('envoy').spec.template.spec.initContainers[0]!;
+    expect(Object.fromEntries(docs.env.map((v) => [v.name, v.value]))).toEqual({ SITE_URL: 'https://room.example.net', API_URL: 'https://room.example.net/api' });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('what is rendered', () => {
+  it('external Redis (by URL or by Secret) renders no Redis StatefulSet, Service or NetworkPolicy; services read the URL you gave', () => {
+    for (const name of ['external-url', 'external-secret']) {
+      const r = of(name);
+      expect(r.all('StatefulSet'), name).toEqual([]);
+      expect(r.find('Service', `${FULLNAME}-redis`), name).toBeUndefined();
+      expect(r.find('NetworkPolicy', `${FULLNAME}-redis`), name).toBeUndefined();
+    }
+    const byUrl = of('external-url');
+    const ref = byUrl.deployment('room').spec.template.spec.containers[0]!.env.find((v) => v.name === 'REDIS_URL')?.valueFrom?.secretKeyRef;
+    expect(byUrl.secretValue(ref!.name, ref!.key)).toBe(EXTERNAL_URL);
+    for (const svc of SERVICES) {
+      const env = of('external-secret').deployment(svc).spec.template.spec.containers[0]!.env;
+      expect(env.find((v) => v.name === 'REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'my-redis', key: 'url' });
+    }
+    // Neither the cursor key nor a Redis URL is the chart's to keep there: it renders no Secret.
+    expect(of('external-secret').all('Secret')).toEqual([]);
+  });
+
+  it('bundled Redis: the official image pinned by tag, AOF fsynced every second, a volume, the password from the Secret', () => {
+    const r = of('defaults');
+    const redis = r.get(workload, 'StatefulSet', `${FULLNAME}-redis`);
+    expect(redis.spec.volumeClaimTemplates).toHaveLength(1);
+    const [c] = redis.spec.template.spec.containers;
+    expect(c!.image).toMatch(/^redis:\d+\.\d+\.\d+$/);
+    const args = c!.args.join(' ');
+    expect(args).toContain('--appendonly yes');
+    expect(args).toContain('--appendfsync everysec');
+    expect(args).toContain('--requirepass $(REDIS_PASSWORD)');
+    expect(c!.volumeMounts.find((m) => m.name === 'data')?.mountPath).toBe('/data');
+    // The URL the services get names this Redis, with this password.
+    const password = c!.env.find((v) => v.name === 'REDIS_PASSWORD')?.valueFrom?.secretKeyRef;
+    const url = r.deployment('edge').spec.template.spec.containers[0]!.env.find((v) => v.name === 'REDIS_URL')?.valueFrom?.secretKeyRef;
+    const parsed = new URL(r.secretValue(url!.name, url!.key)!);
+    expect(parsed.hostname).toBe(`${FULLNAME}-redis`);
+    expect(parsed.password).toBe(r.secretValue(password!.name, password!.key));
+    expect(parsed.password.length).toBeGreaterThanOrEqual(32);
+    expect(r.services().find((s) => s.metadata.name === `${FULLNAME}-redis`)?.spec.ports[0]?.port).toBe(Number(parsed.port));
+  });
+
+  it('autoscaling on: an HPA per Deployment and no replicas field to fight it; off: the replicas asked for', () => {
+    for (const component of [...SERVICES, 'envoy']) {
+      const on = of('external-url');
+      expect(on.deployment(component).spec.replicas, component).toBeUndefined();
+      const scaler = on.get(hpa, 'HorizontalPodAutoscaler', `${FULLNAME}-${component}`);
+      expect(scaler.spec.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'Deployment', name: `${FULLNAME}-${component}` });
+      expect(of('defaults').deployment(component).spec.replicas, component).toBe(2);
+      expect(of('defaults').find('HorizontalPodAutoscaler', `${FULLNAME}-${component}`)).toBeUndefined();
+    }
+    const edge = of('external-secret').get(hpa, 'HorizontalPodAutoscaler', `${FULLNAME}-edge`);
+    expect([edge.spec.minReplicas, edge.spec.maxReplicas]).toEqual([3, 12]);
+    expect(of('external-secret').deployment('room').spec.replicas).toBe(2);
+    expect(of('bundled-own-secret').deployment('edge').spec.replicas).toBe(4);
+  });
+
+  it('PodDisruptionBudgets follow their toggle', () => {
+    expect(of('defaults').all('PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(['auth', 'edge', 'envoy', 'messaging', 'room'].map((c) => `${FULLNAME}-${c}`));
+    expect(of('bundled-own-secret').all('PodDisruptionBudget')).toEqual([]);
+  });
+
+  it('gRPC clients dial headless Services that lead to the right pods and ports', () => {
+    for (const r of rendered.values()) {
+      const services = r.services();
+      for (const svc of ['room', 'messaging', 'auth']) {
+        const headless = services.find((s) => s.metadata.name === `${FULLNAME}-${svc}-headless`);
+        expect(headless?.spec.clusterIP).toBe('None');
+      }
+      for (const svc of SERVICES) {
+        for (const v of r.deployment(svc).spec.template.spec.containers[0]!.env.filter((e) => /^(ROOM|AUTH|MESSAGING)_ADDR$/.test(e.name))) {
+          const [host, port] = dialTarget(v.value!);
+          const target = services.find((s) => s.metadata.name === host);
+          expect(target?.spec.clusterIP, `${svc} ${v.name}`).toBe('None');
+          const servicePort = target!.spec.ports.find((p) => p.port === Number(port));
+          const component = target!.spec.selector[COMPONENT]!;
+          expect(v.name.startsWith(component.toUpperCase()), `${v.name} leads to ${component}`).toBe(true);
+          expect(r.port(component, servicePort!.targetPort)).toBe(Number(port));
+          // …and that pod listens there.
+          const listen = environment(r, r.deployment(component).spec.template.spec.containers[0]!)[`${component.toUpperCase()}_GRPC_ADDR`];
+          expect(listen).toBe(`0.0.0.0:${port}`);
+        }
+      }
+    }
+  });
+
+  it('probes: native gRPC health for room and messaging, /readyz and /livez on the admin port for edge and auth, /ready for Envoy', () => {
+    const r = of('defaults');
+    const probes = (component: string): Container => r.deployment(component).spec.template.spec.containers[0]!;
+    for (const [svc, port] of [['room', 50051], ['messaging', 50052]] as const) {
+      expect(probes(svc).readinessProbe?.grpc?.port).toBe(port);
+      expect(probes(svc).startupProbe?.grpc?.port).toBe(port);
+      expect(probes(svc).livenessProbe?.httpGet).toMatchObject({ path: '/livez' });
+    }
+    expect(probes('auth').startupProbe?.grpc?.port).toBe(50053);
+    for (const svc of ['auth', 'edge']) {
+      expect(probes(svc).readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'admin' });
+      expect(probes(svc).livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+    }
+    for (const svc of SERVICES) {
+      const c = probes(svc);
+      expect(r.port(svc, 'admin')).toBe(9090);
+      expect(environment(r, c).ADMIN_PORT).toBe('9090');
+    }
+    const envoy = probes('envoy');
+    for (const p of [envoy.startupProbe, envoy.readinessProbe, envoy.livenessProbe]) expect(p?.httpGet).toEqual({ path: '/ready', port: 'admin' });
+    expect(r.port('envoy', 'admin')).toBe(9901);
+  });
+
+  it('after SIGTERM a pod keeps serving, unready, for SHUTDOWN_DELAY_MS, and is killed only after its SHUTDOWN_GRACE_MS has passed too', () => {
+    for (const r of rendered.values()) {
+      for (const svc of SERVICES) {
+        const spec = r.deployment(svc).spec.template.spec;
+        const env = environment(r, spec.containers[0]!);
+        const delay = Number(env.SHUTDOWN_DELAY_MS) / 1000;
+        const grace = Number(env.SHUTDOWN_GRACE_MS) / 1000;
+        // auth drains its pages and then its gRPC calls, each up to SHUTDOWN_GRACE_MS.
+        const phases = svc === 'auth' ? 2 : 1;
+        expect(delay, svc).toBeGreaterThan(0);
+        expect(spec.terminationGracePeriodSeconds!, svc).toBeGreaterThan(delay + phases * grace);
+      }
+      // Envoy has no such delay of its own: a preStop sleep keeps it serving while it leaves the Service.
+      const envoy = r.deployment('envoy').spec.template.spec;
+      const sleep = envoy.containers[0]!.lifecycle?.preStop?.sleep?.seconds ?? 0;
+      expect(sleep).toBeGreaterThan(0);
+      expect(envoy.terminationGracePeriodSeconds!).toBeGreaterThan(sleep);
+    }
+    expect(of('bundled-own-secret').deployment('room').spec.template.spec.terminationGracePeriodSeconds).toBe(10 + 30 + 5);
+    expect(of('defaults').deployment('auth').spec.template.spec.terminationGracePeriodSeconds).toBe(10 + 20 + 5);
+  });
+
+  it('every container runs as non-root with a read-only root, no privilege escalation, no capabilities, RuntimeDefault seccomp, and a writable /tmp', () => {
+    for (const [name, r] of rendered) {
+      const pods = [...r.workloads().values()].map((w) => w.spec.template.spec);
+      pods.push(podSpec.parse(r.get(z.object({ spec: podSpec }), 'Pod', `${FULLNAME}-test`).spec));
+      for (const pod of pods) {
+        for (const c of [...pod.containers, ...pod.initContainers]) {
+          const sc = { ...pod.securityContext, ...c.securityContext };
+          const where = `${name} ${c.name}`;
+          expect(sc.runAsNonRoot, where).toBe(true);
+          expect(sc.readOnlyRootFilesystem, where).toBe(true);
+          expect(sc.allowPrivilegeEscalation, where).toBe(false);
+          expect(sc.capabilities?.drop, where).toEqual(['ALL']);
+          expect(sc.seccompProfile?.type, where).toBe('RuntimeDefault');
+          if (c.name !== 'redis') expect(sc.runAsUser, where).toBe(1000);
+          const tmp = c.volumeMounts.find((m) => m.mountPath === '/tmp');
+          expect(pod.volumes.find((v) => v.name === tmp?.name)?.emptyDir, where).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it('each service runs its own entry point of the one image', () => {
+    const r = of('bundled-own-secret');
+    for (const svc of SERVICES) {
+      const [c] = r.deployment(svc).spec.template.spec.containers;
+      expect(c!.image).toBe('registry.example.com/agent-room:1.2.3');
+      expect(c!.args).toEqual([`services/${svc}/dist/main.js`]);
+      expect(c!.command).toBeUndefined();
+    }
+    expect(of('defaults').deployment('room').spec.template.spec.containers[0]!.image).toBe('agent-room:0.1.0');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('Envoy', () => {
+  it('gets the bootstrap with its upstreams named after the release, and each upstream leads to ready pods it may reach', () => {
+    for (const [name, r] of rendered) {
+      const bootstrap = r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!;
+      expect(bootstrap).not.toMatch(/__(EDGE|AUTH)_HOST__/);
+      const upstreams = socketAddresses(parse(bootstrap)).filter((a) => r.services().some((s) => s.metadata.name === a.host));
+      const hosts = new Set(upstreams.map((a) => a.host));
+      expect([...hosts].sort(), name).toEqual([`${FULLNAME}-auth`, `${FULLNAME}-edge`]);
+      for (const { host, port, healthPort } of upstreams) {
+        const target = r.services().find((s) => s.metadata.name === host)!;
+        // Headless: Envoy resolves every pod and health-checks each one.
+        expect(target.spec.clusterIP).toBe('None');
+        const component = target.spec.selector[COMPONENT]!;
+        for (const p of [port, ...(healthPort === undefined ? [] : [healthPort])]) {
+          const servicePort = target.spec.ports.find((sp) => sp.port === p);
+          expect(servicePort, `${host}:${p}`).toBeDefined();
+          expect(r.port(component, servicePort!.targetPort)).toBe(p);
+          if (r.all('NetworkPolicy').length > 0) expect(r.flows()).toContain(`envoy -> ${component}:${p}`);
+        }
+      }
+    }
+  });
+
+  it('believes X-Forwarded-For from one proxy behind an Ingress, from none when Envoy is the entry, and shows edge\'s per-address quota', async () => {
+    const hops = (r: Rendered): string | undefined => /xff_num_trusted_hops: (\S+)/.exec(r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!)?.[1];
+    const limit = (r: Rendered): string | undefined => /local LIMIT = "([^"]*)"/.exec(r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!)?.[1];
+    expect(hops(of('defaults'))).toBe('0');
+    expect(hops(of('external-url'))).toBe('1');
+    expect(limit(of('defaults'))).toBe('5000');
+    const explicit = await render('hops-explicit', { ingress: { enabled: true, hosts: ['room.example.com'] }, envoy: { trustedProxyHops: 2 }, quota: { perAddress: 900 } });
+    expect(hops(explicit)).toBe('2');
+    expect(limit(explicit)).toBe('900');
+    expect(of('defaults').get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']).not.toMatch(/__[A-Z_]+__/);
+  });
+
+  it('an init container renders the discovery documents into the volume Envoy serves them from', () => {
+    const pod = of('defaults').deployment('envoy').spec.template.spec;
+    const [docs] = pod.initContainers;
+    expect(docs!.image).toBe('agent-room:0.1.0');
+    expect(docs!.args).toEqual(['gateway/dist/render.js', 'docs', '--out', '/etc/agent-room/docs']);
+    const into = docs!.volumeMounts.find((m) => m.mountPath === '/etc/agent-room/docs');
+    const envoy = pod.containers[0]!;
+    expect(envoy.volumeMounts.find((m) => m.mountPath === '/etc/agent-room/docs')).toEqual({ name: into!.name, mountPath: '/etc/agent-room/docs', readOnly: true });
+    expect(pod.volumes.find((v) => v.name === into!.name)?.emptyDir).toBeDefined();
+    const config = envoy.volumeMounts.find((m) => m.mountPath === '/etc/envoy');
+    expect(pod.volumes.find((v) => v.name === config!.name)?.configMap?.name).toBe(`${FULLNAME}-envoy`);
+    expect(envoy.args.join(' ')).toContain('--config-path /etc/envoy/envoy.yaml');
+  });
+
+  it('a changed envoy.yaml changes the checksum annotation, so an upgrade rolls Envoy; other changes do not', async () => {
+    const copy = join(work, 'chart-copy');
+    await cp(chart, copy, { recursive: true });
+    const checksum = async (name: string, values: Record<string, unknown>, dir: string): Promise<string | undefined> =>
+      (await render(name, values, dir)).deployment('envoy').spec.template.metadata.annotations['checksum/config'];
+    const before = await checksum('checksum-before', {}, copy);
+    expect(before).toMatch(/^[0-9a-f]{64}$/);
+    expect(await checksum('checksum-replicas', { room: { replicas: 5 } }, copy)).toBe(before);
+    await appendFile(join(copy, 'files/envoy.yaml'), '\n# a changed route table\n');
+    expect(await checksum('checksum-after', {}, copy)).not.toBe(before);
+  });
+
+  it('the Service sends port 80 to Envoy, with the type asked for; the Ingress sends every path to it', () => {
+    const envoyService = (name: string): Service => of(name).get(service, 'Service', `${FULLNAME}-envoy`);
+    expect(envoyService('defaults').spec.type).toBe('ClusterIP');
+    expect(envoyService('external-secret').spec).toMatchObject({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', loadBalancerSourceRanges: ['10.0.0.0/8'] });
+    expect(envoyService('bundled-own-secret').spec.type).toBe('NodePort');
+    const port = envoyService('defaults').spec.ports[0]!;
+    expect([port.port, of('defaults').port('envoy', port.targetPort)]).toEqual([80, 8080]);
+    expect(of('defaults').all('Ingress')).toEqual([]);
+    const ing = of('external-url').get(ingress, 'Ingress', FULLNAME);
+    expect(ing.spec.rules).toEqual([
+      { host: 'room.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `${FULLNAME}-envoy`, port: { name: 'http' } } } }] } },
+    ]);
+  });
+});
+
+/** Every `socket_address` of an Envoy bootstrap, with the health-check port of its endpoint. */
+function socketAddresses(node: unknown, healthPort?: number): { host: string; port: number; healthPort?: number }[] {
+  if (Array.isArray(node)) return node.flatMap((n) => socketAddresses(n, healthPort));
+  if (typeof node !== 'object' || node === null) return [];
+  const record = node as Record<string, unknown>;
+  const health = z.object({ port_value: z.number() }).safeParse(record.health_check_config);
+  const here = health.success ? health.data.port_value : healthPort;
+  const address = z.object({ address: z.string(), port_value: z.number() }).safeParse(record.socket_address);
+  const found = address.success ? [{ host: address.data.address, port: address.data.port_value, ...(here === undefined ? {} : { healthPort: here }) }] : [];
+  return [...found, ...Object.entries(record).filter(([key]) => key !== 'socket_address').flatMap(([, value]) => socketAddresses(value, here))];
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** The flows the ingress NetworkPolicies admit, as `from -> to:port` (anyone, prometheus, or a component). */
+function flows(r: Rendered): string[] {
+  const found: string[] = [];
+  for (const o of r.all('NetworkPolicy')) {
+    const policy = networkPolicy.parse(o);
+    if (!policy.spec.policyTypes.includes('Ingress')) continue;
+    expect(policy.spec.policyTypes).toEqual(['Ingress']);
+    const target = policy.spec.podSelector.matchLabels?.[COMPONENT];
+    expect(policy.spec.podSelector.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
+    for (const rule of policy.spec.ingress) {
+      const sources = (rule.from ?? [undefined]).map((peer) => {
+        if (peer === undefined) return 'anyone';
+        if (peer.podSelector && !peer.namespaceSelector) {
+          expect(peer.podSelector.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
+          return peer.podSelector.matchLabels?.[COMPONENT] ?? '?';
+        }
+        const ns = peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'];
+        return ns === 'monitoring' ? 'prometheus' : `namespace ${ns}`;
+      });
+      for (const source of sources) for (const p of rule.ports) found.push(`${source} -> ${target}:${r.port(target!, p.port)}`);
+    }
+  }
+  return found.sort();
+}
+
+/** The public internet, as auth's egress rule for client metadata documents names it. */
+const PUBLIC_V4 = { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8'] };
+const PUBLIC_V6 = { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::1/128'] };
+
+/**
+ * The flows the egress NetworkPolicies admit, as `from -> to:port[/UDP]`: a component, `public` (the
+ * internet without private ranges), or `any` (any address).
+ */
+function egressFlows(r: Rendered): string[] {
+  const found: string[] = [];
+  for (const o of r.all('NetworkPolicy')) {
+    const policy = networkPolicy.parse(o);
+    if (!policy.spec.policyTypes.includes('Egress')) continue;
+    expect(policy.spec.policyTypes).toEqual(['Egress']);
+    expect(policy.spec.podSelector.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
+    const source = policy.spec.podSelector.matchLabels?.[COMPONENT];
+    for (const rule of policy.spec.egress) {
+      const targets = (rule.to ?? [undefined]).map((peer) => {
+        if (peer === undefined) return 'any';
+        if (peer.ipBlock) {
+          expect([PUBLIC_V4, PUBLIC_V6]).toContainEqual(peer.ipBlock);
+          return 'public';
+        }
+        expect(peer.podSelector?.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
+        return peer.podSelector?.matchLabels?.[COMPONENT] ?? '?';
+      });
+      for (const target of new Set(targets)) {
+        for (const p of rule.ports) {
+          const port = typeof p.port === 'number' ? p.port : r.port(target, p.port);
+          found.push(`${source} -> ${target}:${port}${p.protocol === 'TCP' ? '' : `/${p.protocol}`}`);
+        }
+      }
+    }
+  }
+  return found.sort();
+}
+
+describe("auth's egress", () => {
+  it('auth reaches exactly what it calls: DNS, room, Redis, and HTTPS on public addresses for client metadata documents', () => {
+    expect(egressFlows(of('defaults'))).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> public:443', 'auth -> redis:6379', 'auth -> room:50051']);
+    // Both address families, each without its private, loopback, link-local and shared ranges.
+    const policy = networkPolicy.parse(of('defaults').find('NetworkPolicy', `${FULLNAME}-auth-egress`));
+    expect(policy.spec.egress.find((rule) => rule.ports.some((p) => p.port === 443))?.to).toEqual([{ ipBlock: PUBLIC_V4 }, { ipBlock: PUBLIC_V6 }]);
+  });
+
+  it('the room it may reach is where ROOM_ADDR leads', () => {
+    const r = of('defaults');
+    const [, port] = dialTarget(r.deployment('auth').spec.template.spec.containers[0]!.env.find((v) => v.name === 'ROOM_ADDR')!.value!);
+    expect(egressFlows(r)).toContain(`auth -> room:${port}`);
+  });
+
+  it('an external Redis is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
+    expect(egressFlows(of('external-secret'))).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> any:6379', 'auth -> public:443', 'auth -> room:50051']);
+    const ports = await render('egress-redis-ports', { redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } }, auth: { egress: { externalRedisPorts: [7000, 7001] } } });
+    expect(egressFlows(ports).filter((flow) => flow.startsWith('auth -> any:7'))).toEqual(['auth -> any:7000', 'auth -> any:7001']);
+    expect(of('external-url').find('NetworkPolicy', `${FULLNAME}-auth-egress`)).toBeUndefined();
+  });
+
+  it('auth.egress.clientMetadata.enabled=false leaves auth no way out to the internet', async () => {
+    const off = await render('egress-no-metadata', { auth: { egress: { clientMetadata: { enabled: false } } } });
+    expect(egressFlows(off)).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> redis:6379', 'auth -> room:50051']);
+  });
+});
+
+describe('NetworkPolicies', () => {
+  const EXPECTED = [
+    'anyone -> envoy:8080',
+    'envoy -> edge:8080',
+    'envoy -> edge:9090',
+    'test -> edge:9090',
+    'prometheus -> edge:9090',
+    'envoy -> auth:8081',
+    'envoy -> auth:9090',
+    'edge -> auth:50053',
+    'test -> auth:9090',
+    'prometheus -> auth:9090',
+    'edge -> room:50051',
+    'auth -> room:50051',
+    'messaging -> room:50051',
+    'prometheus -> room:9090',
+    'edge -> messaging:50052',
+    'prometheus -> messaging:9090',
+    'room -> redis:6379',
+    'messaging -> redis:6379',
+    'auth -> redis:6379',
+    'edge -> redis:6379',
+  ];
+
+  it('admit exactly the flows the services need, and nothing else', () => {
+    expect(flows(of('defaults'))).toEqual([...EXPECTED].sort());
+  });
+
+  it('the gRPC flows are exactly the calls the services are configured to make', () => {
+    const r = of('defaults');
+    const calls = SERVICES.flatMap((svc) =>
+      r.deployment(svc).spec.template.spec.containers[0]!.env
+        .filter((v) => /^(ROOM|AUTH|MESSAGING)_ADDR$/.test(v.name))
+        .map((v) => `${svc} -> ${v.name.replace('_ADDR', '').toLowerCase()}:${dialTarget(v.value!)[1]}`),
+    );
+    const grpcFlows = flows(r).filter((f) => /:5005\d$/.test(f));
+    expect(grpcFlows).toEqual(calls.sort());
+  });
+
+  it('with envoyFrom, only those peers (and the helm test) reach Envoy; without the bundled Redis, no Redis policy', () => {
+    const f = flows(of('external-secret'));
+    expect(f.filter((x) => x.endsWith('envoy:8080'))).toEqual(['namespace ingress-nginx -> envoy:8080', 'test -> envoy:8080']);
+    expect(f.filter((x) => x.includes('redis'))).toEqual([]);
+    expect(of('external-url').all('NetworkPolicy')).toEqual([]);
+  });
+
+  it('the helm test pod reaches what it checks', () => {
+    const r = of('defaults');
+    const pod = r.get(z.object({ metadata, spec: podSpec }), 'Pod', `${FULLNAME}-test`);
+    expect(pod.metadata.annotations['helm.sh/hook']).toBe('test');
+    const urls = pod.spec.containers[0]!.args.filter((a) => a.startsWith('http://'));
+    expect(urls).toEqual([
+      `http://${FULLNAME}-edge:9090/readyz`,
+      `http://${FULLNAME}-auth:9090/readyz`,
+      `http://${FULLNAME}-envoy:80/.well-known/ai-agent.json`,
+    ]);
+    const f = flows(r);
+    for (const url of urls) {
+      const { hostname, port } = new URL(url);
+      const target = r.services().find((s) => s.metadata.name === hostname)!;
+      const component = target.spec.selector[COMPONENT]!;
+      // URL leaves out the scheme's default port (80).
+      const servicePort = target.spec.ports.find((p) => p.port === Number(port || '80'));
+      expect(servicePort, url).toBeDefined();
+      const podPort = r.port(component, servicePort!.targetPort);
+      expect(f.some((x) => x === `test -> ${component}:${podPort}` || x === `anyone -> ${component}:${podPort}`), url).toBe(true);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('ServiceMonitor', () => {
+  it('scrapes /metrics on the admin port of exactly one Service per service', () => {
+    expect(of('defaults').all('ServiceMonitor')).toEqual([]);
+    const r = of('external-url');
+    const monitor = r.get(serviceMonitor, 'ServiceMonitor', FULLNAME);
+    expect(monitor.metadata.labels.release).toBe('kube-prometheus-stack');
+    expect(monitor.spec.namespaceSelector.matchNames).toEqual([NAMESPACE]);
+    expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'admin', path: '/metrics' })]);
+    const wanted = Object.entries(monitor.spec.selector.matchLabels ?? {});
+    const selected = r.services().filter((s) => wanted.every(([k, v]) => s.metadata.labels[k] === v));
+    expect(selected.map((s) => s.spec.selector[COMPONENT]).sort()).toEqual(['auth', 'edge', 'messaging', 'room']);
+    for (const s of selected) expect(r.port(s.spec.selector[COMPONENT]!, s.spec.ports.find((p) => p.name === 'admin')!.targetPort)).toBe(9090);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('chart README', () => {
+  const readmeScript = join(root, 'scripts/chart-readme.mjs');
+
+  it('the committed parameter tables are what npm run chart:readme writes from values.yaml', async () => {
+    await run(process.execPath, [readmeScript, '--check'], { cwd: root });
+  });
+
+  it('the check fails on a changed description and on a value without a @param', async () => {
+    const copy = join(work, 'readme-copy');
+    await cp(chart, copy, { recursive: true });
+    const values = await readFile(join(copy, 'values.yaml'), 'utf8');
+    await writeFile(join(copy, 'values.yaml'), values.replace('## @param room.replicas Replicas when autoscaling is off', '## @param room.replicas How many room pods'));
+    await expect(run(process.execPath, [readmeScript, '--check', '--chart', copy])).rejects.toMatchObject({ stderr: expect.stringContaining('run npm run chart:readme') });
+    await writeFile(join(copy, 'values.yaml'), `${values}\nundocumented: 1\n`);
+    await expect(run(process.execPath, [readmeScript, '--check', '--chart', copy])).rejects.toMatchObject({ stderr: expect.stringContaining('undocumented has no @param') });
+  });
+});
