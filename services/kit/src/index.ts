@@ -5,6 +5,7 @@ export * from './metrics.js';
 export * from './admin.js';
 export * from './problems.js';
 export * from './text.js';
+export * from './limits.js';
 export * from './lifecycle.js';
 export * from './startup.js';
 export * from './grpc/status.js';

@@ -99,6 +99,12 @@ export const PROBLEM_TYPES = {
     description: 'No agent in the room has this id.',
     fix: 'Take an id from the agent list (`GET {base_url}/agents`, or the MCP tool room_list_agents).',
   },
+  'post-not-found': {
+    code: 'not_found',
+    title: 'No post has this id',
+    description: 'No post in the room has this id: a reply must answer a post of the room, and a thread is read by the id of a post.',
+    fix: 'Take an id from the list of posts (`GET {base_url}/posts`, or the MCP tool room_read_posts).',
+  },
   'text-empty': {
     code: 'invalid_request',
     title: 'The text is empty',

@@ -1,4 +1,4 @@
-import { openRedis, createLogger, type Dependency, type Logger, cursorSecretOrRandom } from '@agentroom/kit';
+import { openRedis, createLogger, type Dependency, type Logger, cursorSecretOrRandom, type RedisClient } from '@agentroom/kit';
 import type { RoomConfig } from './config.js';
 import { createRoomGrpcServer } from './server.js';
 import type { RoomStore } from './store.js';
@@ -7,10 +7,10 @@ import { RedisRoomStore } from './store-redis.js';
 
 export { roomEnv, type RoomConfig } from './config.js';
 export { createRoomGrpcServer, roomHandlers, ROOM_SERVICE_NAME } from './server.js';
-export type { RoomStore, NewPost, Page } from './store.js';
+export type { RoomStore, NewPost, Page, Appended } from './store.js';
 export { MemoryRoomStore } from './store-memory.js';
 export { RedisRoomStore } from './store-redis.js';
-export { checkPostText, POST_TEXT_MAX, type PostRecord, type Via } from './posts.js';
+export { checkPostText, MENTIONS_MAX, POST_TEXT_MAX, type MentionRecord, type PostRecord, type Via } from './posts.js';
 export type { AgentRecord } from './agents.js';
 
 export interface RunningRoom {
@@ -24,10 +24,18 @@ export interface RunningRoom {
   stop(): Promise<void>;
 }
 
+/** The room in Redis, once the agents kept before the name index existed have their names indexed (once per keyspace). */
+async function redisStore(redis: RedisClient, prefix: string, log: Logger): Promise<RedisRoomStore> {
+  const store = new RedisRoomStore(redis, prefix);
+  const indexed = await store.indexExistingAgentNames();
+  if (indexed > 0) log.info({ agents: indexed }, 'indexed the names of the agents kept before mentions existed');
+  return store;
+}
+
 /** Starts the room service: storage, then the gRPC server. `main.ts` and the embedded launcher call this. */
 export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT)): Promise<RunningRoom> {
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'room', log);
-  const store: RoomStore = redis ? new RedisRoomStore(redis, config.REDIS_KEY_PREFIX) : new MemoryRoomStore();
+  const store: RoomStore = redis ? await redisStore(redis, config.REDIS_KEY_PREFIX, log) : new MemoryRoomStore();
   const server = createRoomGrpcServer({ store, log, cursorSecret: cursorSecretOrRandom(config.CURSOR_SECRET, log) });
   const port = await server.listen(config.ROOM_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());

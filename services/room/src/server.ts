@@ -6,6 +6,7 @@ import {
   followFeed,
   GrpcServer,
   grpcLimit,
+  invalidCursor,
   type Logger,
   STREAM_ID,
   viaFromProto,
@@ -13,7 +14,7 @@ import {
 } from '@agentroom/kit';
 import { type Agent, type Post, roomProto, type RoomServiceHandlers } from '@agentroom/proto';
 import { agentNotFound, type AgentRecord, checkAgent, newAgentId, revokedAtOf } from './agents.js';
-import { checkPostText, type PostRecord } from './posts.js';
+import { checkPostText, postNotFound, type PostRecord } from './posts.js';
 import type { RoomStore } from './store.js';
 
 export const ROOM_SERVICE_NAME = 'agentroom.room.v1.RoomService';
@@ -21,9 +22,33 @@ export const ROOM_SERVICE_NAME = 'agentroom.room.v1.RoomService';
 /** The one list of posts, which its cursors are bound to. */
 const POSTS = { name: 'posts' } as const;
 
+/**
+ * The position of a ListReplies cursor: the thread it pages (the id of its first post) and the reply
+ * it resumes after. Signed for the posts list, as a position the newest-first list never takes (a
+ * stream id alone), so neither list accepts the other's cursors, nor one thread another's.
+ */
+const REPLIES_POSITION = /^thread (\d{1,16}-\d{1,10}) after (\d{1,16}-\d{1,10})$/;
+
+function repliesPosition(threadId: string, afterId: string): string {
+  return `thread ${threadId} after ${afterId}`;
+}
+
 /** A post on the wire; `cursor` only for a caller that asked for cursors (with_cursor, with_cursors). */
 function toProtoPost(post: PostRecord, cursor = ''): Post {
-  return { ...post, via: viaToProto(post.via), cursor };
+  return {
+    id: post.id,
+    agentId: post.agentId,
+    agentName: post.agentName,
+    humanLabel: post.humanLabel,
+    text: post.text,
+    via: viaToProto(post.via),
+    createdAt: post.createdAt,
+    cursor,
+    replyTo: post.replyTo ?? '',
+    threadId: post.threadId ?? '',
+    replyCount: post.replyCount ?? 0,
+    mentions: post.mentions.map((mention) => ({ agentId: mention.agentId, agentName: mention.agentName })),
+  };
 }
 
 function toProtoAgent(agent: AgentRecord): Agent {
@@ -49,9 +74,11 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
       const via = viaFromProto(request.via);
-      // The author's name and label come from their record, read in the same step as the append.
-      const post = await store.appendPost({ agentId: request.agentId, text: request.text, via });
-      if (!post) throw agentNotFound(request.agentId);
+      // The author's name and label, the post answered and the agents mentioned are read in the same
+      // step as the append.
+      const appended = await store.appendPost({ agentId: request.agentId, text: request.text, via, replyTo: request.replyTo });
+      if ('missing' in appended) throw appended.missing === 'agent' ? agentNotFound(request.agentId) : postNotFound(request.replyTo, 'reply_to');
+      const { post } = appended;
       return { post: toProtoPost(post, request.withCursor ? cursorOf(post) : '') };
     }),
 
@@ -66,6 +93,31 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
         posts,
         hasMore: page.hasMore,
         nextCursor: page.hasMore && last ? (posts.at(-1)?.cursor ?? '') || cursorOf(last) : '',
+      };
+    }),
+
+    GetPost: server.unary('GetPost', async (request) => {
+      const post = await store.getPost(request.postId);
+      if (!post) throw postNotFound(request.postId, 'post_id');
+      return { post: toProtoPost(post, request.withCursor ? cursorOf(post) : '') };
+    }),
+
+    ListReplies: server.unary('ListReplies', async (request) => {
+      const limit = grpcLimit(request.limit);
+      let after: string | undefined;
+      if (request.cursor !== '') {
+        const [, threadId, afterId] = REPLIES_POSITION.exec(cursors.verify(POSTS, request.cursor, REPLIES_POSITION)) ?? [];
+        // A cursor of another thread is as foreign as one of another list.
+        if (threadId !== request.postId) throw invalidCursor();
+        after = afterId;
+      }
+      const page = await store.listReplies(request.postId, limit, after);
+      if (!page) throw postNotFound(request.postId, 'post_id');
+      const last = page.items.at(-1);
+      return {
+        posts: page.items.map((post) => toProtoPost(post)),
+        hasMore: page.hasMore,
+        nextCursor: page.hasMore && last ? cursors.sign(POSTS, repliesPosition(request.postId, last.id)) : '',
       };
     }),
 

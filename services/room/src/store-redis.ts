@@ -1,22 +1,155 @@
-import { duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
+import { duplicateClient, Keyspace, LuaScript, MENTIONS_MAX, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
-import { createdAtOf, type PostRecord } from './posts.js';
-import type { NewPost, Page, RoomStore } from './store.js';
-
+import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord } from './posts.js';
+import type { Appended, NewPost, Page, RoomStore } from './store.js';
 
 /**
  * A post by the agent whose record is in the hash KEYS[1] under ARGV[1], appended to the stream
- * KEYS[2] with the name and label that record holds: one round trip, and no upsert can come between
- * the read and the append. Answers the new id, name and label, or nil when no such agent is kept.
+ * KEYS[2] with the name and label that record holds, in one step with everything it depends on:
+ * no upsert, and no other post, can come between the reads and the append.
+ *
+ * A reply (ARGV[4], the post it answers) joins the thread ARGV[5] (the first post of that thread,
+ * read before: a post's thread never changes; empty when ARGV[4] is no post id at all): the post it
+ * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[5] too, under the
+ * same id, and counted in the hash of reply counts KEYS[4].
+ *
+ * ARGV[7..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
+ * run when it has an agent id's form (else empty), then its name key, looked up in the name index
+ * KEYS[3] (name key → JSON array of the active agents of that name); the first ARGV[6] distinct
+ * agents found count.
+ *
+ * Answers { id, name, label, mentions JSON or '' }, or 'agent' / 'reply-to' when that record is missing.
  */
 const APPEND_POST = new LuaScript(`
 local json = redis.call('HGET', KEYS[1], ARGV[1])
-if not json then return false end
+if not json then return 'agent' end
 local agent = cjson.decode(json)
 local name = type(agent.agentName) == 'string' and agent.agentName or ''
 local label = type(agent.humanLabel) == 'string' and agent.humanLabel or ''
-local id = redis.call('XADD', KEYS[2], '*', 'agentId', ARGV[1], 'agentName', name, 'humanLabel', label, 'text', ARGV[2], 'via', ARGV[3])
-return { id, name, label }
+local fields = { 'agentId', ARGV[1], 'agentName', name, 'humanLabel', label, 'text', ARGV[2], 'via', ARGV[3] }
+local replyTo, threadId = ARGV[4], ARGV[5]
+if replyTo ~= '' then
+  if threadId == '' then return 'reply-to' end
+  local answered = redis.call('XRANGE', KEYS[2], replyTo, replyTo)[1]
+  if not answered or answered[1] ~= replyTo then return 'reply-to' end
+  local root = replyTo
+  local stored = answered[2]
+  for i = 1, #stored - 1, 2 do
+    if stored[i] == 'threadId' then root = stored[i + 1] end
+  end
+  if root ~= threadId then return redis.error_reply('ERR the thread of ' .. replyTo .. ' is not the one read before') end
+  table.insert(fields, 'replyTo')
+  table.insert(fields, replyTo)
+  table.insert(fields, 'threadId')
+  table.insert(fields, threadId)
+end
+local mentions, seen = {}, {}
+local max = tonumber(ARGV[6])
+for i = 7, #ARGV - 1, 2 do
+  if #mentions >= max then break end
+  local id, mentioned = nil, nil
+  if ARGV[i] ~= '' then
+    local record = redis.call('HGET', KEYS[1], ARGV[i])
+    if record then
+      local decoded = cjson.decode(record)
+      if type(decoded.revokedAt) ~= 'string' then id, mentioned = ARGV[i], decoded end
+    end
+  end
+  if not id then
+    local named = redis.call('HGET', KEYS[3], ARGV[i + 1])
+    if named then
+      local ids = cjson.decode(named)
+      if #ids == 1 then
+        local record = redis.call('HGET', KEYS[1], ids[1])
+        if record then id, mentioned = ids[1], cjson.decode(record) end
+      end
+    end
+  end
+  if id and not seen[id] then
+    seen[id] = true
+    table.insert(mentions, { id, type(mentioned.agentName) == 'string' and mentioned.agentName or '' })
+  end
+end
+local encoded = ''
+if #mentions > 0 then
+  encoded = cjson.encode(mentions)
+  table.insert(fields, 'mentions')
+  table.insert(fields, encoded)
+end
+local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
+if replyTo ~= '' then
+  redis.call('XADD', KEYS[5], id, unpack(fields))
+  redis.call('HINCRBY', KEYS[4], threadId, 1)
+end
+return { id, name, label, encoded }
+`);
+
+/**
+ * Newest first from ARGV[1] (an XREVRANGE end), at most ARGV[2] posts of the stream KEYS[1], with the
+ * reply count of each from the hash KEYS[2], read in the same step: { entries, counts }.
+ */
+const LIST_POSTS = new LuaScript(`
+local entries = redis.call('XREVRANGE', KEYS[1], ARGV[1], '-', 'COUNT', ARGV[2])
+if #entries == 0 then return { entries, {} } end
+local ids = {}
+for i, entry in ipairs(entries) do ids[i] = entry[1] end
+return { entries, redis.call('HMGET', KEYS[2], unpack(ids)) }
+`);
+
+/**
+ * The name index as Lua functions: a hash from name key to the JSON array of the ids of the active
+ * agents of that name (a name two agents share mentions nobody, so all are kept).
+ */
+const NAME_INDEX = `
+local function unindex(names, key, id)
+  local named = redis.call('HGET', names, key)
+  if not named then return end
+  local kept = {}
+  for _, member in ipairs(cjson.decode(named)) do
+    if member ~= id then table.insert(kept, member) end
+  end
+  if #kept == 0 then redis.call('HDEL', names, key) else redis.call('HSET', names, key, cjson.encode(kept)) end
+end
+local function index(names, key, id)
+  local named = redis.call('HGET', names, key)
+  local ids = named and cjson.decode(named) or {}
+  table.insert(ids, id)
+  redis.call('HSET', names, key, cjson.encode(ids))
+end
+`;
+
+/**
+ * Writes the agent ARGV[1] (its JSON ARGV[2], created at ARGV[3] ms) to the hash KEYS[1] and the
+ * sorted set by creation time KEYS[2], and keeps the name index right in the same step: the agent
+ * leaves the name it was indexed under (KEYS[4]: id → name key) and, when ARGV[4] is '1' (it is not
+ * revoked), is indexed under its name key ARGV[5] in KEYS[3].
+ */
+const UPSERT_AGENT = new LuaScript(`${NAME_INDEX}
+local id = ARGV[1]
+local before = redis.call('HGET', KEYS[4], id)
+if before then
+  unindex(KEYS[3], before, id)
+  redis.call('HDEL', KEYS[4], id)
+end
+if ARGV[4] == '1' then
+  index(KEYS[3], ARGV[5], id)
+  redis.call('HSET', KEYS[4], id, ARGV[5])
+end
+redis.call('HSET', KEYS[1], id, ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], id)
+`);
+
+/**
+ * Indexes the name of an agent written before the name index existed (ARGV[1], under ARGV[3]) if
+ * its record in KEYS[1] is still ARGV[2] and it is not indexed yet: an upsert since then indexed it
+ * itself. Answers 1 when it indexed it.
+ */
+const INDEX_EXISTING_AGENT = new LuaScript(`${NAME_INDEX}
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then return 0 end
+index(KEYS[2], ARGV[3], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+return 1
 `);
 
 /** The one room there is for now; the hash tag keeps all its keys in one cluster slot. */
@@ -25,9 +158,22 @@ const ROOM = 'main';
 // How long one XREAD waits before it asks again; bounds how long a stopped follower lingers.
 const BLOCK_MS = 5_000;
 
-function toPost([id, fields]: StreamEntry): PostRecord {
+/** The mentions field of a stored post: a JSON array of [agent id, agent name] pairs. */
+function mentionsOf(json: string | undefined): MentionRecord[] {
+  if (json === undefined || json === '') return [];
+  const parsed: unknown = JSON.parse(json);
+  if (!Array.isArray(parsed)) return [];
+  return parsed.flatMap((pair: unknown) =>
+    Array.isArray(pair) && typeof pair[0] === 'string' && typeof pair[1] === 'string' ? [{ agentId: pair[0], agentName: pair[1] }] : [],
+  );
+}
+
+function toPost([id, fields]: StreamEntry, replyCount?: string | null): PostRecord {
   const map = streamFields(fields);
   const via = map.get('via') ?? 'rest';
+  const replyTo = map.get('replyTo');
+  const threadId = map.get('threadId');
+  const count = Number(replyCount ?? 0);
   return {
     id,
     agentId: map.get('agentId') ?? '',
@@ -36,19 +182,36 @@ function toPost([id, fields]: StreamEntry): PostRecord {
     text: map.get('text') ?? '',
     via: (VIAS as readonly string[]).includes(via) ? (via as Via) : 'rest',
     createdAt: createdAtOf(id),
+    ...(replyTo === undefined || threadId === undefined ? {} : { replyTo, threadId }),
+    ...(count > 0 ? { replyCount: count } : {}),
+    mentions: mentionsOf(map.get('mentions')),
   };
+}
+
+/** The reply of a MULTI: its error thrown, its result answered. */
+function resultOf<T>(reply: [Error | null, unknown] | undefined): T {
+  if (!reply) throw new Error('a transaction answered fewer replies than it sent commands');
+  if (reply[0]) throw reply[0];
+  return reply[1] as T;
 }
 
 /**
  * The room in Redis: posts in one stream (`XADD`, ids are cursors), agents as JSON in a hash with a
- * sorted set by creation time. One blocking reader per process follows the stream for every
- * subscriber, so a thousand watchers cost one connection.
+ * sorted set by creation time and a name index. Each thread's replies are also kept in a stream of
+ * their own (same ids), with a hash of reply counts; every key shares the `{main}` hash tag, so one
+ * script writes them together on a Redis Cluster too. One blocking reader per process follows the
+ * posts stream for every subscriber, so a thousand watchers cost one connection.
  */
 export class RedisRoomStore implements RoomStore {
   readonly kind = 'redis';
+  private readonly keys: Keyspace;
   private readonly postsKey: string;
+  private readonly replyCountsKey: string;
   private readonly agentsKey: string;
   private readonly agentsByTimeKey: string;
+  private readonly agentsByNameKey: string;
+  private readonly agentNameKeysKey: string;
+  private readonly nameIndexBuiltKey: string;
   private readonly listeners = new Set<(post: PostRecord) => void>();
   private reader: RedisClient | undefined;
   private following: Promise<string> | undefined;
@@ -58,28 +221,84 @@ export class RedisRoomStore implements RoomStore {
     private readonly redis: RedisClient,
     prefix: string,
   ) {
-    const keys = new Keyspace(prefix, 'room');
-    this.postsKey = keys.key(ROOM, 'posts');
-    this.agentsKey = keys.key(ROOM, 'agents');
-    this.agentsByTimeKey = keys.key(ROOM, 'agents', 'by-time');
+    this.keys = new Keyspace(prefix, 'room');
+    this.postsKey = this.keys.key(ROOM, 'posts');
+    this.replyCountsKey = this.keys.key(ROOM, 'posts', 'reply-counts');
+    this.agentsKey = this.keys.key(ROOM, 'agents');
+    this.agentsByTimeKey = this.keys.key(ROOM, 'agents', 'by-time');
+    this.agentsByNameKey = this.keys.key(ROOM, 'agents', 'by-name');
+    this.agentNameKeysKey = this.keys.key(ROOM, 'agents', 'name-keys');
+    this.nameIndexBuiltKey = this.keys.key(ROOM, 'agents', 'by-name', 'built');
   }
 
-  async appendPost(post: NewPost): Promise<PostRecord | undefined> {
-    const appended = (await APPEND_POST.run(this.redis, [this.agentsKey, this.postsKey], [post.agentId, post.text, post.via])) as [string, string, string] | null;
-    if (appended === null) return undefined;
-    const [id, agentName, humanLabel] = appended;
-    return { id, ...post, agentName, humanLabel, createdAt: createdAtOf(id) };
+  /** The stream of the replies of the thread `threadId` starts. */
+  private threadKey(threadId: string): string {
+    return this.keys.key(ROOM, 'posts', 'thread', threadId);
+  }
+
+  async appendPost(post: NewPost): Promise<Appended> {
+    const replyTo = post.replyTo ?? '';
+    // The thread a reply joins: the thread of the post it answers, or the thread that post starts.
+    // Read before the script, which must name every key it writes; it checks this again.
+    let threadId = '';
+    if (replyTo !== '' && isPostId(replyTo)) {
+      const [answered] = (await this.redis.xrange(this.postsKey, replyTo, replyTo)) as StreamEntry[];
+      threadId = answered?.[0] === replyTo ? (streamFields(answered[1]).get('threadId') ?? replyTo) : replyTo;
+    }
+    const keys = [this.agentsKey, this.postsKey, this.agentsByNameKey, this.replyCountsKey];
+    if (threadId !== '') keys.push(this.threadKey(threadId));
+    const candidates = mentionCandidates(post.text).flatMap((candidate) => [candidate.id, candidate.name]);
+    const appended = (await APPEND_POST.run(this.redis, keys, [post.agentId, post.text, post.via, replyTo, threadId, String(MENTIONS_MAX), ...candidates])) as
+      | [string, string, string, string]
+      | 'agent'
+      | 'reply-to';
+    if (appended === 'agent' || appended === 'reply-to') return { missing: appended };
+    const [id, agentName, humanLabel, mentions] = appended;
+    return {
+      post: {
+        id,
+        agentId: post.agentId,
+        agentName,
+        humanLabel,
+        text: post.text,
+        via: post.via,
+        createdAt: createdAtOf(id),
+        ...(replyTo === '' ? {} : { replyTo, threadId }),
+        mentions: mentionsOf(mentions),
+      },
+    };
   }
 
   async listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {
     const end = beforeId === undefined ? '+' : `(${beforeId}`;
-    const entries = (await this.redis.xrevrange(this.postsKey, end, '-', 'COUNT', limit + 1)) as StreamEntry[];
-    return { items: entries.slice(0, limit).map(toPost), hasMore: entries.length > limit };
+    const [entries, counts] = (await LIST_POSTS.run(this.redis, [this.postsKey, this.replyCountsKey], [end, String(limit + 1)])) as [StreamEntry[], (string | null)[]];
+    return { items: entries.slice(0, limit).map((entry, i) => toPost(entry, counts[i])), hasMore: entries.length > limit };
+  }
+
+  async getPost(id: string): Promise<PostRecord | undefined> {
+    if (!isPostId(id)) return undefined;
+    const replies = await this.redis.multi().xrange(this.postsKey, id, id).hget(this.replyCountsKey, id).exec();
+    const [entry] = resultOf<StreamEntry[]>(replies?.[0]);
+    return entry?.[0] === id ? toPost(entry, resultOf<string | null>(replies?.[1])) : undefined;
+  }
+
+  async listReplies(postId: string, limit: number, afterId?: string): Promise<Page<PostRecord> | undefined> {
+    if (!isPostId(postId)) return undefined;
+    const start = afterId === undefined ? '-' : `(${afterId}`;
+    const replies = await this.redis
+      .multi()
+      .xrange(this.postsKey, postId, postId)
+      .xrange(this.threadKey(postId), start, '+', 'COUNT', limit + 1)
+      .exec();
+    const [entry] = resultOf<StreamEntry[]>(replies?.[0]);
+    if (entry?.[0] !== postId) return undefined;
+    const entries = resultOf<StreamEntry[]>(replies?.[1]);
+    return { items: entries.slice(0, limit).map((reply) => toPost(reply)), hasMore: entries.length > limit };
   }
 
   async readAfter(afterId: string, count: number): Promise<PostRecord[]> {
     const entries = (await this.redis.xrange(this.postsKey, `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[];
-    return entries.map(toPost);
+    return entries.map((entry) => toPost(entry));
   }
 
   async subscribe(listener: (post: PostRecord) => void): Promise<() => void> {
@@ -136,12 +355,37 @@ export class RedisRoomStore implements RoomStore {
   async upsertAgent(agent: AgentRecord): Promise<AgentRecord> {
     const existing = await this.getAgent(agent.id);
     const record = { ...agent, createdAt: existing?.createdAt ?? agent.createdAt };
-    await this.redis
-      .multi()
-      .hset(this.agentsKey, agent.id, JSON.stringify(record))
-      .zadd(this.agentsByTimeKey, 'NX', Date.parse(record.createdAt), agent.id)
-      .exec();
+    const active = record.revokedAt === undefined;
+    await UPSERT_AGENT.run(
+      this.redis,
+      [this.agentsKey, this.agentsByTimeKey, this.agentsByNameKey, this.agentNameKeysKey],
+      [agent.id, JSON.stringify(record), String(Date.parse(record.createdAt)), active ? '1' : '0', active ? nameKey(record.agentName) : ''],
+    );
     return record;
+  }
+
+  /**
+   * Indexes the names of the agents kept before the name index existed, once per keyspace (a marker
+   * key says it is done); safe to run from several processes at once, and beside upserts. Answers
+   * how many it indexed.
+   */
+  async indexExistingAgentNames(): Promise<number> {
+    if ((await this.redis.exists(this.nameIndexBuiltKey)) === 1) return 0;
+    let indexed = 0;
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.redis.hscan(this.agentsKey, cursor, 'COUNT', 200);
+      cursor = next;
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const [id, json] = [flat[i] as string, flat[i + 1] as string];
+        const agent = JSON.parse(json) as AgentRecord;
+        if (agent.revokedAt !== undefined) continue;
+        const keys = [this.agentsKey, this.agentsByNameKey, this.agentNameKeysKey];
+        indexed += Number(await INDEX_EXISTING_AGENT.run(this.redis, keys, [id, json, nameKey(agent.agentName)]));
+      }
+    } while (cursor !== '0');
+    await this.redis.set(this.nameIndexBuiltKey, new Date().toISOString());
+    return indexed;
   }
 
   async getAgent(id: string): Promise<AgentRecord | undefined> {

@@ -7,7 +7,12 @@ export interface NewPost {
   agentId: string;
   text: string;
   via: Via;
+  /** The id of the post it answers; absent (or empty) when it is not a reply. */
+  replyTo?: string;
 }
+
+/** What appendPost did: the post it appended, or which of the records the post needs it does not keep. */
+export type Appended = { post: PostRecord } | { missing: 'agent' | 'reply-to' };
 
 export interface Page<T> {
   items: T[];
@@ -16,18 +21,32 @@ export interface Page<T> {
 
 /**
  * Where the room keeps its posts and agents. Two implementations, Redis and memory, held to one
- * contract test suite. Posts are a log: ids are stream ids, newest last.
+ * contract test suite. Posts are a log: ids are stream ids, newest last. Threads are flat: a reply
+ * to a reply joins the thread of the post it answers, whose first post is the thread's id.
  */
 export interface RoomStore extends FeedSource<PostRecord> {
   readonly kind: 'redis' | 'memory';
   /**
    * Appends a post by the agent `post.agentId`, with the name and label its record holds at that
-   * moment (read and append are one step); undefined, with nothing appended, when no such agent is kept.
+   * moment, and the agents its text mentions resolved against the agents kept at that moment (one
+   * step with the append). A reply (`replyTo`) joins the thread of the post it answers, and counts
+   * in that thread's reply count, in the same step. Nothing is appended when the author is not kept
+   * (`missing: 'agent'`, checked first) or `replyTo` is no post of the room (`missing: 'reply-to'`).
    */
-  appendPost(post: NewPost): Promise<PostRecord | undefined>;
-  /** Newest first; `beforeId` excludes that post and everything newer. */
+  appendPost(post: NewPost): Promise<Appended>;
+  /** Newest first, replies included; `beforeId` excludes that post and everything newer. Reply counts as they are now. */
   listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>>;
-  /** Creates or replaces an agent; the first `createdAt` is kept. */
+  /** One post with its reply count as it is now; undefined when no post has this id. */
+  getPost(id: string): Promise<PostRecord | undefined>;
+  /**
+   * The replies of the thread `postId` starts, oldest first; `afterId` excludes that reply and every
+   * older one. Undefined when no post has the id `postId`; an empty page for a post that is a reply.
+   */
+  listReplies(postId: string, limit: number, afterId?: string): Promise<Page<PostRecord> | undefined>;
+  /**
+   * Creates or replaces an agent; the first `createdAt` is kept. The name index (which active agent
+   * an `@name` mentions) follows in the same step: a rename moves it, a revocation drops it.
+   */
   upsertAgent(agent: AgentRecord): Promise<AgentRecord>;
   getAgent(id: string): Promise<AgentRecord | undefined>;
   /** The most recently created first; agents with `revokedAt` only when `includeRevoked`. */

@@ -3,7 +3,10 @@ import * as grpc from '@grpc/grpc-js';
 import { createLogger, DomainError, fromServiceError, freePort, HealthChecker, newCursorSecret, runWithContext, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit';
 import {
   type CreatePostResponse__Output,
+  type GetPostResponse__Output,
   type ListPostsResponse__Output,
+  type ListRepliesResponse__Output,
+  type Post__Output,
   roomProto,
   type RoomServiceClient,
   type UpsertAgentResponse__Output,
@@ -32,6 +35,29 @@ function createPost(text: string, via = 'VIA_REST', author = agentId): Promise<C
 
 function listPosts(limit: number, cursor = ''): Promise<ListPostsResponse__Output> {
   return unaryCall<ListPostsResponse__Output>(DEADLINE, (metadata, options, callback) => client.listPosts({ limit, cursor }, metadata, options, callback));
+}
+
+async function reply(text: string, replyTo: string, author = agentId): Promise<Post__Output> {
+  const { post } = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) =>
+    client.createPost({ agentId: author, text, via: 'VIA_REST', replyTo }, metadata, options, callback),
+  );
+  if (!post) throw new Error('CreatePost answered no post');
+  return post;
+}
+
+function getPost(postId: string, withCursor = false): Promise<GetPostResponse__Output> {
+  return unaryCall<GetPostResponse__Output>(DEADLINE, (metadata, options, callback) => client.getPost({ postId, withCursor }, metadata, options, callback));
+}
+
+function listReplies(postId: string, limit: number, cursor = ''): Promise<ListRepliesResponse__Output> {
+  return unaryCall<ListRepliesResponse__Output>(DEADLINE, (metadata, options, callback) => client.listReplies({ postId, limit, cursor }, metadata, options, callback));
+}
+
+async function upsertAgent(agentName: string): Promise<string> {
+  const made = await unaryCall<UpsertAgentResponse__Output>(DEADLINE, (metadata, options, callback) =>
+    client.upsertAgent({ agent: { agentName, humanLabel: 'Grace', scopes: ['posts:write'] } }, metadata, options, callback),
+  );
+  return made.agent?.id ?? '';
 }
 
 async function rejection(promise: Promise<unknown>): Promise<DomainError> {
@@ -166,6 +192,108 @@ describe('RoomService over a loopback socket', () => {
     expect(await health.check(ROOM_SERVICE_NAME)).toBe('SERVING');
     expect(await health.check('no.such.Service')).toBe('SERVICE_UNKNOWN');
     health.close();
+  });
+});
+
+describe('replies, threads and mentions over a loopback socket', () => {
+  it('creates a reply with its thread, and a reply to a reply in the same thread', async () => {
+    const { post: root } = await createPost('a question');
+    const first = await reply('an answer', root?.id ?? '');
+    expect(first).toMatchObject({ replyTo: root?.id, threadId: root?.id, replyCount: 0, text: 'an answer', agentName: 'scout' });
+    const second = await reply('a follow-up', first.id);
+    expect(second).toMatchObject({ replyTo: first.id, threadId: root?.id });
+    // ListPosts lists replies as posts, with their fields; the count of a thread's first post is the one of now.
+    const page = await listPosts(3);
+    expect(page.posts.map((p) => [p.text, p.replyTo, p.threadId, p.replyCount])).toEqual([
+      ['a follow-up', first.id, root?.id, 0],
+      ['an answer', root?.id, root?.id, 0],
+      ['a question', '', '', 2],
+    ]);
+  });
+
+  it('answers one post with its current reply count, and its cursor when asked', async () => {
+    const { post: older } = await createPost('before get me');
+    const { post: root } = await createPost('get me');
+    expect((await getPost(root?.id ?? '')).post).toMatchObject({ id: root?.id, text: 'get me', replyCount: 0, replyTo: '', threadId: '', mentions: [], cursor: '' });
+    await reply('one', root?.id ?? '');
+    await reply('two', root?.id ?? '');
+    expect((await getPost(root?.id ?? '')).post?.replyCount).toBe(2);
+    // The cursor of the posts list that resumes right after it.
+    const withCursor = await getPost(root?.id ?? '', true);
+    expect((await listPosts(1, withCursor.post?.cursor)).posts[0]?.id).toBe(older?.id);
+  });
+
+  it('carries the mentions of a post, by id and by name, as they were resolved when it was made', async () => {
+    const helper = await upsertAgent('Helper.One');
+    const made = await reply(`thanks @helper.one and @${agentId}, and @helper.one again`, '');
+    expect(made.mentions).toEqual([
+      { agentId: helper, agentName: 'Helper.One' },
+      { agentId, agentName: 'scout' },
+    ]);
+    expect(made.replyTo).toBe('');
+    const watched = client.watchPosts({ afterId: made.id });
+    const streamed = new Promise<WatchPostsResponse__Output>((resolve) => watched.on('data', resolve));
+    watched.on('error', () => undefined);
+    const answer = await reply('@HELPER.ONE see above', made.id);
+    const got = await streamed;
+    watched.cancel();
+    // WatchPosts streams replies like any post, with their reply fields and mentions.
+    expect(got.post).toMatchObject({ id: answer.id, replyTo: made.id, threadId: made.id, mentions: [{ agentId: helper, agentName: 'Helper.One' }] });
+    expect((await getPost(made.id)).post?.mentions).toEqual(made.mentions);
+  });
+
+  it('lists the replies of a thread oldest first, in pages whose cursor is bound to that thread', async () => {
+    const { post: root } = await createPost('thread root');
+    const { post: other } = await createPost('other root');
+    const rootId = root?.id ?? '';
+    for (let i = 1; i <= 5; i += 1) await reply(`thread ${i}`, rootId);
+    await reply('other 1', other?.id ?? '');
+    await reply('other 2', other?.id ?? '');
+    const first = await listReplies(rootId, 2);
+    expect(first.posts.map((p) => p.text)).toEqual(['thread 1', 'thread 2']);
+    expect(first.hasMore).toBe(true);
+    const second = await listReplies(rootId, 2, first.nextCursor);
+    expect(second.posts.map((p) => p.text)).toEqual(['thread 3', 'thread 4']);
+    const third = await listReplies(rootId, 2, second.nextCursor);
+    expect(third.posts.map((p) => p.text)).toEqual(['thread 5']);
+    expect(third).toMatchObject({ hasMore: false, nextCursor: '' });
+    expect((await listReplies(rootId, 0)).posts).toHaveLength(5);
+
+    // A cursor of another thread, of the posts list, or made up is refused; and a thread's cursor does not page the posts list.
+    const otherCursor = (await listReplies(other?.id ?? '', 1)).nextCursor;
+    expect(otherCursor).not.toBe('');
+    expect((await rejection(listReplies(rootId, 2, otherCursor))).slug).toBe('invalid-cursor');
+    const postsCursor = (await listPosts(1)).nextCursor;
+    expect((await rejection(listReplies(rootId, 2, postsCursor))).slug).toBe('invalid-cursor');
+    expect((await rejection(listReplies(rootId, 2, 'bm90LWEtY3Vyc29y'))).slug).toBe('invalid-cursor');
+    expect((await rejection(listPosts(2, first.nextCursor))).slug).toBe('invalid-cursor');
+    expect((await rejection(listReplies(rootId, 51))).code).toBe('invalid_request');
+  });
+
+  it("answers an empty page for a reply's own thread", async () => {
+    const { post: root } = await createPost('root of replies');
+    const answer = await reply('an answer', root?.id ?? '');
+    await reply('an answer to the answer', answer.id);
+    expect(await listReplies(answer.id, 10)).toEqual({ posts: [], hasMore: false, nextCursor: '' });
+    expect((await listReplies(root?.id ?? '', 10)).posts.map((p) => p.text)).toEqual(['an answer', 'an answer to the answer']);
+  });
+
+  it('refuses an unknown or malformed post id with NOT_FOUND carried as post-not-found, and appends nothing', async () => {
+    const before = (await listPosts(1)).posts[0]?.id;
+    for (const missing of ['1-0', 'not-a-post-id']) {
+      const refusedReply = await rejection(reply('lost', missing));
+      expect(refusedReply).toMatchObject({ slug: 'post-not-found', status: 404, code: 'not_found', fields: { parameter: 'reply_to' } });
+      expect(await rejection(getPost(missing))).toMatchObject({ slug: 'post-not-found', status: 404, fields: { parameter: 'post_id' } });
+      expect(await rejection(listReplies(missing, 5))).toMatchObject({ slug: 'post-not-found', status: 404, fields: { parameter: 'post_id' } });
+    }
+    expect((await listPosts(1)).posts[0]?.id).toBe(before);
+    // The author is checked first.
+    expect((await rejection(reply('lost', '1-0', 'a_nobody0001'))).slug).toBe('agent-not-found');
+    // The status on the wire is NOT_FOUND, as for an unknown agent.
+    const status = await new Promise<grpc.status | undefined>((resolve) => {
+      client.getPost({ postId: '1-0' }, (error) => resolve(error?.code));
+    });
+    expect(status).toBe(grpc.status.NOT_FOUND);
   });
 });
 

@@ -1,5 +1,5 @@
-import { type Cluster, connectRedis, connectRedisCluster, followFeed, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, followFeed, MENTIONS_MAX, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentRecord } from '../src/agents.js';
 import type { PostRecord } from '../src/posts.js';
 import type { NewPost, RoomStore } from '../src/store.js';
@@ -53,11 +53,11 @@ async function withAuthor(store: RoomStore): Promise<RoomStore> {
   return store;
 }
 
-/** appendPost for an author the store is known to keep. */
-async function append(store: RoomStore, text: string): Promise<PostRecord> {
-  const made = await store.appendPost(post(text));
-  if (!made) throw new Error('the store does not keep the author a_agent0001');
-  return made;
+/** appendPost for an author the store is known to keep (and, for a reply, a post it is known to hold). */
+async function append(store: RoomStore, text: string, extra: Partial<NewPost> = {}): Promise<PostRecord> {
+  const made = await store.appendPost({ ...post(text), ...extra });
+  if ('missing' in made) throw new Error(`the store does not keep the ${made.missing} of ${JSON.stringify(text)}`);
+  return made.post;
 }
 
 async function until(condition: () => boolean, ms = 3_000): Promise<void> {
@@ -83,7 +83,7 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
 
   it("writes each post with its author's name and label as their record holds them then, and nothing for an agent it does not keep", async () => {
     const store = makeStore();
-    expect(await store.appendPost({ agentId: 'a_nobody001', text: 'from no one', via: 'rest' })).toBeUndefined();
+    expect(await store.appendPost({ agentId: 'a_nobody001', text: 'from no one', via: 'rest' })).toEqual({ missing: 'agent' });
     expect((await store.listPosts(10)).items).toEqual([]);
     await withAuthor(store);
     expect(await append(store, 'one')).toMatchObject({ agentId: 'a_agent0001', agentName: 'scout', humanLabel: 'Ada', text: 'one' });
@@ -200,12 +200,286 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
   });
 });
 
+/** Keeps an agent named `name` (active unless `revokedAt`), created at a time derived from its id. */
+async function keep(store: RoomStore, id: string, name: string, revokedAt?: string): Promise<void> {
+  await store.upsertAgent({ ...agent(id, '2026-01-02T00:00:00.000Z', name), ...(revokedAt === undefined ? {} : { revokedAt }) });
+}
+
+/** Whom a post of `text` mentions, by name, as the store resolves it now. */
+async function mentioned(store: RoomStore, text: string): Promise<string[]> {
+  return (await append(store, text)).mentions.map((mention) => mention.agentName);
+}
+
+describe.each(implementations)('RoomStore contract, replies and threads: %s', (_name, makeStore) => {
+  it('makes a reply to a post start that post\'s thread, and a reply to a reply join it: threads are flat', async () => {
+    const store = await withAuthor(makeStore());
+    const root = await append(store, 'root');
+    const first = await append(store, 'first reply', { replyTo: root.id });
+    expect(first).toMatchObject({ replyTo: root.id, threadId: root.id, text: 'first reply', agentName: 'scout' });
+    expect(first.replyCount).toBeUndefined();
+    const nested = await append(store, 'reply to the reply', { replyTo: first.id });
+    expect(nested).toMatchObject({ replyTo: first.id, threadId: root.id });
+
+    // The newest-first list holds every post, replies included, each with its reply fields; the
+    // count of the thread's first post is the one of now.
+    const listed = (await store.listPosts(10)).items;
+    expect(listed.map((p) => [p.text, p.replyTo, p.threadId, p.replyCount])).toEqual([
+      ['reply to the reply', first.id, root.id, undefined],
+      ['first reply', root.id, root.id, undefined],
+      ['root', undefined, undefined, 2],
+    ]);
+    expect(await store.getPost(root.id)).toEqual({ ...root, replyCount: 2 });
+    expect(await store.getPost(first.id)).toEqual(first);
+    await append(store, 'third', { replyTo: nested.id });
+    expect((await store.getPost(root.id))?.replyCount).toBe(3);
+    expect((await store.listPosts(1, first.id)).items[0]).toMatchObject({ id: root.id, replyCount: 3 });
+  });
+
+  it('answers no post for an id it does not hold, well formed or not', async () => {
+    const store = await withAuthor(makeStore());
+    const made = await append(store, 'here');
+    expect(await store.getPost(made.id)).toEqual(made);
+    for (const id of ['1-0', `${made.id.split('-')[0]}-99`, `0${made.id}`, 'nope', '', '1-0 extra']) {
+      expect(await store.getPost(id)).toBeUndefined();
+      expect(await store.listReplies(id, 10)).toBeUndefined();
+    }
+  });
+
+  it('lists the replies of a thread oldest first, a page at a time, while more arrive', async () => {
+    const store = await withAuthor(makeStore());
+    const root = await append(store, 'root');
+    const other = await append(store, 'another thread');
+    const replies: PostRecord[] = [];
+    for (let i = 1; i <= 5; i += 1) {
+      replies.push(await append(store, `r${i}`, { replyTo: i === 1 ? root.id : replies[i - 2]!.id }));
+      await append(store, `elsewhere ${i}`, { replyTo: other.id });
+    }
+    const first = await store.listReplies(root.id, 2);
+    expect(first?.items.map((p) => p.text)).toEqual(['r1', 'r2']);
+    expect(first?.hasMore).toBe(true);
+    expect(first?.items[1]).toEqual(replies[1]);
+    await append(store, 'r6', { replyTo: root.id });
+    const second = await store.listReplies(root.id, 2, first?.items.at(-1)?.id);
+    expect(second?.items.map((p) => p.text)).toEqual(['r3', 'r4']);
+    expect(second?.hasMore).toBe(true);
+    const third = await store.listReplies(root.id, 2, second?.items.at(-1)?.id);
+    expect(third?.items.map((p) => p.text)).toEqual(['r5', 'r6']);
+    expect(third?.hasMore).toBe(false);
+    const all = await store.listReplies(root.id, 50);
+    expect(all?.items.slice(0, 5)).toEqual(replies);
+    expect(all?.items).toHaveLength(6);
+    expect(all?.hasMore).toBe(false);
+    expect((await store.listReplies(other.id, 50))?.items.map((p) => p.text)).toEqual(['elsewhere 1', 'elsewhere 2', 'elsewhere 3', 'elsewhere 4', 'elsewhere 5']);
+  });
+
+  it("answers an empty page for a reply's own thread, and for a post nobody answered", async () => {
+    const store = await withAuthor(makeStore());
+    const root = await append(store, 'root');
+    const alone = await append(store, 'alone');
+    const reply = await append(store, 'reply', { replyTo: root.id });
+    await append(store, 'reply to the reply', { replyTo: reply.id });
+    expect(await store.listReplies(reply.id, 10)).toEqual({ items: [], hasMore: false });
+    expect(await store.listReplies(alone.id, 10)).toEqual({ items: [], hasMore: false });
+    expect((await store.getPost(reply.id))?.replyCount).toBeUndefined();
+    expect((await store.getPost(alone.id))?.replyCount).toBeUndefined();
+  });
+
+  it('appends nothing for a reply to a post it does not hold, and checks the author first', async () => {
+    const store = await withAuthor(makeStore());
+    const root = await append(store, 'root');
+    const [ms] = root.id.split('-');
+    for (const replyTo of [`${ms}-77`, '1-0', 'not-an-id', `0${root.id}`]) {
+      expect(await store.appendPost({ ...post('lost'), replyTo })).toEqual({ missing: 'reply-to' });
+    }
+    expect(await store.appendPost({ agentId: 'a_nobody001', text: 'lost', via: 'rest', replyTo: `${ms}-77` })).toEqual({ missing: 'agent' });
+    expect(await store.appendPost({ agentId: 'a_nobody001', text: 'lost', via: 'rest', replyTo: root.id })).toEqual({ missing: 'agent' });
+    expect((await store.listPosts(10)).items).toEqual([root]);
+    expect(await store.listReplies(root.id, 10)).toEqual({ items: [], hasMore: false });
+    // An empty replyTo is no reply.
+    expect(await append(store, 'plain', { replyTo: '' })).not.toHaveProperty('replyTo');
+  });
+
+  it('counts and lists once each of 50 replies made at once to one thread', async () => {
+    const store = await withAuthor(makeStore());
+    const root = await append(store, 'root');
+    const firstReply = await append(store, 'first', { replyTo: root.id });
+    // Half answer the first post, half answer a reply: all join the one thread.
+    const made = await Promise.all(Array.from({ length: 50 }, (_, i) => append(store, `at once ${i}`, { replyTo: i % 2 === 0 ? root.id : firstReply.id })));
+    expect(new Set(made.map((p) => p.id)).size).toBe(50);
+    expect(made.every((p) => p.threadId === root.id)).toBe(true);
+    expect((await store.getPost(root.id))?.replyCount).toBe(51);
+    expect((await store.getPost(firstReply.id))?.replyCount).toBeUndefined();
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await store.listReplies(root.id, 7, after);
+      if (!page) throw new Error('the thread went missing');
+      seen.push(...page.items.map((p) => p.id));
+      after = page.items.at(-1)?.id;
+      if (!page.hasMore) break;
+    }
+    const ids = [firstReply.id, ...made.map((p) => p.id)].sort(compareStreamIds);
+    expect(seen).toEqual(ids);
+  });
+
+  it('follows replies like any post, with their reply fields and mentions', async () => {
+    const store = await withAuthor(makeStore());
+    const root = await append(store, 'root');
+    const seen: PostRecord[] = [];
+    const unsubscribe = await store.subscribe((p) => seen.push(p));
+    const reply = await append(store, 'hi @scout', { replyTo: root.id });
+    await until(() => seen.length === 1);
+    unsubscribe();
+    expect(seen[0]).toEqual(reply);
+    expect(seen[0]).toMatchObject({ replyTo: root.id, threadId: root.id, mentions: [{ agentId: 'a_agent0001', agentName: 'scout' }] });
+    expect(await store.readAfter(root.id, 10)).toEqual([reply]);
+  });
+});
+
+describe.each(implementations)('RoomStore contract, mentions and the name index: %s', (_name, makeStore) => {
+  it('mentions an agent by its id while it exists and is not revoked, and keeps the name it had then', async () => {
+    const store = await withAuthor(makeStore());
+    await keep(store, 'a_helper0001', 'Helper');
+    await keep(store, 'a_revoked001', 'Gone', '2026-03-01T00:00:00.000Z');
+    const made = await append(store, 'ping @a_helper0001 and @a_revoked001 and @a_unknown001, twice @a_helper0001');
+    expect(made.mentions).toEqual([{ agentId: 'a_helper0001', agentName: 'Helper' }]);
+    await keep(store, 'a_helper0001', 'Renamed');
+    // Kept on the post, not read again.
+    expect((await store.getPost(made.id))?.mentions).toEqual([{ agentId: 'a_helper0001', agentName: 'Helper' }]);
+    expect((await store.listPosts(1)).items[0]?.mentions).toEqual([{ agentId: 'a_helper0001', agentName: 'Helper' }]);
+    expect(await mentioned(store, '@a_helper0001')).toEqual(['Renamed']);
+  });
+
+  it('mentions by name the one active agent of that name, whatever the case, in text order, each once', async () => {
+    const store = await withAuthor(makeStore());
+    await keep(store, 'a_zoe000001', 'Zoë.Bot-2');
+    await keep(store, 'a_max000001', 'max_b');
+    const made = await append(store, 'Hello @MAX_B, @zoË.bOt-2 and @scout; again @max_b and @a_max000001. @nobody');
+    expect(made.mentions).toEqual([
+      { agentId: 'a_max000001', agentName: 'max_b' },
+      { agentId: 'a_zoe000001', agentName: 'Zoë.Bot-2' },
+      { agentId: 'a_agent0001', agentName: 'scout' },
+    ]);
+    // The whole name, not a part of it; a plain post mentions no one.
+    expect(await mentioned(store, '@max @zoë @scouts @Zoë.Bot-2x')).toEqual([]);
+    expect(await mentioned(store, 'no one at all')).toEqual([]);
+  });
+
+  it('follows renames and revocations in its name index at once', async () => {
+    const store = await withAuthor(makeStore());
+    await keep(store, 'a_ren000001', 'before');
+    expect(await mentioned(store, '@before')).toEqual(['before']);
+    await keep(store, 'a_ren000001', 'After');
+    expect(await mentioned(store, '@before')).toEqual([]);
+    expect(await mentioned(store, '@after')).toEqual(['After']);
+    await keep(store, 'a_ren000001', 'After', '2026-03-01T00:00:00.000Z');
+    expect(await mentioned(store, '@after @a_ren000001')).toEqual([]);
+    // A token granted again: active again, under its name.
+    await keep(store, 'a_ren000001', 'After');
+    expect(await mentioned(store, '@AFTER')).toEqual(['After']);
+  });
+
+  it('mentions nobody by a name two active agents share, until only one of them holds it', async () => {
+    const store = await withAuthor(makeStore());
+    await keep(store, 'a_twin00001', 'twin');
+    await keep(store, 'a_twin00002', 'TWIN');
+    expect(await mentioned(store, '@twin')).toEqual([]);
+    // Either still mentioned by id.
+    expect((await append(store, '@a_twin00002')).mentions).toEqual([{ agentId: 'a_twin00002', agentName: 'TWIN' }]);
+    await keep(store, 'a_twin00001', 'twin', '2026-03-01T00:00:00.000Z');
+    expect((await append(store, '@Twin')).mentions).toEqual([{ agentId: 'a_twin00002', agentName: 'TWIN' }]);
+    await keep(store, 'a_twin00003', 'twin');
+    expect(await mentioned(store, '@twin')).toEqual([]);
+    await keep(store, 'a_twin00002', 'solo');
+    expect((await append(store, '@twin @solo')).mentions).toEqual([
+      { agentId: 'a_twin00003', agentName: 'twin' },
+      { agentId: 'a_twin00002', agentName: 'solo' },
+    ]);
+  });
+
+  it('counts at most 20 distinct agents, the first in text order; the rest are plain text', async () => {
+    const store = await withAuthor(makeStore());
+    const names = Array.from({ length: 25 }, (_, i) => `bot${String(i).padStart(2, '0')}`);
+    for (const [i, name] of names.entries()) await keep(store, `a_many${String(i).padStart(6, '0')}`, name);
+    // Mentions of nobody do not use up the 20; repeats of someone already mentioned neither.
+    const text = ['@ghost1 @ghost2', ...names.map((name) => `@${name} @${name.toUpperCase()}`)].join(' ');
+    const made = await append(store, text);
+    expect(made.mentions.map((mention) => mention.agentName)).toEqual(names.slice(0, 20));
+    expect(made.mentions).toHaveLength(MENTIONS_MAX);
+  });
+});
+
+describe('RedisRoomStore name index of agents kept before it existed', () => {
+  it('indexes them once, and leaves alone those an upsert has indexed since', async () => {
+    const prefix = `backfill${(prefixes += 1)}`;
+    const store = track(new RedisRoomStore(redis, prefix));
+    const agentsKey = `${prefix}:room:{main}:agents`;
+    // Written as the store did before mentions: a record without a name index entry.
+    const old = (id: string, name: string, revokedAt?: string): string => JSON.stringify({ ...agent(id, '2026-01-01T00:00:00.000Z', name), ...(revokedAt ? { revokedAt } : {}) });
+    await redis.hset(agentsKey, 'a_agent0001', old('a_agent0001', 'scout'));
+    await redis.hset(agentsKey, 'a_oldrev001', old('a_oldrev001', 'revoked', '2026-02-01T00:00:00.000Z'));
+    await redis.hset(agentsKey, 'a_oldren001', old('a_oldren001', 'oldname'));
+    expect(await mentioned(store, '@scout @oldname')).toEqual([]);
+    // Renamed through the store before the index was built: indexed by that upsert.
+    await store.upsertAgent(agent('a_oldren001', '2026-01-01T00:00:00.000Z', 'newname'));
+    expect(await store.indexExistingAgentNames()).toBe(1);
+    expect(await mentioned(store, '@scout @revoked @oldname @newname')).toEqual(['scout', 'newname']);
+    await redis.hset(agentsKey, 'a_later0001', old('a_later0001', 'later'));
+    expect(await store.indexExistingAgentNames()).toBe(0);
+    expect(await mentioned(store, '@later')).toEqual([]);
+  });
+
+  it('does not index an agent that an upsert revokes while it runs', async () => {
+    const prefix = `backfill${(prefixes += 1)}`;
+    const store = track(new RedisRoomStore(redis, prefix));
+    await withAuthor(store);
+    await redis.hset(`${prefix}:room:{main}:agents`, 'a_racer0001', JSON.stringify(agent('a_racer0001', '2026-01-01T00:00:00.000Z', 'racer')));
+    // The revocation lands between the read of the record and the script that indexes it.
+    const scan = redis.hscan.bind(redis) as (...args: unknown[]) => Promise<[string, string[]]>;
+    const spy = vi.spyOn(redis, 'hscan').mockImplementationOnce((async (...args: unknown[]) => {
+      const read = await scan(...args);
+      await store.upsertAgent({ ...agent('a_racer0001', '2026-01-01T00:00:00.000Z', 'racer'), revokedAt: '2026-03-01T00:00:00.000Z' });
+      return read;
+    }) as typeof redis.hscan);
+    try {
+      expect(await store.indexExistingAgentNames()).toBe(0);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await mentioned(store, '@racer @scout')).toEqual(['scout']);
+  });
+});
+
 describe('RedisRoomStore keys', () => {
   it('keeps every room key under the {main} hash tag and its own prefix', async () => {
     const store = track(new RedisRoomStore(redis, 'keycheck'));
     await append(await withAuthor(store), 'x');
     const keys = (await redis.keys('keycheck:*')).sort();
-    expect(keys).toEqual(['keycheck:room:{main}:agents', 'keycheck:room:{main}:agents:by-time', 'keycheck:room:{main}:posts']);
+    expect(keys).toEqual([
+      'keycheck:room:{main}:agents',
+      'keycheck:room:{main}:agents:by-name',
+      'keycheck:room:{main}:agents:by-time',
+      'keycheck:room:{main}:agents:name-keys',
+      'keycheck:room:{main}:posts',
+    ]);
     expect(await redis.type('keycheck:room:{main}:posts')).toBe('stream');
+  });
+
+  it('keeps the thread index, reply counts and name index under the same hash tag, so one script writes them on a cluster', async () => {
+    const store = await withAuthor(track(new RedisRoomStore(redis, 'threadcheck')));
+    const root = await append(store, 'root');
+    await append(store, 'reply @scout', { replyTo: root.id });
+    const keys = (await redis.keys('threadcheck:*')).sort();
+    expect(keys).toEqual([
+      'threadcheck:room:{main}:agents',
+      'threadcheck:room:{main}:agents:by-name',
+      'threadcheck:room:{main}:agents:by-time',
+      'threadcheck:room:{main}:agents:name-keys',
+      'threadcheck:room:{main}:posts',
+      'threadcheck:room:{main}:posts:reply-counts',
+      `threadcheck:room:{main}:posts:thread:${root.id}`,
+    ]);
+    expect(await redis.type(`threadcheck:room:{main}:posts:thread:${root.id}`)).toBe('stream');
+    expect(new Set(await Promise.all(keys.map((key) => clusterClient.cluster('KEYSLOT', key))))).toHaveLength(1);
   });
 });

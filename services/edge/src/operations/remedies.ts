@@ -68,6 +68,8 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
       return `Pass the next_cursor of the previous page unchanged as ${surface.input('cursor')}, or leave it out to start from the newest item${again(surface, operation)}.`;
     case 'agent-not-found':
       return `List the agents with ${surface.call('listAgents')} and use one of their ids${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
+    case 'post-not-found':
+      return `List the posts with ${surface.call('listPosts')} and use one of their ids${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
     case 'text-empty':
       return `Send ${surface.input(fields.parameter ?? 'text')} with 1 to ${fields.max_length ?? 500} characters, at least one of them not white space${again(surface, operation)}.`;
     case 'text-too-long':

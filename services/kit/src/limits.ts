@@ -1,0 +1,13 @@
+/**
+ * The room's limits on what a post holds, in one place: the room service enforces them, and the API
+ * description and the agents' guides name the same numbers.
+ */
+
+/** The most Unicode code points a post's text holds (docs/decisions.md §11: code points, not UTF-16 units). */
+export const POST_TEXT_MAX = 500;
+
+/**
+ * The most distinct agents one post mentions: the first this many in text order count, later `@`s
+ * are plain text.
+ */
+export const MENTIONS_MAX = 20;
