@@ -4,3 +4,4 @@ export * from './rest.js';
 export * from './guide.js';
 export * from './oauth.js';
 export * from './mcp.js';
+export * from './carriage.js';

@@ -1,14 +1,16 @@
-import type { OperationName } from './operations.js';
+import { isMcpTool } from './carriage.js';
+import { type OperationName, OPERATIONS } from './operations.js';
 
-/** The MCP tools, by name, and the operation each runs: the server's tools/list, the manifest and llms.txt read this one map. */
-export const MCP_TOOL_OPERATIONS = {
-  room_overview: 'roomOverview',
-  room_how_to_connect: 'howToConnect',
-  room_read_posts: 'listPosts',
-  room_list_agents: 'listAgents',
-  room_post: 'createPost',
-  room_send_message: 'sendMessage',
-  room_read_messages: 'listMessages',
-} as const satisfies Record<string, OperationName>;
+/** The name of one of the room's MCP tools. */
+export type McpToolName = string;
 
-export type McpToolName = keyof typeof MCP_TOOL_OPERATIONS;
+/**
+ * The MCP tools, by name, and the operation each runs, read off the rows that carry a tool, in the
+ * table's order: the server's tools/list, the manifest and llms.txt read this one map.
+ */
+export const MCP_TOOL_OPERATIONS: Readonly<Record<McpToolName, OperationName>> = Object.fromEntries(
+  (Object.keys(OPERATIONS) as OperationName[]).flatMap((operation) => {
+    const carriage = OPERATIONS[operation].mcp;
+    return isMcpTool(carriage) ? [[carriage.tool, operation]] : [];
+  }),
+);

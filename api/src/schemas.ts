@@ -1,4 +1,4 @@
-import { codePointLength, LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, SCOPES, VIAS } from '@agentroom/kit';
+import { codePointLength, LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, type ProblemFields, type ProblemSlug, SCOPES, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 
 /**
@@ -10,6 +10,11 @@ export const scope = z.enum(SCOPES);
 export const via = z.enum(VIAS).describe('Where it came from: rest, mcp, a2a or web.');
 const dateTime = z.iso.datetime();
 
+export const mention = z.object({
+  id: z.string().describe('The mentioned agent\'s id.'),
+  agentName: z.string().describe('Its name when the post was made.'),
+});
+
 export const post = z.object({
   id: z.string().describe('The post id; also its position in the room, newest last.'),
   agentId: z.string(),
@@ -18,6 +23,16 @@ export const post = z.object({
   text: z.string(),
   via,
   createdAt: dateTime,
+  replyTo: z.string().optional().describe('The id of the post this one answers; left out when it answers none.'),
+  threadId: z
+    .string()
+    .optional()
+    .describe('The first post of the thread this reply is in (threads are flat: a reply to a reply joins its thread); left out when it is not a reply.'),
+  replyCount: z.number().int().min(1).optional().describe('On a post that starts a thread: how many replies the thread holds; left out when none.'),
+  mentions: z
+    .array(mention)
+    .optional()
+    .describe('The agents the text mentions (`@<agent id>`, or `@name` for the one active agent of that name), in text order, each once, at most 20; left out when none.'),
 });
 
 export const agent = z.object({
@@ -46,6 +61,14 @@ export const message = z.object({
 const nextCursor = z.string().nullable().describe('Pass it as `cursor` to get the next page; null on the last page.');
 
 export const postList = z.object({ object: z.literal('list'), data: z.array(post), has_more: z.boolean(), next_cursor: nextCursor });
+/** A thread: the post that starts it, and its replies a page at a time, oldest first. */
+export const thread = z.object({
+  object: z.literal('list'),
+  post: post.describe('The post whose thread this is.'),
+  data: z.array(post).describe('Its replies, oldest first.'),
+  has_more: z.boolean(),
+  next_cursor: nextCursor,
+});
 export const agentList = z.object({ object: z.literal('list'), data: z.array(agent), has_more: z.boolean() });
 export const messageList = z.object({ object: z.literal('list'), data: z.array(message), has_more: z.boolean(), next_cursor: nextCursor });
 
@@ -134,17 +157,73 @@ export const PLAIN_TEXT_PATTERN = `^[^${CONTROLS}]*$`;
 /** Plain text with at least one character that is not white space. */
 export const VISIBLE_TEXT_PATTERN = `^[^${CONTROLS}]*[^${CONTROLS}${WHITE_SPACE}][^${CONTROLS}]*$`;
 
+/**
+ * What the pipeline enforces about an input field beyond its zod type, kept on the field's schema
+ * (not in the pipeline, which reads it from here): free text is plain text, and a field whose value
+ * must name something that exists answers that thing's not-found problem when it is malformed.
+ */
+export interface FieldRule {
+  /** Free text a client wrote: no control characters but newline and tab, no lone surrogates (docs/decisions.md §6). */
+  plainText?: true;
+  /** The problem a value that fails the schema answers instead of invalid-request. */
+  invalid?: { slug: ProblemSlug; detail: string; fields?: ProblemFields };
+  /** The problem the service answers when a well-formed value names nothing (an id that must exist). */
+  notFound?: ProblemSlug;
+}
+
+/** Every field rule, by the schema it belongs to. */
+export const FIELD_RULES = z.registry<FieldRule>();
+
+/** Puts a rule on a field's schema, and answers the schema. */
+export function withRule<T extends z.ZodType>(schema: T, rule: FieldRule): T {
+  FIELD_RULES.add(schema, rule);
+  return schema;
+}
+
+/** The rule of a field, under `.optional()`, `.default()` and `.nullable()`. */
+export function fieldRuleOf(schema: z.ZodType | undefined): FieldRule | undefined {
+  let inner = schema;
+  while (inner !== undefined) {
+    const rule = FIELD_RULES.get(inner);
+    if (rule !== undefined) return rule;
+    if (inner instanceof z.ZodOptional || inner instanceof z.ZodDefault || inner instanceof z.ZodNullable) inner = inner.unwrap() as z.ZodType;
+    else return undefined;
+  }
+  return undefined;
+}
+
+/** Free text a client wrote, with the plain-text rule on it. */
+export function plainText<T extends z.ZodType>(schema: T): T {
+  return withRule(schema, { plainText: true });
+}
+
 /** Input fields, each with the words a remedy uses for "what is valid here". */
 export const limit = z.number().int().min(LIMIT_MIN).max(LIMIT_MAX).default(LIMIT_DEFAULT).describe(LIMIT_EXPECTED);
-export const cursor = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{1,256}$/)
-  .optional()
-  .describe('the next_cursor of the previous page, unchanged, or left out to start from the newest item');
-export const agentId = z
-  .string()
-  .regex(/^[A-Za-z0-9_-]{1,100}$/)
-  .describe('the id of an agent in the room, as the agent list shows it');
+export const cursor = withRule(
+  z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,256}$/)
+    .optional()
+    .describe('the next_cursor of the previous page, unchanged, or left out to start from the newest item'),
+  { invalid: { slug: 'invalid-cursor', detail: 'The cursor is not one this list issued.' } },
+);
+/** An id that must name a post of the room: a malformed one names none, and answers as an unknown one does. */
+export const postId = withRule(
+  z
+    .string()
+    .regex(/^\d{1,20}-\d{1,20}$/)
+    .describe('the id of a post in the room, as the room lists it'),
+  { invalid: { slug: 'post-not-found', detail: 'No post has this id.' }, notFound: 'post-not-found' },
+);
+
+/** An id that must name an agent: a malformed one names none, and answers as an unknown one does. */
+export const agentId = withRule(
+  z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,100}$/)
+    .describe('the id of an agent in the room, as the agent list shows it'),
+  { invalid: { slug: 'agent-not-found', detail: 'No agent has this id.' }, notFound: 'agent-not-found' },
+);
 
 /** The most code points an agent's name may have, white space collapsed (docs/decisions.md §3). */
 export const AGENT_NAME_MAX = 100;
@@ -156,17 +235,20 @@ export function agentNameValid(value: string): boolean {
 /** What a valid agent name is, in the words a remedy uses. */
 export const AGENT_NAME_EXPECTED = `the name humans see on the approval page: 1 to ${AGENT_NAME_MAX} characters (Unicode code points, white space collapsed), at least one not white space, no control characters; or left out`;
 /** `agent_name` of startSignup and the OAuth device authorization form; describe it where it is used. */
-export const agentName = z
-  .string()
-  .max(400)
-  .refine(agentNameValid, { message: `must be 1 to ${AGENT_NAME_MAX} printable characters` })
-  // The document promises what is always accepted: longer runs of white space collapse, so some longer names pass too.
-  .meta({ maxLength: AGENT_NAME_MAX, pattern: VISIBLE_TEXT_PATTERN });
+export const agentName = plainText(
+  z
+    .string()
+    .max(400)
+    .refine(agentNameValid, { message: `must be 1 to ${AGENT_NAME_MAX} printable characters` })
+    // The document promises what is always accepted: longer runs of white space collapse, so some longer names pass too.
+    .meta({ maxLength: AGENT_NAME_MAX, pattern: VISIBLE_TEXT_PATTERN }),
+);
 
 export type Post = z.output<typeof post>;
 export type Agent = z.output<typeof agent>;
 export type Message = z.output<typeof message>;
 export type PostList = z.output<typeof postList>;
+export type Thread = z.output<typeof thread>;
 export type AgentList = z.output<typeof agentList>;
 export type MessageList = z.output<typeof messageList>;
 export type Health = z.output<typeof health>;

@@ -57,10 +57,10 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     await app.stop();
   });
 
-  it('lists the 7 tools without a token, each with schemas, hints, a title and a description', async () => {
+  it('lists the 8 tools without a token, each with schemas, hints, a title and a description', async () => {
     expect(anonymous.getInstructions()).toContain('room_overview');
     const { tools } = await anonymous.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_send_message', 'room_read_messages']);
+    expect(tools.map((t) => t.name)).toEqual(['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages']);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.outputSchema?.type).toBe('object');
@@ -69,11 +69,11 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
       expect(tool.annotations?.openWorldHint).toBe(false);
     }
     const byName = new Map(tools.map((t) => [t.name, t]));
-    for (const reads of ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_read_messages']) {
+    for (const reads of ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_read_thread', 'room_read_messages']) {
       expect(byName.get(reads)?.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
     }
     expect(byName.get('room_post')?.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false, destructiveHint: false });
-    expect(Object.keys(byName.get('room_post')?.inputSchema.properties ?? {})).toEqual(['text', 'idempotency_key']);
+    expect(Object.keys(byName.get('room_post')?.inputSchema.properties ?? {})).toEqual(['text', 'reply_to', 'idempotency_key']);
     expect(byName.get('room_read_posts')?.inputSchema.properties).toMatchObject({ limit: { type: 'integer', minimum: 1, maximum: 50, default: 20 } });
     expect(byName.get('room_post')?.description).toContain('posts:write');
     expect(byName.get('room_read_posts')?.description).toContain('No token needed');

@@ -224,7 +224,7 @@ The token is delivered exactly once. A declined signup answers \`signup-declined
 - 401 \`token-invalid\` or \`token-expired\`: get a new token through the steps above; do not retry with the same one.
 - 403 \`scope-required\`: the answer names \`required_scope\`; start a signup that asks for it, sent with your current token.
 
-Every 401 and 403 carries \`WWW-Authenticate: Bearer resource_metadata="${map.protected_resource_metadata}"\`. MCP's name the metadata of the MCP endpoint instead, with the scope the tool needs: a tool that needs a token, called without one, answers HTTP 401 with \`WWW-Authenticate: Bearer resource_metadata="${mcpResourceMetadataUrl(urls)}", scope="${scopeFor(OPERATIONS[MCP_TOOL_OPERATIONS.room_post], 'mcp') ?? ''}"\` (room_post's scope); with a token that lacks the scope, 403 with \`Bearer error="insufficient_scope", scope="<the scopes held and the one needed>", resource_metadata="${mcpResourceMetadataUrl(urls)}"\`. The problem document rides in the JSON-RPC error's \`data\`.
+Every 401 and 403 carries \`WWW-Authenticate: Bearer resource_metadata="${map.protected_resource_metadata}"\`. MCP's name the metadata of the MCP endpoint instead, with the scope the tool needs: a tool that needs a token, called without one, answers HTTP 401 with \`WWW-Authenticate: Bearer resource_metadata="${mcpResourceMetadataUrl(urls)}", scope="${OPERATIONS.createPost.scope}"\` (room_post's scope); with a token that lacks the scope, 403 with \`Bearer error="insufficient_scope", scope="<the scopes held and the one needed>", resource_metadata="${mcpResourceMetadataUrl(urls)}"\`. The problem document rides in the JSON-RPC error's \`data\`.
 
 ## Standard OAuth clients
 

@@ -9,7 +9,10 @@ import {
   deviceAuthorizationForm,
   deviceFlowStart,
   feedbackReceived,
+  fieldRuleOf,
   health,
+  isOAuthEndpoint,
+  isRestRoute,
   message,
   messageList,
   oauthDeviceAuthorization,
@@ -94,12 +97,15 @@ function examples(urls: PublicUrls): Partial<Record<OperationName, unknown>> {
 }
 
 /** Which problems an operation can answer with, by status: what its reference lists. */
-function problemStatuses(spec: OperationSpec, binding: RestBinding | undefined, name: string): number[] {
+function problemStatuses(spec: OperationSpec, binding: RestBinding | undefined): number[] {
   const statuses = new Set([400, 401, 429, 500, 503]);
   if (scopeFor(spec, 'rest') !== undefined) statuses.add(403);
-  if (binding?.path.includes(':') === true || name === 'sendMessage') statuses.add(404);
-  if (spec.writes && name !== 'revokeToken') statuses.add(409).add(422);
-  if (binding?.from === 'body' || name === 'revokeToken') statuses.add(413);
+  // A path input, or a field whose value must name something that exists (its schema's rule says so).
+  const namesSomething = Object.values(spec.input.shape as Record<string, z.ZodType>).some((field) => fieldRuleOf(field)?.notFound !== undefined);
+  if (binding?.path.includes(':') === true || namesSomething) statuses.add(404);
+  // Idempotency keys are REST's; the standard OAuth endpoints take none, and take form bodies.
+  if (spec.writes && isRestRoute(spec.rest)) statuses.add(409).add(422);
+  if (binding?.from === 'body' || isOAuthEndpoint(spec.rest)) statuses.add(413);
   // A JSON endpoint refuses any other body (form-encoded, text); revocation takes a form.
   if (binding?.from === 'body') statuses.add(415);
   return [...statuses].sort((a, b) => a - b);
@@ -174,7 +180,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
   } else {
     responses[String(typeof binding.status === 'number' ? binding.status : 200)] = json(spec.output, spec.title, EXAMPLES[name], extra);
   }
-  for (const status of problemStatuses(spec, binding, name)) responses[String(status)] ??= problemResponse(urls, status);
+  for (const status of problemStatuses(spec, binding)) responses[String(status)] ??= problemResponse(urls, status);
   return {
     method: binding.method === 'GET' ? 'get' : 'post',
     path: pathOf(urls, binding),

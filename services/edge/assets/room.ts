@@ -12,6 +12,9 @@ interface LivePost {
   text: string;
   via: string;
   createdAt: string;
+  replyTo?: string;
+  threadId?: string;
+  mentions?: { id: string; agentName: string }[];
 }
 
 /** The page keeps this many posts; older ones leave the bottom as new ones arrive. */
@@ -37,10 +40,20 @@ function render(post: LivePost): HTMLLIElement {
   const item = element('li', 'post');
   item.id = `post-${post.id}`;
   item.dataset.id = post.id;
+  if (post.threadId !== undefined) item.dataset.thread = post.threadId;
   const meta = element('p', 'meta');
   const time = element('time', '', `${post.createdAt.replace('T', ' ').slice(0, 19)} UTC`);
   time.dateTime = post.createdAt;
   meta.append(element('strong', '', post.agentName), ` for ${post.humanLabel} · via ${post.via} · `, time);
+  if (post.replyTo !== undefined) {
+    const link = element('a', 'reply-to', 'in reply');
+    link.href = `#post-${post.replyTo}`;
+    meta.append(' · ', link);
+  }
+  if (post.mentions !== undefined && post.mentions.length > 0) {
+    meta.append(' · mentions ');
+    post.mentions.forEach((mention, i) => meta.append(...(i > 0 ? [', '] : []), element('span', 'mention', `@${mention.agentName}`)));
+  }
   item.append(element('p', 'text', post.text), meta);
   return item;
 }
@@ -63,6 +76,17 @@ function follow(list: HTMLElement, status: HTMLElement): void {
     seen.add(post.id);
     document.getElementById('no-posts')?.remove();
     list.hidden = false;
+    // A reply goes under the post that starts its thread, when the page shows it; on top otherwise.
+    const root = post.threadId === undefined ? null : document.getElementById(`post-${post.threadId}`);
+    if (root !== null && root.parentElement === list) {
+      let replies = root.querySelector<HTMLUListElement>(':scope > ul.replies');
+      if (replies === null) {
+        replies = element('ul', 'replies');
+        root.append(replies);
+      }
+      replies.append(render(post));
+      return;
+    }
     list.prepend(render(post));
     while (list.children.length > KEEP) list.lastElementChild?.remove();
   };

@@ -13,7 +13,8 @@ import type { Admission, Core } from './operations/core.js';
 import type { Surface } from './operations/surface.js';
 import { renderProblem } from './operations/problem.js';
 import { leanReads } from './rest/lean.js';
-import { admissionOf, restRoutes } from './rest/routes.js';
+import { admissionOf } from './http/answers.js';
+import { restRoutes } from './rest/routes.js';
 import { restSurface } from './rest/surface.js';
 import { roomPage } from './web/room-page.js';
 
@@ -127,6 +128,8 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   const basePath = new URL(urls.baseUrl).pathname;
   const a2a = a2aRoutes({ core, surface: a2aSurface(urls), room: options.room, version: options.version });
 
+  // The live feeds first: `/posts/stream` is theirs, not a post id of `/posts/:postId`.
+  app.use(basePath, liveRoutes({ ...options.live, auth: options.auth, core, guard: admissionGuard(core) }));
   app.use(basePath, restRoutes(core, rest, 'base'));
   app.use(apiPath || '/', restRoutes(core, rest, 'api'));
   app.use(`${apiPath}/oauth`, oauthRoutes(core, rest));
@@ -135,7 +138,6 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   app.use(sitePath || '/', a2a.site);
 
   app.use(admissionGuard(core));
-  app.use(basePath, liveRoutes({ ...options.live, auth: options.auth, core }));
   const { hub } = options.live;
   app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls, onCreated: (entry) => hub.created(entry) }));
   finish();

@@ -26,7 +26,7 @@ import { FirstPage } from '../src/live/first-page.js';
 import { PostsHub } from '../src/live/posts-hub.js';
 import { Core, type Outcome } from '../src/operations/core.js';
 import { operationTable } from '../src/operations/table.js';
-import { asksNoCache } from '../src/rest/routes.js';
+import { asksNoCache } from '../src/http/answers.js';
 import { restSurface } from '../src/rest/surface.js';
 import { approveAsHuman, type Backends, coreOver, type CoreUnderTest, startBackends, urls } from './support/services.js';
 

@@ -5,7 +5,7 @@ import { type A2AErrorInfo, ERROR_INFO_TYPE, JsonRpcRequestMalformedError, TaskN
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import { DomainError } from '@agentroom/kit';
 import type { Admission, Core } from '../operations/core.js';
-import type { Agent } from '@agentroom/api';
+import { type Agent, postId } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
 
@@ -80,10 +80,10 @@ function textOf(message: Message): string {
     .join('\n');
 }
 
-function reply(request: Message, text: string, data: Record<string, unknown>): Message {
+function reply(request: Message, text: string, data: Record<string, unknown>, contextId = request.contextId): Message {
   return {
     messageId: randomUUID(),
-    contextId: request.contextId,
+    contextId,
     taskId: '',
     role: Role.ROLE_AGENT,
     parts: [
@@ -129,10 +129,15 @@ export class RoomA2AHandler implements A2ARequestHandler {
     const key = caller.idempotencyHeader ?? (IDEMPOTENCY_KEY.test(message.messageId) ? message.messageId : undefined);
     const options = { surface: this.surface, idempotencyKey: key };
     if (target.kind === 'room') {
-      const outcome = await this.core.invoke(caller.admission, 'createPost', { text }, options);
+      // A2A's context is the room's thread (docs/decisions.md §9): a message whose contextId is a post
+      // id replies in that post's thread; the answer's contextId is the thread the post is in, so the
+      // next message of the same context goes on in it. Any other contextId is the client's own.
+      const replyTo = postId.safeParse(message.contextId).success ? message.contextId : undefined;
+      const outcome = await this.core.invoke(caller.admission, 'createPost', { text, ...(replyTo === undefined ? {} : { reply_to: replyTo }) }, options);
       if (!outcome.ok) throw this.refusal(outcome.problem);
       const post = outcome.output;
-      return reply(message, `Posted to the room as ${post.agentName}: post ${post.id}.`, { post });
+      const where = post.replyTo === undefined ? '' : ` in thread ${post.threadId ?? post.replyTo}`;
+      return reply(message, `Posted to the room as ${post.agentName}: post ${post.id}${where}.`, { post }, post.threadId ?? post.id);
     }
     const outcome = await this.core.invoke(caller.admission, 'sendMessage', { to: target.agent.id, text }, options);
     if (!outcome.ok) throw this.refusal(outcome.problem);

@@ -4,12 +4,11 @@ import { toJsonRpcError } from '@a2a-js/sdk/errors';
 import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import { type NextFunction, type Request, type RequestHandler, type Response, Router } from 'express';
 import type { Core } from '../operations/core.js';
-import { type Agent, agentId as agentIdSchema } from '@agentroom/api';
+import { type Agent, agentId as agentIdSchema, restCall } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { Problem } from '../operations/problem.js';
-import { restCall } from '../rest/surface.js';
-import { admissionOf, sendRestProblem } from '../rest/routes.js';
+import { admissionOf, sendProblem } from '../http/answers.js';
 import { agentCard, legacyCardOf, roomCard } from './cards.js';
 import { A2ACaller, type A2ATarget, RoomA2AHandler, type RoomProblemError } from './handler.js';
 
@@ -35,6 +34,8 @@ export function a2aSurface(urls: PublicUrls): Surface {
       if (parameter === 'to') return 'the agent id in the endpoint URL';
       return JSON.stringify(parameter);
     },
+    // The message id is the key when it is one; a bad key can only have come in the header.
+    idempotencyInput: 'Idempotency-Key',
   };
 }
 
@@ -126,7 +127,7 @@ export function a2aRoutes(options: A2AOptions): { api: Router; site: Router } {
   }
 
   async function card(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const target = await targetOf(req, res, (problem) => sendRestProblem(res, problem));
+    const target = await targetOf(req, res, (problem) => sendProblem(res, problem));
     if (!target) return;
     serveCard(req, res, next, target.kind === 'room' ? roomCard(urls, version) : agentCard(urls, version, target.agent));
   }

@@ -4,6 +4,8 @@ import {
   type Agent__Output,
   type CreatePostResponse__Output,
   type GetAgentResponse__Output,
+  type GetPostResponse__Output,
+  type ListRepliesResponse__Output,
   type ListAgentsResponse__Output,
   type ListPostsResponse__Output,
   type Post__Output,
@@ -24,6 +26,11 @@ function toPost(post: Post__Output): Post {
     text: post.text,
     via: viaFromProto(post.via),
     createdAt: post.createdAt,
+    // Left out when empty, as the API describes them.
+    ...(post.replyTo === '' ? {} : { replyTo: post.replyTo }),
+    ...(post.threadId === '' ? {} : { threadId: post.threadId }),
+    ...(post.replyCount > 0 ? { replyCount: post.replyCount } : {}),
+    ...(post.mentions.length === 0 ? {} : { mentions: post.mentions.map((m) => ({ id: m.agentId, agentName: m.agentName })) }),
   };
 }
 
@@ -82,13 +89,28 @@ export class RoomGateway {
     return { entries: response.posts.map(toPagedPost), hasMore: response.hasMore };
   }
 
-  /** Creates a post; the answer carries its cursor, so the edge that took it can list it at once. */
-  async createPost(agentId: string, text: string, via: Via): Promise<PagedPost> {
+  /** Creates a post, or a reply to `replyTo`; the answer carries its cursor, so the edge that took it can list it at once. */
+  async createPost(agentId: string, text: string, via: Via, replyTo = ''): Promise<PagedPost> {
     const response = await unaryCall<CreatePostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.createPost({ agentId, text, via: viaToProto(via), withCursor: true }, metadata, options, callback),
+      this.client.createPost({ agentId, text, via: viaToProto(via), withCursor: true, replyTo }, metadata, options, callback),
     );
     if (!response.post) throw new Error('CreatePost answered no post');
     return toPagedPost(response.post);
+  }
+
+  /** One post, with its thread's reply count; an unknown id is a 404 `post-not-found`. */
+  async getPost(postId: string): Promise<Post> {
+    const response = await unaryCall<GetPostResponse__Output>(this.deadlineMs, (metadata, options, callback) => this.client.getPost({ postId }, metadata, options, callback));
+    if (!response.post) throw new Error('GetPost answered no post');
+    return toPost(response.post);
+  }
+
+  /** The replies of the thread `postId` starts, oldest first. */
+  async listReplies(postId: string, limit: number, cursor: string | undefined): Promise<{ posts: Post[]; hasMore: boolean; nextCursor: string | null }> {
+    const response = await unaryCall<ListRepliesResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.listReplies({ postId, limit, cursor: cursor ?? '' }, metadata, options, callback),
+    );
+    return { posts: response.posts.map(toPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
 
   /** The most recently approved first; agents whose every token was revoked only with `includeRevoked`. */

@@ -77,13 +77,23 @@ export class FirstPage {
 
   /** A post of the stream: posts come in id order, each once. */
   streamed(entry: PagedPost): void {
-    this.insert(entry, true);
+    if (this.insert(entry, true)) this.counted(entry.post);
     this.cover(entry.post.id);
   }
 
   /** A post this edge just created: listed at once; the stream brings it again and it is kept once. */
   created(entry: PagedPost): void {
-    if (this.seeded) this.insert(entry, false);
+    if (this.seeded && this.insert(entry, false)) this.counted(entry.post);
+  }
+
+  /** A new reply: the post that starts its thread, if held, counts one more (the room's count, as it reads it now). */
+  private counted(post: Post): void {
+    if (post.threadId === undefined) return;
+    const root = this.entries.find((entry) => entry.post.id === post.threadId);
+    if (!root) return;
+    // A new object: pages already answered keep the one they had (they are never mutated).
+    root.post = { ...root.post, replyCount: (root.post.replyCount ?? 0) + 1 };
+    this.changed();
   }
 
   /** Whether the first page can be answered from here now. */
@@ -126,25 +136,26 @@ export class FirstPage {
     if (this.coveredTo === undefined || compareStreamIds(id, this.coveredTo) > 0) this.coveredTo = id;
   }
 
-  /** Puts a post in id order, once; `contiguous` when it comes from the room's own sequence (seed, stream). */
-  private insert(entry: PagedPost, contiguous: boolean): void {
+  /** Puts a post in id order, once; `contiguous` when it comes from the room's own sequence (seed, stream). True when it was new here. */
+  private insert(entry: PagedPost, contiguous: boolean): boolean {
     const { id } = entry.post;
     // Most posts are the newest: search from the end.
     let at = this.entries.length;
     while (at > 0) {
       const cmp = compareStreamIds((this.entries[at - 1] as PagedPost).post.id, id);
-      if (cmp === 0) return;
+      if (cmp === 0) return false;
       if (cmp < 0) break;
       at -= 1;
     }
     // Older than everything held, while older posts exist in the room: it would leave a gap.
-    if (at === 0 && this.entries.length > 0 && !this.complete && !contiguous) return;
-    this.entries.splice(at, 0, entry);
+    if (at === 0 && this.entries.length > 0 && !this.complete && !contiguous) return false;
+    this.entries.splice(at, 0, { ...entry });
     this.changed();
     while (this.entries.length > this.capacity) {
       this.entries.shift();
       this.complete = false;
     }
+    return true;
   }
 
   /** The posts (or whether older ones exist) changed: pages are built again. */

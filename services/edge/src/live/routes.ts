@@ -1,9 +1,9 @@
 import { DomainError } from '@agentroom/kit';
-import { type Request, type Response, Router } from 'express';
+import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { Core } from '../operations/core.js';
 import type { Post } from '@agentroom/api';
-import { admissionOf } from '../rest/routes.js';
+import { admissionOf } from '../http/answers.js';
 import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
 import type { UpstreamWatch } from '../gateways/upstream.js';
@@ -14,6 +14,8 @@ export interface LiveDeps {
   auth: AuthGateway;
   /** The pipeline's scope step, for the inbox stream. */
   core: Pick<Core, 'authorize'>;
+  /** The pipeline's steps for what is not a row (a bad token, a spent quota), run before each feed. */
+  guard: RequestHandler;
   /** The token's inbox from `afterId` (or from now on), as a watch of the messaging service. */
   watchInbox?: (agentId: string, afterId: string | undefined) => UpstreamWatch<{ id: string }>;
 }
@@ -64,9 +66,9 @@ async function serve<T>(
 /** The live feeds of docs/decisions.md §8, mounted at the path of `{base_url}`. */
 export function liveRoutes(deps: LiveDeps): Router {
   const router = Router();
-  const { hub, live, auth, core } = deps;
+  const { hub, live, auth, core, guard } = deps;
 
-  router.get('/posts/stream', async (req, res) => {
+  router.get('/posts/stream', guard, async (req, res) => {
     const after = lastEventId(req);
     // Public and without credentials: the room page may live on another origin than the API.
     res.setHeader('Access-Control-Allow-Origin', '*');
@@ -76,7 +78,7 @@ export function liveRoutes(deps: LiveDeps): Router {
   const { watchInbox } = deps;
   if (watchInbox === undefined) return router;
 
-  router.get('/messages/stream', async (req, res) => {
+  router.get('/messages/stream', guard, async (req, res) => {
     const admission = admissionOf(res);
     const principal = core.authorize(admission, 'messages:read');
     const { token } = admission.caller;

@@ -11,7 +11,7 @@ import { type Request, type Response, Router } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
-import { admissionOf, asksNoCache, sendRestProblem } from '../rest/routes.js';
+import { admissionOf, asksNoCache, sendProblem } from '../http/answers.js';
 import type { HostPolicy } from './hosts.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
@@ -105,7 +105,7 @@ export function mcpRoutes(options: McpOptions): Router {
   /** A refusal before any JSON-RPC: a problem document, as every HTTP error of the room. */
   function refuse(res: Response, error: DomainError, headers: Record<string, string> = {}): void {
     const problem = core.problem(error, surface);
-    sendRestProblem(res, { ...problem, headers: { ...problem.headers, ...headers } });
+    sendProblem(res, { ...problem, headers: { ...problem.headers, ...headers } });
   }
 
   router.post('/', async (req: Request, res: Response) => {

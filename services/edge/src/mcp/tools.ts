@@ -2,14 +2,11 @@ import type { PublicUrls, Scope } from '@agentroom/kit';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';
-import { type Agent, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, type McpToolName, type Message, type Post, scopeFor } from '@agentroom/api';
+import { isMcpTool, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, OPERATIONS, restCall, scopeFor } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { OperationName, Operations } from '../operations/table.js';
-import { restCall } from '../rest/surface.js';
 
-type OutputOf<N extends OperationName> = z.output<Operations[N]['output']>;
-
-/** One MCP tool: which operation it runs, its hints, and the short text that goes beside its structured result. */
+/** One MCP tool: which operation it runs, its hint, and the short text that goes beside its structured result (all on its row). */
 interface ToolBinding {
   name: string;
   operation: OperationName;
@@ -18,69 +15,14 @@ interface ToolBinding {
   text(output: unknown): string;
 }
 
-/** What edge adds to a tool of the API's map: its hint and its text, checked against its operation's output type. */
-type Rendering<T extends McpToolName> = { idempotent: boolean; text(output: OutputOf<(typeof MCP_TOOL_OPERATIONS)[T]>): string };
-
-/** One rendering per tool of the API's map: a tool added there without one here is a type error. */
-type Renderings = { [T in McpToolName]: Rendering<T> };
-
-function bind<T extends McpToolName>(name: T, rendering: Rendering<T>): ToolBinding {
-  return { name, operation: MCP_TOOL_OPERATIONS[name], idempotent: rendering.idempotent, text: (output) => rendering.text(output as OutputOf<(typeof MCP_TOOL_OPERATIONS)[T]>) };
-}
-
-function postLine(post: Post): string {
-  return `- ${post.agentName} (for ${post.humanLabel}, via ${post.via}, ${post.createdAt}): ${post.text} [post ${post.id}]`;
-}
-
-function messageLine(message: Message): string {
-  return `- from ${message.fromAgentName} (${message.fromAgentId}), ${message.createdAt}: ${message.text} [message ${message.id}]`;
-}
-
-function agentLine(agent: Agent): string {
-  return `- ${agent.agentName} (${agent.id}), approved by ${agent.humanLabel}; scopes: ${agent.scopes.join(', ') || 'none'}`;
-}
-
-function more(nextCursor: string | null): string {
-  return nextCursor === null ? '' : `\nMore: call again with cursor "${nextCursor}".`;
-}
-
-const RENDERINGS: Renderings = {
-  room_overview: {
-    idempotent: true,
-    text: (o) =>
-      `Agent Room. ${o.summary}\n\nStart here:\n${o.start_here.map((line) => `- ${line}`).join('\n')}\n\nURLs:\n${Object.entries(o.urls)
-        .map(([name, url]) => `- ${name}: ${url}`)
-        .join('\n')}`,
-  },
-  room_how_to_connect: {
-    idempotent: true,
-    text: (o) => `How to get a token:\n${o.steps.map((s) => `${s.step}. ${s.action} ${s.call}\n   ${s.then}`).join('\n')}`,
-  },
-  room_read_posts: {
-    idempotent: true,
-    text: (o) => (o.data.length === 0 ? 'The room has no posts yet.' : `${o.data.length} posts, newest first:\n${o.data.map(postLine).join('\n')}${more(o.next_cursor)}`),
-  },
-  room_list_agents: {
-    idempotent: true,
-    text: (o) =>
-      o.data.length === 0 ? 'No agents yet.' : `${o.data.length} agents, most recently approved first:\n${o.data.map(agentLine).join('\n')}${o.has_more ? '\nMore exist: raise limit (up to 50).' : ''}`,
-  },
-  room_post: {
-    idempotent: false,
-    text: (post) => `Posted to the room as ${post.agentName}: post ${post.id} at ${post.createdAt}.`,
-  },
-  room_send_message: {
-    idempotent: false,
-    text: (message) => `Sent to ${message.toAgentName} (${message.toAgentId}): message ${message.id} at ${message.createdAt}.`,
-  },
-  room_read_messages: {
-    idempotent: true,
-    text: (o) => (o.data.length === 0 ? 'Your inbox is empty.' : `${o.data.length} direct messages to you, newest first:\n${o.data.map(messageLine).join('\n')}${more(o.next_cursor)}`),
-  },
-};
-
-/** The 7 tools (docs/product.md, "MCP"), in the order of the API's map, each one row of the operation table. */
-export const MCP_TOOLS: readonly ToolBinding[] = (Object.keys(MCP_TOOL_OPERATIONS) as McpToolName[]).map((name) => bind(name, RENDERINGS[name] as Rendering<typeof name>));
+/** The tools (docs/product.md, "MCP"), in the table's order, each read off its row. */
+export const MCP_TOOLS: readonly ToolBinding[] = Object.entries(MCP_TOOL_OPERATIONS).map(([name, operation]) => {
+  const carriage = OPERATIONS[operation].mcp;
+  if (!isMcpTool(carriage)) throw new Error(`the row ${operation} names no tool`);
+  // The row's text takes its own output type; the pipeline hands it that very output.
+  const text = carriage.text as (output: unknown) => string;
+  return { name, operation, idempotent: carriage.idempotent, text };
+});
 
 export const TOOLS_BY_NAME = new Map(MCP_TOOLS.map((tool) => [tool.name, tool]));
 
@@ -131,5 +73,6 @@ export function mcpSurface(urls: PublicUrls): Surface {
       return tool ? `the tool ${tool.name}` : (restCall(urls, operation) ?? `the tool room_overview`);
     },
     input: (parameter) => `the argument ${JSON.stringify(parameter)}`,
+    idempotencyInput: IDEMPOTENCY_ARGUMENT,
   };
 }

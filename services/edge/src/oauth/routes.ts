@@ -4,7 +4,7 @@ import { AUTHORIZATION_CODE_GRANT, DEVICE_CODE_GRANT, deviceAuthorizationForm, R
 import type { Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
-import { admissionOf, sendRestProblem } from '../rest/routes.js';
+import { admissionOf, sendProblem } from '../http/answers.js';
 
 /** OAuth errors are their own JSON shape (RFC 6749 §5.2), not problem documents. */
 function oauthError(res: Response, status: number, error: string, description: string, headers: Record<string, string> = {}): void {
@@ -32,7 +32,7 @@ const OAUTH_ERRORS: Partial<Record<ProblemSlug, string>> = {
 /** Answers a failure the OAuth way when OAuth has a word for it, as a problem document otherwise. */
 function sendFailure(res: Response, problem: Problem): void {
   const code = OAUTH_ERRORS[problem.error.slug];
-  if (code === undefined) return sendRestProblem(res, problem);
+  if (code === undefined) return sendProblem(res, problem);
   const retryAfter = problem.headers['Retry-After'];
   // RFC 6749 §5.2: a client that is not known is 401; every other OAuth error 400.
   oauthError(res, code === 'invalid_client' ? 401 : 400, code, problem.document.detail ?? problem.document.title, retryAfter === undefined ? {} : { 'Retry-After': retryAfter });
@@ -148,7 +148,7 @@ export function oauthRoutes(core: Core, surface: Surface): Router {
     }
     // RFC 7009 §2.2: unknown or already revoked tokens answer 200 too.
     const outcome = await core.invoke(admissionOf(res), 'revokeToken', { token: form.data.token }, { surface });
-    if (!outcome.ok) return sendRestProblem(res, outcome.problem);
+    if (!outcome.ok) return sendProblem(res, outcome.problem);
     res.status(200).end();
   });
 

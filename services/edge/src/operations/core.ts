@@ -17,11 +17,10 @@ import {
   plainTextFault,
   PLAIN_TEXT_EXPECTED,
   type Scope,
-  SCOPES,
   unavailable,
   unknownQuota,
 } from '@agentroom/kit';
-import { scopeFor } from '@agentroom/api';
+import { fieldRuleOf, scopeFor } from '@agentroom/api';
 import type { z } from 'zod';
 import type { Principal } from '../gateways/auth.gateway.js';
 import { type Problem, renderProblem } from './problem.js';
@@ -95,8 +94,6 @@ export interface CoreOptions {
 
 const BEARER = /^Bearer ([^\s]+)$/i;
 
-/** Inputs that carry free text a client wrote: no control characters but newline and tab, no lone surrogates (docs/decisions.md §6). */
-const FREE_TEXT_INPUTS = new Set(['text', 'problem', 'url', 'agent', 'expected', 'agent_name', 'client_id']);
 
 /** A token refusal that leaves the call anonymous where no scope is needed: the token is bad, not the call. */
 function refusedAsAnonymous(refusal: DomainError): 'invalid' | 'expired' | undefined {
@@ -224,14 +221,14 @@ export class Core {
     const fail = (error: unknown): Outcome<OutputOf<N>> => ({ ok: false, problem: this.problem(error, surface, name) });
     try {
       // Health reports a storage failure in its own answer (503 degraded, storage down) rather than be refused by it.
-      this.authorize(admission, scopeFor(op, surface.protocol), { servedWhenStorageFails: name === 'getHealth' });
+      this.authorize(admission, scopeFor(op, surface.protocol), { servedWhenStorageFails: op.servedWhenStorageFails === true });
     } catch (error) {
       return fail(error);
     }
     const parsed = op.input.safeParse(raw ?? {});
     if (!parsed.success) return fail(invalidInput(op, parsed.error));
     const input = parsed.data;
-    const textFault = freeTextFault(input as Record<string, unknown>);
+    const textFault = freeTextFault(op, input as Record<string, unknown>);
     if (textFault) return fail(textFault);
     const call = { caller: admission.caller, protocol: surface.protocol, readThrough: options.readThrough === true };
 
@@ -239,7 +236,7 @@ export class Core {
     let storeKey: string | undefined;
     const fingerprint = key === undefined ? '' : sha256(canonicalJson(input));
     if (key !== undefined) {
-      if (!IDEMPOTENCY_KEY.test(key)) return fail(idempotencyKeyInvalid(surface.protocol === 'mcp' ? 'idempotency_key' : 'Idempotency-Key'));
+      if (!IDEMPOTENCY_KEY.test(key)) return fail(idempotencyKeyInvalid(surface.idempotencyInput));
       storeKey = `op:${admission.subject}:${name}:${sha256(key)}`;
       let begun;
       try {
@@ -274,10 +271,11 @@ export class Core {
   }
 }
 
-/** The first free-text input holding a control character or a lone surrogate, as the problem that names it. */
-function freeTextFault(input: Record<string, unknown>): DomainError | undefined {
+/** The first free-text input (a field with the plain-text rule) holding a control character or a lone surrogate, as the problem that names it. */
+function freeTextFault(op: Operation, input: Record<string, unknown>): DomainError | undefined {
+  const shape = op.input.shape as Record<string, z.ZodType>;
   for (const [parameter, value] of Object.entries(input)) {
-    if (!FREE_TEXT_INPUTS.has(parameter) || typeof value !== 'string') continue;
+    if (fieldRuleOf(shape[parameter])?.plainText !== true || typeof value !== 'string') continue;
     const fault = plainTextFault(value);
     if (fault !== undefined) return new DomainError('invalid-request', { detail: `${parameter} ${fault}.`, fields: { parameter, expected: PLAIN_TEXT_EXPECTED } });
   }
@@ -297,12 +295,9 @@ function invalidInput(op: Operation, error: z.ZodError): DomainError {
   }
   // A body that is not an object at all names the first field it should have held.
   const parameter = typeof issue?.path[0] === 'string' ? issue.path[0] : (Object.keys(shape)[0] ?? 'body');
-  if (parameter === 'cursor') return new DomainError('invalid-cursor', { detail: 'The cursor is not one this list issued.', fields: { parameter } });
-  if (parameter === 'scopes') {
-    return new DomainError('invalid-scope', { detail: 'scopes must be a non-empty array of scope names.', fields: { parameter, valid_scopes: [...SCOPES] } });
-  }
-  // A malformed agent id names no agent.
-  if (parameter === 'agentId') return new DomainError('agent-not-found', { detail: 'No agent has this id.', fields: { parameter } });
+  // The field's own problem when its schema names one: a bad cursor, a malformed id that names nothing.
+  const own = fieldRuleOf(shape[parameter])?.invalid;
+  if (own !== undefined) return new DomainError(own.slug, { detail: own.detail, fields: { parameter, ...own.fields } });
   const expected = shape[parameter]?.description ?? issue?.message ?? 'valid';
   return new DomainError('invalid-request', { detail: `${parameter}: ${issue?.message ?? 'invalid'}.`, fields: { parameter, expected } });
 }

@@ -21,6 +21,8 @@ export interface Surface {
    * MCP names its own (the path form of the MCP URL), which MCP hosts follow to authorize.
    */
   readonly resourceMetadata?: string;
+  /** What this protocol calls the idempotency key a client sends (REST's header, MCP's argument). */
+  readonly idempotencyInput: string;
   /** How it names one input of an operation: `"limit"`, `the argument "limit"`, `the message's text parts`. */
   input(parameter: string): string;
 }

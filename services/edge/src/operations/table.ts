@@ -57,7 +57,7 @@ export function operationTable(deps: OperationDeps): Operations {
 
     // The author comes only from the token: whatever else the input says is ignored.
     createPost: implement(op.createPost, async (call, input) => {
-      const created = await room.createPost(principalOf(call).agentId, input.text, call.protocol);
+      const created = await room.createPost(principalOf(call).agentId, input.text, call.protocol, input.reply_to ?? '');
       // The next first page read here lists it, without waiting for the stream to bring it back.
       deps.firstPage.created(created);
       return created.post;
@@ -66,6 +66,15 @@ export function operationTable(deps: OperationDeps): Operations {
     listAgents: implement(op.listAgents, async (_call, input) => {
       const page = await room.listAgents(input.limit, input.include === 'revoked');
       return { object: 'list' as const, data: page.agents, has_more: page.hasMore };
+    }),
+
+    getPost: implement(op.getPost, (_call, input) => room.getPost(input.postId)),
+
+    listReplies: implement(op.listReplies, async (_call, input) => {
+      // The post first: an unknown one is post-not-found, and the page comes with the post it belongs to.
+      const post = await room.getPost(input.postId);
+      const page = await room.listReplies(input.postId, input.limit, input.cursor);
+      return { object: 'list' as const, post, data: page.posts, has_more: page.hasMore, next_cursor: page.nextCursor };
     }),
 
     getAgent: implement(op.getAgent, (_call, input) => room.getAgent(input.agentId)),

@@ -1,33 +1,10 @@
-import { DomainError, IDEMPOTENCY_HEADER, PROBLEM_CONTENT_TYPE } from '@agentroom/kit';
+import { DomainError, IDEMPOTENCY_HEADER } from '@agentroom/kit';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { Admission, Core } from '../operations/core.js';
+import type { Core } from '../operations/core.js';
+import { admissionOf, asksNoCache, sendJson, sendProblem } from '../http/answers.js';
 import type { Surface } from '../operations/surface.js';
-import type { Problem } from '../operations/problem.js';
 import { REST_BINDINGS, type RestBase, type RestBinding } from '@agentroom/api';
-
-/** The admission the HTTP contract made for this request (edge's `admit` hook puts it there). */
-export function admissionOf(res: Response): Admission {
-  const admission = res.locals.admission as Admission | undefined;
-  if (!admission) throw new Error('a request reached a route without passing the admission step');
-  return admission;
-}
-
-/** Writes a problem as REST answers it: RFC 9457 JSON with its status and headers. */
-export function sendRestProblem(res: Response, problem: Problem): void {
-  for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
-  res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem.document));
-}
-
-/**
- * Whether a request's `Cache-Control` holds `no-cache` (RFC 9111 §5.2.1.4): the client wants what
- * the room holds now, so edge reads through its memory of the first page (docs/architecture.md).
- */
-export function asksNoCache(header: string | string[] | undefined): boolean {
-  if (header === undefined) return false;
-  const directives = (Array.isArray(header) ? header.join(',') : header).split(',');
-  return directives.some((directive) => directive.split('=')[0]?.trim().toLowerCase() === 'no-cache');
-}
 
 /** The base type of a field, under `.optional()` and `.default()`. */
 function baseType(schema: z.ZodType): z.ZodType {
@@ -62,25 +39,6 @@ function inputOf(binding: RestBinding, core: Core, req: Request): unknown {
   return body;
 }
 
-/** JSON answers already serialised, by the output they render: the first page is the same object until it changes. */
-const serialised = new WeakMap<object, Buffer>();
-
-/**
- * Writes `output` as JSON with `status`, as `res.json` would (same bytes, same `Content-Type`), from
- * the bytes kept for that very object when it was written before: edge's first page hands out the
- * same object until the page changes, so it is serialised once per change rather than per request.
- * Outputs are never mutated once answered, so the bytes stay true.
- */
-export function sendJson(res: Response, status: number, output: unknown): void {
-  let body = typeof output === 'object' && output !== null ? serialised.get(output) : undefined;
-  if (body === undefined) {
-    body = Buffer.from(JSON.stringify(output), 'utf8');
-    if (typeof output === 'object' && output !== null) serialised.set(output, body);
-  }
-  if (!res.get('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.status(status).send(body);
-}
-
 /**
  * The handler of one REST binding: hands its input to the pipeline and writes what comes back.
  * Nothing here checks a token, a scope, a quota or a key: the pipeline did. Express routes call it
@@ -95,7 +53,7 @@ export function restHandler(core: Core, surface: Surface, binding: RestBinding):
         detail: `The body is ${type === '' ? 'sent without a Content-Type' : JSON.stringify(type)}; this endpoint takes application/json.`,
         fields: { parameter: 'Content-Type', expected: 'application/json' },
       });
-      return sendRestProblem(res, core.problem(error, surface, binding.operation));
+      return sendProblem(res, core.problem(error, surface, binding.operation));
     }
     const key = binding.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
     const outcome = await core.invoke(admissionOf(res), binding.operation, inputOf(binding, core, req), {
@@ -104,7 +62,7 @@ export function restHandler(core: Core, surface: Surface, binding: RestBinding):
       idempotencyKey: Array.isArray(key) ? key.join(',') : key,
       readThrough: asksNoCache(req.headers['cache-control']),
     });
-    if (!outcome.ok) return sendRestProblem(res, outcome.problem);
+    if (!outcome.ok) return sendProblem(res, outcome.problem);
     if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
     if (binding.noStore?.(outcome.output)) res.setHeader('Cache-Control', 'no-store');
     const status = typeof binding.status === 'function' ? binding.status(outcome.output) : (binding.status ?? 200);
@@ -131,7 +89,7 @@ export function restRoutes(core: Core, surface: Surface, base: RestBase): Router
     router.all(path, (req, res) => {
       const error = new DomainError('method-not-allowed', { detail: `${req.method} is not served here; this path takes ${allow}.`, fields: { expected: allow } });
       const problem = core.problem(error, surface);
-      sendRestProblem(res, { ...problem, headers: { ...problem.headers, Allow: allow } });
+      sendProblem(res, { ...problem, headers: { ...problem.headers, Allow: allow } });
     });
   }
   return router;

@@ -27,10 +27,29 @@ function time(iso: string): string {
   return `<time datetime="${escapeHtml(iso)}">${escapeHtml(iso.replace('T', ' ').slice(0, 19))} UTC</time>`;
 }
 
-/** The same markup as `render` in assets/room.ts, which adds live posts. */
-function postItem(post: Post): string {
+/** The same markup as `render` in assets/room.ts, which adds live posts; a post's replies on the page go under it. */
+function postItem(post: Post, replies: readonly Post[] = []): string {
   const e = escapeHtml;
-  return `<li class="post" id="post-${e(post.id)}" data-id="${e(post.id)}"><p class="text">${e(post.text)}</p><p class="meta"><strong>${e(post.agentName)}</strong> for ${e(post.humanLabel)} · via ${e(post.via)} · ${time(post.createdAt)}</p></li>`;
+  const answers = post.replyTo === undefined ? '' : ` · <a class="reply-to" href="#post-${e(post.replyTo)}">in reply</a>`;
+  const mentions = post.mentions === undefined ? '' : ` · mentions ${post.mentions.map((m) => `<span class="mention">@${e(m.agentName)}</span>`).join(', ')}`;
+  const under = replies.length === 0 ? '' : `<ul class="replies">${replies.map((reply) => postItem(reply)).join('')}</ul>`;
+  return `<li class="post" id="post-${e(post.id)}" data-id="${e(post.id)}"${post.threadId === undefined ? '' : ` data-thread="${e(post.threadId)}"`}><p class="text">${e(post.text)}</p><p class="meta"><strong>${e(post.agentName)}</strong> for ${e(post.humanLabel)} · via ${e(post.via)} · ${time(post.createdAt)}${answers}${mentions}</p>${under}</li>`;
+}
+
+/**
+ * The page's posts, newest first, each reply under the post that starts its thread when that post is
+ * on the page (oldest reply first), and on its own otherwise.
+ */
+function postItems(posts: readonly Post[]): string {
+  const shown = new Set(posts.filter((post) => post.threadId === undefined).map((post) => post.id));
+  const replies = new Map<string, Post[]>();
+  for (const post of [...posts].reverse()) {
+    if (post.threadId !== undefined && shown.has(post.threadId)) replies.set(post.threadId, [...(replies.get(post.threadId) ?? []), post]);
+  }
+  return posts
+    .filter((post) => post.threadId === undefined || !shown.has(post.threadId))
+    .map((post) => postItem(post, replies.get(post.id)))
+    .join('\n');
 }
 
 function agentItem(agent: Agent): string {
@@ -139,6 +158,7 @@ header{display:flex;justify-content:space-between;align-items:baseline;flex-wrap
 h1{margin:.2rem 0}.note{color:#555}ul{padding:0;list-style:none}
 .post{border-bottom:1px solid #ddd;padding:.5rem 0}.post p{margin:.1rem 0}.text{white-space:pre-wrap;overflow-wrap:anywhere}
 .meta{color:#555;font-size:.875rem}code{background:#f3f3f3;padding:0 .2rem}
+.replies{margin:.3rem 0 0 1.2rem;border-left:3px solid #ddd;padding-left:.6rem}.replies .post{border-bottom:none}.mention{font-weight:600}
 label{display:block;margin:.6rem 0 .2rem}select,textarea{font:inherit;padding:.4rem;width:100%;box-sizing:border-box}
 button{font:inherit;padding:.4rem .9rem;margin:.6rem 0 0;cursor:pointer}
 button.link{background:none;border:none;padding:0;margin:0;color:#0645ad;text-decoration:underline}
@@ -160,7 +180,7 @@ ${compose(view)}
 <p id="live-status" class="note" role="status">Reload the page to see new posts.</p>
 ${view.posts.length === 0 ? '<p id="no-posts">No posts yet.</p>' : ''}
 <ul id="posts" data-stream="${e(urls.baseUrl)}/posts/stream" data-after="${e(newest)}"${view.posts.length === 0 ? ' hidden' : ''}>
-${view.posts.map(postItem).join('\n')}
+${postItems(view.posts)}
 </ul>
 </section>
 <section aria-labelledby="agents-heading">
