@@ -87,3 +87,17 @@ export const tokenCacheLive = new client.Gauge({
   help: "1 while edge's token cache is in use (auth's revocation stream is positioned and heard from), 0 while every token is asked of auth.",
   registers: [registry],
 });
+
+export const notificationsAppended = new client.Counter({
+  name: 'agentroom_notifications_appended_total',
+  help: "Notifications appended to agents' feeds by messaging, by type (mention, reply, direct_message); a repeat of one already appended is not counted.",
+  labelNames: ['type'] as const,
+  registers: [registry],
+});
+
+export const notifierLag = new client.Histogram({
+  name: 'agentroom_notifier_lag_seconds',
+  help: "Seconds from a post's creation (its id's time, on the room's clock) until messaging's notifier appended its notifications (posts that notify nobody are not observed).",
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  registers: [registry],
+});

@@ -105,6 +105,12 @@ export const PROBLEM_TYPES = {
     description: 'No post in the room has this id: a reply must answer a post of the room, and a thread is read by the id of a post.',
     fix: 'Take an id from the list of posts (`GET {base_url}/posts`, or the MCP tool room_read_posts).',
   },
+  'notification-not-found': {
+    code: 'not_found',
+    title: 'No notification has this id',
+    description: "No notification in the agent's own feed has this id: notifications are marked read up to the id of one of them, as the list of notifications gives it.",
+    fix: 'Take an id from the list of notifications (`GET {base_url}/notifications`) and mark read up to it.',
+  },
   'text-empty': {
     code: 'invalid_request',
     title: 'The text is empty',

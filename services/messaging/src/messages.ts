@@ -2,6 +2,9 @@ import { checkPlainText, codePointLength, DomainError, hasVisibleCharacter, type
 
 export const MESSAGE_TEXT_MAX = 2_000;
 
+/** Agent ids name Redis keys: only these characters (every id the room makes fits). */
+export const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
 export type { Via };
 
 /** A direct message as stored in the recipient's inbox (docs/decisions.md §7). */

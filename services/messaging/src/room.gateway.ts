@@ -1,6 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, DomainError, unaryCall } from '@agentroom/kit';
-import { type GetAgentResponse__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import { CLIENT_OPTIONS, DomainError, outgoingMetadata, unaryCall } from '@agentroom/kit';
+import {
+  type GetAgentResponse__Output,
+  type GetPostResponse__Output,
+  type ListPostsResponse__Output,
+  roomProto,
+  type RoomServiceClient,
+  type WatchPostsResponse__Output,
+} from '@agentroom/proto';
 
 /** What messaging needs to know of an agent: who it is, by name. */
 export interface AgentName {
@@ -8,7 +15,10 @@ export interface AgentName {
   agentName: string;
 }
 
-/** The room service as messaging sees it: agents looked up by id. A deadline on every call. */
+/**
+ * The room service as messaging sees it: agents looked up by id, and its posts followed by the
+ * notifier. A deadline on every unary call.
+ */
 export class RoomGateway {
   private readonly client: RoomServiceClient;
 
@@ -32,6 +42,32 @@ export class RoomGateway {
       if (error instanceof DomainError && error.slug === 'agent-not-found') return undefined;
       throw error;
     }
+  }
+
+  /** The id of the room's newest post; '0-0' when the room has none yet (every post comes after it). */
+  async newestPostId(): Promise<string> {
+    const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.listPosts({ limit: 1 }, metadata, options, callback),
+    );
+    return response.posts[0]?.id ?? '0-0';
+  }
+
+  /** The author of a post, or undefined when the room has no post with this id; other failures throw. */
+  async postAuthor(postId: string): Promise<string | undefined> {
+    try {
+      const response = await unaryCall<GetPostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+        this.client.getPost({ postId }, metadata, options, callback),
+      );
+      return response.post?.agentId;
+    } catch (error) {
+      if (error instanceof DomainError && error.slug === 'post-not-found') return undefined;
+      throw error;
+    }
+  }
+
+  /** Posts created after `afterId`, oldest first, for as long as the call lives: no deadline. */
+  watchPosts(afterId: string): grpc.ClientReadableStream<WatchPostsResponse__Output> {
+    return this.client.watchPosts({ afterId }, outgoingMetadata());
   }
 
   close(): void {

@@ -1,26 +1,61 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
-import { CursorSigner, DomainError, followFeed, GrpcServer, grpcLimit, type Logger, STREAM_ID, viaFromProto, viaToProto } from '@agentroom/kit';
-import { type Message, messagingProto, type MessagingServiceHandlers } from '@agentroom/proto';
-import { checkMessageText, type MessageRecord, recipientNotFound, senderNotFound } from './messages.js';
+import {
+  compareStreamIds,
+  CursorSigner,
+  DomainError,
+  followFeed,
+  GrpcServer,
+  grpcLimit,
+  invalidCursor,
+  type Logger,
+  notificationsAppended,
+  STREAM_ID,
+  viaFromProto,
+  viaToProto,
+} from '@agentroom/kit';
+import { type Message, messagingProto, type MessagingServiceHandlers, type Notification, type NotificationType as ProtoNotificationType, type NotifiedPost as ProtoNotifiedPost } from '@agentroom/proto';
+import { AGENT_ID, checkMessageText, type MessageRecord, recipientNotFound, senderNotFound } from './messages.js';
+import { notificationNotFound, type NotificationRecord, type NotificationType, type NotifiedPost } from './notifications.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { MessagingStore } from './store.js';
 
 export const MESSAGING_SERVICE_NAME = 'agentroom.messaging.v1.MessagingService';
 
-// Agent ids name Redis keys: only these characters (every id the room makes fits).
-const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
+/**
+ * The position of a ListNotifications cursor: the notification it resumes before. Signed for the
+ * agent's own list (its owner), as a position an inbox cursor never takes (a stream id alone), so
+ * neither list accepts the other's cursors, nor one agent's feed another's.
+ */
+const NOTIFICATIONS_POSITION = /^notifications before (\d{1,16}-\d{1,10})$/;
+
+const PROTO_TYPES: Record<NotificationType, ProtoNotificationType> = {
+  mention: 'NOTIFICATION_TYPE_MENTION',
+  reply: 'NOTIFICATION_TYPE_REPLY',
+  direct_message: 'NOTIFICATION_TYPE_DIRECT_MESSAGE',
+};
 
 function toProtoMessage(message: MessageRecord): Message {
   return { ...message, via: viaToProto(message.via) };
 }
 
-/** Whose inbox: edge always passes the token's own agent. */
-function inboxOwner(agentId: string): string {
+function toProtoPost(post: NotifiedPost): ProtoNotifiedPost {
+  return { ...post, via: viaToProto(post.via), cursor: '', replyCount: 0, mentions: post.mentions.map((mention) => ({ ...mention })) };
+}
+
+/** A notification on the wire; read when its id is at or before the marker `readUpTo`. */
+function toProtoNotification(notification: NotificationRecord, readUpTo: string | undefined): Notification {
+  const read = readUpTo !== undefined && compareStreamIds(notification.id, readUpTo) <= 0;
+  const common = { id: notification.id, type: PROTO_TYPES[notification.type], createdAt: notification.createdAt, read };
+  return notification.type === 'direct_message' ? { ...common, message: toProtoMessage(notification.message) } : { ...common, post: toProtoPost(notification.post) };
+}
+
+/** Whose inbox or feed: edge always passes the token's own agent. */
+function owner(agentId: string, of: 'inbox' | 'notifications'): string {
   if (AGENT_ID.test(agentId)) return agentId;
   throw new DomainError('invalid-request', {
     detail: 'agent_id is missing or malformed.',
-    fields: { parameter: 'agent_id', expected: 'the id of the agent whose inbox this is' },
+    fields: { parameter: 'agent_id', expected: of === 'inbox' ? 'the id of the agent whose inbox this is' : 'the id of the agent whose notifications these are' },
   });
 }
 
@@ -45,6 +80,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       const [from, to] = await Promise.all([room.getAgent(request.fromAgentId), room.getAgent(request.toAgentId)]);
       if (!to) throw recipientNotFound(request.toAgentId);
       if (!from) throw senderNotFound(request.fromAgentId);
+      // The recipient's direct_message notification is appended in the same step.
       const message = await store.appendMessage({
         fromAgentId: from.id,
         fromAgentName: from.agentName,
@@ -53,11 +89,12 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
         text: request.text,
         via,
       });
+      notificationsAppended.inc({ type: 'direct_message' });
       return { message: toProtoMessage(message) };
     }),
 
     ListMessages: server.unary('ListMessages', async (request) => {
-      const agentId = inboxOwner(request.agentId);
+      const agentId = owner(request.agentId, 'inbox');
       const limit = grpcLimit(request.limit);
       // Bound to the inbox's owner: a cursor from one agent's inbox does not page another's.
       const inbox = { name: 'inbox', owner: agentId } as const;
@@ -72,7 +109,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
     }),
 
     WatchMessages: server.serverStream('WatchMessages', async (request, call) => {
-      const agentId = inboxOwner(request.agentId);
+      const agentId = owner(request.agentId, 'inbox');
       if (request.afterId !== '' && !STREAM_ID.test(request.afterId)) {
         throw new DomainError('invalid-request', {
           detail: 'after_id is not a message id.',
@@ -87,6 +124,61 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       await followFeed(store.inbox(agentId), request.afterId || undefined, (message) => call.write({ message: toProtoMessage(message) }), signal, {
         onPositioned: () => call.sendMetadata(new Metadata()),
       });
+      if (!call.cancelled) call.end();
+    }),
+
+    ListNotifications: server.unary('ListNotifications', async (request) => {
+      const agentId = owner(request.agentId, 'notifications');
+      const limit = grpcLimit(request.limit);
+      // Bound to the feed's owner, in a form no inbox cursor has: a cursor of another list or agent does not page it.
+      const feed = { name: 'inbox', owner: agentId } as const;
+      let before: string | undefined;
+      if (request.cursor !== '') {
+        before = NOTIFICATIONS_POSITION.exec(cursors.verify(feed, request.cursor, NOTIFICATIONS_POSITION))?.[1];
+        if (before === undefined) throw invalidCursor();
+      }
+      const page = await store.listNotifications(agentId, limit, { beforeId: before, unreadOnly: request.unreadOnly });
+      const last = page.items.at(-1);
+      return {
+        notifications: page.items.map((notification) => toProtoNotification(notification, page.readUpTo)),
+        hasMore: page.hasMore,
+        nextCursor: page.hasMore && last ? cursors.sign(feed, `notifications before ${last.id}`) : '',
+        unreadCount: page.unreadCount,
+        readUpTo: page.readUpTo ?? '',
+      };
+    }),
+
+    MarkNotificationsRead: server.unary('MarkNotificationsRead', async (request) => {
+      const agentId = owner(request.agentId, 'notifications');
+      // A malformed id names no notification, like an unknown one.
+      if (!STREAM_ID.test(request.upTo)) throw notificationNotFound(request.upTo);
+      const marked = await store.markNotificationsRead(agentId, request.upTo);
+      if (!marked) throw notificationNotFound(request.upTo);
+      return { readUpTo: marked.readUpTo, unreadCount: marked.unreadCount };
+    }),
+
+    WatchNotifications: server.serverStream('WatchNotifications', async (request, call) => {
+      const agentId = owner(request.agentId, 'notifications');
+      if (request.afterId !== '' && !STREAM_ID.test(request.afterId)) {
+        throw new DomainError('invalid-request', {
+          detail: 'after_id is not a notification id.',
+          fields: { parameter: 'after_id', expected: 'the id of a notification you received, or empty to watch from now on' },
+        });
+      }
+      const stop = new AbortController();
+      call.on('cancelled', () => stop.abort());
+      call.on('close', () => stop.abort());
+      const signal = AbortSignal.any([stop.signal, server.drainSignal]);
+      // `read` as the marker stands now: what it replays may be read, what arrives later is not yet.
+      const readUpTo = await store.readMarker(agentId);
+      // Initial metadata tells the watcher it is positioned: every notification appended from then on reaches it.
+      await followFeed(
+        store.notifications(agentId),
+        request.afterId || undefined,
+        (notification) => call.write({ notification: toProtoNotification(notification, readUpTo) }),
+        signal,
+        { onPositioned: () => call.sendMetadata(new Metadata()) },
+      );
       if (!call.cancelled) call.end();
     }),
   };

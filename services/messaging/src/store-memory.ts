@@ -1,71 +1,203 @@
-import { compareStreamIds, type Clock, type FeedSource, StreamIds, systemClock } from '@agentroom/kit';
+import { compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock } from '@agentroom/kit';
 import { createdAtOf, type MessageRecord } from './messages.js';
-import { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
+import { FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
+import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
 
-interface Inbox {
-  messages: MessageRecord[];
-  listeners: Set<(message: MessageRecord) => void>;
+/** One agent's log (its inbox, or its feed), oldest first, capped, with its live followers. */
+class Log<T extends FeedItem> {
+  readonly items: T[] = [];
+  readonly listeners = new Set<(item: T) => void>();
+
+  constructor(private readonly maxLength: number) {}
+
+  append(item: T): void {
+    this.items.push(item);
+    if (this.items.length > this.maxLength) this.items.splice(0, this.items.length - this.maxLength);
+  }
+
+  tell(item: T): void {
+    for (const listener of this.listeners) listener(item);
+  }
+
+  /** Newest first, before `beforeId` (exclusive) and after `afterId` (exclusive), at most `limit`. */
+  newestFirst(limit: number, beforeId?: string, afterId?: string): Page<T> {
+    const end = beforeId === undefined ? this.items.length : indexWhere(this.items, beforeId, (cmp) => cmp >= 0);
+    const floor = afterId === undefined ? 0 : indexWhere(this.items, afterId, (cmp) => cmp > 0);
+    const start = Math.max(floor, end - limit);
+    return { items: this.items.slice(start, end).reverse(), hasMore: start > floor };
+  }
+
+  readAfter(afterId: string, count: number): T[] {
+    const start = indexWhere(this.items, afterId, (cmp) => cmp > 0);
+    return this.items.slice(start, start + count);
+  }
+
+  /** How many items are after `afterId` (all of them without one). */
+  countAfter(afterId: string | undefined): number {
+    return afterId === undefined ? this.items.length : this.items.length - indexWhere(this.items, afterId, (cmp) => cmp > 0);
+  }
+
+  has(id: string): boolean {
+    const at = indexWhere(this.items, id, (cmp) => cmp >= 0);
+    return this.items[at]?.id === id;
+  }
+}
+
+/** An agent's notification feed and its state: the read marker, and the newest post it took (repeats of it, or of older ones, are left out). */
+interface Feed {
+  log: Log<NotificationRecord>;
+  readUpTo: string | undefined;
+  lastPost: string | undefined;
 }
 
 /**
- * The embedded default: inboxes in this process's memory, lost on restart (health says degraded).
- * Ids are made exactly like Redis stream ids, so cursors and resumption behave the same.
+ * The embedded default: inboxes, feeds and the notifier's state in this process's memory, lost on
+ * restart (health says degraded). Ids are made exactly like Redis stream ids, so cursors and
+ * resumption behave the same.
  */
 export class MemoryMessagingStore implements MessagingStore {
   readonly kind = 'memory';
-  private readonly inboxes = new Map<string, Inbox>();
+  private readonly inboxes = new Map<string, Log<MessageRecord>>();
+  private readonly feeds = new Map<string, Feed>();
+  private lease: { owner: string; expiresAt: number } | undefined;
+  private position: string | undefined;
   /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
   private readonly ids = new StreamIds(() => this.clock.now());
 
   constructor(
     private readonly clock: Clock = systemClock,
     private readonly maxLength = INBOX_MAX,
+    private readonly feedMaxLength = FEED_MAX,
   ) {}
 
-  private inboxOf(agentId: string): Inbox {
+  private inboxOf(agentId: string): Log<MessageRecord> {
     let inbox = this.inboxes.get(agentId);
-    if (!inbox) {
-      inbox = { messages: [], listeners: new Set() };
-      this.inboxes.set(agentId, inbox);
-    }
+    if (!inbox) this.inboxes.set(agentId, (inbox = new Log(this.maxLength)));
     return inbox;
+  }
+
+  private feedOf(agentId: string): Feed {
+    let feed = this.feeds.get(agentId);
+    if (!feed) this.feeds.set(agentId, (feed = { log: new Log(this.feedMaxLength), readUpTo: undefined, lastPost: undefined }));
+    return feed;
+  }
+
+  /** Appends to a feed without telling its followers yet (the caller tells them once every write of its step is done). */
+  private appendNotification(feed: Feed, notification: NewNotification): NotificationRecord {
+    const id = this.ids.next();
+    const record = { id, createdAt: createdAtOf(id), ...notification } as NotificationRecord;
+    feed.log.append(record);
+    return record;
   }
 
   appendMessage(message: NewMessage): Promise<MessageRecord> {
     const id = this.ids.next();
     const record: MessageRecord = { id, ...message, createdAt: createdAtOf(id) };
     const inbox = this.inboxOf(message.toAgentId);
-    inbox.messages.push(record);
-    if (inbox.messages.length > this.maxLength) inbox.messages.splice(0, inbox.messages.length - this.maxLength);
-    for (const listener of inbox.listeners) listener(record);
+    inbox.append(record);
+    const feed = this.feedOf(message.toAgentId);
+    const notification = this.appendNotification(feed, { type: 'direct_message', message: record });
+    inbox.tell(record);
+    feed.log.tell(notification);
     return Promise.resolve(record);
   }
 
   listInbox(agentId: string, limit: number, beforeId?: string): Promise<Page<MessageRecord>> {
-    const messages = this.inboxes.get(agentId)?.messages ?? [];
-    let end = messages.length;
-    if (beforeId !== undefined) end = indexWhere(messages, beforeId, (cmp) => cmp >= 0);
-    const start = Math.max(0, end - limit);
-    return Promise.resolve({ items: messages.slice(start, end).reverse(), hasMore: start > 0 });
+    return Promise.resolve(this.inboxes.get(agentId)?.newestFirst(limit, beforeId) ?? { items: [], hasMore: false });
   }
 
   inbox(agentId: string): FeedSource<MessageRecord> {
-    return {
-      readAfter: (afterId, count) => {
-        const messages = this.inboxes.get(agentId)?.messages ?? [];
-        const start = indexWhere(messages, afterId, (cmp) => cmp > 0);
-        return Promise.resolve(messages.slice(start, start + count));
+    return this.source(
+      () => this.inboxes.get(agentId),
+      () => this.inboxOf(agentId),
+      (inbox) => {
+        // A watched inbox that never got a message is not kept once nobody watches it.
+        if (inbox.listeners.size === 0 && inbox.items.length === 0) this.inboxes.delete(agentId);
       },
+    );
+  }
+
+  notifyPost(post: NotifiedPost, targets: PostTarget[]): Promise<PostNotified> {
+    const appended: NotificationRecord[] = [];
+    const repeated: string[] = [];
+    for (const target of targets) {
+      const feed = this.feedOf(target.agentId);
+      if (feed.lastPost !== undefined && compareStreamIds(post.id, feed.lastPost) <= 0) {
+        repeated.push(target.agentId);
+        continue;
+      }
+      feed.lastPost = post.id;
+      const record = this.appendNotification(feed, { type: target.type, post });
+      appended.push(record);
+      feed.log.tell(record);
+    }
+    return Promise.resolve({ appended, repeated });
+  }
+
+  listNotifications(agentId: string, limit: number, options: { beforeId?: string; unreadOnly?: boolean } = {}): Promise<NotificationPage> {
+    const feed = this.feeds.get(agentId);
+    if (!feed) return Promise.resolve({ items: [], hasMore: false, readUpTo: undefined, unreadCount: 0 });
+    const page = feed.log.newestFirst(limit, options.beforeId, options.unreadOnly ? feed.readUpTo : undefined);
+    return Promise.resolve({ ...page, readUpTo: feed.readUpTo, unreadCount: feed.log.countAfter(feed.readUpTo) });
+  }
+
+  markNotificationsRead(agentId: string, upTo: string): Promise<ReadMarker | undefined> {
+    const feed = this.feeds.get(agentId);
+    if (!feed?.log.has(upTo)) return Promise.resolve(undefined);
+    if (feed.readUpTo === undefined || compareStreamIds(upTo, feed.readUpTo) > 0) feed.readUpTo = upTo;
+    return Promise.resolve({ readUpTo: feed.readUpTo, unreadCount: feed.log.countAfter(feed.readUpTo) });
+  }
+
+  readMarker(agentId: string): Promise<string | undefined> {
+    return Promise.resolve(this.feeds.get(agentId)?.readUpTo);
+  }
+
+  notifications(agentId: string): FeedSource<NotificationRecord> {
+    return this.source(
+      () => this.feeds.get(agentId)?.log,
+      () => this.feedOf(agentId).log,
+      (log) => {
+        const feed = this.feeds.get(agentId);
+        if (feed?.log === log && log.listeners.size === 0 && log.items.length === 0 && feed.readUpTo === undefined && feed.lastPost === undefined) this.feeds.delete(agentId);
+      },
+    );
+  }
+
+  /** A log as a feed: `existing` to read (nothing when absent), `create` to follow, `left` after a follower leaves. */
+  private source<T extends FeedItem>(existing: () => Log<T> | undefined, create: () => Log<T>, left: (log: Log<T>) => void): FeedSource<T> {
+    return {
+      readAfter: (afterId, count) => Promise.resolve(existing()?.readAfter(afterId, count) ?? []),
       subscribe: (listener) => {
-        const inbox = this.inboxOf(agentId);
-        inbox.listeners.add(listener);
+        const log = create();
+        log.listeners.add(listener);
         return Promise.resolve(() => {
-          inbox.listeners.delete(listener);
-          // A watched inbox that never got a message is not kept once nobody watches it.
-          if (inbox.listeners.size === 0 && inbox.messages.length === 0) this.inboxes.delete(agentId);
+          log.listeners.delete(listener);
+          left(log);
         });
       },
     };
+  }
+
+  acquireNotifierLease(owner: string, ttlMs: number): Promise<boolean> {
+    const now = this.clock.now();
+    if (this.lease && this.lease.owner !== owner && this.lease.expiresAt > now) return Promise.resolve(false);
+    this.lease = { owner, expiresAt: now + ttlMs };
+    return Promise.resolve(true);
+  }
+
+  releaseNotifierLease(owner: string): Promise<void> {
+    if (this.lease?.owner === owner) this.lease = undefined;
+    return Promise.resolve();
+  }
+
+  notifierPosition(): Promise<string | undefined> {
+    return Promise.resolve(this.position);
+  }
+
+  advanceNotifierPosition(owner: string, postId: string): Promise<boolean> {
+    if (this.lease?.owner !== owner || this.lease.expiresAt <= this.clock.now()) return Promise.resolve(false);
+    if (this.position === undefined || compareStreamIds(postId, this.position) > 0) this.position = postId;
+    return Promise.resolve(true);
   }
 
   ping(): Promise<void> {
@@ -74,17 +206,18 @@ export class MemoryMessagingStore implements MessagingStore {
 
   close(): Promise<void> {
     for (const inbox of this.inboxes.values()) inbox.listeners.clear();
+    for (const feed of this.feeds.values()) feed.log.listeners.clear();
     return Promise.resolve();
   }
 }
 
-/** The first index whose message compares to `id` as `accept` wants (binary search: ids are sorted). */
-function indexWhere(messages: MessageRecord[], id: string, accept: (cmp: number) => boolean): number {
+/** The first index whose item compares to `id` as `accept` wants (binary search: ids are sorted). */
+function indexWhere(items: readonly FeedItem[], id: string, accept: (cmp: number) => boolean): number {
   let low = 0;
-  let high = messages.length;
+  let high = items.length;
   while (low < high) {
     const mid = (low + high) >>> 1;
-    if (accept(compareStreamIds((messages[mid] as MessageRecord).id, id))) high = mid;
+    if (accept(compareStreamIds((items[mid] as FeedItem).id, id))) high = mid;
     else low = mid + 1;
   }
   return low;

@@ -1,15 +1,126 @@
-import { compareStreamIds, duplicateClient, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS } from '@agentroom/kit';
+import { compareStreamIds, duplicateClient, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
-import { INBOX_MAX, type MessagingStore, type NewMessage, type Page } from './store.js';
+import { FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
+import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
 
+/**
+ * Lua: compares two stream ids as Redis orders them (kit's compareStreamIds): by time, then sequence,
+ * as decimal strings, since a 16-digit time does not fit a Lua number exactly.
+ */
+const COMPARE_IDS = `
+local function decimal(a, b)
+  if #a ~= #b then return #a < #b and -1 or 1 end
+  if a ~= b then return a < b and -1 or 1 end
+  return 0
+end
+local function compareIds(a, b)
+  local aMs, aSeq = string.match(a, '^(%d+)-(%d+)$')
+  local bMs, bSeq = string.match(b, '^(%d+)-(%d+)$')
+  local byTime = decimal(aMs, bMs)
+  if byTime ~= 0 then return byTime end
+  return decimal(aSeq, bSeq)
+end
+`;
 
-// XADD and PUBLISH in one script, so a follower that subscribed first is told of every message
-// appended after it. ARGV: cap, channel, the message as JSON (without id), then the stream fields.
-const SEND = new LuaScript(`
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 4))
+/**
+ * Lua: appends a notification to the stream `feed` (capped at `cap`), numbering it in the feed's
+ * state hash `state` (`added`: how many it ever took; the entry keeps its number as `n`, so the
+ * unread count is a subtraction, however the cap trimmed the feed), and publishes it on `channel` as
+ * `<id> <type> <message id or -> <JSON>`. Answers its id.
+ */
+const APPEND_NOTIFICATION = `
+local function appendNotification(feed, state, cap, channel, kind, messageId, json)
+  local n = redis.call('HINCRBY', state, 'added', 1)
+  local id
+  if messageId == '-' then
+    id = redis.call('XADD', feed, 'MAXLEN', '~', cap, '*', 'n', n, 'type', kind, 'post', json)
+  else
+    id = redis.call('XADD', feed, 'MAXLEN', '~', cap, '*', 'n', n, 'type', kind, 'messageId', messageId, 'message', json)
+  end
+  redis.call('PUBLISH', channel, id .. ' ' .. kind .. ' ' .. messageId .. ' ' .. json)
+  return id
+end
+`;
+
+// A message to the inbox KEYS[1] and its direct_message notification to the recipient's feed KEYS[2]
+// (state KEYS[3]), in one script: neither exists without the other, and a follower that subscribed
+// first is told of both. ARGV: inbox cap, inbox channel, the message as JSON (without id), feed cap,
+// feed channel, then the message's stream fields.
+const SEND = new LuaScript(`${APPEND_NOTIFICATION}
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 6))
 redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[3])
+appendNotification(KEYS[2], KEYS[3], ARGV[4], ARGV[5], 'direct_message', id, ARGV[3])
 return id
+`);
+
+// A post's notification to one agent's feed KEYS[1] (state KEYS[2]), unless the feed already took
+// this post or a later one (`lastPost` in the state): then nothing, and nil. ARGV: cap, channel,
+// post id, type, post JSON.
+const NOTIFY_POST = new LuaScript(`${COMPARE_IDS}${APPEND_NOTIFICATION}
+local last = redis.call('HGET', KEYS[2], 'lastPost')
+if last and compareIds(ARGV[3], last) <= 0 then return false end
+redis.call('HSET', KEYS[2], 'lastPost', ARGV[3])
+return appendNotification(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[4], '-', ARGV[5])
+`);
+
+// The unread count of the feed KEYS[1] with the state `state` (HMGET readUpTo, readN, added): all of
+// it without a marker; else those numbered after the marked one, of those the cap has kept.
+const UNREAD = `
+local function unread(state)
+  local length = redis.call('XLEN', KEYS[1])
+  if not state[1] then return length end
+  return math.min(length, tonumber(state[3] or '0') - tonumber(state[2] or '0'))
+end
+`;
+
+// A page of the feed KEYS[1], newest first from ARGV[1] (an XREVRANGE end), at most ARGV[2] entries,
+// only those after the read marker when ARGV[3] is '1'; with the marker and the unread count of the
+// same moment: { entries, marker or '', unread }.
+const LIST_NOTIFICATIONS = new LuaScript(`${UNREAD}
+local state = redis.call('HMGET', KEYS[2], 'readUpTo', 'readN', 'added')
+local floor = '-'
+if ARGV[3] == '1' and state[1] then floor = '(' .. state[1] end
+local entries = redis.call('XREVRANGE', KEYS[1], ARGV[1], floor, 'COUNT', ARGV[2])
+return { entries, state[1] or '', unread(state) }
+`);
+
+// Moves the read marker of the feed KEYS[1] (state KEYS[2]) to ARGV[1], an id of the feed (else nil),
+// unless the marker is there or later already: { marker, unread }.
+const MARK_READ = new LuaScript(`${COMPARE_IDS}${UNREAD}
+local entry = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])[1]
+if not entry or entry[1] ~= ARGV[1] then return false end
+local state = redis.call('HMGET', KEYS[2], 'readUpTo', 'readN', 'added')
+if not state[1] or compareIds(ARGV[1], state[1]) > 0 then
+  local n = '0'
+  for i = 1, #entry[2] - 1, 2 do
+    if entry[2][i] == 'n' then n = entry[2][i + 1] end
+  end
+  redis.call('HSET', KEYS[2], 'readUpTo', ARGV[1], 'readN', n)
+  state[1], state[2] = ARGV[1], n
+end
+return { state[1], unread(state) }
+`);
+
+// The notifier's lease KEYS[1]: taken by ARGV[1] for ARGV[2] ms when free or already its own; 0 while another holds it.
+const ACQUIRE_LEASE = new LuaScript(`
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`);
+
+const RELEASE_LEASE = new LuaScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+`);
+
+// The notifier's position KEYS[2] moved forward to ARGV[2], only while ARGV[1] holds the lease KEYS[1]: 1, else 0.
+const ADVANCE_POSITION = new LuaScript(`${COMPARE_IDS}
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local position = redis.call('GET', KEYS[2])
+if not position or compareIds(ARGV[2], position) > 0 then redis.call('SET', KEYS[2], ARGV[2]) end
+return 1
 `);
 
 const REPLAY_PAGE = 200;
@@ -22,6 +133,21 @@ const published = z.object({
   toAgentName: z.string(),
   text: z.string(),
   via: z.enum(VIAS),
+});
+
+// A post as a notification keeps it (notifications.ts NotifiedPost).
+const notifiedPost = z.object({
+  id: z.string(),
+  agentId: z.string(),
+  agentName: z.string(),
+  humanLabel: z.string(),
+  text: z.string(),
+  via: z.enum(VIAS),
+  createdAt: z.string(),
+  replyTo: z.string(),
+  threadId: z.string(),
+  replyToAgentId: z.string(),
+  mentions: z.array(z.object({ agentId: z.string(), agentName: z.string() })),
 });
 
 function toMessage([id, fields]: StreamEntry): MessageRecord {
@@ -39,39 +165,93 @@ function toMessage([id, fields]: StreamEntry): MessageRecord {
   };
 }
 
-function fromPublished(payload: string): MessageRecord | undefined {
-  const space = payload.indexOf(' ');
-  if (space < 0) return undefined;
-  const id = payload.slice(0, space);
+/** `<id> <JSON>` as a send publishes it, or as the feed's script does after its type and message id. */
+function messageOf(id: string, json: string): MessageRecord | undefined {
   try {
-    const parsed = published.safeParse(JSON.parse(payload.slice(space + 1)));
+    const parsed = published.safeParse(JSON.parse(json));
     return parsed.success ? { id, ...parsed.data, createdAt: createdAtOf(id) } : undefined;
   } catch {
     return undefined;
   }
 }
 
-/** The watchers of one inbox in this process, sharing one channel subscription. */
-interface Followers {
-  readonly agentId: string;
-  readonly listeners: Set<(message: MessageRecord) => void>;
-  /** The newest id handed out (at first: the inbox's newest when following began); nothing at or before it is handed out again. */
+function postOf(json: string): NotifiedPost | undefined {
+  try {
+    const parsed = notifiedPost.safeParse(JSON.parse(json));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A feed entry, from its stream fields or its published parts; undefined when it is not one (never written so). */
+function toNotification(id: string, type: string | undefined, messageId: string | undefined, json: string | undefined): NotificationRecord | undefined {
+  if (json === undefined) return undefined;
+  const createdAt = createdAtOf(id);
+  if (type === 'direct_message') {
+    const message = messageId === undefined ? undefined : messageOf(messageId, json);
+    return message && { id, type, createdAt, message };
+  }
+  if (type !== 'mention' && type !== 'reply') return undefined;
+  const post = postOf(json);
+  return post && { id, type, createdAt, post };
+}
+
+function fromEntry([id, fields]: StreamEntry): NotificationRecord | undefined {
+  const map = streamFields(fields);
+  return toNotification(id, map.get('type'), map.get('messageId'), map.get('post') ?? map.get('message'));
+}
+
+function toNotifications(entries: StreamEntry[]): NotificationRecord[] {
+  return entries.flatMap((entry) => fromEntry(entry) ?? []);
+}
+
+/** Splits `a b c rest` into its first `count` words and the rest (which may hold spaces). */
+function words(payload: string, count: number): string[] | undefined {
+  const parts: string[] = [];
+  let from = 0;
+  for (let i = 0; i < count; i += 1) {
+    const space = payload.indexOf(' ', from);
+    if (space < 0) return undefined;
+    parts.push(payload.slice(from, space));
+    from = space + 1;
+  }
+  return [...parts, payload.slice(from)];
+}
+
+/** How one kind of log is read, published and parsed, for the followers of one agent's log of it. */
+interface LogKind<T extends FeedItem> {
+  /** The newest id of the log now ('0-0' when empty). */
+  latest(): Promise<string>;
+  readAfter(afterId: string, count: number): Promise<T[]>;
+  parse(payload: string): T | undefined;
+}
+
+/** The watchers of one log (an inbox, a feed) in this process, sharing one channel subscription. */
+interface Followers<T extends FeedItem> {
+  readonly kind: LogKind<T>;
+  readonly listeners: Set<(item: T) => void>;
+  /** The newest id handed out (at first: the log's newest when following began); nothing at or before it is handed out again. */
   last: string | undefined;
-  /** Published messages waiting while the position is fixed, or fixed again after a reconnect. */
-  held: MessageRecord[] | undefined;
+  /** Published items waiting while the position is fixed, or fixed again after a reconnect. */
+  held: T[] | undefined;
   ready: Promise<void>;
 }
 
 /**
- * Inboxes in Redis: one stream per recipient (`XADD ... MAXLEN ~ cap`, ids are cursors), and a
- * channel per inbox on which each send is published in the same script. One shared subscriber
- * connection per process follows every watched inbox; after it reconnects, each inbox catches up
- * with XRANGE from the last id it handed out, so nothing is missed.
+ * Inboxes and notification feeds in Redis: one stream of each per agent (`XADD ... MAXLEN ~ cap`,
+ * ids are cursors), and a channel per stream on which each append is published in the same script.
+ * Every key of an agent carries its `{<agent id>}` hash tag, so a message and its notification are
+ * written by one script on a Redis Cluster too. One shared subscriber connection per process follows
+ * every watched stream; after it reconnects, each catches up with XRANGE from the last id it handed
+ * out, so nothing is missed. The notifier's lease and position are under the `{notifier}` tag.
  */
 export class RedisMessagingStore implements MessagingStore {
   readonly kind = 'redis';
   private readonly keys: Keyspace;
-  private readonly followers = new Map<string, Followers>();
+  private readonly followers = new Map<string, Followers<FeedItem>>();
+  private readonly leaseKey: string;
+  private readonly positionKey: string;
   private subscriber: RedisClient | undefined;
   private closed = false;
 
@@ -79,22 +259,41 @@ export class RedisMessagingStore implements MessagingStore {
     private readonly redis: RedisClient,
     prefix: string,
     private readonly maxLength = INBOX_MAX,
+    private readonly feedMaxLength = FEED_MAX,
   ) {
     this.keys = new Keyspace(prefix, 'messaging');
+    this.leaseKey = this.keys.key('notifier', 'lease');
+    this.positionKey = this.keys.key('notifier', 'position');
   }
 
-  /** `<prefix>:messaging:{<agentId>}:inbox`: the hash tag keeps an inbox and its channel in one slot. */
+  /** `<prefix>:messaging:{<agentId>}:inbox`: the hash tag keeps an agent's inbox, feed and their channels in one slot. */
   private inboxKey(agentId: string): string {
     return this.keys.key(agentId, 'inbox');
   }
 
-  private channelOf(agentId: string): string {
+  private inboxChannel(agentId: string): string {
     return this.keys.key(agentId, 'inbox', 'live');
   }
 
+  private feedKey(agentId: string): string {
+    return this.keys.key(agentId, 'notifications');
+  }
+
+  private feedChannel(agentId: string): string {
+    return this.keys.key(agentId, 'notifications', 'live');
+  }
+
+  /** The feed's read marker, the number of its last marked entry, how many it took, and the newest post it took. */
+  private stateKey(agentId: string): string {
+    return this.keys.key(agentId, 'notifications', 'state');
+  }
+
+
   async appendMessage(message: NewMessage): Promise<MessageRecord> {
-    const fields = ['fromAgentId', message.fromAgentId, 'fromAgentName', message.fromAgentName, 'toAgentId', message.toAgentId, 'toAgentName', message.toAgentName, 'text', message.text, 'via', message.via];
-    const id = await SEND.run(this.redis, [this.inboxKey(message.toAgentId)], [String(this.maxLength), this.channelOf(message.toAgentId), JSON.stringify(message), ...fields]);
+    const to = message.toAgentId;
+    const fields = ['fromAgentId', message.fromAgentId, 'fromAgentName', message.fromAgentName, 'toAgentId', to, 'toAgentName', message.toAgentName, 'text', message.text, 'via', message.via];
+    const json = JSON.stringify({ fromAgentId: message.fromAgentId, fromAgentName: message.fromAgentName, toAgentId: to, toAgentName: message.toAgentName, text: message.text, via: message.via });
+    const id = await SEND.run(this.redis, [this.inboxKey(to), this.feedKey(to), this.stateKey(to)], [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), ...fields]);
     if (typeof id !== 'string') throw new Error('XADD returned no id');
     return { id, ...message, createdAt: createdAtOf(id) };
   }
@@ -105,24 +304,96 @@ export class RedisMessagingStore implements MessagingStore {
     return { items: entries.slice(0, limit).map(toMessage), hasMore: entries.length > limit };
   }
 
-  private async readAfter(agentId: string, afterId: string, count: number): Promise<MessageRecord[]> {
-    const entries = (await this.redis.xrange(this.inboxKey(agentId), `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[];
-    return entries.map(toMessage);
+  inbox(agentId: string): FeedSource<MessageRecord> {
+    return this.source(this.inboxChannel(agentId), {
+      latest: () => this.latest(this.inboxKey(agentId)),
+      readAfter: async (afterId, count) => ((await this.redis.xrange(this.inboxKey(agentId), `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]).map(toMessage),
+      parse: (payload) => {
+        const [id, json] = words(payload, 1) ?? [];
+        return id === undefined || json === undefined ? undefined : messageOf(id, json);
+      },
+    });
   }
 
-  inbox(agentId: string): FeedSource<MessageRecord> {
+  async notifyPost(post: NotifiedPost, targets: PostTarget[]): Promise<PostNotified> {
+    const json = JSON.stringify(post);
+    // Each agent's feed is its own slot: one script per agent, all at once.
+    const ids = await Promise.all(
+      targets.map((target) => NOTIFY_POST.run(this.redis, [this.feedKey(target.agentId), this.stateKey(target.agentId)], [String(this.feedMaxLength), this.feedChannel(target.agentId), post.id, target.type, json])),
+    );
+    const notified: PostNotified = { appended: [], repeated: [] };
+    targets.forEach((target, i) => {
+      const id = ids[i];
+      if (typeof id === 'string') notified.appended.push({ id, type: target.type, createdAt: createdAtOf(id), post });
+      else notified.repeated.push(target.agentId);
+    });
+    return notified;
+  }
+
+  async listNotifications(agentId: string, limit: number, options: { beforeId?: string; unreadOnly?: boolean } = {}): Promise<NotificationPage> {
+    const end = options.beforeId === undefined ? '+' : `(${options.beforeId}`;
+    const [entries, marker, unread] = (await LIST_NOTIFICATIONS.run(this.redis, [this.feedKey(agentId), this.stateKey(agentId)], [end, String(limit + 1), options.unreadOnly ? '1' : '0'])) as [
+      StreamEntry[],
+      string,
+      number,
+    ];
+    return { items: toNotifications(entries.slice(0, limit)), hasMore: entries.length > limit, readUpTo: marker === '' ? undefined : marker, unreadCount: Number(unread) };
+  }
+
+  async markNotificationsRead(agentId: string, upTo: string): Promise<ReadMarker | undefined> {
+    const marked = (await MARK_READ.run(this.redis, [this.feedKey(agentId), this.stateKey(agentId)], [upTo])) as [string, number] | null;
+    return marked === null ? undefined : { readUpTo: marked[0], unreadCount: Number(marked[1]) };
+  }
+
+  async readMarker(agentId: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.stateKey(agentId), 'readUpTo')) ?? undefined;
+  }
+
+  notifications(agentId: string): FeedSource<NotificationRecord> {
+    return this.source(this.feedChannel(agentId), {
+      latest: () => this.latest(this.feedKey(agentId)),
+      readAfter: async (afterId, count) => toNotifications((await this.redis.xrange(this.feedKey(agentId), `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]),
+      parse: (payload) => {
+        const [id, type, messageId, json] = words(payload, 3) ?? [];
+        return id === undefined ? undefined : toNotification(id, type, messageId, json);
+      },
+    });
+  }
+
+  async acquireNotifierLease(owner: string, ttlMs: number): Promise<boolean> {
+    return Number(await ACQUIRE_LEASE.run(this.redis, [this.leaseKey], [owner, String(ttlMs)])) === 1;
+  }
+
+  async releaseNotifierLease(owner: string): Promise<void> {
+    await RELEASE_LEASE.run(this.redis, [this.leaseKey], [owner]);
+  }
+
+  async notifierPosition(): Promise<string | undefined> {
+    return (await this.redis.get(this.positionKey)) ?? undefined;
+  }
+
+  async advanceNotifierPosition(owner: string, postId: string): Promise<boolean> {
+    return Number(await ADVANCE_POSITION.run(this.redis, [this.leaseKey, this.positionKey], [owner, postId])) === 1;
+  }
+
+  private async latest(key: string): Promise<string> {
+    const [newest] = (await this.redis.xrevrange(key, '+', '-', 'COUNT', 1)) as StreamEntry[];
+    return newest?.[0] ?? '0-0';
+  }
+
+  /** A log followed through its channel, sharing this process's subscriber connection. */
+  private source<T extends FeedItem>(channel: string, kind: LogKind<T>): FeedSource<T> {
     return {
-      readAfter: (afterId, count) => this.readAfter(agentId, afterId, count),
-      subscribe: (listener) => this.subscribe(agentId, listener),
+      readAfter: (afterId, count) => kind.readAfter(afterId, count),
+      subscribe: (listener) => this.subscribe(channel, kind, listener),
     };
   }
 
-  private async subscribe(agentId: string, listener: (message: MessageRecord) => void): Promise<() => void> {
-    const channel = this.channelOf(agentId);
-    let followers = this.followers.get(channel);
+  private async subscribe<T extends FeedItem>(channel: string, kind: LogKind<T>, listener: (item: T) => void): Promise<() => void> {
+    let followers = this.followers.get(channel) as Followers<T> | undefined;
     if (!followers) {
-      const created: Followers = { agentId, listeners: new Set(), last: undefined, held: [], ready: Promise.resolve() };
-      this.followers.set(channel, created);
+      const created: Followers<T> = { kind, listeners: new Set(), last: undefined, held: [], ready: Promise.resolve() };
+      this.followers.set(channel, created as unknown as Followers<FeedItem>);
       created.ready = this.startFollowing(channel, created);
       followers = created;
     }
@@ -138,16 +409,15 @@ export class RedisMessagingStore implements MessagingStore {
     return unsubscribe;
   }
 
-  /** Subscribes to the inbox's channel, then fixes the position: the inbox's newest id at that moment. */
-  private async startFollowing(channel: string, followers: Followers): Promise<void> {
+  /** Subscribes to the log's channel, then fixes the position: the log's newest id at that moment. */
+  private async startFollowing<T extends FeedItem>(channel: string, followers: Followers<T>): Promise<void> {
     try {
       await this.subscriberConnection().subscribe(channel);
-      const [latest] = (await this.redis.xrevrange(this.inboxKey(followers.agentId), '+', '-', 'COUNT', 1)) as StreamEntry[];
-      followers.last = latest?.[0] ?? '0-0';
+      followers.last = await followers.kind.latest();
       this.release(followers);
     } catch (error) {
       followers.held = undefined;
-      if (this.followers.get(channel) === followers) {
+      if (this.followers.get(channel) === (followers as unknown as Followers<FeedItem>)) {
         this.followers.delete(channel);
         this.subscriber?.unsubscribe(channel).catch(() => undefined);
       }
@@ -155,16 +425,16 @@ export class RedisMessagingStore implements MessagingStore {
     }
   }
 
-  private leave(channel: string, followers: Followers, listener: (message: MessageRecord) => void): void {
+  private leave<T extends FeedItem>(channel: string, followers: Followers<T>, listener: (item: T) => void): void {
     followers.listeners.delete(listener);
-    if (followers.listeners.size > 0 || this.followers.get(channel) !== followers) return;
+    if (followers.listeners.size > 0 || this.followers.get(channel) !== (followers as unknown as Followers<FeedItem>)) return;
     this.followers.delete(channel);
     this.subscriber?.unsubscribe(channel).catch(() => undefined);
   }
 
   private subscriberConnection(): RedisClient {
     if (this.subscriber) return this.subscriber;
-    // Resubscribing is ours to do (refollow), so that each inbox catches up right after it.
+    // Resubscribing is ours to do (refollow), so that each log catches up right after it.
     const subscriber = duplicateClient(this.redis, 'messaging-inboxes', { autoResubscribe: false });
     subscriber.on('error', () => undefined); // the main connection reports outages; refollow recovers
     subscriber.on('message', (channel: string, payload: string) => {
@@ -174,10 +444,10 @@ export class RedisMessagingStore implements MessagingStore {
         subscriber.unsubscribe(channel).catch(() => undefined);
         return;
       }
-      const message = fromPublished(payload);
-      if (!message) return;
-      if (followers.held) followers.held.push(message);
-      else this.emit(followers, message);
+      const item = followers.kind.parse(payload);
+      if (!item) return;
+      if (followers.held) followers.held.push(item);
+      else this.emit(followers, item);
     });
     let connected = false;
     subscriber.on('ready', () => {
@@ -188,7 +458,7 @@ export class RedisMessagingStore implements MessagingStore {
     return subscriber;
   }
 
-  /** After a reconnect: subscribe again, then read what each inbox got meanwhile, then what was published since. */
+  /** After a reconnect: subscribe again, then read what each log got meanwhile, then what was published since. */
   private async refollow(subscriber: RedisClient): Promise<void> {
     const all = [...this.followers.entries()];
     if (all.length === 0 || this.closed) return;
@@ -198,8 +468,8 @@ export class RedisMessagingStore implements MessagingStore {
       await subscriber.subscribe(...all.map(([channel]) => channel));
       for (const followers of positioned) {
         for (;;) {
-          const page = await this.readAfter(followers.agentId, followers.last ?? '0-0', REPLAY_PAGE);
-          for (const message of page) this.emit(followers, message);
+          const page = await followers.kind.readAfter(followers.last ?? '0-0', REPLAY_PAGE);
+          for (const item of page) this.emit(followers, item);
           if (page.length < REPLAY_PAGE) break;
         }
       }
@@ -210,17 +480,17 @@ export class RedisMessagingStore implements MessagingStore {
     }
   }
 
-  private release(followers: Followers): void {
+  private release<T extends FeedItem>(followers: Followers<T>): void {
     const held = followers.held ?? [];
     followers.held = undefined;
-    for (const message of held) this.emit(followers, message);
+    for (const item of held) this.emit(followers, item);
   }
 
-  /** Hands a message to the inbox's watchers once, in id order. */
-  private emit(followers: Followers, message: MessageRecord): void {
-    if (followers.last !== undefined && compareStreamIds(message.id, followers.last) <= 0) return;
-    followers.last = message.id;
-    for (const listener of followers.listeners) listener(message);
+  /** Hands an item to the log's watchers once, in id order. */
+  private emit<T extends FeedItem>(followers: Followers<T>, item: T): void {
+    if (followers.last !== undefined && compareStreamIds(item.id, followers.last) <= 0) return;
+    followers.last = item.id;
+    for (const listener of followers.listeners) listener(item);
   }
 
   async ping(): Promise<void> {

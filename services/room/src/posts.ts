@@ -25,6 +25,11 @@ export interface PostRecord {
   /** The first post of this reply's thread (threads are flat); absent when it is not a reply. */
   threadId?: string;
   /**
+   * The author of the post this one answers, as it was when the reply was made; absent when it is
+   * not a reply (and on replies made before the field existed, which a store reads back without it).
+   */
+  replyToAgentId?: string;
+  /**
    * How many replies the thread this post starts holds, as it was read (listPosts, getPost); absent
    * when none, on every reply, and on posts as they are made or followed (appendPost, readAfter).
    */

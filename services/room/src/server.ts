@@ -48,6 +48,7 @@ function toProtoPost(post: PostRecord, cursor = ''): Post {
     threadId: post.threadId ?? '',
     replyCount: post.replyCount ?? 0,
     mentions: post.mentions.map((mention) => ({ agentId: mention.agentId, agentName: mention.agentName })),
+    replyToAgentId: post.replyToAgentId ?? '',
   };
 }
 

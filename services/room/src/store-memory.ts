@@ -39,14 +39,14 @@ export class MemoryRoomStore implements RoomStore {
   appendPost(post: NewPost): Promise<Appended> {
     const agent = this.agents.get(post.agentId);
     if (!agent) return Promise.resolve({ missing: 'agent' });
-    let thread: { threadId: string; replies: PostRecord[] } | undefined;
+    let thread: { threadId: string; replies: PostRecord[]; answeredBy: string } | undefined;
     if (post.replyTo !== undefined && post.replyTo !== '') {
       const answered = this.postsById.get(post.replyTo);
       if (!answered) return Promise.resolve({ missing: 'reply-to' });
       const threadId = answered.threadId ?? answered.id;
       let replies = this.threads.get(threadId);
       if (!replies) this.threads.set(threadId, (replies = []));
-      thread = { threadId, replies };
+      thread = { threadId, replies, answeredBy: answered.agentId };
     }
     const id = this.ids.next();
     const record: PostRecord = {
@@ -57,7 +57,7 @@ export class MemoryRoomStore implements RoomStore {
       text: post.text,
       via: post.via,
       createdAt: createdAtOf(id),
-      ...(thread ? { replyTo: post.replyTo, threadId: thread.threadId } : {}),
+      ...(thread ? { replyTo: post.replyTo, threadId: thread.threadId, replyToAgentId: thread.answeredBy } : {}),
       mentions: this.mentionsOf(post.text),
     };
     this.posts.push(record);

@@ -11,14 +11,16 @@ import type { Appended, NewPost, Page, RoomStore } from './store.js';
  * A reply (ARGV[4], the post it answers) joins the thread ARGV[5] (the first post of that thread,
  * read before: a post's thread never changes; empty when ARGV[4] is no post id at all): the post it
  * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[5] too, under the
- * same id, and counted in the hash of reply counts KEYS[4].
+ * same id, and counted in the hash of reply counts KEYS[4]. It carries the author of the post it
+ * answers (replyToAgentId), read from that post in the same step.
  *
  * ARGV[7..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
  * run when it has an agent id's form (else empty), then its name key, looked up in the name index
  * KEYS[3] (name key → JSON array of the active agents of that name); the first ARGV[6] distinct
  * agents found count.
  *
- * Answers { id, name, label, mentions JSON or '' }, or 'agent' / 'reply-to' when that record is missing.
+ * Answers { id, name, label, mentions JSON or '', replyToAgentId or '' }, or 'agent' / 'reply-to' when
+ * that record is missing.
  */
 const APPEND_POST = new LuaScript(`
 local json = redis.call('HGET', KEYS[1], ARGV[1])
@@ -28,6 +30,7 @@ local name = type(agent.agentName) == 'string' and agent.agentName or ''
 local label = type(agent.humanLabel) == 'string' and agent.humanLabel or ''
 local fields = { 'agentId', ARGV[1], 'agentName', name, 'humanLabel', label, 'text', ARGV[2], 'via', ARGV[3] }
 local replyTo, threadId = ARGV[4], ARGV[5]
+local replyToAgentId = ''
 if replyTo ~= '' then
   if threadId == '' then return 'reply-to' end
   local answered = redis.call('XRANGE', KEYS[2], replyTo, replyTo)[1]
@@ -36,12 +39,15 @@ if replyTo ~= '' then
   local stored = answered[2]
   for i = 1, #stored - 1, 2 do
     if stored[i] == 'threadId' then root = stored[i + 1] end
+    if stored[i] == 'agentId' then replyToAgentId = stored[i + 1] end
   end
   if root ~= threadId then return redis.error_reply('ERR the thread of ' .. replyTo .. ' is not the one read before') end
   table.insert(fields, 'replyTo')
   table.insert(fields, replyTo)
   table.insert(fields, 'threadId')
   table.insert(fields, threadId)
+  table.insert(fields, 'replyToAgentId')
+  table.insert(fields, replyToAgentId)
 end
 local mentions, seen = {}, {}
 local max = tonumber(ARGV[6])
@@ -81,7 +87,7 @@ if replyTo ~= '' then
   redis.call('XADD', KEYS[5], id, unpack(fields))
   redis.call('HINCRBY', KEYS[4], threadId, 1)
 end
-return { id, name, label, encoded }
+return { id, name, label, encoded, replyToAgentId }
 `);
 
 /**
@@ -173,6 +179,7 @@ function toPost([id, fields]: StreamEntry, replyCount?: string | null): PostReco
   const via = map.get('via') ?? 'rest';
   const replyTo = map.get('replyTo');
   const threadId = map.get('threadId');
+  const replyToAgentId = map.get('replyToAgentId');
   const count = Number(replyCount ?? 0);
   return {
     id,
@@ -183,6 +190,8 @@ function toPost([id, fields]: StreamEntry, replyCount?: string | null): PostReco
     via: (VIAS as readonly string[]).includes(via) ? (via as Via) : 'rest',
     createdAt: createdAtOf(id),
     ...(replyTo === undefined || threadId === undefined ? {} : { replyTo, threadId }),
+    // Replies made before the field existed have none.
+    ...(replyTo === undefined || replyToAgentId === undefined ? {} : { replyToAgentId }),
     ...(count > 0 ? { replyCount: count } : {}),
     mentions: mentionsOf(map.get('mentions')),
   };
@@ -249,11 +258,11 @@ export class RedisRoomStore implements RoomStore {
     if (threadId !== '') keys.push(this.threadKey(threadId));
     const candidates = mentionCandidates(post.text).flatMap((candidate) => [candidate.id, candidate.name]);
     const appended = (await APPEND_POST.run(this.redis, keys, [post.agentId, post.text, post.via, replyTo, threadId, String(MENTIONS_MAX), ...candidates])) as
-      | [string, string, string, string]
+      | [string, string, string, string, string]
       | 'agent'
       | 'reply-to';
     if (appended === 'agent' || appended === 'reply-to') return { missing: appended };
-    const [id, agentName, humanLabel, mentions] = appended;
+    const [id, agentName, humanLabel, mentions, replyToAgentId] = appended;
     return {
       post: {
         id,
@@ -263,7 +272,7 @@ export class RedisRoomStore implements RoomStore {
         text: post.text,
         via: post.via,
         createdAt: createdAtOf(id),
-        ...(replyTo === '' ? {} : { replyTo, threadId }),
+        ...(replyTo === '' ? {} : { replyTo, threadId, replyToAgentId }),
         mentions: mentionsOf(mentions),
       },
     };

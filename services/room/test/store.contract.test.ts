@@ -217,7 +217,8 @@ describe.each(implementations)('RoomStore contract, replies and threads: %s', (_
     const first = await append(store, 'first reply', { replyTo: root.id });
     expect(first).toMatchObject({ replyTo: root.id, threadId: root.id, text: 'first reply', agentName: 'scout' });
     expect(first.replyCount).toBeUndefined();
-    const nested = await append(store, 'reply to the reply', { replyTo: first.id });
+    await keep(store, 'a_helper0001', 'helper');
+    const nested = await append(store, 'reply to the reply', { replyTo: first.id, agentId: 'a_helper0001' });
     expect(nested).toMatchObject({ replyTo: first.id, threadId: root.id });
 
     // The newest-first list holds every post, replies included, each with its reply fields; the
@@ -230,7 +231,10 @@ describe.each(implementations)('RoomStore contract, replies and threads: %s', (_
     ]);
     expect(await store.getPost(root.id)).toEqual({ ...root, replyCount: 2 });
     expect(await store.getPost(first.id)).toEqual(first);
-    await append(store, 'third', { replyTo: nested.id });
+    const third = await append(store, 'third', { replyTo: nested.id });
+    // Each reply names the author of the post it answers, as made, listed, read and followed.
+    const readBack = [(await store.listPosts(1)).items[0], await store.getPost(third.id), (await store.readAfter(nested.id, 1))[0]];
+    expect([root, first, nested, third, ...readBack].map((p) => p?.replyToAgentId)).toEqual([undefined, 'a_agent0001', 'a_agent0001', 'a_helper0001', 'a_helper0001', 'a_helper0001', 'a_helper0001']);
     expect((await store.getPost(root.id))?.replyCount).toBe(3);
     expect((await store.listPosts(1, first.id)).items[0]).toMatchObject({ id: root.id, replyCount: 3 });
   });
