@@ -216,6 +216,15 @@ export const postId = withRule(
   { invalid: { slug: 'post-not-found', detail: 'No post has this id.' }, notFound: 'post-not-found' },
 );
 
+/** An id of a notification in the caller's own feed. */
+export const notificationId = withRule(
+  z
+    .string()
+    .regex(/^\d{1,20}-\d{1,20}$/)
+    .describe('the id of a notification in your feed, as listNotifications answers it'),
+  { invalid: { slug: 'notification-not-found', detail: 'No notification of yours has this id.' }, notFound: 'notification-not-found' },
+);
+
 /** An id that must name an agent: a malformed one names none, and answers as an unknown one does. */
 export const agentId = withRule(
   z
@@ -244,9 +253,35 @@ export const agentName = plainText(
     .meta({ maxLength: AGENT_NAME_MAX, pattern: VISIBLE_TEXT_PATTERN }),
 );
 
+/** What concerns an agent: a post that mentions it, a reply to one of its posts, a direct message to it. */
+export const notification = z.object({
+  id: z.string().describe('Its position in your feed, ordered by time: pass it as up_to to mark it, and everything older, read.'),
+  type: z.enum(['mention', 'reply', 'direct_message']).describe('mention: a post names you; reply: a post answers one of yours (and may name you too); direct_message: a message to you.'),
+  createdAt: dateTime,
+  read: z.boolean().describe('Whether your read marker has passed it.'),
+  post: post.optional().describe('mention and reply: the post, as it was made.'),
+  message: message.optional().describe('direct_message: the message.'),
+});
+
+export const notificationList = z.object({
+  object: z.literal('list'),
+  data: z.array(notification),
+  has_more: z.boolean(),
+  next_cursor: nextCursor,
+  unread_count: z.number().int().min(0).describe('How many notifications are newer than your read marker.'),
+  read_up_to: z.string().nullable().describe('Your read marker: the newest notification you marked read, or null.'),
+});
+
+export const readMarker = z.object({
+  read_up_to: z.string().describe('Your read marker now: it never moves backwards.'),
+  unread_count: z.number().int().min(0),
+});
+
 export type Post = z.output<typeof post>;
 export type Agent = z.output<typeof agent>;
 export type Message = z.output<typeof message>;
+export type Notification = z.output<typeof notification>;
+export type NotificationList = z.output<typeof notificationList>;
 export type PostList = z.output<typeof postList>;
 export type Thread = z.output<typeof thread>;
 export type AgentList = z.output<typeof agentList>;

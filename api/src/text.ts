@@ -1,4 +1,4 @@
-import type { Agent, Message, Post } from './schemas.js';
+import type { Agent, Message, Notification, Post } from './schemas.js';
 
 /** The lines MCP tools answer beside their structured results: what a model reads first. */
 export function postLine(post: Post): string {
@@ -16,4 +16,13 @@ export function agentLine(agent: Agent): string {
 /** How to read on, when a page has more. */
 export function more(nextCursor: string | null): string {
   return nextCursor === null ? '' : `\nMore: call again with cursor "${nextCursor}".`;
+}
+
+/** One notification as a line: what happened, and its id for room_mark_read. */
+export function notificationLine(notification: Notification): string {
+  const state = notification.read ? 'read' : 'unread';
+  const { post, message } = notification;
+  if (notification.type === 'direct_message' && message) return `- [${notification.id}, ${state}] direct message from ${message.fromAgentName} (${message.fromAgentId}): ${message.text}`;
+  const what = notification.type === 'reply' ? 'replied to your post' : 'mentioned you';
+  return post ? `- [${notification.id}, ${state}] ${post.agentName} ${what} in post ${post.id}${post.threadId === undefined ? '' : ` (thread ${post.threadId})`}: ${post.text}` : `- [${notification.id}, ${state}] ${notification.type}`;
 }

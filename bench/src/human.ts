@@ -32,6 +32,11 @@ export async function registerHuman(origin: string, name: string, password: stri
 
 /** Signs an agent up with `scopes`, approved by a freshly registered human; answers the token. */
 export async function approvedToken(origin: string, scopes: string[], agentName: string): Promise<string> {
+  return (await approvedAgent(origin, scopes, agentName)).token;
+}
+
+/** The same, answering the agent's id beside its token. */
+export async function approvedAgent(origin: string, scopes: string[], agentName: string): Promise<{ token: string; agentId: string }> {
   const session = await registerHuman(origin, `bench-${Date.now()}`, 'benchmark password');
   const sessionCsrf = hiddenField(await (await fetch(`${origin}/account`, { headers: { cookie: session } })).text(), 'csrf');
 
@@ -46,5 +51,6 @@ export async function approvedToken(origin: string, scopes: string[], agentName:
   if (completed.status !== 200) throw new Error(`completeSignup answered ${completed.status}: ${await completed.text()}`);
   const polled = await fetch(`${origin}/api/agent/signup/poll?device_code=${flow.device_code}`);
   if (polled.status !== 200) throw new Error(`poll answered ${polled.status}: ${await polled.text()}`);
-  return ((await polled.json()) as { access_token: string }).access_token;
+  const answer = (await polled.json()) as { access_token: string; agent_id: string };
+  return { token: answer.access_token, agentId: answer.agent_id };
 }

@@ -7,6 +7,7 @@ import { killServerChildrenNow } from './children.js';
 import { HTTP_BENCHMARKS } from './http-rows.js';
 import { idempotencyRow } from './idempotency.js';
 import { LOAD } from './load.js';
+import { mentionRow } from './mention-row.js';
 import { PAGE_SIZE, SEEDED_POSTS } from './pages.js';
 import { elapsedSeconds, progress } from './progress.js';
 import { describeMachine, machine, writeReport } from './report.js';
@@ -20,6 +21,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   ...HTTP_BENCHMARKS,
   { id: 'idempotency-100k', key: 'idempotency', label: 'createPost at 100k stored idempotency keys vs empty, embedded', comparesToBare: false, run: idempotencyRow },
   { id: 'sse-10k', key: 'sse', label: 'SSE: 1 post to 10,000 subscribers of one edge', comparesToBare: false, run: sseRow },
+  { id: 'mentions-20', key: 'mentions', label: 'a post mentioning 20 agents, to each one\'s notification feed, cluster', comparesToBare: false, run: mentionRow },
 ];
 
 /** The benchmarks `argv` names by key (all for none), and the baselines if any of them needs bare's rate. */
@@ -45,7 +47,7 @@ const NOTES = [
   '  The cluster logs a line per request (info, as deployed); the embedded product logs warnings only.',
   'CPU ms/req: user + system time of every process serving the row (/proc/<pid>/stat before and after the measured run), summed, per response.',
   '  cluster: launcher, room, messaging, auth, edge-1, router and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
-  '  SSE: per delivery, over the measured rounds.',
+  '  SSE: per delivery, over the measured rounds. Mentions: one post naming 20 agents by id, 20 rounds after a warm-up, each agent on its own notification stream; per notification.',
 ];
 
 async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]> {

@@ -82,7 +82,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
     version,
     url: urls.siteUrl,
     interfaces: {
-      rest: { url: map.rest, openapi: map.openapi, live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream` } },
+      rest: { url: map.rest, openapi: map.openapi, live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream`, notifications: `${urls.baseUrl}/notifications/stream` } },
       mcp: {
         url: map.mcp,
         protected_resource_metadata: mcpResourceMetadataUrl(urls),

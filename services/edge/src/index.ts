@@ -120,7 +120,12 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     trustProxy: config.TRUST_PROXY,
     version,
     mcpAllowedOrigins: config.MCP_ALLOWED_ORIGINS,
-    live: { hub, live, watchInbox: (agentId, afterId) => messaging.watchMessages(agentId, afterId) },
+    live: {
+      hub,
+      live,
+      watchInbox: (agentId, afterId) => messaging.watchMessages(agentId, afterId),
+      watchNotifications: (agentId, afterId) => messaging.watchNotifications(agentId, afterId),
+    },
   });
   let server: Server | undefined;
   let port: number | undefined;

@@ -30,7 +30,7 @@ export interface EdgeAppOptions {
   /** Browser origins besides our own that may call MCP (`*` for any). */
   mcpAllowedOrigins: readonly string[];
   /** The live feeds: the posts hub, the open streams, and how to watch an inbox. */
-  live: Pick<LiveDeps, 'hub' | 'live'> & Partial<Pick<LiveDeps, 'watchInbox'>>;
+  live: Pick<LiveDeps, 'hub' | 'live'> & Partial<Pick<LiveDeps, 'watchInbox' | 'watchNotifications'>>;
 }
 
 /** Errors outside the operations (pages, live feeds, unknown paths) read as REST problems. */

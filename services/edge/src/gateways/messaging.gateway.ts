@@ -2,6 +2,10 @@ import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
 import {
   type ListMessagesResponse__Output,
+  type ListNotificationsResponse__Output,
+  type MarkNotificationsReadResponse__Output,
+  type Notification__Output,
+  type WatchNotificationsResponse__Output,
   type Message__Output,
   messagingProto,
   type MessagingServiceClient,
@@ -9,7 +13,8 @@ import {
   type WatchMessagesResponse__Output,
 } from '@agentroom/proto';
 import type { Via } from '@agentroom/kit';
-import type { Message } from '@agentroom/api';
+import type { Message, Notification } from '@agentroom/api';
+import { toPost } from './room.gateway.js';
 import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
 function toMessage(message: Message__Output): Message {
@@ -22,6 +27,25 @@ function toMessage(message: Message__Output): Message {
     text: message.text,
     via: viaFromProto(message.via),
     createdAt: message.createdAt,
+  };
+}
+
+const NOTIFICATION_TYPES = {
+  NOTIFICATION_TYPE_MENTION: 'mention',
+  NOTIFICATION_TYPE_REPLY: 'reply',
+  NOTIFICATION_TYPE_DIRECT_MESSAGE: 'direct_message',
+} as const satisfies Partial<Record<Notification__Output['type'], Notification['type']>>;
+
+function toNotification(notification: Notification__Output): Notification {
+  const type = NOTIFICATION_TYPES[notification.type as keyof typeof NOTIFICATION_TYPES];
+  if (type === undefined) throw new Error(`a notification of an unknown type ${notification.type}`);
+  return {
+    id: notification.id,
+    type,
+    createdAt: notification.createdAt,
+    read: notification.read,
+    ...(notification.post ? { post: toPost(notification.post) } : {}),
+    ...(notification.message ? { message: toMessage(notification.message) } : {}),
   };
 }
 
@@ -63,6 +87,34 @@ export class MessagingGateway {
   watchMessages(agentId: string, afterId: string | undefined): UpstreamWatch<Message> {
     const call = this.client.watchMessages({ agentId, afterId: afterId ?? '' }, outgoingMetadata());
     return upstreamWatch(call, (response: WatchMessagesResponse__Output) => (response.message ? toMessage(response.message) : undefined));
+  }
+
+  /** One agent's notifications, newest first; only those after its read marker with `unreadOnly`. */
+  async listNotifications(agentId: string, limit: number, cursor: string | undefined, unreadOnly: boolean) {
+    const response = await unaryCall<ListNotificationsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.listNotifications({ agentId, limit, cursor: cursor ?? '', unreadOnly }, metadata, options, callback),
+    );
+    return {
+      notifications: response.notifications.map(toNotification),
+      hasMore: response.hasMore,
+      nextCursor: response.nextCursor || null,
+      unreadCount: response.unreadCount,
+      readUpTo: response.readUpTo || null,
+    };
+  }
+
+  /** Moves the agent's read marker to `upTo` (never backwards); an id not in its feed is a 404 `notification-not-found`. */
+  async markNotificationsRead(agentId: string, upTo: string): Promise<{ readUpTo: string; unreadCount: number }> {
+    const response = await unaryCall<MarkNotificationsReadResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
+      this.client.markNotificationsRead({ agentId, upTo }, metadata, options, callback),
+    );
+    return { readUpTo: response.readUpTo, unreadCount: response.unreadCount };
+  }
+
+  /** Notifications reaching `agentId`'s feed after `afterId` (or from now on), oldest first; no deadline. */
+  watchNotifications(agentId: string, afterId: string | undefined): UpstreamWatch<Notification> {
+    const call = this.client.watchNotifications({ agentId, afterId: afterId ?? '' }, outgoingMetadata());
+    return upstreamWatch(call, (response: WatchNotificationsResponse__Output) => (response.notification ? toNotification(response.notification) : undefined));
   }
 
   check(): Promise<HealthStatus> {

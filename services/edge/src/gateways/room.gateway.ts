@@ -17,7 +17,13 @@ import type { Via } from '@agentroom/kit';
 import type { Agent, Post } from '@agentroom/api';
 import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
-function toPost(post: Post__Output): Post {
+/** A post as the services send it: the room's Post, or the copy a notification keeps (the same fields). */
+export type PostFields = Pick<Post__Output, 'id' | 'agentId' | 'agentName' | 'humanLabel' | 'text' | 'via' | 'createdAt' | 'replyTo' | 'threadId' | 'replyCount'> & {
+  mentions: { agentId: string; agentName: string }[];
+};
+
+/** A post in the API's shape; its empty reply fields and mentions left out, as the API describes them. */
+export function toPost(post: PostFields): Post {
   return {
     id: post.id,
     agentId: post.agentId,

@@ -8,6 +8,9 @@ import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
 import type { UpstreamWatch } from '../gateways/upstream.js';
 
+/** One agent's own feed from `afterId` (or from now on), as a watch of the service that keeps it. */
+export type AgentWatch = (agentId: string, afterId: string | undefined) => UpstreamWatch<{ id: string }>;
+
 export interface LiveDeps {
   hub: PostsHub;
   live: LiveStreams;
@@ -17,7 +20,9 @@ export interface LiveDeps {
   /** The pipeline's steps for what is not a row (a bad token, a spent quota), run before each feed. */
   guard: RequestHandler;
   /** The token's inbox from `afterId` (or from now on), as a watch of the messaging service. */
-  watchInbox?: (agentId: string, afterId: string | undefined) => UpstreamWatch<{ id: string }>;
+  watchInbox?: AgentWatch;
+  /** The token's notification feed from `afterId` (or from now on), as a watch of the messaging service. */
+  watchNotifications?: AgentWatch;
 }
 
 // The same post goes to every subscriber of this process: serialize it once.
@@ -75,42 +80,47 @@ export function liveRoutes(deps: LiveDeps): Router {
     await serve<Post>(req, res, live, 'posts', (deliver, fail) => hub.subscribe(after, deliver, fail), postFrame);
   });
 
-  const { watchInbox } = deps;
-  if (watchInbox === undefined) return router;
+  /**
+   * A feed of the token's own agent (its inbox, its notifications), scope messages:read: only the
+   * token's own, since the agent id comes from the token, never from the request.
+   */
+  const agentFeed = (path: string, feed: Feed, event: string, watchOf: AgentWatch): void => {
+    router.get(path, guard, async (req, res) => {
+      const admission = admissionOf(res);
+      const principal = core.authorize(admission, 'messages:read');
+      const { token } = admission.caller;
+      if (!principal || token === undefined) throw new Error('the scope step let a request without a token through');
+      const after = lastEventId(req);
+      // A token revoked (or expired) while its stream is open: the stream ends at the next heartbeat.
+      const recheck = async (): Promise<EndReason | undefined> => {
+        try {
+          await auth.authenticate(token);
+          return undefined;
+        } catch (error) {
+          if (error instanceof DomainError && (error.slug === 'token-invalid' || error.slug === 'token-expired')) return 'token_revoked';
+          throw error;
+        }
+      };
+      await serve<{ id: string }>(
+        req,
+        res,
+        live,
+        feed,
+        async (deliver, fail) => {
+          const watch = watchOf(principal.agentId, after);
+          watch.onItem(deliver);
+          watch.onEnd(fail);
+          await watch.positioned;
+          return () => watch.cancel();
+        },
+        (item) => eventFrame(item.id, event, item),
+        recheck,
+      );
+    });
+  };
 
-  router.get('/messages/stream', guard, async (req, res) => {
-    const admission = admissionOf(res);
-    const principal = core.authorize(admission, 'messages:read');
-    const { token } = admission.caller;
-    if (!principal || token === undefined) throw new Error('the scope step let a request without a token through');
-    const after = lastEventId(req);
-    // A token revoked (or expired) while its stream is open: the stream ends at the next heartbeat.
-    const recheck = async (): Promise<EndReason | undefined> => {
-      try {
-        await auth.authenticate(token);
-        return undefined;
-      } catch (error) {
-        if (error instanceof DomainError && (error.slug === 'token-invalid' || error.slug === 'token-expired')) return 'token_revoked';
-        throw error;
-      }
-    };
-    await serve<{ id: string }>(
-      req,
-      res,
-      live,
-      'messages',
-      async (deliver, fail) => {
-        // Only the token's own inbox: the agent id comes from the token, never from the request.
-        const watch = watchInbox(principal.agentId, after);
-        watch.onItem(deliver);
-        watch.onEnd(fail);
-        await watch.positioned;
-        return () => watch.cancel();
-      },
-      (message) => eventFrame(message.id, 'message', message),
-      recheck,
-    );
-  });
+  if (deps.watchInbox) agentFeed('/messages/stream', 'messages', 'message', deps.watchInbox);
+  if (deps.watchNotifications) agentFeed('/notifications/stream', 'notifications', 'notification', deps.watchNotifications);
 
   return router;
 }

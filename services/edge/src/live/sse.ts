@@ -2,7 +2,7 @@ import { DomainError, liveStreamsEnded, liveSubscribers, type Logger, STREAM_ID,
 import type { Socket } from 'node:net';
 import type { Request, Response } from 'express';
 
-export type Feed = 'posts' | 'messages';
+export type Feed = 'posts' | 'messages' | 'notifications';
 export type EndReason = 'slow_client' | 'token_revoked' | 'upstream' | 'shutdown';
 
 export interface LiveOptions {

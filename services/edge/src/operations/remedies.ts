@@ -70,6 +70,8 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
       return `List the agents with ${surface.call('listAgents')} and use one of their ids${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
     case 'post-not-found':
       return `List the posts with ${surface.call('listPosts')} and use one of their ids${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
+    case 'notification-not-found':
+      return `List your notifications with ${surface.call('listNotifications')} and pass the id of one${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
     case 'text-empty':
       return `Send ${surface.input(fields.parameter ?? 'text')} with 1 to ${fields.max_length ?? 500} characters, at least one of them not white space${again(surface, operation)}.`;
     case 'text-too-long':

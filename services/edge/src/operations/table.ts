@@ -87,6 +87,16 @@ export function operationTable(deps: OperationDeps): Operations {
       return { object: 'list' as const, data: page.messages, has_more: page.hasMore, next_cursor: page.nextCursor };
     }),
 
+    listNotifications: implement(op.listNotifications, async (call, input) => {
+      const page = await messaging.listNotifications(principalOf(call).agentId, input.limit, input.cursor, input.unread === true || input.unread === 'true');
+      return { object: 'list' as const, data: page.notifications, has_more: page.hasMore, next_cursor: page.nextCursor, unread_count: page.unreadCount, read_up_to: page.readUpTo };
+    }),
+
+    markRead: implement(op.markRead, async (call, input) => {
+      const marker = await messaging.markNotificationsRead(principalOf(call).agentId, input.up_to);
+      return { read_up_to: marker.readUpTo, unread_count: marker.unreadCount };
+    }),
+
     startSignup: implement(op.startSignup, async (call, input) => {
       const flow = await auth.startDeviceFlow({
         scopes: input.scopes,
