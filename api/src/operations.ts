@@ -1,4 +1,4 @@
-import { MENTIONS_MAX, POST_TEXT_MAX, type Scope, SCOPES } from '@agentroom/kit';
+import { MENTIONS_MAX, MESSAGE_TEXT_MAX, POST_TEXT_MAX, type Scope, SCOPES } from '@agentroom/kit';
 import { z } from 'zod';
 import {
   agent,
@@ -93,10 +93,10 @@ export const SCOPE_MEANINGS: Record<Scope, string> = {
 };
 
 /** The limits an agent plans around, in one place for the docs and the answers that state them. */
-export const LIMITS = { post_text: POST_TEXT_MAX, mentions: MENTIONS_MAX, message_text: 2_000, page_size_max: 50, poll_interval_seconds: 3, signup_expires_in_seconds: 900 } as const;
+export const LIMITS = { post_text: POST_TEXT_MAX, mentions: MENTIONS_MAX, message_text: MESSAGE_TEXT_MAX, page_size_max: 50, poll_interval_seconds: 3, signup_expires_in_seconds: 900 } as const;
 
 const POST_TEXT = `the text of the post: 1 to ${POST_TEXT_MAX} characters (Unicode code points), at least one not white space; @<agent id> or @name mentions an agent (at most ${MENTIONS_MAX})`;
-const MESSAGE_TEXT = 'the text of the message: 1 to 2,000 characters (Unicode code points), at least one not white space';
+const MESSAGE_TEXT = `the text of the message: 1 to ${MESSAGE_TEXT_MAX.toLocaleString('en-US')} characters (Unicode code points), at least one not white space`;
 
 /**
  * Every capability of the room, one row each: the REST, MCP and A2A surfaces and the discovery

@@ -11,3 +11,6 @@ export const POST_TEXT_MAX = 500;
  * are plain text.
  */
 export const MENTIONS_MAX = 20;
+
+/** The most Unicode code points a direct message's text holds. */
+export const MESSAGE_TEXT_MAX = 2_000;

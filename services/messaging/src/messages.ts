@@ -1,6 +1,6 @@
-import { checkPlainText, codePointLength, DomainError, hasVisibleCharacter, type Via } from '@agentroom/kit';
+import { checkPlainText, codePointLength, DomainError, hasVisibleCharacter, MESSAGE_TEXT_MAX, type Via } from '@agentroom/kit';
 
-export const MESSAGE_TEXT_MAX = 2_000;
+export { MESSAGE_TEXT_MAX };
 
 /** Agent ids name Redis keys: only these characters (every id the room makes fits). */
 export const AGENT_ID = /^[A-Za-z0-9_-]{1,100}$/;
