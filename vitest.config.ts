@@ -10,6 +10,7 @@ const WORKSPACES: Record<string, string> = {
   kit: 'services/kit',
   room: 'services/room',
   messaging: 'services/messaging',
+  delivery: 'services/delivery',
   auth: 'services/auth',
   edge: 'services/edge',
   gateway: 'gateway',

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType as AuthProtoType } from './gen/auth.js';
+import type { ProtoGrpcType as DeliveryProtoType } from './gen/delivery.js';
 import type { ProtoGrpcType as MessagingProtoType } from './gen/messaging.js';
 import type { ProtoGrpcType as RoomProtoType } from './gen/room.js';
 
@@ -45,6 +46,14 @@ let messaging: MessagingProtoType | undefined;
 export function messagingProto(): MessagingProtoType['agentroom']['messaging']['v1'] {
   messaging ??= load<MessagingProtoType>('agentroom/messaging/v1/messaging.proto');
   return messaging.agentroom.messaging.v1;
+}
+
+let delivery: DeliveryProtoType | undefined;
+
+/** The delivery service's package (webhooks), loaded once per process. */
+export function deliveryProto(): DeliveryProtoType['agentroom']['delivery']['v1'] {
+  delivery ??= load<DeliveryProtoType>('agentroom/delivery/v1/delivery.proto');
+  return delivery.agentroom.delivery.v1;
 }
 
 // Every generated type, by name (written by scripts/exports.mjs at each generate): nothing to keep

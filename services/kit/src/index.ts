@@ -28,3 +28,4 @@ export * from './store/feedback.js';
 export * from './grpc/service-process.js';
 export * from './via.js';
 export * from './http/outbound.js';
+export * from './store/lease-follower.js';

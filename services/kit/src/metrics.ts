@@ -101,3 +101,29 @@ export const notifierLag = new client.Histogram({
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
   registers: [registry],
 });
+
+export const webhookQueueDepth = new client.Gauge({
+  name: 'agentroom_webhook_queue_depth',
+  help: "Webhook deliveries waiting in delivery's queue: ready to be attempted (the stream's length, those in flight included) plus retries scheduled for later.",
+  registers: [registry],
+});
+
+export const webhookDeliveries = new client.Counter({
+  name: 'agentroom_webhook_deliveries_total',
+  help: 'Webhook attempts and their ends, by outcome: delivered (a 2xx), failed_attempt (another status, a refusal or a timeout; retried unless it was the last), gave_up (the last retry failed), disabled (the endpoint answered 410 Gone, or failed 20 times in a row).',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const webhookDeliveryLatency = new client.Histogram({
+  name: 'agentroom_webhook_delivery_latency_seconds',
+  help: "Seconds from an event's creation (the notification's time, on messaging's clock) until its endpoint answered 2xx, retries included.",
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 7200, 86400],
+  registers: [registry],
+});
+
+export const notificationEventsLost = new client.Counter({
+  name: 'agentroom_notification_events_lost_total',
+  help: "Notifications appended to an agent's feed whose event could not be appended to the global events feed (Redis failed between the two commands): no webhook is sent for them.",
+  registers: [registry],
+});

@@ -14,6 +14,8 @@ export { MemoryMessagingStore } from './store-memory.js';
 export { RedisMessagingStore } from './store-redis.js';
 export { checkMessageText, MESSAGE_TEXT_MAX, type MessageRecord, type Via } from './messages.js';
 export {
+  EVENTS_MAX,
+  type EventRecord,
   FEED_MAX,
   NOTIFICATION_TYPES,
   type NotificationPage,

@@ -40,6 +40,19 @@ export type NotificationRecord =
   | { id: string; type: 'mention' | 'reply'; createdAt: string; post: NotifiedPost }
   | { id: string; type: 'direct_message'; createdAt: string; message: MessageRecord };
 
+/**
+ * A notification as the global events feed carries it (WatchEvents): `id` is its position there,
+ * one order across every agent's feed; `agentId` whose feed it was appended to.
+ */
+export interface EventRecord {
+  id: string;
+  agentId: string;
+  notification: NotificationRecord;
+}
+
+/** How many events the global events feed keeps (`MAXLEN ~`): about a day of a busy room. */
+export const EVENTS_MAX = 100_000;
+
 /** A notification before it is appended: what the feed's entry holds besides its id. */
 export type NewNotification = { type: 'mention' | 'reply'; post: NotifiedPost } | { type: 'direct_message'; message: MessageRecord };
 

@@ -181,6 +181,28 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       );
       if (!call.cancelled) call.end();
     }),
+
+    WatchEvents: server.serverStream('WatchEvents', async (request, call) => {
+      if (request.afterId !== '' && !STREAM_ID.test(request.afterId)) {
+        throw new DomainError('invalid-request', {
+          detail: 'after_id is not an event id.',
+          fields: { parameter: 'after_id', expected: 'the id of an event you received, or empty to watch from now on' },
+        });
+      }
+      const stop = new AbortController();
+      call.on('cancelled', () => stop.abort());
+      call.on('close', () => stop.abort());
+      const signal = AbortSignal.any([stop.signal, server.drainSignal]);
+      // Initial metadata tells the watcher it is positioned: every notification appended from then on reaches it.
+      await followFeed(
+        store.events(),
+        request.afterId || undefined,
+        (event) => call.write({ id: event.id, agentId: event.agentId, notification: toProtoNotification(event.notification, undefined) }),
+        signal,
+        { onPositioned: () => call.sendMetadata(new Metadata()) },
+      );
+      if (!call.cancelled) call.end();
+    }),
   };
 }
 

@@ -1,6 +1,6 @@
 import { compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock } from '@agentroom/kit';
 import { createdAtOf, type MessageRecord } from './messages.js';
-import { FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
+import { EVENTS_MAX, type EventRecord, FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
 
 /** One agent's log (its inbox, or its feed), oldest first, capped, with its live followers. */
@@ -63,12 +63,18 @@ export class MemoryMessagingStore implements MessagingStore {
   private position: string | undefined;
   /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
   private readonly ids = new StreamIds(() => this.clock.now());
+  /** The global events feed: every notification appended, with ids of its own. */
+  private readonly eventLog: Log<EventRecord>;
+  private readonly eventIds = new StreamIds(() => this.clock.now());
 
   constructor(
     private readonly clock: Clock = systemClock,
     private readonly maxLength = INBOX_MAX,
     private readonly feedMaxLength = FEED_MAX,
-  ) {}
+    eventsMaxLength = EVENTS_MAX,
+  ) {
+    this.eventLog = new Log(eventsMaxLength);
+  }
 
   private inboxOf(agentId: string): Log<MessageRecord> {
     let inbox = this.inboxes.get(agentId);
@@ -90,6 +96,13 @@ export class MemoryMessagingStore implements MessagingStore {
     return record;
   }
 
+  /** Appends a notification's event to the global events feed and tells its followers: in the same step as the notification. */
+  private appendEvent(agentId: string, notification: NotificationRecord): void {
+    const event: EventRecord = { id: this.eventIds.next(), agentId, notification };
+    this.eventLog.append(event);
+    this.eventLog.tell(event);
+  }
+
   appendMessage(message: NewMessage): Promise<MessageRecord> {
     const id = this.ids.next();
     const record: MessageRecord = { id, ...message, createdAt: createdAtOf(id) };
@@ -99,6 +112,7 @@ export class MemoryMessagingStore implements MessagingStore {
     const notification = this.appendNotification(feed, { type: 'direct_message', message: record });
     inbox.tell(record);
     feed.log.tell(notification);
+    this.appendEvent(message.toAgentId, notification);
     return Promise.resolve(record);
   }
 
@@ -130,6 +144,7 @@ export class MemoryMessagingStore implements MessagingStore {
       const record = this.appendNotification(feed, { type: target.type, post });
       appended.push(record);
       feed.log.tell(record);
+      this.appendEvent(target.agentId, record);
     }
     return Promise.resolve({ appended, repeated });
   }
@@ -160,6 +175,14 @@ export class MemoryMessagingStore implements MessagingStore {
         const feed = this.feeds.get(agentId);
         if (feed?.log === log && log.listeners.size === 0 && log.items.length === 0 && feed.readUpTo === undefined && feed.lastPost === undefined) this.feeds.delete(agentId);
       },
+    );
+  }
+
+  events(): FeedSource<EventRecord> {
+    return this.source(
+      () => this.eventLog,
+      () => this.eventLog,
+      () => undefined,
     );
   }
 
@@ -207,6 +230,7 @@ export class MemoryMessagingStore implements MessagingStore {
   close(): Promise<void> {
     for (const inbox of this.inboxes.values()) inbox.listeners.clear();
     for (const feed of this.feeds.values()) feed.log.listeners.clear();
+    this.eventLog.listeners.clear();
     return Promise.resolve();
   }
 }

@@ -1,7 +1,7 @@
-import { compareStreamIds, duplicateClient, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS } from '@agentroom/kit';
+import { compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
-import { FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
+import { EVENTS_MAX, type EventRecord, FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
 
 /**
@@ -50,7 +50,21 @@ end
 const SEND = new LuaScript(`${APPEND_NOTIFICATION}
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 6))
 redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[3])
-appendNotification(KEYS[2], KEYS[3], ARGV[4], ARGV[5], 'direct_message', id, ARGV[3])
+local nid = appendNotification(KEYS[2], KEYS[3], ARGV[4], ARGV[5], 'direct_message', id, ARGV[3])
+return { id, nid }
+`);
+
+// A notification's event to the global events stream KEYS[1] (capped at ARGV[1]), published on
+// ARGV[2] as `<event id> <agent id> <notification id> <type> <message id or -> <JSON>`. ARGV: cap,
+// channel, agent id, notification id, type, message id or '-', the post's or message's JSON.
+const APPEND_EVENT = new LuaScript(`
+local id
+if ARGV[6] == '-' then
+  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'agentId', ARGV[3], 'nid', ARGV[4], 'type', ARGV[5], 'post', ARGV[7])
+else
+  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'agentId', ARGV[3], 'nid', ARGV[4], 'type', ARGV[5], 'messageId', ARGV[6], 'message', ARGV[7])
+end
+redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7])
 return id
 `);
 
@@ -206,6 +220,16 @@ function toNotifications(entries: StreamEntry[]): NotificationRecord[] {
   return entries.flatMap((entry) => fromEntry(entry) ?? []);
 }
 
+/** An entry of the global events stream; undefined when it is not one. */
+function toEvents(entries: StreamEntry[]): EventRecord[] {
+  return entries.flatMap(([id, fields]) => {
+    const map = streamFields(fields);
+    const agentId = map.get('agentId');
+    const notification = toNotification(map.get('nid') ?? '', map.get('type'), map.get('messageId'), map.get('post') ?? map.get('message'));
+    return agentId === undefined || notification === undefined ? [] : [{ id, agentId, notification }];
+  });
+}
+
 /** Splits `a b c rest` into its first `count` words and the rest (which may hold spaces). */
 function words(payload: string, count: number): string[] | undefined {
   const parts: string[] = [];
@@ -245,6 +269,12 @@ interface Followers<T extends FeedItem> {
  * written by one script on a Redis Cluster too. One shared subscriber connection per process follows
  * every watched stream; after it reconnects, each catches up with XRANGE from the last id it handed
  * out, so nothing is missed. The notifier's lease and position are under the `{notifier}` tag.
+ *
+ * The global events feed (WatchEvents) is one more stream, under the `{events}` tag: a notification's
+ * script cannot write it on a Redis Cluster (another slot), so its event is appended by a second
+ * command right after. Between the two lies a window of one round trip: should the process die, or
+ * Redis become unreachable, just then, the notification is in the agent's feed and not in the events
+ * feed (no webhook for it); `agentroom_notification_events_lost_total` counts the failures seen.
  */
 export class RedisMessagingStore implements MessagingStore {
   readonly kind = 'redis';
@@ -252,6 +282,8 @@ export class RedisMessagingStore implements MessagingStore {
   private readonly followers = new Map<string, Followers<FeedItem>>();
   private readonly leaseKey: string;
   private readonly positionKey: string;
+  private readonly eventsKey: string;
+  private readonly eventsChannel: string;
   private subscriber: RedisClient | undefined;
   private closed = false;
 
@@ -260,8 +292,11 @@ export class RedisMessagingStore implements MessagingStore {
     prefix: string,
     private readonly maxLength = INBOX_MAX,
     private readonly feedMaxLength = FEED_MAX,
+    private readonly eventsMaxLength = EVENTS_MAX,
   ) {
     this.keys = new Keyspace(prefix, 'messaging');
+    this.eventsKey = this.keys.key('events', 'stream');
+    this.eventsChannel = this.keys.key('events', 'stream', 'live');
     this.leaseKey = this.keys.key('notifier', 'lease');
     this.positionKey = this.keys.key('notifier', 'position');
   }
@@ -293,8 +328,10 @@ export class RedisMessagingStore implements MessagingStore {
     const to = message.toAgentId;
     const fields = ['fromAgentId', message.fromAgentId, 'fromAgentName', message.fromAgentName, 'toAgentId', to, 'toAgentName', message.toAgentName, 'text', message.text, 'via', message.via];
     const json = JSON.stringify({ fromAgentId: message.fromAgentId, fromAgentName: message.fromAgentName, toAgentId: to, toAgentName: message.toAgentName, text: message.text, via: message.via });
-    const id = await SEND.run(this.redis, [this.inboxKey(to), this.feedKey(to), this.stateKey(to)], [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), ...fields]);
-    if (typeof id !== 'string') throw new Error('XADD returned no id');
+    const ids = await SEND.run(this.redis, [this.inboxKey(to), this.feedKey(to), this.stateKey(to)], [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), ...fields]);
+    const [id, notificationId] = Array.isArray(ids) ? (ids as unknown[]) : [];
+    if (typeof id !== 'string' || typeof notificationId !== 'string') throw new Error('XADD returned no id');
+    await this.appendEvent(to, notificationId, 'direct_message', id, json);
     return { id, ...message, createdAt: createdAtOf(id) };
   }
 
@@ -327,6 +364,12 @@ export class RedisMessagingStore implements MessagingStore {
       if (typeof id === 'string') notified.appended.push({ id, type: target.type, createdAt: createdAtOf(id), post });
       else notified.repeated.push(target.agentId);
     });
+    await Promise.all(
+      targets.flatMap((target, i) => {
+        const id = ids[i];
+        return typeof id === 'string' ? [this.appendEvent(target.agentId, id, target.type, '-', json)] : [];
+      }),
+    );
     return notified;
   }
 
@@ -356,6 +399,32 @@ export class RedisMessagingStore implements MessagingStore {
       parse: (payload) => {
         const [id, type, messageId, json] = words(payload, 3) ?? [];
         return id === undefined ? undefined : toNotification(id, type, messageId, json);
+      },
+    });
+  }
+
+  /**
+   * The second step of an append: the notification's event, to the global events stream. Its
+   * failure is counted, not thrown: the notification itself is stored, and a caller told otherwise
+   * would send its message again.
+   */
+  private async appendEvent(agentId: string, notificationId: string, type: string, messageId: string, json: string): Promise<void> {
+    try {
+      await APPEND_EVENT.run(this.redis, [this.eventsKey], [String(this.eventsMaxLength), this.eventsChannel, agentId, notificationId, type, messageId, json]);
+    } catch {
+      notificationEventsLost.inc();
+    }
+  }
+
+  events(): FeedSource<EventRecord> {
+    return this.source(this.eventsChannel, {
+      latest: () => this.latest(this.eventsKey),
+      readAfter: async (afterId, count) => toEvents((await this.redis.xrange(this.eventsKey, `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]),
+      parse: (payload) => {
+        const [id, agentId, notificationId, type, messageId, json] = words(payload, 5) ?? [];
+        if (id === undefined || agentId === undefined || notificationId === undefined) return undefined;
+        const notification = toNotification(notificationId, type, messageId, json);
+        return notification && { id, agentId, notification };
       },
     });
   }

@@ -1,6 +1,6 @@
 import type { FeedSource } from '@agentroom/kit';
 import type { MessageRecord, Via } from './messages.js';
-import type { NotificationPage, NotificationRecord, NotifiedPost, PostTarget, ReadMarker } from './notifications.js';
+import type { EventRecord, NotificationPage, NotificationRecord, NotifiedPost, PostTarget, ReadMarker } from './notifications.js';
 
 export interface NewMessage {
   fromAgentId: string;
@@ -63,6 +63,11 @@ export interface MessagingStore {
   readMarker(agentId: string): Promise<string | undefined>;
   /** One agent's feed, replayable after an id and followed live (see kit's followFeed). */
   notifications(agentId: string): FeedSource<NotificationRecord>;
+  /**
+   * Every notification appended to any agent's feed, in one global order, as events (ids of their
+   * own), replayable after an id and followed live. Capped at about EVENTS_MAX.
+   */
+  events(): FeedSource<EventRecord>;
   /**
    * Takes the notifier's lease for `owner` for `ttlMs`, or extends it when `owner` holds it
    * already; false while another owner holds it. A lease not extended in time lapses, and any owner

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import {
   CLIENT_OPTIONS,
+  compareStreamIds,
   connectRedis,
   createLogger,
   DomainError,
@@ -27,6 +28,7 @@ import {
   type RoomServiceClient,
   type SendMessageResponse__Output,
   type UpsertAgentResponse__Output,
+  type WatchEventsResponse__Output,
   type WatchNotificationsResponse__Output,
 } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -313,6 +315,45 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     expect(fromServiceError(error)).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'after_id' } });
   });
 
+  it('streams every agent\'s notifications as events, in one order, after after_id or from now on; refuses a malformed after_id', async () => {
+    const [alice, bob, carol] = [await agent('alice'), await agent('bob'), await agent('carol')];
+    const events = (afterId: string) => {
+      const call = client.watchEvents({ afterId });
+      const seen: WatchEventsResponse__Output[] = [];
+      call.on('data', (response: WatchEventsResponse__Output) => seen.push(response));
+      call.on('error', () => undefined);
+      const positioned = new Promise<void>((resolve) => call.once('metadata', () => resolve()));
+      return { call, seen, positioned };
+    };
+    const live = events('');
+    await live.positioned;
+    await post(alice, `to both @${bob} @${carol}`);
+    await api.send(bob, carol, 'a message to carol');
+    await until(() => live.seen.length === 3);
+    expect(live.seen.map((event) => [event.agentId, summary(event.notification!)])).toEqual([
+      [bob, `mention: to both @${bob} @${carol}`],
+      [carol, `mention: to both @${bob} @${carol}`],
+      [carol, 'direct_message: a message to carol'],
+    ]);
+    const ids = live.seen.map((event) => event.id);
+    for (const id of ids) expect(id).toMatch(/^\d+-\d+$/);
+    expect([...ids].sort(compareStreamIds)).toEqual(ids);
+    // The notification as the agent's feed lists it (unread then).
+    expect(live.seen[2]!.notification).toEqual({ ...(await api.list(carol)).notifications[0], read: false });
+    live.call.cancel();
+    // Resumed after the first: the others again, in order, then live ones.
+    const resumed = events(ids[0]!);
+    await resumed.positioned;
+    await api.send(alice, bob, 'later');
+    await until(() => resumed.seen.length === 3);
+    expect(resumed.seen.slice(0, 2).map((event) => event.id)).toEqual(ids.slice(1));
+    expect([resumed.seen[2]!.agentId, summary(resumed.seen[2]!.notification!)]).toEqual([bob, 'direct_message: later']);
+    resumed.call.cancel();
+    const refused = client.watchEvents({ afterId: 'yesterday' });
+    const error = await new Promise<DomainError>((resolve) => refused.on('error', (e) => resolve(fromServiceError(e))));
+    expect([error.slug, error.fields.parameter]).toEqual(['invalid-request', 'after_id']);
+  });
+
   it('counts the notifications it appends by type, and the lag of the posts it notifies of', async () => {
     const [alice, bob, carol] = [await agent('alice'), await agent('bob'), await agent('carol')];
     const before = {
@@ -508,6 +549,8 @@ describe('the notifier across restarts and replicas (one Redis)', () => {
     b.start();
     const made = [await post(alice, `while a holds it @${bob}`)];
     await expect.poll(async () => (await storeB.listNotifications(bob, 10)).items.length, POLL).toBe(1);
+    // A is done with that post: its event appended and its position stored (else it would wait on the store, not on the room).
+    await expect.poll(() => storeB.notifierPosition(), POLL).toBe(made[0]?.id);
     expect(b.isFollowing).toBe(false);
     // A stops answering (paused, or cut off): its renewals and its work on the next posts wait.
     storeA.held = true;

@@ -499,6 +499,75 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
   });
 });
 
+describe.each(implementations)('MessagingStore contract, events: %s', (_name, makeStore) => {
+  it("appends one event for every notification appended, to any agent's feed, in one global order, carrying the notification as the feed holds it", async () => {
+    const store = makeStore();
+    const post = roomPost('hello @bob @carol', { mentions: [{ agentId: BOB, agentName: 'bob' }, { agentId: CAROL, agentName: 'carol' }] });
+    const { appended } = await store.notifyPost(post, [mention(BOB), mention(CAROL)]);
+    const sent = await store.appendMessage(message('to alice', ALICE, BOB));
+    const events = await store.events().readAfter('0-0', 10);
+    expect(events).toHaveLength(3);
+    for (const event of events) expect(event.id).toMatch(/^\d+-\d+$/);
+    expect(events.map((event) => event.id)).toEqual([...events.map((event) => event.id)].sort(compareStreamIds));
+    expect(new Set(events.slice(0, 2).map((event) => event.agentId))).toEqual(new Set([BOB, CAROL]));
+    expect(events.slice(0, 2).map((event) => event.notification).sort((a, b) => compareStreamIds(a.id, b.id))).toEqual([...appended].sort((a, b) => compareStreamIds(a.id, b.id)));
+    const [aliceFeed] = (await store.listNotifications(ALICE, 1)).items;
+    expect(events[2]).toEqual({ id: events[2]!.id, agentId: ALICE, notification: aliceFeed });
+    expect(aliceFeed).toMatchObject({ type: 'direct_message', message: sent });
+    // Its own positions: an event id is not the notification's id.
+    expect(events.map((event) => event.id)).not.toEqual(events.map((event) => event.notification.id));
+  });
+
+  it('adds no event for a post handed over again (no notification appended)', async () => {
+    const store = makeStore();
+    const post = roomPost('once @bob');
+    await store.notifyPost(post, [mention(BOB)]);
+    expect((await store.notifyPost(post, [mention(BOB)])).repeated).toEqual([BOB]);
+    expect(await store.events().readAfter('0-0', 10)).toHaveLength(1);
+  });
+
+  it('reads events after a position, oldest first, at most the count asked', async () => {
+    const store = makeStore();
+    await mentions(store, 4);
+    const all = await store.events().readAfter('0-0', 10);
+    expect((await store.events().readAfter(all[0]!.id, 2)).map((event) => textOf(event.notification))).toEqual(['n2', 'n3']);
+    expect(await store.events().readAfter(all[3]!.id, 2)).toEqual([]);
+  });
+
+  it('follows the events feed after a position: the missed ones, then live ones of every agent, in order, nothing twice', async () => {
+    const store = makeStore();
+    const made = await mentions(store, 3);
+    const first = (await store.events().readAfter('0-0', 1))[0]!;
+    expect(first.notification).toEqual(made[0]);
+    const seen: string[] = [];
+    const stop = new AbortController();
+    let positioned = false;
+    const following = followFeed(store.events(), first.id, (event) => seen.push(`${event.agentId}:${textOf(event.notification)}`), stop.signal, { onPositioned: () => (positioned = true) });
+    await store.notifyPost(roomPost('c1'), [mention(CAROL)]);
+    await store.appendMessage(message('c2', ALICE, BOB));
+    await until(() => seen.length === 4 && positioned);
+    await store.notifyPost(roomPost('c3'), [mention(BOB)]);
+    await until(() => seen.length === 5);
+    stop.abort();
+    await following;
+    expect(seen).toEqual([`${BOB}:n2`, `${BOB}:n3`, `${CAROL}:c1`, `${ALICE}:c2`, `${BOB}:c3`]);
+  });
+
+  it('follows the events feed from now on: once positioned, every later notification arrives, and nothing older', async () => {
+    const store = makeStore();
+    await mentions(store, 2);
+    const seen: string[] = [];
+    const stop = new AbortController();
+    await new Promise<void>((resolve) => {
+      void followFeed(store.events(), undefined, (event) => seen.push(textOf(event.notification)), stop.signal, { onPositioned: resolve });
+    });
+    await store.appendMessage(message('new', CAROL));
+    await until(() => seen.length === 1);
+    stop.abort();
+    expect(seen).toEqual(['new']);
+  });
+});
+
 describe('RedisMessagingStore', () => {
   it('keeps each inbox under its own {agent id} hash tag and messaging\'s prefix', async () => {
     const store = track(new RedisMessagingStore(redis, 'keycheck'));
@@ -513,6 +582,8 @@ describe('RedisMessagingStore', () => {
       `keycheck:messaging:{${BOB}}:inbox`,
       `keycheck:messaging:{${BOB}}:notifications`,
       `keycheck:messaging:{${BOB}}:notifications:state`,
+      // The global events feed: its own slot, written right after each notification.
+      'keycheck:messaging:{events}:stream',
     ]);
     expect(await redis.type(`keycheck:messaging:{${BOB}}:inbox`)).toBe('stream');
     expect(await redis.type(`keycheck:messaging:{${BOB}}:notifications`)).toBe('stream');
@@ -542,6 +613,16 @@ describe('RedisMessagingStore', () => {
     expect(seen).toEqual(['before the drop', 'while away 1', 'while away 2', 'after the reconnect']);
   });
 
+  it('keeps the global events stream under its own {events} hash tag, capped at about the size asked', async () => {
+    const prefix = `ev${(prefixes += 1)}`;
+    const store = track(new RedisMessagingStore(redis, prefix, undefined, undefined, 100));
+    for (let i = 0; i < 300; i += 1) await store.notifyPost(roomPost(`e${i}`), [mention(BOB)]);
+    expect(await keysMatching(redis, `${prefix}:messaging:{events}:*`)).toEqual([`${prefix}:messaging:{events}:stream`]);
+    const length = await redis.xlen(`${prefix}:messaging:{events}:stream`);
+    expect(length).toBeGreaterThanOrEqual(100);
+    expect(length).toBeLessThan(300);
+  });
+
   it("keeps the notifier's lease and position under the {notifier} hash tag, so one script reads both on a cluster", async () => {
     const store = track(new RedisMessagingStore(clusterClient, 'notifierkeys'));
     await store.acquireNotifierLease('replica-a', 60_000);
@@ -550,6 +631,7 @@ describe('RedisMessagingStore', () => {
     expect((await keysMatching(clusterClient, 'notifierkeys:*')).sort()).toEqual([
       `notifierkeys:messaging:{${CAROL}}:notifications`,
       `notifierkeys:messaging:{${CAROL}}:notifications:state`,
+      'notifierkeys:messaging:{events}:stream',
       'notifierkeys:messaging:{notifier}:lease',
       'notifierkeys:messaging:{notifier}:position',
     ]);

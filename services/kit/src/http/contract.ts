@@ -48,7 +48,7 @@ export const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Idempotency
 /** Answer headers a browser on another origin may read. */
 export const CORS_EXPOSE_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed', 'Retry-After', 'WWW-Authenticate', 'Mcp-Session-Id', 'Allow'];
 /** Methods of the public API, for a preflight. */
-export const CORS_ALLOW_METHODS = ['GET', 'HEAD', 'POST'];
+export const CORS_ALLOW_METHODS = ['GET', 'HEAD', 'POST', 'DELETE'];
 
 /** The headers of an answer any origin may read: no credentials, ever (docs/decisions.md §1). */
 export function corsHeaders(): Record<string, string> {

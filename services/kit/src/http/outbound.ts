@@ -283,3 +283,15 @@ export async function fetchGuarded(url: string, request: OutboundRequest, policy
     clearTimeout(timer);
   }
 }
+
+/**
+ * Checks a URL as {@link fetchGuarded} would before connecting (scheme, credentials, every resolved
+ * address under the policy), without connecting: for URLs registered now and fetched later
+ * (webhooks). `lookup` as in {@link OutboundRequest}.
+ *
+ * @throws {OutboundRefusal} with reason 'url', 'scheme', 'address' or 'dns'.
+ */
+export async function checkOutboundTarget(url: string, policy: OutboundPolicy = {}, lookup?: OutboundRequest['lookup']): Promise<void> {
+  const target = parseTarget(url, policy);
+  await resolveChecked(target, { timeoutMs: 0, maxBytes: 0, ...(lookup ? { lookup } : {}) }, policy);
+}

@@ -1,0 +1,11 @@
+import { createLogger, exitOnStartupFailure, loadConfigOrExit, runUntilSignal } from '@agentroom/kit';
+import { deliveryEnv, start } from './index.js';
+
+const config = loadConfigOrExit(deliveryEnv, 'delivery');
+const log = createLogger('delivery', config.LOG_LEVEL, config.LOG_FORMAT);
+try {
+  await runUntilSignal(await start(config, log), config, log);
+} catch (error) {
+  // A busy port, Redis unreachable…: one line that says what to do, and exit 1.
+  exitOnStartupFailure('delivery', error, log, { ports: { ADMIN_PORT: config.ADMIN_PORT } });
+}

@@ -1,0 +1,231 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { fetchGuarded, type Logger, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth } from '@agentroom/kit';
+import { Webhook as Signer } from 'standardwebhooks';
+import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
+import { type AttemptRecord, MAX_FAILURES_IN_A_ROW, RETRY_DELAYS_MS } from './webhooks.js';
+
+export const USER_AGENT = 'AgentRoom-Webhooks/1';
+
+export interface WorkerOptions {
+  /** Its consumer name in the queue's group: unique per process. */
+  consumer?: string;
+  /** Deliveries attempted at once. */
+  concurrency?: number;
+  /** A job taken by a worker and not acked for this long is taken over by another (ms). */
+  claimIdleMs?: number;
+  /** How long one read waits for new jobs (ms). */
+  blockMs?: number;
+  /** How often due retries are moved back to the queue (ms). */
+  promoteEveryMs?: number;
+  /** The wait caps before each retry (full jitter); past the last, a delivery is given up. */
+  retryDelaysMs?: readonly number[];
+  /** One attempt's limit (ms). */
+  timeoutMs?: number;
+  /** Which targets an attempt may reach (WEBHOOKS_ALLOW_PRIVATE_TARGETS). */
+  policy?: OutboundPolicy;
+  /** DNS resolution of endpoints' hosts (tests). */
+  lookup?: (hostname: string) => Promise<ResolvedAddress[]>;
+  /** [0, 1): the jitter's draw (tests). */
+  random?: () => number;
+}
+
+export const CLAIM_IDLE_MS = 30_000;
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * Attempts the queued deliveries: reads jobs from the queue's consumer group (those a dead worker
+ * left first), POSTs each, signed with the endpoint's current secret, through the outbound guard,
+ * then acks it (2xx; 410 disables the endpoint), or schedules its retry with exponential backoff and
+ * full jitter, or gives it up after the last. Every replica runs one; a job is acked only once its
+ * attempt is recorded, so a worker that dies mid-attempt leaves it to another: at least once.
+ */
+export class DeliveryWorker {
+  readonly consumer: string;
+  private readonly concurrency: number;
+  private readonly claimIdleMs: number;
+  private readonly blockMs: number;
+  private readonly promoteEveryMs: number;
+  private readonly retryDelaysMs: readonly number[];
+  private readonly timeoutMs: number;
+  private readonly policy: OutboundPolicy;
+  private readonly lookup: WorkerOptions['lookup'];
+  private readonly random: () => number;
+  private readonly stopping = new AbortController();
+  private readonly inFlight = new Set<Promise<void>>();
+  private running: Promise<void> | undefined;
+  private slotFreed: (() => void) | undefined;
+  private troubled = false;
+
+  constructor(
+    private readonly store: DeliveryStore,
+    private readonly log: Logger,
+    options: WorkerOptions = {},
+  ) {
+    this.consumer = options.consumer ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+    this.concurrency = options.concurrency ?? 32;
+    this.claimIdleMs = options.claimIdleMs ?? CLAIM_IDLE_MS;
+    this.blockMs = options.blockMs ?? 500;
+    this.promoteEveryMs = options.promoteEveryMs ?? 500;
+    this.retryDelaysMs = options.retryDelaysMs ?? RETRY_DELAYS_MS;
+    this.timeoutMs = options.timeoutMs ?? 5_000;
+    this.policy = options.policy ?? {};
+    this.lookup = options.lookup;
+    this.random = options.random ?? Math.random;
+  }
+
+  start(): void {
+    this.running ??= Promise.all([this.work(), this.tend()]).then(() => undefined);
+  }
+
+  /** Takes no new job; the attempts in flight finish (and are acked or rescheduled). */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    this.slotFreed?.();
+    await this.running;
+    await Promise.all(this.inFlight);
+  }
+
+  /** Stops taking jobs at once and leaves those in flight to their fate (tests: a worker that died). */
+  abandon(): void {
+    this.stopping.abort();
+    this.slotFreed?.();
+  }
+
+  /** Moves due retries back to the queue, and reports the queue's depth. */
+  private async tend(): Promise<void> {
+    const stop = this.stopping.signal;
+    while (!stop.aborted) {
+      try {
+        while ((await this.store.promoteDue(Date.now(), 100)) === 100 && !stop.aborted);
+        webhookQueueDepth.set(await this.store.depth());
+      } catch {
+        // Storage unreachable: the reading loop reports it.
+      }
+      await sleep(this.promoteEveryMs, stop);
+    }
+  }
+
+  private async work(): Promise<void> {
+    const stop = this.stopping.signal;
+    let failures = 0;
+    while (!stop.aborted) {
+      if (this.inFlight.size >= this.concurrency) {
+        await new Promise<void>((resolve) => (this.slotFreed = resolve));
+        continue;
+      }
+      let jobs: QueuedJob[];
+      try {
+        jobs = await this.store.claim(this.consumer, this.concurrency - this.inFlight.size, this.claimIdleMs, this.blockMs);
+        if (this.troubled) this.log.info('the delivery worker reads its queue again');
+        this.troubled = false;
+        failures = 0;
+      } catch (error) {
+        if (stop.aborted) break;
+        if (!this.troubled) this.log.warn({ err: error }, 'the delivery worker cannot read its queue (storage unreachable); it retries');
+        this.troubled = true;
+        failures += 1;
+        await sleep(Math.min(100 * 2 ** failures, 5_000), stop);
+        continue;
+      }
+      // Taken after the stop: left unacked, another worker takes them after the idle time.
+      if (stop.aborted) break;
+      for (const queued of jobs) {
+        const attempt = this.attempt(queued)
+          .catch((error: unknown) => {
+            // Storage failed around the attempt: unacked, the job is attempted again after the idle time.
+            if (!this.stopping.signal.aborted) this.log.warn({ err: error, messageId: queued.job.messageId }, 'a delivery could not be recorded; it is attempted again later');
+          })
+          .finally(() => {
+            this.inFlight.delete(attempt);
+            this.slotFreed?.();
+            this.slotFreed = undefined;
+          });
+        this.inFlight.add(attempt);
+      }
+    }
+  }
+
+  /** One attempt of one job, recorded, then acked or rescheduled. */
+  private async attempt({ entryId, job }: QueuedJob): Promise<void> {
+    const webhook = await this.store.getWebhook(job.agentId, job.webhookId);
+    if (!webhook?.enabled) {
+      // Deleted or disabled since it was queued: dropped.
+      await this.store.ack(entryId);
+      return;
+    }
+    const at = new Date();
+    const started = performance.now();
+    let status = 0;
+    let error = '';
+    try {
+      const response = await fetchGuarded(
+        webhook.url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': USER_AGENT,
+            'webhook-id': job.messageId,
+            'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+            // The secret of now: a rotation takes effect from the next attempt on.
+            'webhook-signature': new Signer(webhook.secret).sign(job.messageId, at, job.body),
+          },
+          body: job.body,
+          timeoutMs: this.timeoutMs,
+          maxBytes: 0,
+          readBody: false,
+          ...(this.lookup ? { lookup: this.lookup } : {}),
+        },
+        this.policy,
+      );
+      status = response.status;
+      if (status < 200 || status > 299) error = `the endpoint answered ${status}`;
+    } catch (failure) {
+      error = failure instanceof OutboundRefusal ? failure.message : 'the request failed';
+    }
+    const durationMs = Math.round(performance.now() - started);
+    const outcome: AttemptOutcome = status >= 200 && status <= 299 ? 'delivered' : status === 410 ? 'gone' : 'failed';
+    const record: AttemptRecord = { messageId: job.messageId, eventType: job.eventType, status, error, at: at.toISOString(), attempt: job.attempt, durationMs };
+    const recorded = await this.store.recordAttempt(job.agentId, job.webhookId, record, outcome, MAX_FAILURES_IN_A_ROW);
+    const context = { messageId: job.messageId, webhookId: job.webhookId, attempt: job.attempt, status };
+    if (outcome === 'delivered') {
+      webhookDeliveries.inc({ outcome: 'delivered' });
+      webhookDeliveryLatency.observe(Math.max(0, Date.now() - Date.parse(job.createdAt)) / 1000);
+      this.log.debug({ ...context, durationMs }, 'webhook delivered');
+      await this.store.ack(entryId);
+      return;
+    }
+    if (outcome === 'failed') webhookDeliveries.inc({ outcome: 'failed_attempt' });
+    if (recorded?.disabled === true || outcome === 'gone') {
+      if (recorded?.disabled === true) webhookDeliveries.inc({ outcome: 'disabled' });
+      this.log.info({ ...context, error }, outcome === 'gone' ? 'webhook endpoint disabled: it answered 410 Gone' : 'webhook endpoint disabled: too many failures in a row');
+      await this.store.ack(entryId);
+      return;
+    }
+    const cap = this.retryDelaysMs[job.attempt - 1];
+    if (recorded === undefined || cap === undefined) {
+      if (recorded !== undefined) {
+        webhookDeliveries.inc({ outcome: 'gave_up' });
+        this.log.info({ ...context, error }, 'webhook delivery given up after its last retry');
+      }
+      await this.store.ack(entryId);
+      return;
+    }
+    const delay = Math.floor(this.random() * cap);
+    this.log.debug({ ...context, error, retryInMs: delay }, 'webhook attempt failed; retry scheduled');
+    await this.store.reschedule(entryId, { ...job, attempt: job.attempt + 1 }, Date.now() + delay);
+  }
+}
