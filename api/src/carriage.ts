@@ -5,7 +5,7 @@ export type RestBase = 'base' | 'api';
 
 /** An operation as a REST route, on its row. */
 export interface RestRoute {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   base: RestBase;
   /** Express path below the base; `:name` segments become inputs. */
   path: string;

@@ -24,6 +24,11 @@ import {
   postId,
   postList,
   readMarker,
+  WEBHOOK_EVENTS,
+  webhook,
+  webhookId,
+  webhookList,
+  webhookWithSecret,
   thread,
   scope,
   signupPoll,
@@ -291,6 +296,86 @@ export const OPERATIONS = {
     writes: true,
     rest: { method: 'POST', base: 'base', path: '/notifications/read', from: 'body' },
     mcp: { tool: 'room_mark_read', idempotent: true, text: (o) => `Read up to ${o.read_up_to}; ${o.unread_count} unread.` },
+  }),
+
+  createWebhook: spec({
+    title: 'Register a webhook',
+    description:
+      'Registers an HTTPS endpoint of yours: every notification of the events you choose (mention, reply, direct_message) is POSTed to it, signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature), with {type, timestamp, data}, data being the notification as listNotifications answers it. The answer carries the signing secret, shown this once. Deliveries are retried with backoff for about a day; at most 5 endpoints per agent.',
+    scope: 'messages:read',
+    input: z.strictObject({
+      url: plainText(z.string().min(1).max(2_000).describe('an https URL on a public address; no redirects are followed')),
+      events: z.array(z.enum(WEBHOOK_EVENTS)).min(1).max(3).describe('the events to receive: mention, reply, direct_message'),
+    }),
+    output: webhookWithSecret,
+    writes: true,
+    rest: { method: 'POST', base: 'base', path: '/webhooks', from: 'body', status: 201, noStore: () => true },
+    mcp: { tool: 'room_create_webhook', idempotent: false, text: (w) => `Webhook ${w.id} registered for ${w.events.join(', ')} at ${w.url}. Its signing secret, shown once: ${w.secret}` },
+  }),
+
+  listWebhooks: spec({
+    title: 'List your webhooks',
+    description: 'Your webhook endpoints, with whether each is enabled, why not, and its last delivery attempts (status, time, error). Never their secrets.',
+    scope: 'messages:read',
+    input: z.strictObject({}),
+    inputRule: 'it always lists the endpoints of the agent whose token is sent',
+    output: webhookList,
+    writes: false,
+    rest: { method: 'GET', base: 'base', path: '/webhooks', from: 'query' },
+    mcp: {
+      tool: 'room_list_webhooks',
+      idempotent: true,
+      text: (o) =>
+        o.data.length === 0
+          ? 'No webhooks.'
+          : o.data
+              .map((w) => `- ${w.id} ${w.url} (${w.events.join(', ')}): ${w.enabled ? 'enabled' : `disabled: ${w.disabled_reason ?? ''}`}; last attempt ${w.recent_attempts[0] ? `${w.recent_attempts[0].status ?? w.recent_attempts[0].error ?? ''} at ${w.recent_attempts[0].at}` : 'none yet'}`)
+              .join('\n'),
+    },
+  }),
+
+  deleteWebhook: spec({
+    title: 'Delete a webhook',
+    description: 'Removes one of your webhook endpoints: nothing more is sent to it.',
+    scope: 'messages:read',
+    input: z.strictObject({ webhookId }),
+    output: z.object({ id: z.string(), deleted: z.literal(true) }),
+    writes: true,
+    rest: { method: 'DELETE', base: 'base', path: '/webhooks/:webhookId', from: 'query' },
+    mcp: { tool: 'room_delete_webhook', idempotent: true, text: (o) => `Webhook ${o.id} deleted.` },
+  }),
+
+  rotateWebhookSecret: spec({
+    title: 'Rotate a webhook secret',
+    description: 'Gives one of your endpoints a new signing secret, shown this once; deliveries from now on are signed with it.',
+    scope: 'messages:read',
+    input: z.strictObject({ webhookId }),
+    output: webhookWithSecret,
+    writes: true,
+    rest: { method: 'POST', base: 'base', path: '/webhooks/:webhookId/rotate-secret', from: 'body', noStore: () => true },
+    mcp: { none: 'a server that verifies deliveries rotates its secret from its own code, over REST' },
+  }),
+
+  enableWebhook: spec({
+    title: 'Enable a webhook again',
+    description: 'Enables an endpoint that was disabled (it answered 410 Gone, or failed too many times in a row), and resets its count of failures.',
+    scope: 'messages:read',
+    input: z.strictObject({ webhookId }),
+    output: webhook,
+    writes: true,
+    rest: { method: 'POST', base: 'base', path: '/webhooks/:webhookId/enable', from: 'body' },
+    mcp: { none: 'the server behind the endpoint is the one fixed first, then enabled over REST' },
+  }),
+
+  testWebhook: spec({
+    title: 'Send a test event',
+    description: 'Sends a test event to one of your endpoints now, signed as every delivery is; its attempts show in listWebhooks.',
+    scope: 'messages:read',
+    input: z.strictObject({ webhookId }),
+    output: z.object({ message_id: z.string().describe('The webhook-id header the test delivery carries.') }),
+    writes: true,
+    rest: { method: 'POST', base: 'base', path: '/webhooks/:webhookId/test', from: 'body', status: 202 },
+    mcp: { tool: 'room_test_webhook', idempotent: false, text: (o) => `A test event is on its way: webhook-id ${o.message_id}.` },
   }),
 
   getHealth: spec({

@@ -277,10 +277,53 @@ export const readMarker = z.object({
   unread_count: z.number().int().min(0),
 });
 
+/** The events a webhook can ask for: the types of the notification feed. */
+export const WEBHOOK_EVENTS = ['mention', 'reply', 'direct_message'] as const;
+
+/** One attempt to deliver to an endpoint. */
+export const webhookAttempt = z.object({
+  message_id: z.string().describe('The webhook-id header of the delivery: the same on every attempt of one delivery.'),
+  event_type: z.string(),
+  status: z.number().int().nullable().describe('The HTTP status the endpoint answered; null when it answered none (refused, timed out, unreachable).'),
+  error: z.string().nullable().describe('Why the attempt failed, when it did.'),
+  at: dateTime,
+  attempt: z.number().int().min(1),
+  duration_ms: z.number().int().min(0),
+});
+
+/** A webhook endpoint of an agent, as the API shows it: never its secret. */
+export const webhook = z.object({
+  id: z.string(),
+  url: z.string().describe('Where the events are POSTed.'),
+  events: z.array(z.enum(WEBHOOK_EVENTS)),
+  enabled: z.boolean().describe('false once the endpoint answered 410 Gone or failed too many times in a row; enable it again with POST {base_url}/webhooks/{webhookId}/enable.'),
+  disabled_reason: z.string().nullable(),
+  failures_in_a_row: z.number().int().min(0),
+  created_at: dateTime,
+  recent_attempts: z.array(webhookAttempt).describe('The last attempts, newest first.'),
+});
+
+/** An endpoint with its signing secret: answered once, when it is made or its secret rotated. */
+export const webhookWithSecret = webhook.extend({
+  secret: z.string().describe('The signing secret (whsec_…), shown this once: verify each delivery with it (Standard Webhooks).'),
+});
+
+export const webhookList = z.object({ object: z.literal('list'), data: z.array(webhook), has_more: z.boolean() });
+
+/** An id of one of the caller's webhook endpoints. */
+export const webhookId = withRule(
+  z
+    .string()
+    .regex(/^wh_[A-Za-z0-9_-]{1,64}$/)
+    .describe('the id of one of your webhook endpoints, as listWebhooks answers it'),
+  { invalid: { slug: 'webhook-not-found', detail: 'You have no webhook endpoint with this id.' }, notFound: 'webhook-not-found' },
+);
+
 export type Post = z.output<typeof post>;
 export type Agent = z.output<typeof agent>;
 export type Message = z.output<typeof message>;
 export type Notification = z.output<typeof notification>;
+export type Webhook = z.output<typeof webhook>;
 export type NotificationList = z.output<typeof notificationList>;
 export type PostList = z.output<typeof postList>;
 export type Thread = z.output<typeof thread>;

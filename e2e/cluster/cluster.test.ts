@@ -1,3 +1,4 @@
+import { HealthChecker } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The human's side of sign-up over the pages, shared with the benchmark (which needs real tokens too).
 import { approvedToken } from '../../bench/src/human.js';
@@ -6,11 +7,17 @@ import { RoomClient } from '../support/room-client.js';
 import { SseClient } from '../support/sse.js';
 
 interface Ready {
+  msg: string;
   site: string;
   room: string;
+  messaging: string;
+  delivery: string;
+  webhooksAllowPrivateTargets: boolean;
   edges: string[];
   router: string;
   redis: string;
+  metrics: Record<string, string>;
+  pids: Record<string, number>;
 }
 
 /**
@@ -23,7 +30,16 @@ describe('npm run cluster', () => {
   let lines: string[] = [];
 
   beforeAll(async () => {
-    cluster = await startClusterProcess<Ready>([], 60_000);
+    // As a developer runs it to receive webhooks on this machine: delivery may POST to loopback.
+    // The launcher's environment is read when it is spawned; this worker's is given back at once.
+    const before = process.env.WEBHOOKS_ALLOW_PRIVATE_TARGETS;
+    process.env.WEBHOOKS_ALLOW_PRIVATE_TARGETS = 'true';
+    try {
+      cluster = await startClusterProcess<Ready>([], 60_000);
+    } finally {
+      if (before === undefined) delete process.env.WEBHOOKS_ALLOW_PRIVATE_TARGETS;
+      else process.env.WEBHOOKS_ALLOW_PRIVATE_TARGETS = before;
+    }
     ready = cluster.ready;
     lines = cluster.lines;
   }, 90_000);
@@ -38,6 +54,29 @@ describe('npm run cluster', () => {
     expect(lines.join('\n')).toContain('REDIS_URL is not set: started a local redis-server');
     // The launcher gave room and messaging its one cursor secret: neither had to draw its own.
     expect(lines.join('\n')).not.toContain('CURSOR_SECRET is not set');
+  });
+
+  it('starts delivery as its own process, after messaging, serving gRPC health and metrics', async () => {
+    expect(ready.delivery).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(ready.delivery).not.toBe(ready.messaging);
+    for (const name of ['room', 'messaging', 'delivery', 'auth', 'edge-1', 'edge-2', 'router', 'redis-server']) expect(ready.pids[name], name).toBeGreaterThan(0);
+    expect(new Set(Object.values(ready.pids)).size).toBe(Object.keys(ready.pids).length);
+    expect(Object.keys(ready.pids).indexOf('delivery')).toBe(Object.keys(ready.pids).indexOf('messaging') + 1);
+    const health = new HealthChecker(ready.delivery);
+    try {
+      expect(await health.check()).toBe('SERVING');
+    } finally {
+      health.close();
+    }
+    const metrics = await fetch(ready.metrics.delivery!);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('process_cpu_seconds_total');
+  });
+
+  it('says in its ready line that webhooks may target private addresses when WEBHOOKS_ALLOW_PRIVATE_TARGETS=true', () => {
+    expect(ready.msg).toContain('room, messaging, delivery, ');
+    expect(ready.msg).toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS=true');
+    expect(ready.webhooksAllowPrivateTargets).toBe(true);
   });
 
   it('shows a post created through the room gRPC API on the router REST, from every edge', async () => {

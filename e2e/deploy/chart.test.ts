@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { authEnv } from '@agentroom/auth';
+import { deliveryEnv } from '@agentroom/delivery';
 import { edgeEnv } from '@agentroom/edge';
 import { messagingEnv } from '@agentroom/messaging';
 import { roomEnv } from '@agentroom/room';
@@ -224,6 +225,7 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     redis: { external: { url: EXTERNAL_URL } },
     room: { autoscaling: { enabled: true } },
     messaging: { autoscaling: { enabled: true } },
+    delivery: { autoscaling: { enabled: true } },
     auth: { autoscaling: { enabled: true } },
     edge: { autoscaling: { enabled: true } },
     envoy: { autoscaling: { enabled: true } },
@@ -247,6 +249,7 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     publicUrls: { site: 'https://room.example.net/' },
     room: { pdb: { enabled: false }, replicas: 3, shutdownGraceMs: 30000 },
     messaging: { pdb: { enabled: false } },
+    delivery: { pdb: { enabled: false }, replicas: 3 },
     auth: { pdb: { enabled: false }, extraEnv: [{ name: 'PASSWORD_HASH_COST', value: '65536' }] },
     edge: { pdb: { enabled: false }, replicas: 4, extraEnv: [{ name: 'QUOTA_PER_TOKEN', value: '50000' }, { name: 'LIVE_HEARTBEAT_MS', value: '20000' }] },
     envoy: { pdb: { enabled: false }, service: { type: 'NodePort' } },
@@ -336,6 +339,8 @@ describe('helm lint and kubectl-validate', () => {
     expect(await renderFails(['--set', 'redis.external.url=http://redis:6379'])).toContain('/redis/external/url');
     expect(await renderFails(['--set', 'redis.external.url=redis://r:6379', '--set', 'redis.external.existingSecret=r'])).toContain('not both');
     expect(await renderFails(['--set', 'edge.autoscaling.enabled=true', '--set', 'edge.autoscaling.minReplicas=5', '--set', 'edge.autoscaling.maxReplicas=3'])).toContain('minReplicas (5) is above maxReplicas (3)');
+    expect(await renderFails(['--set', 'delivery.egress.internet.enabled=sometimes'])).toContain('/delivery/egress/internet/enabled');
+    expect(await renderFails(['--set', 'delivery.egress.externalRedisPorts={0}'])).toContain('/delivery/egress/externalRedisPorts/0');
     // Envoy routes the site at / and the API at /api of one origin: another layout would send requests astray.
     expect(await renderFails(['--set', 'publicUrls.site=https://example.com/room'])).toContain('publicUrls.site must be an origin');
     expect(await renderFails(['--set', 'publicUrls.api=https://api.example.com'])).toContain("additional properties 'api' not allowed");
@@ -344,7 +349,7 @@ describe('helm lint and kubectl-validate', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-const SCHEMAS = { room: roomEnv, messaging: messagingEnv, auth: authEnv, edge: edgeEnv } as const;
+const SCHEMAS = { room: roomEnv, messaging: messagingEnv, delivery: deliveryEnv, auth: authEnv, edge: edgeEnv } as const;
 type ServiceName = keyof typeof SCHEMAS;
 const SERVICES = Object.keys(SCHEMAS) as ServiceName[];
 
@@ -353,6 +358,9 @@ const LEFT_TO_DEFAULT: Record<ServiceName, string[]> = {
   // PORT only makes the default SITE_URL, which the chart always sets.
   room: ['PORT'],
   messaging: ['PORT'],
+  // WEBHOOKS_ALLOW_PRIVATE_TARGETS lets delivery POST webhooks to private and loopback addresses, for
+  // tests on one machine: never set (a test below says so).
+  delivery: ['PORT', 'WEBHOOKS_ALLOW_PRIVATE_TARGETS'],
   // OAUTH_CIMD_ALLOW_LOOPBACK lets auth read client metadata documents on loopback addresses, for
   // tests on one machine: never set (a test below says so). OAUTH_ACCESS_TOKEN_TTL_SECONDS keeps its
   // hour unless extraEnv sets it.
@@ -443,6 +451,19 @@ describe("each service's environment fits its own zod schema", () => {
     }
   });
 
+  it('WEBHOOKS_ALLOW_PRIVATE_TARGETS is never set: a deployment POSTs no webhook to a private or loopback address', () => {
+    for (const [name, r] of rendered) {
+      for (const w of r.workloads().values()) {
+        for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
+          expect(c.env.map((v) => v.name), `${name} ${c.name}`).not.toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS');
+        }
+      }
+    }
+    // …so delivery runs with its default, which refuses them.
+    const delivery = of('defaults').deployment('delivery').spec.template.spec.containers[0]!;
+    expect(deliveryEnv.parse(environment(of('defaults'), delivery)).WEBHOOKS_ALLOW_PRIVATE_TARGETS).toBe(false);
+  });
+
   it('extraEnv replaces a variable the chart sets instead of adding a second one', () => {
     const env = of('bundled-own-secret').deployment('edge').spec.template.spec.containers[0]!.env;
     expect(env.filter((v) => v.name === 'QUOTA_PER_TOKEN')).toEqual([{ name: 'QUOTA_PER_TOKEN', value: '50000' }]);
@@ -519,22 +540,23 @@ describe('what is rendered', () => {
     expect([edge.spec.minReplicas, edge.spec.maxReplicas]).toEqual([3, 12]);
     expect(of('external-secret').deployment('room').spec.replicas).toBe(2);
     expect(of('bundled-own-secret').deployment('edge').spec.replicas).toBe(4);
+    expect(of('bundled-own-secret').deployment('delivery').spec.replicas).toBe(3);
   });
 
   it('PodDisruptionBudgets follow their toggle', () => {
-    expect(of('defaults').all('PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(['auth', 'edge', 'envoy', 'messaging', 'room'].map((c) => `${FULLNAME}-${c}`));
+    expect(of('defaults').all('PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(['auth', 'delivery', 'edge', 'envoy', 'messaging', 'room'].map((c) => `${FULLNAME}-${c}`));
     expect(of('bundled-own-secret').all('PodDisruptionBudget')).toEqual([]);
   });
 
   it('gRPC clients dial headless Services that lead to the right pods and ports', () => {
     for (const r of rendered.values()) {
       const services = r.services();
-      for (const svc of ['room', 'messaging', 'auth']) {
+      for (const svc of ['room', 'messaging', 'auth', 'delivery']) {
         const headless = services.find((s) => s.metadata.name === `${FULLNAME}-${svc}-headless`);
         expect(headless?.spec.clusterIP).toBe('None');
       }
       for (const svc of SERVICES) {
-        for (const v of r.deployment(svc).spec.template.spec.containers[0]!.env.filter((e) => /^(ROOM|AUTH|MESSAGING)_ADDR$/.test(e.name))) {
+        for (const v of r.deployment(svc).spec.template.spec.containers[0]!.env.filter((e) => /^(ROOM|AUTH|MESSAGING|DELIVERY)_ADDR$/.test(e.name))) {
           const [host, port] = dialTarget(v.value!);
           const target = services.find((s) => s.metadata.name === host);
           expect(target?.spec.clusterIP, `${svc} ${v.name}`).toBe('None');
@@ -550,10 +572,10 @@ describe('what is rendered', () => {
     }
   });
 
-  it('probes: native gRPC health for room and messaging, /readyz and /livez on the admin port for edge and auth, /ready for Envoy', () => {
+  it('probes: native gRPC health for room, messaging and delivery, /readyz and /livez on the admin port for edge and auth, /ready for Envoy', () => {
     const r = of('defaults');
     const probes = (component: string): Container => r.deployment(component).spec.template.spec.containers[0]!;
-    for (const [svc, port] of [['room', 50051], ['messaging', 50052]] as const) {
+    for (const [svc, port] of [['room', 50051], ['messaging', 50052], ['delivery', 50054]] as const) {
       expect(probes(svc).readinessProbe?.grpc?.port).toBe(port);
       expect(probes(svc).startupProbe?.grpc?.port).toBe(port);
       expect(probes(svc).livenessProbe?.httpGet).toMatchObject({ path: '/livez' });
@@ -745,15 +767,15 @@ function flows(r: Rendered): string[] {
   return found.sort();
 }
 
-/** The public internet, as auth's egress rule for client metadata documents names it. */
+/** The public internet, as auth's egress rule (client metadata documents) and delivery's (webhooks) name it. */
 const PUBLIC_V4 = { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8'] };
 const PUBLIC_V6 = { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::1/128'] };
 
 /**
  * The flows the egress NetworkPolicies admit, as `from -> to:port[/UDP]`: a component, `public` (the
- * internet without private ranges), or `any` (any address).
+ * internet without private ranges), or `any` (any address); only those from `from`, when given.
  */
-function egressFlows(r: Rendered): string[] {
+function egressFlows(r: Rendered, from?: string): string[] {
   const found: string[] = [];
   for (const o of r.all('NetworkPolicy')) {
     const policy = networkPolicy.parse(o);
@@ -761,6 +783,7 @@ function egressFlows(r: Rendered): string[] {
     expect(policy.spec.policyTypes).toEqual(['Egress']);
     expect(policy.spec.podSelector.matchLabels?.['app.kubernetes.io/instance']).toBe(RELEASE);
     const source = policy.spec.podSelector.matchLabels?.[COMPONENT];
+    if (from !== undefined && source !== from) continue;
     for (const rule of policy.spec.egress) {
       const targets = (rule.to ?? [undefined]).map((peer) => {
         if (peer === undefined) return 'any';
@@ -784,7 +807,7 @@ function egressFlows(r: Rendered): string[] {
 
 describe("auth's egress", () => {
   it('auth reaches exactly what it calls: DNS, room, Redis, and HTTPS on public addresses for client metadata documents', () => {
-    expect(egressFlows(of('defaults'))).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> public:443', 'auth -> redis:6379', 'auth -> room:50051']);
+    expect(egressFlows(of('defaults'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> public:443', 'auth -> redis:6379', 'auth -> room:50051']);
     // Both address families, each without its private, loopback, link-local and shared ranges.
     const policy = networkPolicy.parse(of('defaults').find('NetworkPolicy', `${FULLNAME}-auth-egress`));
     expect(policy.spec.egress.find((rule) => rule.ports.some((p) => p.port === 443))?.to).toEqual([{ ipBlock: PUBLIC_V4 }, { ipBlock: PUBLIC_V6 }]);
@@ -793,19 +816,80 @@ describe("auth's egress", () => {
   it('the room it may reach is where ROOM_ADDR leads', () => {
     const r = of('defaults');
     const [, port] = dialTarget(r.deployment('auth').spec.template.spec.containers[0]!.env.find((v) => v.name === 'ROOM_ADDR')!.value!);
-    expect(egressFlows(r)).toContain(`auth -> room:${port}`);
+    expect(egressFlows(r, 'auth')).toContain(`auth -> room:${port}`);
   });
 
   it('an external Redis is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
-    expect(egressFlows(of('external-secret'))).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> any:6379', 'auth -> public:443', 'auth -> room:50051']);
+    expect(egressFlows(of('external-secret'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> any:6379', 'auth -> public:443', 'auth -> room:50051']);
     const ports = await render('egress-redis-ports', { redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } }, auth: { egress: { externalRedisPorts: [7000, 7001] } } });
-    expect(egressFlows(ports).filter((flow) => flow.startsWith('auth -> any:7'))).toEqual(['auth -> any:7000', 'auth -> any:7001']);
+    expect(egressFlows(ports, 'auth').filter((flow) => flow.startsWith('auth -> any:7'))).toEqual(['auth -> any:7000', 'auth -> any:7001']);
     expect(of('external-url').find('NetworkPolicy', `${FULLNAME}-auth-egress`)).toBeUndefined();
   });
 
   it('auth.egress.clientMetadata.enabled=false leaves auth no way out to the internet', async () => {
     const off = await render('egress-no-metadata', { auth: { egress: { clientMetadata: { enabled: false } } } });
-    expect(egressFlows(off)).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> redis:6379', 'auth -> room:50051']);
+    expect(egressFlows(off, 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> redis:6379', 'auth -> room:50051']);
+  });
+});
+
+describe("delivery's egress", () => {
+  it('only auth and delivery have egress policies; every other pod is limited by the ingress policies of what it calls', () => {
+    const egress = of('defaults')
+      .all('NetworkPolicy')
+      .map((o) => networkPolicy.parse(o))
+      .filter((policy) => policy.spec.policyTypes.includes('Egress'));
+    expect(egress.map((policy) => policy.metadata.name).sort()).toEqual([`${FULLNAME}-auth-egress`, `${FULLNAME}-delivery-egress`]);
+  });
+
+  it('delivery reaches exactly what it calls: DNS, messaging, Redis, and HTTPS on public addresses for the webhooks', () => {
+    expect(egressFlows(of('defaults'), 'delivery')).toEqual(['delivery -> any:53', 'delivery -> any:53/UDP', 'delivery -> messaging:50052', 'delivery -> public:443', 'delivery -> redis:6379']);
+    // Both address families, each without its private, loopback, link-local and shared ranges: a
+    // webhook URL that resolves to a pod, a node, the cloud's metadata service or localhost is not reached.
+    const policy = networkPolicy.parse(of('defaults').find('NetworkPolicy', `${FULLNAME}-delivery-egress`));
+    const https = policy.spec.egress.filter((rule) => rule.to?.some((peer) => peer.ipBlock !== undefined));
+    expect(https).toEqual([
+      {
+        to: [
+          { ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8'] } },
+          { ipBlock: { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '::1/128'] } },
+        ],
+        ports: [{ port: 443, protocol: 'TCP' }],
+      },
+    ]);
+    expect(policy.spec.podSelector.matchLabels?.[COMPONENT]).toBe('delivery');
+  });
+
+  it('the messaging it may reach is where MESSAGING_ADDR leads, and messaging admits it there', () => {
+    const r = of('defaults');
+    const [, port] = dialTarget(r.deployment('delivery').spec.template.spec.containers[0]!.env.find((v) => v.name === 'MESSAGING_ADDR')!.value!);
+    expect(egressFlows(r, 'delivery')).toContain(`delivery -> messaging:${port}`);
+    expect(r.flows()).toContain(`delivery -> messaging:${port}`);
+    expect(r.flows()).toContain('delivery -> redis:6379');
+  });
+
+  it('only edge calls delivery, on the port DELIVERY_ADDR names', () => {
+    const r = of('defaults');
+    const [, port] = dialTarget(r.deployment('edge').spec.template.spec.containers[0]!.env.find((v) => v.name === 'DELIVERY_ADDR')!.value!);
+    expect(r.flows().filter((flow) => / -> delivery:/.test(flow))).toEqual([`edge -> delivery:${port}`, 'prometheus -> delivery:9090']);
+    for (const svc of SERVICES.filter((name) => name !== 'edge')) {
+      expect(r.deployment(svc).spec.template.spec.containers[0]!.env.map((v) => v.name), svc).not.toContain('DELIVERY_ADDR');
+    }
+  });
+
+  it('an external Redis is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
+    expect(egressFlows(of('external-secret'), 'delivery')).toEqual(['delivery -> any:53', 'delivery -> any:53/UDP', 'delivery -> any:6379', 'delivery -> messaging:50052', 'delivery -> public:443']);
+    const ports = await render('delivery-egress-redis-ports', {
+      redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } },
+      delivery: { egress: { externalRedisPorts: [7000, 7001] } },
+    });
+    expect(egressFlows(ports, 'delivery').filter((flow) => flow.startsWith('delivery -> any:7'))).toEqual(['delivery -> any:7000', 'delivery -> any:7001']);
+    expect(of('external-url').find('NetworkPolicy', `${FULLNAME}-delivery-egress`)).toBeUndefined();
+  });
+
+  it('delivery.egress.internet.enabled=false leaves delivery no way out to the internet, and auth its own', async () => {
+    const off = await render('egress-no-webhooks', { delivery: { egress: { internet: { enabled: false } } } });
+    expect(egressFlows(off, 'delivery')).toEqual(['delivery -> any:53', 'delivery -> any:53/UDP', 'delivery -> messaging:50052', 'delivery -> redis:6379']);
+    expect(egressFlows(off, 'auth')).toContain('auth -> public:443');
   });
 });
 
@@ -826,9 +910,13 @@ describe('NetworkPolicies', () => {
     'messaging -> room:50051',
     'prometheus -> room:9090',
     'edge -> messaging:50052',
+    'delivery -> messaging:50052',
     'prometheus -> messaging:9090',
+    'edge -> delivery:50054',
+    'prometheus -> delivery:9090',
     'room -> redis:6379',
     'messaging -> redis:6379',
+    'delivery -> redis:6379',
     'auth -> redis:6379',
     'edge -> redis:6379',
   ];
@@ -841,7 +929,7 @@ describe('NetworkPolicies', () => {
     const r = of('defaults');
     const calls = SERVICES.flatMap((svc) =>
       r.deployment(svc).spec.template.spec.containers[0]!.env
-        .filter((v) => /^(ROOM|AUTH|MESSAGING)_ADDR$/.test(v.name))
+        .filter((v) => /^(ROOM|AUTH|MESSAGING|DELIVERY)_ADDR$/.test(v.name))
         .map((v) => `${svc} -> ${v.name.replace('_ADDR', '').toLowerCase()}:${dialTarget(v.value!)[1]}`),
     );
     const grpcFlows = flows(r).filter((f) => /:5005\d$/.test(f));
@@ -891,7 +979,7 @@ describe('ServiceMonitor', () => {
     expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'admin', path: '/metrics' })]);
     const wanted = Object.entries(monitor.spec.selector.matchLabels ?? {});
     const selected = r.services().filter((s) => wanted.every(([k, v]) => s.metadata.labels[k] === v));
-    expect(selected.map((s) => s.spec.selector[COMPONENT]).sort()).toEqual(['auth', 'edge', 'messaging', 'room']);
+    expect(selected.map((s) => s.spec.selector[COMPONENT]).sort()).toEqual(['auth', 'delivery', 'edge', 'messaging', 'room']);
     for (const s of selected) expect(r.port(s.spec.selector[COMPONENT]!, s.spec.ports.find((p) => p.name === 'admin')!.targetPort)).toBe(9090);
   });
 });

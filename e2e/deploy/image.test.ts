@@ -52,9 +52,9 @@ describe('the container image', () => {
   let tree: RuntimeTree;
   let redis: LocalRedis;
   const running: Running[] = [];
-  const ports = { room: 0, messaging: 0, auth: 0, authWeb: 0, edge: 0 };
+  const ports = { room: 0, messaging: 0, delivery: 0, auth: 0, authWeb: 0, edge: 0 };
   /** Each service's admin port (9090 in the chart): /metrics and the probes /livez and /readyz. */
-  const admin = { room: 0, messaging: 0, auth: 0, edge: 0 };
+  const admin = { room: 0, messaging: 0, delivery: 0, auth: 0, edge: 0 };
 
   /** The image's entry point with `args`, in its WORKDIR, with the image's env and `env` only. */
   function run(name: string, args: string[], env: Record<string, string>): Running {
@@ -119,6 +119,12 @@ describe('the container image', () => {
       ROOM_ADDR: `127.0.0.1:${ports.room}`,
       CURSOR_SECRET,
     });
+    const delivery = run('delivery', ['services/delivery/dist/main.js'], {
+      ...common,
+      ADMIN_PORT: String(admin.delivery),
+      DELIVERY_GRPC_ADDR: `127.0.0.1:${ports.delivery}`,
+      MESSAGING_ADDR: `127.0.0.1:${ports.messaging}`,
+    });
     const auth = run('auth', ['services/auth/dist/main.js'], {
       ...common,
       ADMIN_PORT: String(admin.auth),
@@ -136,17 +142,19 @@ describe('the container image', () => {
       ROOM_ADDR: `127.0.0.1:${ports.room}`,
       AUTH_ADDR: `127.0.0.1:${ports.auth}`,
       MESSAGING_ADDR: `127.0.0.1:${ports.messaging}`,
+      DELIVERY_ADDR: `127.0.0.1:${ports.delivery}`,
     });
     await Promise.all([
       until(room, async () => (await grpcHealth(ports.room)) === 'SERVING'),
       until(messaging, async () => (await grpcHealth(ports.messaging)) === 'SERVING'),
+      until(delivery, async () => (await grpcHealth(ports.delivery)) === 'SERVING'),
       until(auth, async () => (await grpcHealth(ports.auth)) === 'SERVING'),
       until(auth, answers(`http://127.0.0.1:${ports.authWeb}/signin`)),
       until(edge, answers(`http://127.0.0.1:${ports.edge}/api/v1/posts?limit=1`)),
-      ...[room, messaging, auth, edge].map((service) => until(service, answers(`http://127.0.0.1:${admin[service.name as keyof typeof admin]}/readyz`))),
+      ...[room, messaging, delivery, auth, edge].map((service) => until(service, answers(`http://127.0.0.1:${admin[service.name as keyof typeof admin]}/readyz`))),
     ]);
     const seconds = (ms: number) => (ms / 1000).toFixed(1);
-    console.log(`image tree: npm ci ${seconds(tree.installMs)} s${tree.cached ? ' (its layer from node_modules/.cache)' : ''}, assembled in ${seconds(assembled - started)} s, four services serving ${seconds(performance.now() - assembled)} s later`);
+    console.log(`image tree: npm ci ${seconds(tree.installMs)} s${tree.cached ? ' (its layer from node_modules/.cache)' : ''}, assembled in ${seconds(assembled - started)} s, five services serving ${seconds(performance.now() - assembled)} s later`);
   }, 240_000);
 
   afterAll(async () => {
@@ -170,7 +178,7 @@ describe('the container image', () => {
     expect(image.entrypoint).toEqual(['node', '--enable-source-maps']);
     expect(image.cmd).toEqual(['services/edge/dist/main.js']);
     expect(image.env).toMatchObject({ NODE_ENV: 'production' });
-    expect(image.expose.sort()).toEqual([8080, 8081, 9090, 50051, 50052, 50053].sort());
+    expect(image.expose.sort()).toEqual([8080, 8081, 9090, 50051, 50052, 50053, 50054].sort());
     expect(image.labels).toMatchObject({ 'org.opencontainers.image.version': rootPackage.version, 'org.opencontainers.image.licenses': rootPackage.license });
   });
 
@@ -181,7 +189,7 @@ describe('the container image', () => {
     );
     expect(unexpected).toEqual([]);
     expect(ours.filter((path) => /(^|\/)(src|test)\/|\.test\.|(?<!\.d)\.ts$/.test(path))).toEqual([]);
-    for (const main of ['room', 'messaging', 'auth', 'edge'].map((service) => `services/${service}/dist/main.js`)) expect(ours).toContain(main);
+    for (const main of ['room', 'messaging', 'delivery', 'auth', 'edge'].map((service) => `services/${service}/dist/main.js`)) expect(ours).toContain(main);
     expect(ours).toContain('services/edge/dist/assets/room.js');
 
     // No package the lockfile marks as a development dependency was installed.
@@ -207,9 +215,10 @@ describe('the container image', () => {
     }
   });
 
-  it('serves gRPC health SERVING on room, messaging and auth', async () => {
+  it('serves gRPC health SERVING on room, messaging, delivery and auth', async () => {
     expect(await grpcHealth(ports.room)).toBe('SERVING');
     expect(await grpcHealth(ports.messaging)).toBe('SERVING');
+    expect(await grpcHealth(ports.delivery)).toBe('SERVING');
     expect(await grpcHealth(ports.auth)).toBe('SERVING');
   });
 
@@ -247,6 +256,6 @@ describe('the container image', () => {
     const services = running.filter((service) => service.name !== 'render');
     for (const service of services) service.child.kill('SIGTERM');
     const codes = await Promise.all(services.map((service) => service.exit));
-    expect(Object.fromEntries(services.map((service, i) => [service.name, codes[i]]))).toEqual({ room: 0, messaging: 0, auth: 0, edge: 0 });
+    expect(Object.fromEntries(services.map((service, i) => [service.name, codes[i]]))).toEqual({ room: 0, messaging: 0, delivery: 0, auth: 0, edge: 0 });
   });
 });

@@ -13,7 +13,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
  */
 const inspectorCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector-cli/build/cli.js');
 
-const TOOLS = ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read'];
+const TOOLS = ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read', 'room_create_webhook', 'room_list_webhooks', 'room_delete_webhook', 'room_test_webhook'];
 
 interface Run {
   code: number | null;
@@ -96,7 +96,7 @@ describe('the MCP Inspector CLI against npm start', () => {
     expect(await exited).toBe(0);
   });
 
-  it('lists the ten room tools', async () => {
+  it('lists the fourteen room tools', async () => {
     const listed = json<{ tools: { name: string; description?: string; inputSchema: { type: string } }[] }>(await inspector(mcpUrl, ['--method', 'tools/list']));
     expect(listed.tools.map((tool) => tool.name).sort()).toEqual([...TOOLS].sort());
     for (const tool of listed.tools) {

@@ -57,10 +57,10 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     await app.stop();
   });
 
-  it('lists the 10 tools without a token, each with schemas, hints, a title and a description', async () => {
+  it('lists the 14 tools without a token, each with schemas, hints, a title and a description', async () => {
     expect(anonymous.getInstructions()).toContain('room_overview');
     const { tools } = await anonymous.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read']);
+    expect(tools.map((t) => t.name)).toEqual(['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read', 'room_create_webhook', 'room_list_webhooks', 'room_delete_webhook', 'room_test_webhook']);
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.outputSchema?.type).toBe('object');
@@ -69,7 +69,7 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
       expect(tool.annotations?.openWorldHint).toBe(false);
     }
     const byName = new Map(tools.map((t) => [t.name, t]));
-    for (const reads of ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_read_thread', 'room_read_messages', 'room_read_notifications']) {
+    for (const reads of ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_read_thread', 'room_read_messages', 'room_read_notifications', 'room_list_webhooks']) {
       expect(byName.get(reads)?.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
     }
     expect(byName.get('room_post')?.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false, destructiveHint: false });

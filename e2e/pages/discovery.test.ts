@@ -261,7 +261,7 @@ describe('the portal in a real browser', () => {
     await app.stop();
   });
 
-  it.each(['/developers', '/developers/reference', '/problems/scope-required', '/problems'])('loads %s with no console error and no request to another origin', async (path) => {
+  it.each(['/developers', '/developers/reference', '/developers/webhooks', '/problems/scope-required', '/problems'])('loads %s with no console error and no request to another origin', async (path) => {
     const page = await browser.newPage();
     const errors: string[] = [];
     const foreign: string[] = [];

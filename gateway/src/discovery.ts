@@ -4,7 +4,7 @@ import { LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oa
 import { PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES } from '@agentroom/kit';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
-import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage } from './portal.js';
+import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
 
 /** One document the gateway answers itself: its bytes and how to send them. */
 export interface Document {
@@ -123,7 +123,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
         refresh_tokens: 'rotated on every use; reusing an old one ends the connection',
       },
     },
-    documentation: { manifest: `${urls.siteUrl}/.well-known/ai-agent.json`, developers: map.developers, reference: `${urls.siteUrl}/developers/reference`, openapi: map.openapi, llms_txt: map.llms_txt, auth_md: map.auth_md, problems: `${urls.siteUrl}/problems` },
+    documentation: { manifest: `${urls.siteUrl}/.well-known/ai-agent.json`, developers: map.developers, reference: `${urls.siteUrl}/developers/reference`, webhooks: `${urls.siteUrl}/developers/webhooks`, openapi: map.openapi, llms_txt: map.llms_txt, auth_md: map.auth_md, problems: `${urls.siteUrl}/problems` },
     limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, idempotency_key_hours: 24 },
     feedback: map.feedback,
     room: map.room,
@@ -176,6 +176,7 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
     ['/auth.md', text('text/markdown; charset=utf-8', authMd(urls))],
     ['/developers', html(developersPage(urls))],
     ['/developers/reference', html(referencePage(urls), referenceCsp(urls))],
+    ['/developers/webhooks', html(webhooksPage(urls))],
     ['/developers/assets/portal.css', text('text/css; charset=utf-8', PORTAL_CSS)],
     ['/developers/assets/scalar.js', { contentType: 'text/javascript; charset=utf-8', body: scalarBundle(), maxAge: 86_400 }],
     ['/problems', html(problemsIndexPage(urls))],

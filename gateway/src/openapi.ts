@@ -15,6 +15,8 @@ import {
   isRestRoute,
   message,
   messageList,
+  notification,
+  WEBHOOK_EVENTS,
   oauthDeviceAuthorization,
   oauthError,
   oauthToken,
@@ -104,7 +106,7 @@ function problemStatuses(spec: OperationSpec, binding: RestBinding | undefined):
   const namesSomething = Object.values(spec.input.shape as Record<string, z.ZodType>).some((field) => fieldRuleOf(field)?.notFound !== undefined);
   if (binding?.path.includes(':') === true || namesSomething) statuses.add(404);
   // Idempotency keys are REST's; the standard OAuth endpoints take none, and take form bodies.
-  if (spec.writes && isRestRoute(spec.rest)) statuses.add(409).add(422);
+  if (spec.writes && isRestRoute(spec.rest) && spec.rest.method === 'POST') statuses.add(409).add(422);
   if (binding?.from === 'body' || isOAuthEndpoint(spec.rest)) statuses.add(413);
   // A JSON endpoint refuses any other body (form-encoded, text); revocation takes a form.
   if (binding?.from === 'body') statuses.add(415);
@@ -156,7 +158,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
     ...(params === undefined ? {} : { params }),
     ...(binding.from === 'query' && hasInput ? { query: rest } : {}),
     ...(binding.from === 'body' ? { body: { required: true, content: { 'application/json': { schema: rest } } } } : {}),
-    ...(spec.writes
+    ...(spec.writes && binding.method === 'POST'
       ? {
           headers: z.object({
             'Idempotency-Key': z
@@ -170,7 +172,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
       : {}),
   };
   const responses: Record<string, ResponseConfig> = {};
-  const extra = spec.writes ? REPLAYED_HEADER : {};
+  const extra = spec.writes && binding.method === 'POST' ? REPLAYED_HEADER : {};
   if (name === 'pollSignup') {
     responses['200'] = json(signupPoll, 'Approved: the token, delivered exactly once (`Cache-Control: no-store`).', EXAMPLES.pollSignup);
     responses['202'] = json(signupPoll, 'Still waiting for the human: poll again after `interval` seconds.', { status: 'pending' });
@@ -182,7 +184,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
   }
   for (const status of problemStatuses(spec, binding)) responses[String(status)] ??= problemResponse(urls, status);
   return {
-    method: binding.method === 'GET' ? 'get' : 'post',
+    method: binding.method === 'GET' ? 'get' : binding.method === 'DELETE' ? 'delete' : 'post',
     path: pathOf(urls, binding),
     operationId: name,
     summary: spec.title,
@@ -364,6 +366,39 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
     responses: oauthResponses(urls, { description: 'Revoked, or already unknown.' }),
   });
 
+  // What a webhook endpoint receives (OpenAPI 3.1 webhooks): one payload per event type.
+  const signatureHeaders = z.object({
+    'webhook-id': z.string().describe('The delivery\'s id: the same on every attempt of one delivery, so a repeat can be recognised.'),
+    'webhook-timestamp': z.string().describe('Seconds since the epoch when this attempt was signed.'),
+    'webhook-signature': z.string().describe('`v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body` under the endpoint\'s secret (Standard Webhooks).'),
+  });
+  const deliveryResponses = {
+    '200': { description: 'Any 2xx ends the delivery.' },
+    '410': { description: 'Gone: the endpoint is disabled at once.' },
+    default: { description: 'Anything else (or no answer within 5 seconds) is tried again with backoff, for about a day.' },
+  };
+  for (const type of [...WEBHOOK_EVENTS, 'test'] as const) {
+    const data =
+      type === 'test'
+        ? z.object({ webhook_id: z.string(), message: z.string() })
+        : notification.extend({ type: z.literal(type) }).describe(`The notification, as GET ${urls.baseUrl}/notifications answers it.`);
+    registry.registerWebhook({
+      method: 'post',
+      path: type,
+      operationId: `webhook_${type}`,
+      summary: type === 'test' ? 'A test event (POST /webhooks/{webhookId}/test)' : `A ${type.replace('_', ' ')} notification`,
+      description: `POSTed to each endpoint registered for \`${type}\` with POST ${urls.baseUrl}/webhooks, signed per the Standard Webhooks specification: verify it with the endpoint's secret (${urls.siteUrl}/developers/webhooks).`,
+      tags: ['Webhooks'],
+      // The room sends these: no bearer token; the signature headers prove where they come from.
+      security: [{}],
+      request: {
+        headers: signatureHeaders,
+        body: { required: true, content: { 'application/json': { schema: z.object({ type: z.literal(type), timestamp: z.iso.datetime(), data }) } } },
+      },
+      responses: deliveryResponses,
+    });
+  }
+
   const generator = new OpenApiGeneratorV31(registry.definitions);
   const document = generator.generateDocument({
     openapi: '3.1.0',
@@ -379,6 +414,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
       { name: 'Room', description: 'Posts, agents and direct messages.' },
       { name: 'Signup and feedback', description: 'Getting a token a human approved, and telling us what went wrong.' },
       { name: 'Live feeds', description: 'Server-sent events.' },
+      { name: 'Webhooks', description: `What a registered endpoint receives, signed per the Standard Webhooks specification: ${urls.siteUrl}/developers/webhooks.` },
       { name: 'OAuth', description: `Standard OAuth endpoints: the signup as the device flow, the authorization code flow of MCP hosts (its authorization endpoint, ${urls.siteUrl}/authorize, is a page for humans), client registration and revocation. Metadata: ${urls.siteUrl}/.well-known/oauth-authorization-server.` },
     ],
     externalDocs: { description: 'Developer portal', url: `${urls.siteUrl}/developers` },

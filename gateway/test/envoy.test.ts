@@ -311,7 +311,7 @@ describe('Envoy on the rendered bootstrap', () => {
     const preflight = await fetch(`${envoy.origin}/.well-known/ai-agent.json`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('allow')).toBe('GET, HEAD');
-    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, HEAD, POST');
+    expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, HEAD, POST, DELETE');
     expectOwnHeaders(preflight);
     const refused = await fetch(`${envoy.origin}/openapi.json`, { method: 'POST', body: '{}' });
     expect(refused.status).toBe(405);

@@ -50,6 +50,14 @@ const clusterEnv = z.object({
   /** How many auth processes: edges spread their calls over all of them, the router their pages. */
   AUTH_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
   ROOM_GRPC_PORT: port.optional(),
+  /**
+   * Passed to delivery: lets webhooks target private and loopback addresses, so an endpoint on this
+   * machine (a test receiver) gets them. Off by default, as in a deployment.
+   */
+  WEBHOOKS_ALLOW_PRIVATE_TARGETS: z
+    .enum(['true', 'false'])
+    .transform((value) => value === 'true')
+    .default(false),
   ...publicUrlsEnv.shape,
   ...storageEnv.shape,
   ...logEnv.shape,
@@ -285,6 +293,18 @@ try {
   await waitFor('messaging', async () => (await messagingHealth.check()) === 'SERVING');
   messagingHealth.close();
 
+  // Delivery follows messaging's events and POSTs webhooks; only edge calls it.
+  const deliveryAddr = `127.0.0.1:${await freePort()}`;
+  await launch('delivery', entry('@agentroom/delivery', './main.js'), {
+    ...common,
+    DELIVERY_GRPC_ADDR: deliveryAddr,
+    MESSAGING_ADDR: messagingAddr,
+    WEBHOOKS_ALLOW_PRIVATE_TARGETS: String(config.WEBHOOKS_ALLOW_PRIVATE_TARGETS),
+  });
+  const deliveryHealth = new HealthChecker(deliveryAddr);
+  await waitFor('delivery', async () => (await deliveryHealth.check()) === 'SERVING');
+  deliveryHealth.close();
+
   // The first auth process is `auth`, the others `auth-2`, `auth-3`…; all share Redis, so any answers any call.
   const auths: { name: string; addr: string; httpPort: number }[] = [];
   for (let i = 0; i < config.AUTH_REPLICAS; i += 1) {
@@ -304,7 +324,7 @@ try {
   for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
     const edgePort = await freePort();
     edges.push({ port: edgePort, name: `edge-${i + 1}` });
-    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authTarget, MESSAGING_ADDR: messagingAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
+    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authTarget, MESSAGING_ADDR: messagingAddr, DELIVERY_ADDR: deliveryAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
     edgeUrls.push(`http://127.0.0.1:${edgePort}`);
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
@@ -323,10 +343,27 @@ try {
   // The redis-server the launcher started is one of its processes too (the bench sums their CPU time).
   const pids = { ...Object.fromEntries(processes.map(({ name, child }) => [name, child.pid])), ...(redis?.pid === undefined ? {} : { 'redis-server': redis.pid }) };
   // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
+  const privateTargets = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS ? '; webhooks may target private and loopback addresses (WEBHOOKS_ALLOW_PRIVATE_TARGETS=true)' : '';
   const provision = `npm run agents -- provision --auth ${authAddr} --human "<a name registered at ${urls.siteUrl}/signin>" --count 200 --scopes posts:write,messages:write,messages:read --out load-tests/tokens.json`;
   log.info(
-    { site: urls.siteUrl, api: urls.baseUrl, room: roomAddr, messaging: messagingAddr, auth: authAddr, auths: auths.map((auth) => auth.addr), edges: edgeUrls, router: routerUrl, ...(envoy ? { envoy } : {}), redis: redisUrl, metrics, pids, provision },
-    `cluster ready at ${urls.siteUrl}: room, messaging, ${auths.length === 1 ? 'auth' : `${auths.length} auth processes`}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis`,
+    {
+      site: urls.siteUrl,
+      api: urls.baseUrl,
+      room: roomAddr,
+      messaging: messagingAddr,
+      delivery: deliveryAddr,
+      webhooksAllowPrivateTargets: config.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
+      auth: authAddr,
+      auths: auths.map((auth) => auth.addr),
+      edges: edgeUrls,
+      router: routerUrl,
+      ...(envoy ? { envoy } : {}),
+      redis: redisUrl,
+      metrics,
+      pids,
+      provision,
+    },
+    `cluster ready at ${urls.siteUrl}: room, messaging, delivery, ${auths.length === 1 ? 'auth' : `${auths.length} auth processes`}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis${privateTargets}`,
   );
   log.info({ provision }, `tokens for load tests (load-tests/README.md): ${provision}`);
 } catch (error) {

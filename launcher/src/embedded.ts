@@ -1,6 +1,7 @@
 import { type Clock, closeHttpServer, createLogger, loadConfig, type Logger, MemoryQuotaStore, newCursorSecret, Probes, publicUrls, type PublicUrls, systemClock } from '@agentroom/kit';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
+import { deliveryEnv, start as startDelivery } from '@agentroom/delivery';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
 import { authEnv, type AuthDomain, start as startAuth } from '@agentroom/auth';
 import { embeddedEnv } from './config.js';
@@ -45,13 +46,17 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
     createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT),
   );
+  const delivery = await startDelivery(
+    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }),
+    createLogger('delivery', config.LOG_LEVEL, config.LOG_FORMAT),
+  );
   const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), {
     listen: false,
     log: createLogger('auth', config.LOG_LEVEL, config.LOG_FORMAT),
     clock,
     ...(quota ? { quota } : {}),
   });
-  const edgeConfig = loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}` });
+  const edgeConfig = loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}`, DELIVERY_ADDR: `127.0.0.1:${delivery.port}` });
   const edge = await startEdge(edgeConfig, {
     listen: false,
     log: createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT),
@@ -87,6 +92,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
       await closeHttpServer(router.server, config.SHUTDOWN_GRACE_MS);
       await edge.stop();
       await auth.stop();
+      await delivery.stop();
       await messaging.stop();
       await room.stop();
     },

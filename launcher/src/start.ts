@@ -18,6 +18,10 @@ try {
       ? `Agent Room is running at ${running.urls.siteUrl} (in-memory storage: data is lost on exit; set REDIS_URL for Redis)`
       : `Agent Room is running at ${running.urls.siteUrl} (Redis storage)`,
   );
+  // A setting meant for tests and private deployments is said out loud, not only in a service's log.
+  if (process.env.WEBHOOKS_ALLOW_PRIVATE_TARGETS === 'true') {
+    log.warn('WEBHOOKS_ALLOW_PRIVATE_TARGETS is on: webhooks may target http, loopback and private addresses (meant for tests and private deployments)');
+  }
   exitOnSignal(log, async () => {
     await running.stop();
     if (admin) await closeHttpServer(admin.server, 1_000);

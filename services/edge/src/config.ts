@@ -14,6 +14,8 @@ export const edgeEnv = z.object({
   AUTH_ADDR: grpcTarget.default('127.0.0.1:50052'),
   /** The messaging service's gRPC address. */
   MESSAGING_ADDR: grpcTarget.default('127.0.0.1:50053'),
+  /** The delivery service's gRPC address (webhooks). */
+  DELIVERY_ADDR: grpcTarget.default('127.0.0.1:50054'),
   /** Daily calls per token (docs/decisions.md §6). */
   QUOTA_PER_TOKEN: dailyQuota.default(10_000),
   /** Daily calls per client address for calls without a token (docs/decisions.md §6). */

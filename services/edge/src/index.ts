@@ -21,6 +21,7 @@ import {
 import type { EdgeConfig } from './config.js';
 import { AuthGateway } from './gateways/auth.gateway.js';
 import { TokenCache } from './gateways/token-cache.js';
+import { DeliveryGateway } from './gateways/delivery.gateway.js';
 import { MessagingGateway } from './gateways/messaging.gateway.js';
 import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
@@ -84,6 +85,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
   const tokens = new TokenCache(auth, { ttlMs: config.TOKEN_CACHE_MS, log });
   tokens.start();
   const messaging = new MessagingGateway(config.MESSAGING_ADDR, config.GRPC_DEADLINE_MS);
+  const delivery = new DeliveryGateway(config.DELIVERY_ADDR, config.GRPC_DEADLINE_MS);
   const hub = new PostsHub(room, log);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
   const endLiveStreams = (): void => {
@@ -96,6 +98,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     room,
     auth,
     messaging,
+    delivery,
     firstPage: hub,
     feedback: redis ? new RedisFeedbackStore(redis, config.REDIS_KEY_PREFIX) : new MemoryFeedbackStore(),
     storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
@@ -157,6 +160,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
       tokens.close();
       auth.close();
       messaging.close();
+      delivery.close();
       await redis?.quit();
     },
   };

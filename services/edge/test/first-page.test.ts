@@ -20,6 +20,7 @@ import { roomProto, type UpsertAgentResponse__Output } from '@agentroom/proto';
 import type { Post, PostList } from '@agentroom/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthGateway } from '../src/gateways/auth.gateway.js';
+import { DeliveryGateway } from '../src/gateways/delivery.gateway.js';
 import { MessagingGateway } from '../src/gateways/messaging.gateway.js';
 import { type PagedPost, RoomGateway } from '../src/gateways/room.gateway.js';
 import { FirstPage } from '../src/live/first-page.js';
@@ -247,8 +248,9 @@ describe('the first page when the room stream is lost, and when it is back', () 
     // Auth and messaging are not on the path of listPosts: nothing listens at their addresses.
     const auth = new AuthGateway(`127.0.0.1:${await freePort()}`, 2_000);
     const messaging = new MessagingGateway(`127.0.0.1:${await freePort()}`, 2_000);
+    const delivery = new DeliveryGateway(`127.0.0.1:${await freePort()}`, 2_000);
     core = new Core({
-      operations: operationTable({ urls, room: gateway, auth, messaging, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
+      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
       authenticate: (token) => auth.authenticate(token),
       quota: new MemoryQuotaStore(),
       idempotency: new MemoryIdempotencyStore(),

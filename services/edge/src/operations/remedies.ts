@@ -72,6 +72,12 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
       return `List the posts with ${surface.call('listPosts')} and use one of their ids${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
     case 'notification-not-found':
       return `List your notifications with ${surface.call('listNotifications')} and pass the id of one${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
+    case 'webhook-not-found':
+      return `List your webhooks with GET ${urls.baseUrl}/webhooks and use the id of one${fields.parameter === undefined ? '' : ` as ${surface.input(fields.parameter)}`}.`;
+    case 'too-many-webhooks':
+      return `Delete a webhook you no longer use (list them with GET ${urls.baseUrl}/webhooks), or subscribe one endpoint to several event types${again(surface, operation)}.`;
+    case 'webhook-target-refused':
+      return `Register an https URL of a server reachable from the internet: its host must resolve to public addresses only (not private, loopback, link-local or metadata ones), at POST ${urls.baseUrl}/webhooks.`;
     case 'text-empty':
       return `Send ${surface.input(fields.parameter ?? 'text')} with 1 to ${fields.max_length ?? 500} characters, at least one of them not white space${again(surface, operation)}.`;
     case 'text-too-long':

@@ -1,6 +1,7 @@
 import { type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
 import { connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
+import type { DeliveryGateway } from '../gateways/delivery.gateway.js';
 import type { MessagingGateway } from '../gateways/messaging.gateway.js';
 import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 import { implement, type Operation, principalOf } from './operation.js';
@@ -11,6 +12,8 @@ export interface OperationDeps {
   room: RoomGateway;
   auth: AuthGateway;
   messaging: MessagingGateway;
+  /** Webhooks: not on the path of any other operation, so the others work while it is down. */
+  delivery: DeliveryGateway;
   /** The room's first page in this edge's memory (the posts hub), fed by the room's stream and by the posts made here. */
   firstPage: FirstPageSource;
   feedback: FeedbackStore;
@@ -41,7 +44,7 @@ export type Operations = { [N in OperationName]: Operation<(typeof OPERATIONS)[N
  * pipeline (core.ts) applies token, scope, quota and idempotency; the protocol adapters render them.
  */
 export function operationTable(deps: OperationDeps): Operations {
-  const { urls, room, auth, messaging } = deps;
+  const { urls, room, auth, messaging, delivery } = deps;
   const op = OPERATIONS;
   return {
     listPosts: implement(op.listPosts, async (call, input) => {
@@ -96,6 +99,21 @@ export function operationTable(deps: OperationDeps): Operations {
       const marker = await messaging.markNotificationsRead(principalOf(call).agentId, input.up_to);
       return { read_up_to: marker.readUpTo, unread_count: marker.unreadCount };
     }),
+
+    createWebhook: implement(op.createWebhook, (call, input) => delivery.createWebhook(principalOf(call).agentId, input.url, input.events)),
+
+    listWebhooks: implement(op.listWebhooks, async (call) => ({ object: 'list' as const, data: await delivery.listWebhooks(principalOf(call).agentId), has_more: false })),
+
+    deleteWebhook: implement(op.deleteWebhook, async (call, input) => {
+      await delivery.deleteWebhook(principalOf(call).agentId, input.webhookId);
+      return { id: input.webhookId, deleted: true as const };
+    }),
+
+    rotateWebhookSecret: implement(op.rotateWebhookSecret, (call, input) => delivery.rotateSecret(principalOf(call).agentId, input.webhookId)),
+
+    enableWebhook: implement(op.enableWebhook, (call, input) => delivery.enableWebhook(principalOf(call).agentId, input.webhookId)),
+
+    testWebhook: implement(op.testWebhook, async (call, input) => ({ message_id: await delivery.sendTestEvent(principalOf(call).agentId, input.webhookId) })),
 
     startSignup: implement(op.startSignup, async (call, input) => {
       const flow = await auth.startDeviceFlow({

@@ -80,6 +80,7 @@ export function restRoutes(core: Core, surface: Surface, base: RestBase): Router
   for (const binding of bindings) {
     const handler = restHandler(core, surface, binding);
     if (binding.method === 'GET') router.get(binding.path, handler);
+    else if (binding.method === 'DELETE') router.delete(binding.path, handler);
     else router.post(binding.path, handler);
   }
   // A known path with another method: 405 with the methods it takes (GET answers HEAD too).

@@ -1,5 +1,6 @@
 import { createLogger, freePort, MemoryFeedbackStore, MemoryIdempotencyStore, MemoryQuotaStore, publicUrls, type PublicUrls, type ServiceProcess, startServiceProcess } from '@agentroom/kit';
 import { AuthGateway } from '../../src/gateways/auth.gateway.js';
+import { DeliveryGateway } from '../../src/gateways/delivery.gateway.js';
 import { MessagingGateway } from '../../src/gateways/messaging.gateway.js';
 import { RoomGateway } from '../../src/gateways/room.gateway.js';
 import { PostsHub } from '../../src/live/posts-hub.js';
@@ -56,6 +57,8 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
   const room = new RoomGateway(backends.room.address, 2_000);
   const auth = new AuthGateway(backends.auth.address, 2_000);
   const messaging = new MessagingGateway(backends.messaging.address, 2_000);
+  // Webhooks are not on the path of the operations these tests run: nothing listens there.
+  const delivery = new DeliveryGateway('127.0.0.1:9', 2_000);
   const log = createLogger('edge', 'silent');
   const feedback = new MemoryFeedbackStore();
   const hub = new PostsHub(room, log);
@@ -64,6 +67,7 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
     room,
     auth,
     messaging,
+    delivery,
     firstPage: hub,
     feedback,
     storage: { kind: 'memory', ping: () => Promise.resolve() },
@@ -89,6 +93,7 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
       room.close();
       auth.close();
       messaging.close();
+      delivery.close();
     },
   };
 }
