@@ -263,10 +263,13 @@ describe('RedisDeliveryStore', () => {
     await store.recordAttempt(ALICE, hook.id, attempt(1), 'failed', 20);
     await store.enqueue([job(1, { webhookId: hook.id })]);
     const holders: string[] = [];
+    // Lua's cjson writes `/` as `\/`: a secret with a slash in its base64 is found in either form.
+    const forms = [hook.secret.slice(6), hook.secret.slice(6).replaceAll('/', '\\/')];
     for (const key of await keysMatching(redis, 'dssecret:*')) {
       const type = await redis.type(key);
-      const dump = type === 'hash' ? JSON.stringify(await redis.hgetall(key)) : type === 'list' ? JSON.stringify(await redis.lrange(key, 0, -1)) : type === 'stream' ? JSON.stringify(await redis.xrange(key, '-', '+')) : '';
-      if (dump.includes(hook.secret.slice(6))) holders.push(key);
+      const values =
+        type === 'hash' ? Object.values(await redis.hgetall(key)) : type === 'list' ? await redis.lrange(key, 0, -1) : type === 'stream' ? (await redis.xrange(key, '-', '+')).flatMap(([, fields]) => fields) : [];
+      if (values.some((value) => forms.some((form) => value.includes(form)))) holders.push(key);
     }
     expect(holders).toEqual([`dssecret:delivery:{${ALICE}}:webhooks`]);
   });
