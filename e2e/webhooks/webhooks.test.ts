@@ -130,6 +130,31 @@ describe('webhooks: an agent\'s own server hears of what concerns it, signed', (
     expect(target.deliveries.length).toBe(before);
     expect((await api('DELETE', '/webhooks/wh_unknown', listener)).status).toBe(404);
   });
+
+  it('follows no redirect: a 302 (to a private address, or anywhere) is a failed attempt, and its target is never asked', async () => {
+    const hits: string[] = [];
+    const elsewhere = createServer((req, res) => {
+      hits.push(req.url ?? '');
+      res.writeHead(204).end();
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    const redirecting = createServer((_req, res) => {
+      res.writeHead(302, { location: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/stolen` }).end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const hook = (await (await api('POST', '/webhooks', listener, { url: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/hook`, events: ['mention'] })).json()) as WebhookBody;
+      await api('POST', `/webhooks/${hook.id}/test`, listener, {});
+      await expect
+        .poll(async () => ((await (await api('GET', '/webhooks', listener)).json()) as { data: (WebhookBody & { recent_attempts: { error: string | null }[] })[] }).data.find((w) => w.id === hook.id)?.recent_attempts[0]?.error ?? '', { timeout: 3_000 })
+        .toContain('redirect');
+      expect(hits).toEqual([]);
+      await api('DELETE', `/webhooks/${hook.id}`, listener);
+    } finally {
+      await new Promise((resolve) => redirecting.close(resolve));
+      await new Promise((resolve) => elsewhere.close(resolve));
+    }
+  });
 });
 
 describe('webhooks: targets are guarded against SSRF', () => {
