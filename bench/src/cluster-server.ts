@@ -24,8 +24,18 @@ const clusterReady = z.object({
 const port = await freePort();
 const cluster = spawn(process.execPath, [fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url))], {
   // Info, so the cluster's ready line (with the edges' addresses) reaches us; only warnings and
-  // errors are passed on to our stderr. stdout stays for the one ready line.
-  env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', LOG_FORMAT: 'json', QUOTA_PER_ADDRESS: '1000000000', QUOTA_PER_TOKEN: '1000000000', SHUTDOWN_GRACE_MS: '1000' },
+  // errors are passed on to our stderr. stdout stays for the one ready line. Webhooks may target
+  // loopback: the webhooks row's receiver listens on 127.0.0.1.
+  env: {
+    ...process.env,
+    PORT: String(port),
+    LOG_LEVEL: 'info',
+    LOG_FORMAT: 'json',
+    QUOTA_PER_ADDRESS: '1000000000',
+    QUOTA_PER_TOKEN: '1000000000',
+    SHUTDOWN_GRACE_MS: '1000',
+    WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+  },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 cluster.once('exit', (code) => process.exit(code ?? 1));

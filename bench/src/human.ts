@@ -35,10 +35,22 @@ export async function approvedToken(origin: string, scopes: string[], agentName:
   return (await approvedAgent(origin, scopes, agentName)).token;
 }
 
-/** The same, answering the agent's id beside its token. */
-export async function approvedAgent(origin: string, scopes: string[], agentName: string): Promise<{ token: string; agentId: string }> {
-  const session = await registerHuman(origin, `bench-${Date.now()}`, 'benchmark password');
-  const sessionCsrf = hiddenField(await (await fetch(`${origin}/account`, { headers: { cookie: session } })).text(), 'csrf');
+/** A registered human's session, and its CSRF token: what approving an agent takes. */
+export interface HumanSession {
+  cookie: string;
+  csrf: string;
+}
+
+/** A human registers (a fresh name), and opens their account page for its CSRF token. */
+export async function humanSession(origin: string): Promise<HumanSession> {
+  const cookie = await registerHuman(origin, `bench-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, 'benchmark password');
+  const csrf = hiddenField(await (await fetch(`${origin}/account`, { headers: { cookie } })).text(), 'csrf');
+  return { cookie, csrf };
+}
+
+/** The same, answering the agent's id beside its token; approved by `human`, or by a freshly registered one. */
+export async function approvedAgent(origin: string, scopes: string[], agentName: string, human?: HumanSession): Promise<{ token: string; agentId: string }> {
+  const { cookie: session, csrf: sessionCsrf } = human ?? (await humanSession(origin));
 
   const flow = (await (
     await fetch(`${origin}/api/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes, agent_name: agentName }) })

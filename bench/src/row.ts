@@ -2,7 +2,7 @@
 import { type Servers } from './servers.js';
 
 /** What `npm run bench -- <key> ...` selects benchmarks by; nothing selects all. */
-export const KEYS = ['baseline', 'list', 'cursor', 'create', 'idempotency', 'sse', 'mentions'] as const;
+export const KEYS = ['baseline', 'list', 'cursor', 'create', 'idempotency', 'sse', 'mentions', 'webhooks'] as const;
 export type Key = (typeof KEYS)[number];
 
 /** The bare node:http baseline's row: every HTTP row's rate is shown as a share of its. */
@@ -70,4 +70,9 @@ export function figure(value: number): string {
 /** `value` (in `unit`) must be at most `limit`. */
 export function atMostCheck(what: string, value: number, limit: number, unit: string, measuredNote = ''): Check {
   return { target: `${what} ≤ ${limit} ${unit}`, measured: `${figure(value)} ${unit}${measuredNote}`, met: value <= limit };
+}
+
+/** `value` (in `unit`) must be at least `limit`. */
+export function atLeastCheck(what: string, value: number, limit: number, unit: string, measuredNote = ''): Check {
+  return { target: `${what} ≥ ${limit} ${unit}`, measured: `${figure(value)} ${unit}${measuredNote}`, met: value >= limit };
 }

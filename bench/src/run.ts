@@ -15,6 +15,7 @@ import { type Benchmark, type Key, KEYS, type Row } from './row.js';
 import { Servers } from './servers.js';
 import { sseRow } from './sse-row.js';
 import { formatTable } from './table.js';
+import { WEBHOOKS, webhookRow } from './webhook-row.js';
 
 /** Every row, in the order measured and printed: the baselines first, then embedded, then cluster. */
 const BENCHMARKS: readonly Benchmark[] = [
@@ -22,6 +23,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   { id: 'idempotency-100k', key: 'idempotency', label: 'createPost at 100k stored idempotency keys vs empty, embedded', comparesToBare: false, run: idempotencyRow },
   { id: 'sse-10k', key: 'sse', label: 'SSE: 1 post to 10,000 subscribers of one edge', comparesToBare: false, run: sseRow },
   { id: 'mentions-20', key: 'mentions', label: 'a post mentioning 20 agents, to each one\'s notification feed, cluster', comparesToBare: false, run: mentionRow },
+  { id: 'webhooks-20', key: 'webhooks', label: 'webhooks: posts naming 20 agents, each one\'s endpoint, cluster', comparesToBare: false, run: webhookRow },
 ];
 
 /** The benchmarks `argv` names by key (all for none), and the baselines if any of them needs bare's rate. */
@@ -46,8 +48,10 @@ const NOTES = [
   '  idempotency: createPost with a new key per request on two embedded products of their own, one given 100,000 keys first, measured in turn, twice each; SSE: subscribers on the edge itself, the post through the router, 5 rounds after a warm-up, RSS from its /metrics.',
   '  The cluster logs a line per request (info, as deployed); the embedded product logs warnings only.',
   'CPU ms/req: user + system time of every process serving the row (/proc/<pid>/stat before and after the measured run), summed, per response.',
-  '  cluster: launcher, room, messaging, auth, edge-1, router and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
+  '  cluster: launcher, room, messaging, delivery, auth, edge-1, router and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
   '  SSE: per delivery, over the measured rounds. Mentions: one post naming 20 agents by id, 20 rounds after a warm-up, each agent on its own notification stream; per notification.',
+  `  Webhooks: ${WEBHOOKS.agents} agents with an endpoint each on a receiver in the bench (127.0.0.1, 204, every ${WEBHOOKS.verifyEvery}th delivery verified), posts naming all ${WEBHOOKS.agents} at a steady rate`,
+  `  (${WEBHOOKS.offeredPerSecond} deliveries/s offered), ${WEBHOOKS.warmupSeconds} s warm-up, then ${WEBHOOKS.measureSeconds} s measured: deliveries/s arrived in the window; p50/p99 from when each post was due to each of its deliveries; per delivery.`,
 ];
 
 async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]> {

@@ -6,12 +6,16 @@ import { apiNotification, type DeliveryJob, eventTypeOf, messageIdOf, webhookBod
 
 export type DispatcherOptions = LeasedFollowerOptions;
 
+/** The most events handled in one step. */
+const BATCH = 64;
+
 /**
  * Turns messaging's events into deliveries: follows WatchEvents from the position kept in the store
  * under its lease (kit's LeasedFollower: one replica at a time), and queues, for each event, one job
- * per enabled endpoint of that agent subscribed to its type; the position moves on once they are
- * queued. An event handed over again (a crash between the queueing and the position's move) is
- * queued again under the same webhook message ids: receivers see a repeat, never a miss.
+ * per enabled endpoint of that agent subscribed to its type, every event waiting in one step (a
+ * batch); the position moves on once they are queued. An event handed over again (a crash between
+ * the queueing and the position's move, or a batch that failed part way) is queued again under the
+ * same webhook message ids: receivers see a repeat, never a miss.
  */
 export class Dispatcher {
   private readonly follower: LeasedFollower<WatchEventsResponse__Output, WatchEventsResponse__Output>;
@@ -31,7 +35,9 @@ export class Dispatcher {
         watch: (after) => messaging.watchEvents(after),
         itemOf: (response) => (response.id !== '' && response.notification ? response : undefined),
         idOf: (event) => event.id,
-        handle: (event) => this.handle(event),
+        // Every event waiting, at most BATCH: a burst costs a few round trips per batch, not per event.
+        handleBatch: (events) => this.handle(events),
+        maxBatch: BATCH,
       },
       log,
       options,
@@ -55,22 +61,36 @@ export class Dispatcher {
     this.follower.abandon();
   }
 
-  private async handle(event: WatchEventsResponse__Output): Promise<void> {
-    const notification = event.notification;
-    const type = notification ? eventTypeOf(notification) : undefined;
-    if (!notification || type === undefined) return;
-    const endpoints = (await this.store.listWebhooks(event.agentId)).filter((webhook) => webhook.enabled && webhook.events.includes(type));
-    if (endpoints.length === 0) return;
-    const body = webhookBody(type, notification.createdAt, apiNotification(notification, type));
-    const jobs: DeliveryJob[] = endpoints.map((webhook) => ({
-      messageId: messageIdOf(event.id, webhook.id),
-      agentId: event.agentId,
-      webhookId: webhook.id,
-      eventType: type,
-      body,
-      createdAt: notification.createdAt,
-      attempt: 1,
-    }));
-    await this.store.enqueue(jobs);
+  /**
+   * A batch of events, in order: the endpoints of each agent they concern read at once (one round
+   * trip), then every job of the batch queued at once, in the events' order.
+   */
+  private async handle(events: WatchEventsResponse__Output[]): Promise<void> {
+    const typed = events.flatMap((event) => {
+      const notification = event.notification;
+      const type = notification ? eventTypeOf(notification) : undefined;
+      return notification && type !== undefined ? [{ event, notification, type }] : [];
+    });
+    if (typed.length === 0) return;
+    const agentIds = [...new Set(typed.map(({ event }) => event.agentId))];
+    const webhooks = new Map(await Promise.all(agentIds.map(async (agentId) => [agentId, await this.store.listWebhooks(agentId)] as const)));
+    const jobs: DeliveryJob[] = [];
+    for (const { event, notification, type } of typed) {
+      const endpoints = (webhooks.get(event.agentId) ?? []).filter((webhook) => webhook.enabled && webhook.events.includes(type));
+      if (endpoints.length === 0) continue;
+      const body = webhookBody(type, notification.createdAt, apiNotification(notification, type));
+      for (const webhook of endpoints) {
+        jobs.push({
+          messageId: messageIdOf(event.id, webhook.id),
+          agentId: event.agentId,
+          webhookId: webhook.id,
+          eventType: type,
+          body,
+          createdAt: notification.createdAt,
+          attempt: 1,
+        });
+      }
+    }
+    if (jobs.length > 0) await this.store.enqueue(jobs);
   }
 }

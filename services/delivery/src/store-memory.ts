@@ -121,13 +121,15 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return Promise.resolve();
   }
 
-  private take(consumer: string, count: number, idleMs: number): QueuedJob[] {
+  private take(consumer: string, count: number, idleMs: number | undefined): QueuedJob[] {
     const now = this.clock.now();
     const taken: QueuedJob[] = [];
     // Those left by a consumer for the idle time first, then new ones: as XAUTOCLAIM, then XREADGROUP >.
-    for (const entry of this.entries.values()) {
-      if (taken.length >= count) break;
-      if (entry.consumer !== undefined && now - entry.deliveredAt >= idleMs) taken.push(this.hand(entry, consumer, now));
+    if (idleMs !== undefined) {
+      for (const entry of this.entries.values()) {
+        if (taken.length >= count) break;
+        if (entry.consumer !== undefined && now - entry.deliveredAt >= idleMs) taken.push(this.hand(entry, consumer, now));
+      }
     }
     for (const entry of this.entries.values()) {
       if (taken.length >= count) break;
@@ -142,7 +144,7 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return { entryId: entry.id, job: { ...entry.job } };
   }
 
-  async claim(consumer: string, count: number, idleMs: number, blockMs: number): Promise<QueuedJob[]> {
+  async claim(consumer: string, count: number, idleMs: number | undefined, blockMs: number): Promise<QueuedJob[]> {
     const taken = this.take(consumer, count, idleMs);
     if (taken.length > 0 || blockMs <= 0) return taken;
     await new Promise<void>((resolve) => {

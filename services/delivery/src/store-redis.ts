@@ -274,9 +274,10 @@ export class RedisDeliveryStore implements DeliveryStore {
     return { jobs, broken };
   }
 
-  async claim(consumer: string, count: number, idleMs: number, blockMs: number): Promise<QueuedJob[]> {
+  async claim(consumer: string, count: number, idleMs: number | undefined, blockMs: number): Promise<QueuedJob[]> {
     await this.ensureGroup();
-    const [, abandoned] = (await this.redis.xautoclaim(this.streamKey, GROUP, consumer, idleMs, '0-0', 'COUNT', count)) as [string, ClaimedEntry[], string[]?];
+    const abandoned =
+      idleMs === undefined ? [] : ((await this.redis.xautoclaim(this.streamKey, GROUP, consumer, idleMs, '0-0', 'COUNT', count)) as [string, ClaimedEntry[], string[]?])[1];
     const taken = this.toQueued(abandoned);
     let jobs = taken.jobs;
     const broken = [...taken.broken];

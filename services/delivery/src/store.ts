@@ -43,9 +43,10 @@ export interface DeliveryStore extends LeaseStore {
   /**
    * Up to `count` jobs for `consumer`: first those another consumer took and left unacknowledged for
    * `idleMs` (it died), then new ones, waiting up to `blockMs` when there is none. A job stays this
-   * consumer's until acked or rescheduled.
+   * consumer's until acked or rescheduled. With `idleMs` undefined, new ones only: a worker looks
+   * for abandoned jobs every so often, not at each read.
    */
-  claim(consumer: string, count: number, idleMs: number, blockMs: number): Promise<QueuedJob[]>;
+  claim(consumer: string, count: number, idleMs: number | undefined, blockMs: number): Promise<QueuedJob[]>;
   /** Done with: removed from the queue. */
   ack(entryId: string): Promise<void>;
   /** Removed from the queue and scheduled for `dueAt` (ms since the epoch) as `job`, in one step. */

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { fetchGuarded, type Logger, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth } from '@agentroom/kit';
 import { Webhook as Signer } from 'standardwebhooks';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
-import { type AttemptRecord, MAX_FAILURES_IN_A_ROW, RETRY_DELAYS_MS } from './webhooks.js';
+import { type AttemptRecord, type DeliveryJob, MAX_FAILURES_IN_A_ROW, RETRY_DELAYS_MS, type WebhookRecord } from './webhooks.js';
 
 export const USER_AGENT = 'AgentRoom-Webhooks/1';
 
@@ -63,6 +63,10 @@ export class DeliveryWorker {
   private readonly policy: OutboundPolicy;
   private readonly lookup: WorkerOptions['lookup'];
   private readonly random: () => number;
+  /** Free slots that make a read worth it (a quarter of them): one read fetches several jobs, not one per attempt ended. */
+  private readonly refillAt: number;
+  /** How often the reads also take over jobs a dead worker left (their idle time is long: sooner would find none). */
+  private readonly takeOverEveryMs: number;
   private readonly stopping = new AbortController();
   private readonly inFlight = new Set<Promise<void>>();
   private running: Promise<void> | undefined;
@@ -75,7 +79,7 @@ export class DeliveryWorker {
     options: WorkerOptions = {},
   ) {
     this.consumer = options.consumer ?? `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
-    this.concurrency = options.concurrency ?? 32;
+    this.concurrency = options.concurrency ?? 64;
     this.claimIdleMs = options.claimIdleMs ?? CLAIM_IDLE_MS;
     this.blockMs = options.blockMs ?? 500;
     this.promoteEveryMs = options.promoteEveryMs ?? 500;
@@ -84,6 +88,8 @@ export class DeliveryWorker {
     this.policy = options.policy ?? {};
     this.lookup = options.lookup;
     this.random = options.random ?? Math.random;
+    this.refillAt = Math.max(1, Math.floor(this.concurrency / 4));
+    this.takeOverEveryMs = Math.min(1_000, Math.max(1, Math.floor(this.claimIdleMs / 4)));
   }
 
   start(): void {
@@ -121,14 +127,19 @@ export class DeliveryWorker {
   private async work(): Promise<void> {
     const stop = this.stopping.signal;
     let failures = 0;
+    let tookOverAt = Number.NEGATIVE_INFINITY;
     while (!stop.aborted) {
-      if (this.inFlight.size >= this.concurrency) {
+      const free = this.concurrency - this.inFlight.size;
+      if (free < this.refillAt) {
         await new Promise<void>((resolve) => (this.slotFreed = resolve));
         continue;
       }
       let jobs: QueuedJob[];
       try {
-        jobs = await this.store.claim(this.consumer, this.concurrency - this.inFlight.size, this.claimIdleMs, this.blockMs);
+        const now = Date.now();
+        const takeOver = now - tookOverAt >= this.takeOverEveryMs;
+        jobs = await this.store.claim(this.consumer, free, takeOver ? this.claimIdleMs : undefined, this.blockMs);
+        if (takeOver) tookOverAt = now;
         if (this.troubled) this.log.info('the delivery worker reads its queue again');
         this.troubled = false;
         failures = 0;
@@ -142,8 +153,19 @@ export class DeliveryWorker {
       }
       // Taken after the stop: left unacked, another worker takes them after the idle time.
       if (stop.aborted) break;
+      // Each endpoint read once for the jobs of one read (a burst is mostly a few endpoints' jobs).
+      const endpoints = new Map<string, Promise<WebhookRecord | undefined>>();
+      const endpointOf = ({ agentId, webhookId }: DeliveryJob): Promise<WebhookRecord | undefined> => {
+        const key = `${agentId}/${webhookId}`;
+        let endpoint = endpoints.get(key);
+        if (endpoint === undefined) {
+          endpoint = this.store.getWebhook(agentId, webhookId);
+          endpoints.set(key, endpoint);
+        }
+        return endpoint;
+      };
       for (const queued of jobs) {
-        const attempt = this.attempt(queued)
+        const attempt = this.attempt(queued, endpointOf(queued.job))
           .catch((error: unknown) => {
             // Storage failed around the attempt: unacked, the job is attempted again after the idle time.
             if (!this.stopping.signal.aborted) this.log.warn({ err: error, messageId: queued.job.messageId }, 'a delivery could not be recorded; it is attempted again later');
@@ -158,9 +180,9 @@ export class DeliveryWorker {
     }
   }
 
-  /** One attempt of one job, recorded, then acked or rescheduled. */
-  private async attempt({ entryId, job }: QueuedJob): Promise<void> {
-    const webhook = await this.store.getWebhook(job.agentId, job.webhookId);
+  /** One attempt of one job to its endpoint (as read when the job was), recorded, then acked or rescheduled. */
+  private async attempt({ entryId, job }: QueuedJob, endpoint: Promise<WebhookRecord | undefined>): Promise<void> {
+    const webhook = await endpoint;
     if (!webhook?.enabled) {
       // Deleted or disabled since it was queued: dropped.
       await this.store.ack(entryId);

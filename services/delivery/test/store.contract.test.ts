@@ -150,6 +150,8 @@ describe.each(implementations)('DeliveryStore contract, queue: %s', (_name, make
     await store.ack(b[0]!.entryId);
     expect(await store.depth()).toBe(1);
     await sleep(250);
+    // Without an idle time, new jobs only: nothing, though job 2 has been idle long enough.
+    expect(await store.claim('worker-b', 5, undefined, 0)).toEqual([]);
     // worker-a died holding job 2: worker-b takes it after 200 ms idle.
     const takenOver = await store.claim('worker-b', 5, 200, 0);
     expect(takenOver.map((q) => q.job)).toEqual([jobs[1]]);

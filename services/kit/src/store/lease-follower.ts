@@ -23,8 +23,8 @@ export interface LeaseStore {
   advancePosition(owner: string, id: string): Promise<boolean>;
 }
 
-/** The feed a {@link LeasedFollower} follows: a gRPC server stream, resumable after an id. */
-export interface FollowedFeed<R, T> {
+/** What every {@link FollowedFeed} says: where it is, and how its items are told apart. */
+interface FollowedSource<R, T> {
   /** Words for its log lines: who follows (`the notifier`), what (`the room`), and what one item is (`post`). */
   words: { follower: string; source: string; item: string };
   /** Where a new deployment starts (no position stored yet): the feed's newest id, so only what comes next is handled. */
@@ -34,9 +34,29 @@ export interface FollowedFeed<R, T> {
   /** The item a response carries; undefined for one that carries none (a heartbeat): skipped. */
   itemOf(response: R): T | undefined;
   idOf(item: T): string;
-  /** Handles one item durably; throws when it could not (the item is then handed over again). */
-  handle(item: T): Promise<void>;
 }
+
+/**
+ * The feed a {@link LeasedFollower} follows: a gRPC server stream, resumable after an id. Its items
+ * are handled one at a time (`handle`), or in batches (`handleBatch`): every item received and not
+ * yet handled, in order, up to `maxBatch`; a batch is never waited for, so an item alone is handled
+ * at once, and a backlog costs a step per batch rather than per item.
+ */
+export type FollowedFeed<R, T> = FollowedSource<R, T> &
+  (
+    | {
+        /** Handles one item durably; throws when it could not (the item is then handed over again). */
+        handle(item: T): Promise<void>;
+        handleBatch?: never;
+      }
+    | {
+        /** Handles these items durably, in order; throws when it could not (they are all handed over again, those handled included). */
+        handleBatch(items: T[]): Promise<void>;
+        /** The most items in one batch; POSITION_EVERY (64) by default. */
+        maxBatch?: number;
+        handle?: never;
+      }
+  );
 
 export interface LeasedFollowerOptions {
   /** How long the lease lasts unless its holder renews it (ms). */
@@ -77,10 +97,11 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 /**
  * Follows a feed from a stored position under a lease: several replicas may run one each, and only
  * the holder of the store's lease follows, renewing it every `renewMs`; another takes over once it
- * lapses, or at once when its holder stops. Each item is handled, then the position moves on (only
- * while the lease is held): a restart, a broken stream or a takeover resumes after the stored
- * position, so no item is missed, and an item is handed over again only when a crash came between
- * its handling and the position's move (handlers take repeats into account).
+ * lapses, or at once when its holder stops. Each item (or batch of them) is handled, then the
+ * position moves on (only while the lease is held): a restart, a broken stream or a takeover
+ * resumes after the stored position, so no item is missed, and an item is handed over again only
+ * when a crash came between its handling and the position's move (handlers take repeats into
+ * account).
  */
 export class LeasedFollower<R, T> {
   readonly owner: string;
@@ -196,9 +217,21 @@ export class LeasedFollower<R, T> {
     }
   }
 
+  /** The items to handle next, in order: one, or (batches) every one waiting, up to the batch's limit. */
+  private takeNext(queue: T[]): T[] {
+    if (queue.length === 0) return [];
+    if (this.feed.handleBatch === undefined) return queue.splice(0, 1);
+    return queue.splice(0, Math.max(1, this.feed.maxBatch ?? POSITION_EVERY));
+  }
+
+  private async handle(items: T[]): Promise<void> {
+    if (this.feed.handleBatch !== undefined) await this.feed.handleBatch(items);
+    else for (const item of items) await this.feed.handle(item);
+  }
+
   /**
-   * One watch from `after`: each item handled in order, and the position stored after it (once the
-   * items waiting are handled, or every POSITION_EVERY). Ends with the call, or `signal`.
+   * One watch from `after`: each item (or batch) handled in order, and the position stored after it
+   * (once the items waiting are handled, or every POSITION_EVERY). Ends with the call, or `signal`.
    */
   private async follow(after: string, signal: AbortSignal, lost: () => void): Promise<boolean> {
     const { follower, source, item: itemWord } = this.feed.words;
@@ -252,12 +285,13 @@ export class LeasedFollower<R, T> {
           if (this.holding) await storePosition().catch(() => undefined);
           return positioned;
         }
-        const item = queue.shift();
-        if (item !== undefined) {
+        const items = this.takeNext(queue);
+        const last = items.at(-1);
+        if (last !== undefined) {
           if (queue.length <= LOW_WATER && call.isPaused()) call.resume();
-          await this.feed.handle(item);
-          handled = this.feed.idOf(item);
-          unstored += 1;
+          await this.handle(items);
+          handled = this.feed.idOf(last);
+          unstored += items.length;
           if ((queue.length === 0 || unstored >= POSITION_EVERY) && !(await storePosition())) return positioned;
           continue;
         }

@@ -1,0 +1,155 @@
+import { EventEmitter } from 'node:events';
+import type { ClientReadableStream } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import { createLogger, type FollowedFeed, LeasedFollower, type LeaseStore } from '../src/index.js';
+
+const log = createLogger('test', 'silent');
+const FAST = { leaseMs: 1_000, renewMs: 250, retryMs: 20, maxRetryMs: 50 };
+
+/** A lease and a position in memory, as a service's store keeps them; `positions` records every move. */
+function memoryLeases(): LeaseStore & { positions: string[] } {
+  let holder: string | undefined;
+  let position: string | undefined;
+  const positions: string[] = [];
+  return {
+    positions,
+    acquireLease: (owner) => {
+      if (holder !== undefined && holder !== owner) return Promise.resolve(false);
+      holder = owner;
+      return Promise.resolve(true);
+    },
+    releaseLease: (owner) => {
+      if (holder === owner) holder = undefined;
+      return Promise.resolve();
+    },
+    position: () => Promise.resolve(position),
+    advancePosition: (owner, id) => {
+      if (holder !== owner) return Promise.resolve(false);
+      if (position === undefined || Number(id) > Number(position)) {
+        position = id;
+        positions.push(id);
+      }
+      return Promise.resolve(true);
+    },
+  };
+}
+
+/** A server stream of numbered items, as grpc-js hands one over: positioned at once, then `send` writes items. */
+class FakeWatch extends EventEmitter {
+  paused = false;
+  cancelled = false;
+  pause(): this {
+    this.paused = true;
+    return this;
+  }
+  resume(): this {
+    this.paused = false;
+    return this;
+  }
+  isPaused(): boolean {
+    return this.paused;
+  }
+  cancel(): void {
+    this.cancelled = true;
+  }
+}
+
+/** A feed whose items are ids '1', '2', …; each watch records where it started. */
+function feed(handling: { handle: (id: string) => Promise<void> } | { handleBatch: (ids: string[]) => Promise<void>; maxBatch?: number }) {
+  const watches: { after: string; call: FakeWatch }[] = [];
+  const followed = {
+    words: { follower: 'the test', source: 'the source', item: 'item' },
+    newest: () => Promise.resolve('0'),
+    watch: (after: string) => {
+      const call = new FakeWatch();
+      watches.push({ after, call });
+      setImmediate(() => call.emit('metadata'));
+      return call as unknown as ClientReadableStream<{ id: string }>;
+    },
+    itemOf: (response: { id: string }) => (response.id === '' ? undefined : response.id),
+    idOf: (id: string) => id,
+    ...handling,
+  } as FollowedFeed<{ id: string }, string>;
+  const send = (from: number, to: number): void => {
+    const call = watches.at(-1)?.call;
+    for (let id = from; id <= to; id += 1) call?.emit('data', { id: String(id) });
+  };
+  return { followed, watches, send };
+}
+
+describe('LeasedFollower', () => {
+  it('hands items one at a time, in order, when the feed handles one at a time', async () => {
+    const handled: string[] = [];
+    const { followed, watches, send } = feed({ handle: (id) => Promise.resolve(void handled.push(id)) });
+    const leases = memoryLeases();
+    const follower = new LeasedFollower(leases, followed, log, FAST);
+    follower.start();
+    try {
+      await expect.poll(() => follower.isFollowing).toBe(true);
+      send(1, 100);
+      await expect.poll(() => handled.length).toBe(100);
+      expect(handled).toEqual(Array.from({ length: 100 }, (_, i) => String(i + 1)));
+      await expect.poll(() => leases.positions.at(-1)).toBe('100');
+      expect(watches).toHaveLength(1);
+    } finally {
+      await follower.stop();
+    }
+  });
+
+  it('hands every item waiting as one batch, in order and at most maxBatch, and stores the position after the batches', async () => {
+    const batches: string[][] = [];
+    const { followed, send } = feed({ handleBatch: (ids) => Promise.resolve(void batches.push(ids)), maxBatch: 10 });
+    const leases = memoryLeases();
+    const follower = new LeasedFollower(leases, followed, log, FAST);
+    follower.start();
+    try {
+      await expect.poll(() => follower.isFollowing).toBe(true);
+      // One item alone is handed at once, not held for a batch to fill.
+      send(1, 1);
+      await expect.poll(() => batches).toEqual([['1']]);
+      await expect.poll(() => leases.positions.at(-1)).toBe('1');
+      // A burst arrives in one go: batches of at most 10, every item once, in order.
+      send(2, 36);
+      await expect.poll(() => batches.flat().length).toBe(36);
+      expect(batches.flat()).toEqual(Array.from({ length: 36 }, (_, i) => String(i + 1)));
+      expect(batches.slice(1).map((batch) => batch.length)).toEqual([10, 10, 10, 5]);
+      await expect.poll(() => leases.positions.at(-1)).toBe('36');
+    } finally {
+      await follower.stop();
+    }
+  });
+
+  it('hands a batch that failed over again, from the last position stored, on a new watch', async () => {
+    const batches: string[][] = [];
+    let failures = 1;
+    const { followed, watches, send } = feed({
+      handleBatch: (ids) => {
+        batches.push(ids);
+        if (ids.includes('7') && failures > 0) {
+          failures -= 1;
+          return Promise.reject(new Error('storage unreachable'));
+        }
+        return Promise.resolve();
+      },
+    });
+    const leases = memoryLeases();
+    const follower = new LeasedFollower(leases, followed, log, FAST);
+    follower.start();
+    try {
+      await expect.poll(() => follower.isFollowing).toBe(true);
+      send(1, 5);
+      await expect.poll(() => leases.positions.at(-1)).toBe('5');
+      send(6, 8);
+      // The watch is given up, and another starts after the stored position: 6 to 8 again.
+      await expect.poll(() => watches.length).toBe(2);
+      expect(watches[0]?.call.cancelled).toBe(true);
+      expect(watches[1]?.after).toBe('5');
+      await expect.poll(() => follower.isFollowing).toBe(true);
+      send(6, 8);
+      await expect.poll(() => leases.positions.at(-1)).toBe('8');
+      expect(batches.at(-1)).toEqual(['6', '7', '8']);
+    } finally {
+      await follower.stop();
+    }
+  });
+});
