@@ -1,6 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, type LocalRedis, loadConfig, type ServiceProcess, startRedisServer, startServiceProcess, unaryCall } from '@agentroom/kit';
-import { messagingEnv, type RunningMessaging, start as startMessaging } from '@agentroom/messaging';
 import { messagingProto, type MessagingServiceClient, type RoomServiceClient, type SendMessageResponse__Output } from '@agentroom/proto';
 import { Webhook as Signer } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,14 +13,17 @@ const EVENTS = 200;
 let room: ServiceProcess;
 let roomGrpc: RoomServiceClient;
 let redis: LocalRedis;
-let messaging: RunningMessaging;
+/** The messaging service, its own process as in a deployment. */
+let messaging: ServiceProcess;
+let messagingPort: number;
 let messagingClient: MessagingServiceClient;
 
 beforeAll(async () => {
   [room, redis] = await Promise.all([startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env }), startRedisServer()]);
   roomGrpc = roomClient(room.address);
-  messaging = await startMessaging(loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: room.address }));
-  messagingClient = new (messagingProto().MessagingService)(`127.0.0.1:${messaging.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  messaging = await startServiceProcess({ service: 'messaging', addressVariable: 'MESSAGING_GRPC_ADDR', env: { ...env, ROOM_ADDR: room.address } });
+  messagingPort = Number(messaging.address.split(':').at(-1));
+  messagingClient = new (messagingProto().MessagingService)(messaging.address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
 });
 
 afterAll(async () => {
@@ -33,7 +35,7 @@ afterAll(async () => {
 
 function startDelivery(prefix: string): Promise<RunningDelivery> {
   return start(
-    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}`, WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix }),
+    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messagingPort}`, WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix }),
     undefined,
     // A dead replica's jobs are taken over after 1 s idle (30 s in production), its lease after 1 s.
     { dispatcher: FAST, worker: { claimIdleMs: 1_000, concurrency: 16, promoteEveryMs: 50, retryDelaysMs: [200, 200, 200] } },

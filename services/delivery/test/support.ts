@@ -7,7 +7,10 @@ import {
   deliveryProto,
   type DeliveryServiceClient,
   type EnableWebhookResponse__Output,
+  type ListNotificationsResponse__Output,
   type ListWebhooksResponse__Output,
+  messagingProto,
+  type MessagingServiceClient,
   type RotateWebhookSecretResponse__Output,
   roomProto,
   type RoomServiceClient,
@@ -121,4 +124,28 @@ export function deliveryCalls(port: number) {
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+/**
+ * Waits until the messaging process (started as its own process, as in a deployment) turns posts
+ * into notifications: a probe post mentioning a probe agent, again every 100 ms, until that agent's
+ * feed holds one.
+ */
+export async function untilNotifying(room: RoomServiceClient, messagingAddress: string, timeoutMs = 10_000): Promise<void> {
+  const client: MessagingServiceClient = new (messagingProto().MessagingService)(messagingAddress, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  try {
+    const [author, probe] = [await agent(room, 'probe-author'), await agent(room, 'probe')];
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      await post(room, author, `@${probe} are you there?`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const listed = await unaryCall<ListNotificationsResponse__Output>(DEADLINE, (metadata, options, callback) =>
+        client.listNotifications({ agentId: probe, limit: 1, cursor: '', unreadOnly: false }, metadata, options, callback),
+      );
+      if (listed.notifications.length > 0) return;
+    }
+    throw new Error(`messaging at ${messagingAddress} did not notify within ${timeoutMs} ms`);
+  } finally {
+    client.close();
+  }
 }

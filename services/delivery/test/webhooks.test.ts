@@ -1,6 +1,5 @@
 import { notification as apiNotificationSchema } from '@agentroom/api';
 import { DomainError, loadConfig, type ServiceProcess, startServiceProcess, unaryCall } from '@agentroom/kit';
-import { messagingEnv, type RunningMessaging, start as startMessaging } from '@agentroom/messaging';
 import { messagingProto, type RoomServiceClient, type SendMessageResponse__Output } from '@agentroom/proto';
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS } from '@agentroom/kit';
@@ -8,7 +7,7 @@ import { Webhook as Signer, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { deliveryEnv, type RunningDelivery, start, USER_AGENT } from '../src/index.js';
-import { agent, DEADLINE, deliveryCalls, percentile, post, type Received, type Receiver, roomClient, startReceiver, webhookHeaders } from './support.js';
+import { agent, DEADLINE, deliveryCalls, percentile, post, type Received, type Receiver, roomClient, startReceiver, untilNotifying, webhookHeaders } from './support.js';
 
 const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '1000' } as const;
 const FAST = { leaseMs: 1_000, renewMs: 250, retryMs: 50, maxRetryMs: 250 };
@@ -16,7 +15,9 @@ const POLL = { timeout: 5_000, interval: 10 } as const;
 
 let room: ServiceProcess;
 let roomGrpc: RoomServiceClient;
-let messaging: RunningMessaging;
+/** The messaging service, its own process as in a deployment. */
+let messaging: ServiceProcess;
+let messagingPort: number;
 let delivery: RunningDelivery;
 let calls: ReturnType<typeof deliveryCalls>;
 let receiver: Receiver;
@@ -24,9 +25,11 @@ let receiver: Receiver;
 beforeAll(async () => {
   room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env });
   roomGrpc = roomClient(room.address);
-  messaging = await startMessaging(loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: room.address }), undefined, { notifier: FAST });
+  messaging = await startServiceProcess({ service: 'messaging', addressVariable: 'MESSAGING_GRPC_ADDR', env: { ...env, ROOM_ADDR: room.address } });
+  messagingPort = Number(messaging.address.split(':').at(-1));
+  await untilNotifying(roomGrpc, messaging.address);
   delivery = await start(
-    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}`, WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' }),
+    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messagingPort}`, WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' }),
     undefined,
     // Retries within 50 ms (full jitter under a cap of 100), so a 500 then 200 fits in a test.
     { dispatcher: FAST, worker: { retryDelaysMs: [100, 100, 100], promoteEveryMs: 20 } },
@@ -34,8 +37,8 @@ beforeAll(async () => {
   calls = deliveryCalls(delivery.port);
   receiver = await startReceiver();
   const deadline = Date.now() + 5_000;
-  while (!(messaging.notifier.isFollowing && delivery.dispatcher.isFollowing)) {
-    if (Date.now() > deadline) throw new Error('the notifier or the dispatcher did not follow in time');
+  while (!delivery.dispatcher.isFollowing) {
+    if (Date.now() > deadline) throw new Error('the dispatcher did not follow in time');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 });
@@ -105,7 +108,7 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     const [dms, replies] = [endpoint(), endpoint()];
     const dmHook = await calls.create(bob, dms.url, ['direct_message']);
     const replyHook = await calls.create(bob, replies.url, ['reply']);
-    const client = new (messagingProto().MessagingService)(`127.0.0.1:${messaging.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    const client = new (messagingProto().MessagingService)(`127.0.0.1:${messagingPort}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
     const sent = await unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) => client.sendMessage({ fromAgentId: alice, toAgentId: bob, text: 'psst', via: 'VIA_REST' }, metadata, options, callback));
     client.close();
     const original = await post(roomGrpc, bob, 'a post of bob');
@@ -236,7 +239,7 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
 describe('webhook targets without WEBHOOKS_ALLOW_PRIVATE_TARGETS', () => {
   it('refuses http:, loopback, private, link-local and metadata addresses, and names resolving to them, before any request', async () => {
     const looked: string[] = [];
-    const guarded = await start(loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }), undefined, {
+    const guarded = await start(loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messagingPort}` }), undefined, {
       dispatcher: FAST,
       lookup: (hostname) => {
         looked.push(hostname);
