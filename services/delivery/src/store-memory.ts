@@ -1,4 +1,4 @@
-import { type Clock, compareStreamIds, StreamIds, systemClock } from '@agentroom/kit';
+import { type Clock, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, FAILURES_REASON, GONE_REASON, RECENT_ATTEMPTS, type WebhookRecord } from './webhooks.js';
 
@@ -23,10 +23,12 @@ export class MemoryDeliveryStore implements DeliveryStore {
   private scheduled: { dueAt: number; job: DeliveryJob }[] = [];
   private readonly ids = new StreamIds(() => this.clock.now());
   private readonly waiters = new Set<() => void>();
-  private lease: { owner: string; expiresAt: number } | undefined;
-  private followPosition: string | undefined;
+  /** Who follows messaging's events now, and where it is. */
+  private readonly lease: MemoryLeaseStore;
 
-  constructor(private readonly clock: Clock = systemClock) {}
+  constructor(private readonly clock: Clock = systemClock) {
+    this.lease = new MemoryLeaseStore(clock);
+  }
 
   private copy(webhook: WebhookRecord): WebhookRecord {
     return { ...webhook, events: [...webhook.events] };
@@ -183,25 +185,19 @@ export class MemoryDeliveryStore implements DeliveryStore {
   }
 
   acquireLease(owner: string, ttlMs: number): Promise<boolean> {
-    const now = this.clock.now();
-    if (this.lease && this.lease.owner !== owner && this.lease.expiresAt > now) return Promise.resolve(false);
-    this.lease = { owner, expiresAt: now + ttlMs };
-    return Promise.resolve(true);
+    return this.lease.acquireLease(owner, ttlMs);
   }
 
   releaseLease(owner: string): Promise<void> {
-    if (this.lease?.owner === owner) this.lease = undefined;
-    return Promise.resolve();
+    return this.lease.releaseLease(owner);
   }
 
   position(): Promise<string | undefined> {
-    return Promise.resolve(this.followPosition);
+    return this.lease.position();
   }
 
   advancePosition(owner: string, id: string): Promise<boolean> {
-    if (this.lease?.owner !== owner || this.lease.expiresAt <= this.clock.now()) return Promise.resolve(false);
-    if (this.followPosition === undefined || compareStreamIds(id, this.followPosition) > 0) this.followPosition = id;
-    return Promise.resolve(true);
+    return this.lease.advancePosition(owner, id);
   }
 
   ping(): Promise<void> {

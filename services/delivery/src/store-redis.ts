@@ -1,4 +1,4 @@
-import { duplicateClient, Keyspace, LuaScript, type RedisClient, streamFields } from '@agentroom/kit';
+import { duplicateClient, Keyspace, LuaScript, type RedisClient, streamFields, RedisLeaseStore } from '@agentroom/kit';
 import { z } from 'zod';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, EVENT_TYPES, FAILURES_REASON, GONE_REASON, RECENT_ATTEMPTS, type WebhookRecord } from './webhooks.js';
@@ -86,38 +86,6 @@ end
 return #due
 `);
 
-const ACQUIRE_LEASE = new LuaScript(`
-local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
-`);
-
-const RELEASE_LEASE = new LuaScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
-`);
-
-// The position KEYS[2] moved forward to ARGV[2] (stream ids compared as Redis orders them), only while ARGV[1] holds the lease KEYS[1]: 1, else 0.
-const ADVANCE_POSITION = new LuaScript(`
-local function decimal(a, b)
-  if #a ~= #b then return #a < #b and -1 or 1 end
-  if a ~= b then return a < b and -1 or 1 end
-  return 0
-end
-local function compareIds(a, b)
-  local aMs, aSeq = string.match(a, '^(%d+)-(%d+)$')
-  local bMs, bSeq = string.match(b, '^(%d+)-(%d+)$')
-  local byTime = decimal(aMs, bMs)
-  if byTime ~= 0 then return byTime end
-  return decimal(aSeq, bSeq)
-end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local position = redis.call('GET', KEYS[2])
-if not position or compareIds(ARGV[2], position) > 0 then redis.call('SET', KEYS[2], ARGV[2]) end
-return 1
-`);
-
 const webhookSchema = z.object({
   id: z.string(),
   agentId: z.string(),
@@ -178,8 +146,8 @@ export class RedisDeliveryStore implements DeliveryStore {
   private readonly keys: Keyspace;
   private readonly streamKey: string;
   private readonly scheduledKey: string;
-  private readonly leaseKey: string;
-  private readonly positionKey: string;
+  /** Who follows the feed now, and where it is: one slot, as kit's RedisLeaseStore needs. */
+  private readonly lease: RedisLeaseStore;
   /** Blocking reads wait on their own connection, so that they hold nothing else up. */
   private reader: RedisClient | undefined;
   private group: Promise<void> | undefined;
@@ -191,8 +159,7 @@ export class RedisDeliveryStore implements DeliveryStore {
     this.keys = new Keyspace(prefix, 'delivery');
     this.streamKey = this.keys.key('queue', 'stream');
     this.scheduledKey = this.keys.key('queue', 'scheduled');
-    this.leaseKey = this.keys.key('follower', 'lease');
-    this.positionKey = this.keys.key('follower', 'position');
+    this.lease = new RedisLeaseStore(this.redis, this.keys.key('follower', 'lease'), this.keys.key('follower', 'position'));
   }
 
   private webhooksKey(agentId: string): string {
@@ -320,20 +287,20 @@ export class RedisDeliveryStore implements DeliveryStore {
     return length + scheduled;
   }
 
-  async acquireLease(owner: string, ttlMs: number): Promise<boolean> {
-    return Number(await ACQUIRE_LEASE.run(this.redis, [this.leaseKey], [owner, String(ttlMs)])) === 1;
+  acquireLease(owner: string, ttlMs: number): Promise<boolean> {
+    return this.lease.acquireLease(owner, ttlMs);
   }
 
-  async releaseLease(owner: string): Promise<void> {
-    await RELEASE_LEASE.run(this.redis, [this.leaseKey], [owner]);
+  releaseLease(owner: string): Promise<void> {
+    return this.lease.releaseLease(owner);
   }
 
-  async position(): Promise<string | undefined> {
-    return (await this.redis.get(this.positionKey)) ?? undefined;
+  position(): Promise<string | undefined> {
+    return this.lease.position();
   }
 
-  async advancePosition(owner: string, id: string): Promise<boolean> {
-    return Number(await ADVANCE_POSITION.run(this.redis, [this.leaseKey, this.positionKey], [owner, id])) === 1;
+  advancePosition(owner: string, id: string): Promise<boolean> {
+    return this.lease.advancePosition(owner, id);
   }
 
   async ping(): Promise<void> {

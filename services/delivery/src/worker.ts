@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { fetchGuarded, type Logger, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth } from '@agentroom/kit';
+import { fetchGuarded, type Logger, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth, pauseUnlessAborted as sleep } from '@agentroom/kit';
 import { Webhook as Signer } from 'standardwebhooks';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, MAX_FAILURES_IN_A_ROW, RETRY_DELAYS_MS, type WebhookRecord } from './webhooks.js';
@@ -31,19 +31,6 @@ export interface WorkerOptions {
 }
 
 export const CLAIM_IDLE_MS = 30_000;
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * Attempts the queued deliveries: reads jobs from the queue's consumer group (those a dead worker

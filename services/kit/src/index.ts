@@ -29,3 +29,4 @@ export * from './grpc/service-process.js';
 export * from './via.js';
 export * from './http/outbound.js';
 export * from './store/lease-follower.js';
+export * from './store/lease-store.js';

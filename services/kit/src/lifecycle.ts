@@ -33,6 +33,20 @@ export function pause(ms: number): Promise<void> {
   return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** Waits `ms`, or less when `signal` aborts meanwhile (a loop that must stop at once at shutdown). */
+export function pauseUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
  * Runs `stop` once on the first SIGTERM or SIGINT, then exits. A second signal exits at once.
  * Only `main.ts` files call this: factories stay free of process-wide effects.

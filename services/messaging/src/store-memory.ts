@@ -1,4 +1,4 @@
-import { compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock } from '@agentroom/kit';
+import { compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
@@ -59,8 +59,8 @@ export class MemoryMessagingStore implements MessagingStore {
   readonly kind = 'memory';
   private readonly inboxes = new Map<string, Log<MessageRecord>>();
   private readonly feeds = new Map<string, Feed>();
-  private lease: { owner: string; expiresAt: number } | undefined;
-  private position: string | undefined;
+  /** Who follows the room's posts now, and where the notifier is. */
+  private readonly lease: MemoryLeaseStore;
   /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
   private readonly ids = new StreamIds(() => this.clock.now());
   /** The global events feed: every notification appended, with ids of its own. */
@@ -74,6 +74,7 @@ export class MemoryMessagingStore implements MessagingStore {
     eventsMaxLength = EVENTS_MAX,
   ) {
     this.eventLog = new Log(eventsMaxLength);
+    this.lease = new MemoryLeaseStore(clock);
   }
 
   private inboxOf(agentId: string): Log<MessageRecord> {
@@ -202,25 +203,19 @@ export class MemoryMessagingStore implements MessagingStore {
   }
 
   acquireNotifierLease(owner: string, ttlMs: number): Promise<boolean> {
-    const now = this.clock.now();
-    if (this.lease && this.lease.owner !== owner && this.lease.expiresAt > now) return Promise.resolve(false);
-    this.lease = { owner, expiresAt: now + ttlMs };
-    return Promise.resolve(true);
+    return this.lease.acquireLease(owner, ttlMs);
   }
 
   releaseNotifierLease(owner: string): Promise<void> {
-    if (this.lease?.owner === owner) this.lease = undefined;
-    return Promise.resolve();
+    return this.lease.releaseLease(owner);
   }
 
   notifierPosition(): Promise<string | undefined> {
-    return Promise.resolve(this.position);
+    return this.lease.position();
   }
 
   advanceNotifierPosition(owner: string, postId: string): Promise<boolean> {
-    if (this.lease?.owner !== owner || this.lease.expiresAt <= this.clock.now()) return Promise.resolve(false);
-    if (this.position === undefined || compareStreamIds(postId, this.position) > 0) this.position = postId;
-    return Promise.resolve(true);
+    return this.lease.advancePosition(owner, postId);
   }
 
   ping(): Promise<void> {

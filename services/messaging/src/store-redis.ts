@@ -1,4 +1,4 @@
-import { compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS } from '@agentroom/kit';
+import { compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, RedisLeaseStore } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
@@ -114,27 +114,6 @@ if not state[1] or compareIds(ARGV[1], state[1]) > 0 then
   state[1], state[2] = ARGV[1], n
 end
 return { state[1], unread(state) }
-`);
-
-// The notifier's lease KEYS[1]: taken by ARGV[1] for ARGV[2] ms when free or already its own; 0 while another holds it.
-const ACQUIRE_LEASE = new LuaScript(`
-local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1
-`);
-
-const RELEASE_LEASE = new LuaScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
-`);
-
-// The notifier's position KEYS[2] moved forward to ARGV[2], only while ARGV[1] holds the lease KEYS[1]: 1, else 0.
-const ADVANCE_POSITION = new LuaScript(`${COMPARE_IDS}
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local position = redis.call('GET', KEYS[2])
-if not position or compareIds(ARGV[2], position) > 0 then redis.call('SET', KEYS[2], ARGV[2]) end
-return 1
 `);
 
 const REPLAY_PAGE = 200;
@@ -280,8 +259,8 @@ export class RedisMessagingStore implements MessagingStore {
   readonly kind = 'redis';
   private readonly keys: Keyspace;
   private readonly followers = new Map<string, Followers<FeedItem>>();
-  private readonly leaseKey: string;
-  private readonly positionKey: string;
+  /** Who follows the feed now, and where it is: one slot, as kit's RedisLeaseStore needs. */
+  private readonly lease: RedisLeaseStore;
   private readonly eventsKey: string;
   private readonly eventsChannel: string;
   private subscriber: RedisClient | undefined;
@@ -297,8 +276,7 @@ export class RedisMessagingStore implements MessagingStore {
     this.keys = new Keyspace(prefix, 'messaging');
     this.eventsKey = this.keys.key('events', 'stream');
     this.eventsChannel = this.keys.key('events', 'stream', 'live');
-    this.leaseKey = this.keys.key('notifier', 'lease');
-    this.positionKey = this.keys.key('notifier', 'position');
+    this.lease = new RedisLeaseStore(this.redis, this.keys.key('notifier', 'lease'), this.keys.key('notifier', 'position'));
   }
 
   /** `<prefix>:messaging:{<agentId>}:inbox`: the hash tag keeps an agent's inbox, feed and their channels in one slot. */
@@ -429,20 +407,20 @@ export class RedisMessagingStore implements MessagingStore {
     });
   }
 
-  async acquireNotifierLease(owner: string, ttlMs: number): Promise<boolean> {
-    return Number(await ACQUIRE_LEASE.run(this.redis, [this.leaseKey], [owner, String(ttlMs)])) === 1;
+  acquireNotifierLease(owner: string, ttlMs: number): Promise<boolean> {
+    return this.lease.acquireLease(owner, ttlMs);
   }
 
-  async releaseNotifierLease(owner: string): Promise<void> {
-    await RELEASE_LEASE.run(this.redis, [this.leaseKey], [owner]);
+  releaseNotifierLease(owner: string): Promise<void> {
+    return this.lease.releaseLease(owner);
   }
 
-  async notifierPosition(): Promise<string | undefined> {
-    return (await this.redis.get(this.positionKey)) ?? undefined;
+  notifierPosition(): Promise<string | undefined> {
+    return this.lease.position();
   }
 
-  async advanceNotifierPosition(owner: string, postId: string): Promise<boolean> {
-    return Number(await ADVANCE_POSITION.run(this.redis, [this.leaseKey, this.positionKey], [owner, postId])) === 1;
+  advanceNotifierPosition(owner: string, postId: string): Promise<boolean> {
+    return this.lease.advancePosition(owner, postId);
   }
 
   private async latest(key: string): Promise<string> {

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { ClientReadableStream } from '@grpc/grpc-js';
 import { fromServiceError } from '../grpc/status.js';
 import type { Logger } from '../log.js';
+import { pauseUnlessAborted as sleep } from '../lifecycle.js';
 
 /**
  * Where a {@link LeasedFollower} keeps its state: one lease (who follows now) and one position (the
@@ -80,19 +81,6 @@ const LOW_WATER = 32;
  * per item, not two. A crash then hands at most this many items over again.
  */
 const POSITION_EVERY = 64;
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * Follows a feed from a stored position under a lease: several replicas may run one each, and only
