@@ -143,9 +143,17 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
 
 export type Outcome = number | 'timeout' | 'network';
 
+/**
+ * What a request of the load does: `read` lists posts (every other one with `Cache-Control: no-cache`,
+ * so the room answers it rather than edge's memory), `write` creates a post, `inbox` lists the reader
+ * token's notifications (messaging), `webhooks` lists its webhooks (delivery), `page` reads the
+ * sign-in page (auth's pages, through the router).
+ */
+export type RequestKind = 'read' | 'write' | 'inbox' | 'webhooks' | 'page';
+
 /** One request the load made. */
 export interface Sample {
-  kind: 'read' | 'write';
+  kind: RequestKind;
   startedAt: number;
   ms: number;
   outcome: Outcome;
@@ -156,6 +164,16 @@ export interface Sample {
 export interface LoadOptions {
   readers: number;
   writers: number;
+  /** Workers listing the notifications of `readerToken`'s agent (the messaging service). */
+  inboxReaders?: number;
+  /** Workers listing the webhooks of `readerToken`'s agent (the delivery service). */
+  webhookReaders?: number;
+  /** Workers reading the sign-in page (the auth service's pages). */
+  pageReaders?: number;
+  /** A token with `messages:read`, for the inbox and webhook readers. */
+  readerToken?: string;
+  /** Appended to every post's text: `@<agent id>` makes each post a notification of that agent. */
+  mention?: string;
   /** Every request is aborted after this long (AbortSignal.timeout) and counted as a timeout. */
   deadlineMs: number;
   /** Pause between two requests of one worker, so two CPUs shared with the cluster are not saturated. */
@@ -166,12 +184,14 @@ export interface LoadOptions {
 export interface WindowStats {
   requests: number;
   errors: number;
-  /** Errors by status (`503`, `network`…). */
+  /** Errors by kind of request and status (`write 503`, `read network`…). */
   byOutcome: Record<string, number>;
   timeouts: number;
   /** 503 answers without a Retry-After header. */
   withoutRetryAfter: number;
   maxMs: number;
+  /** The kind of request that took `maxMs`. */
+  slowest: RequestKind | undefined;
   writesAcknowledged: number;
   /** ms from the window's start to the end of its last failed request (0 when none failed). */
   lastErrorAfterMs: number;
@@ -188,6 +208,7 @@ export class Load {
   private running = false;
   private workers: Promise<void>[] = [];
   private written = 0;
+  private reads = 0;
 
   constructor(
     private readonly origin: string,
@@ -202,6 +223,12 @@ export class Load {
       const token = this.tokens[i % this.tokens.length]!;
       this.workers.push(this.loop(() => this.write(token)));
     }
+    const { readerToken } = this.options;
+    const asReader = { authorization: `Bearer ${readerToken ?? ''}` };
+    if ((this.options.inboxReaders ?? 0) + (this.options.webhookReaders ?? 0) > 0 && readerToken === undefined) throw new Error('inbox and webhook readers need a readerToken');
+    for (let i = 0; i < (this.options.inboxReaders ?? 0); i += 1) this.workers.push(this.loop(() => this.timed('inbox', `${this.origin}/api/v1/notifications?limit=5`, { headers: asReader })));
+    for (let i = 0; i < (this.options.webhookReaders ?? 0); i += 1) this.workers.push(this.loop(() => this.timed('webhooks', `${this.origin}/api/v1/webhooks`, { headers: asReader })));
+    for (let i = 0; i < (this.options.pageReaders ?? 0); i += 1) this.workers.push(this.loop(() => this.timed('page', `${this.origin}/signin`, {})));
   }
 
   async stop(): Promise<void> {
@@ -223,10 +250,11 @@ export class Load {
     let retryAfter: string | null | undefined;
     try {
       const response = await fetch(url, { ...init, signal: AbortSignal.timeout(this.options.deadlineMs) });
-      const body = (await response.json()) as unknown;
+      // Read whole (pages are HTML), parsed only when the caller wants the answer.
+      const body = await response.text();
       outcome = response.status;
       if (response.status === 503) retryAfter = response.headers.get('retry-after');
-      if (response.ok) onOk?.(body);
+      if (response.ok) onOk?.(JSON.parse(body) as unknown);
     } catch (error) {
       outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'network';
     }
@@ -234,7 +262,8 @@ export class Load {
   }
 
   private read(): Promise<void> {
-    return this.timed('read', `${this.origin}/api/v1/posts?limit=20`, {});
+    this.reads += 1;
+    return this.timed('read', `${this.origin}/api/v1/posts?limit=20`, this.reads % 2 === 0 ? { headers: { 'cache-control': 'no-cache' } } : {});
   }
 
   private write(token: string): Promise<void> {
@@ -245,18 +274,21 @@ export class Load {
       {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-        body: JSON.stringify({ text: `chaos write ${this.written}` }),
+        body: JSON.stringify({ text: `chaos write ${this.written}${this.options.mention === undefined ? '' : ` ${this.options.mention}`}` }),
       },
       (body) => this.acknowledged.set((body as { id: string }).id, Date.now()),
     );
   }
 
-  /** The requests that started in [from, to). */
+  /**
+   * The requests that ended in [from, to): a request in flight when a fault struck counts in the
+   * fault's window, where its failure belongs.
+   */
   stats(from: number, to = Date.now()): WindowStats {
-    const window = this.samples.filter((s) => s.startedAt >= from && s.startedAt < to);
+    const window = this.samples.filter((s) => s.startedAt + s.ms >= from && s.startedAt + s.ms < to);
     const failed = window.filter((s) => !(typeof s.outcome === 'number' && s.outcome < 400));
     const byOutcome: Record<string, number> = {};
-    for (const s of failed) byOutcome[String(s.outcome)] = (byOutcome[String(s.outcome)] ?? 0) + 1;
+    for (const s of failed) byOutcome[`${s.kind} ${String(s.outcome)}`] = (byOutcome[`${s.kind} ${String(s.outcome)}`] ?? 0) + 1;
     return {
       requests: window.length,
       errors: failed.length,
@@ -264,6 +296,7 @@ export class Load {
       timeouts: failed.filter((s) => s.outcome === 'timeout').length,
       withoutRetryAfter: window.filter((s) => s.outcome === 503 && !s.retryAfter).length,
       maxMs: Math.max(0, ...window.map((s) => s.ms)),
+      slowest: window.reduce<Sample | undefined>((slowest, s) => (slowest === undefined || s.ms > slowest.ms ? s : slowest), undefined)?.kind,
       writesAcknowledged: window.filter((s) => s.kind === 'write' && s.outcome === 201).length,
       lastErrorAfterMs: Math.max(0, ...failed.map((s) => s.startedAt + s.ms - from)),
     };
@@ -282,6 +315,99 @@ export class Load {
       if (recent.requests >= 2 && recent.errors === 0) return true;
       if (Date.now() > deadline) return false;
     }
+  }
+}
+
+/**
+ * A live feed (Server-Sent Events) followed through the router for the whole run, as a browser's
+ * EventSource follows it: when the stream ends or breaks, it is opened again with `Last-Event-ID`
+ * a quarter of a second later. It keeps what `keyOf` finds in each event (a post's id) and when each
+ * cut happened, so a run can say whether a fault cut the stream and whether anything was missed.
+ */
+export class LiveFeed {
+  /** What each event delivered, by `keyOf`. */
+  readonly keys = new Set<string>();
+  /** When an open stream ended or broke (not counting `stop`, nor attempts to reopen it that were refused). */
+  readonly cuts: number[] = [];
+  private lastId: string | undefined;
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly url: string,
+    private readonly headers: Record<string, string>,
+    private readonly keyOf: (event: string, data: unknown) => string | undefined,
+  ) {}
+
+  /** Resolves once the first stream is open. */
+  async start(): Promise<void> {
+    this.running = true;
+    let opened!: () => void;
+    const first = new Promise<void>((resolve) => (opened = resolve));
+    this.loop = this.follow(opened);
+    await first;
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.abort.abort();
+    await this.loop;
+  }
+
+  /** Resolves once `keys` holds every one of `wanted`, or after `timeoutMs`; answers those still missing. */
+  async awaitKeys(wanted: readonly string[], timeoutMs: number): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const missing = wanted.filter((key) => !this.keys.has(key));
+      if (missing.length === 0 || Date.now() > deadline) return missing;
+      await sleep(250);
+    }
+  }
+
+  private async follow(opened: () => void): Promise<void> {
+    while (this.running) {
+      let open = false;
+      try {
+        const response = await fetch(this.url, { headers: { ...this.headers, accept: 'text/event-stream', ...(this.lastId === undefined ? {} : { 'last-event-id': this.lastId }) }, signal: this.abort.signal });
+        if (response.status !== 200 || !response.body) throw new Error(`the feed answered ${response.status}`);
+        open = true;
+        opened();
+        const decoder = new TextDecoder();
+        const reader = response.body.getReader();
+        let pending = '';
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          pending += decoder.decode(value, { stream: true });
+          let end: number;
+          while ((end = pending.indexOf('\n\n')) >= 0) {
+            this.receive(pending.slice(0, end));
+            pending = pending.slice(end + 2);
+          }
+        }
+      } catch {
+        // Broken (counted below, like an end, unless we stopped it) or refused (tried again).
+      }
+      if (!this.running) return;
+      if (open) this.cuts.push(Date.now());
+      await sleep(250);
+    }
+  }
+
+  private receive(block: string): void {
+    let id: string | undefined;
+    let event = 'message';
+    let data = '';
+    for (const line of block.split('\n')) {
+      if (line.startsWith('id: ')) id = line.slice(4);
+      else if (line.startsWith('event: ')) event = line.slice(7);
+      else if (line.startsWith('data: ')) data += line.slice(6);
+    }
+    if (id === undefined || data === '') return;
+    this.lastId = id;
+    const key = this.keyOf(event, JSON.parse(data) as unknown);
+    if (key !== undefined) this.keys.add(key);
   }
 }
 

@@ -4,15 +4,16 @@ import { join } from 'node:path';
 import { type LocalRedis, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // `npm run chaos` in small: the same cluster child, load and checks (bench/src/faults.ts).
-import { health, listedPostIds, Load, type RunningCluster, sleep, startCluster, until } from '../../bench/src/faults.js';
+import { health, listedPostIds, LiveFeed, Load, type RunningCluster, sleep, startCluster, until } from '../../bench/src/faults.js';
 import { approvedToken } from '../../bench/src/human.js';
 
 const DEADLINE_MS = 5_000;
 
 /**
  * Faults in cluster mode (`node launcher/dist/cluster.js`, built by `npm test`) on a Redis with an
- * append-only file: a service process killed with SIGKILL is restarted by the launcher and no
- * acknowledged post is lost; Redis stopped and started again is noticed and recovered from
+ * append-only file, with two room processes: one killed with SIGKILL costs no read (edge sends a
+ * call the dead room did not answer to the other), no acknowledged post and no cut in the live feed,
+ * and the launcher restarts it; Redis stopped and started again is noticed and recovered from
  * without restarting any service.
  */
 describe('faults in cluster mode', () => {
@@ -23,7 +24,7 @@ describe('faults in cluster mode', () => {
 
   beforeAll(async () => {
     redis = await startRedisServer({ dir, appendfsync: 'everysec' });
-    cluster = await startCluster({ REDIS_URL: redis.url, EDGE_REPLICAS: '1' });
+    cluster = await startCluster({ REDIS_URL: redis.url, EDGE_REPLICAS: '1', ROOM_REPLICAS: '2' });
     token = await approvedToken(cluster.origin, ['posts:write'], 'chaos-smoke');
   }, 90_000);
 
@@ -41,8 +42,10 @@ describe('faults in cluster mode', () => {
       signal: AbortSignal.timeout(DEADLINE_MS),
     });
 
-  it('restarts the room after kill -9 under load: no acknowledged post lost, no request past its deadline', async () => {
+  it('kill -9 of one room of two under load: no read fails, no acknowledged post lost, the live feed goes on; the launcher restarts it', async () => {
     const load = new Load(cluster.origin, [token], { readers: 1, writers: 1, deadlineMs: DEADLINE_MS, pauseMs: 20 });
+    const feed = new LiveFeed(`${cluster.origin}/api/v1/posts/stream`, {}, (event, data) => (event === 'post' ? (data as { id: string }).id : undefined));
+    await feed.start();
     load.start();
     await sleep(1_000);
     const from = Date.now();
@@ -59,12 +62,17 @@ describe('faults in cluster mode', () => {
     const window = load.stats(from);
     expect(window.timeouts).toBe(0);
     expect(window.maxMs).toBeLessThan(DEADLINE_MS);
-    // Failures are answers, never hangs: 503 with Retry-After, nothing else.
-    expect(Object.keys(window.byOutcome).filter((kind) => kind !== '503')).toEqual([]);
+    // Reads were retried on the other room. A post in flight on the dead one may fail (it is never
+    // sent twice: it could have been written), as a 503 with Retry-After, nothing else.
+    expect(Object.keys(window.byOutcome).filter((kind) => kind !== 'write 503')).toEqual([]);
     expect(window.withoutRetryAfter).toBe(0);
     expect(load.acknowledged.size).toBeGreaterThan(0);
     const listed = await listedPostIds(cluster.origin);
     expect([...load.acknowledged.keys()].filter((id) => !listed.has(id))).toEqual([]);
+    // Edge's one room stream moved to the other room: its subscriber saw every post, on one connection.
+    expect(await feed.awaitKeys([...load.acknowledged.keys()], 5_000)).toEqual([]);
+    await feed.stop();
+    expect(feed.cuts).toEqual([]);
   }, 40_000);
 
   it('backs off: a process that crashes again soon after its restart waits twice as long', async () => {
@@ -76,11 +84,37 @@ describe('faults in cluster mode', () => {
     await until('a post is accepted again', async () => (await post('after the second restart')).status === 201, 15_000);
   }, 30_000);
 
+  it('cuts a live feed whose edge was killed, so its client resumes with Last-Event-ID and misses nothing', async () => {
+    const feed = new LiveFeed(`${cluster.origin}/api/v1/posts/stream`, {}, (event, data) => (event === 'post' ? (data as { id: string }).id : undefined));
+    await feed.start();
+    // A post seen before the kill gives the feed its Last-Event-ID.
+    const seen = ((await (await post('before the edge is killed')).json()) as { id: string }).id;
+    expect(await feed.awaitKeys([seen], 5_000)).toEqual([]);
+    const before = cluster.restarts('edge-1');
+    process.kill(cluster.pid('edge-1'), 'SIGKILL');
+    await cluster.restarted('edge-1', before, 15_000);
+    let made = '';
+    await until(
+      'a post is accepted again',
+      async () => {
+        const response = await post('after the edge came back');
+        if (response.status === 201) made = ((await response.json()) as { id: string }).id;
+        return response.status === 201;
+      },
+      15_000,
+    );
+    // The router ended the stream it was relaying from the dead edge (it would otherwise stay open,
+    // silent), the feed reconnected to the new edge, and the post reached it.
+    expect(await feed.awaitKeys([made], 10_000)).toEqual([]);
+    await feed.stop();
+    expect(feed.cuts.length).toBeGreaterThan(0);
+  }, 30_000);
+
   it('degrades health and fails writes fast while Redis is down, and recovers by itself when it returns', async () => {
     const kept = await post('written before Redis stopped');
     expect(kept.status).toBe(201);
     const keptId = ((await kept.json()) as { id: string }).id;
-    const restartsBefore = ['room', 'messaging', 'auth', 'edge-1'].map((name) => cluster.restarts(name));
+    const restartsBefore = ['room', 'room-2', 'messaging', 'auth', 'edge-1'].map((name) => cluster.restarts(name));
     const port = redis.port;
     await redis.stop(); // the folder is ours: it stays
 
@@ -111,6 +145,6 @@ describe('faults in cluster mode', () => {
     expect(listed.has(keptId)).toBe(true);
     expect(listed.has(afterId)).toBe(true);
     // Nothing was restarted: the services reconnected on their own.
-    expect(['room', 'messaging', 'auth', 'edge-1'].map((name) => cluster.restarts(name))).toEqual(restartsBefore);
+    expect(['room', 'room-2', 'messaging', 'auth', 'edge-1'].map((name) => cluster.restarts(name))).toEqual(restartsBefore);
   }, 30_000);
 });

@@ -291,6 +291,14 @@ export function routeRequests(options: RouterOptions): RequestListener {
           liveStreams.add(res);
           res.once('close', () => liveStreams.delete(res));
         }
+        // A replica that dies while it answers (a live stream's, most often) aborts its response, and
+        // piping never ends ours: cut it, so the client sees the end and reconnects (EventSource with
+        // Last-Event-ID) instead of waiting on a stream nobody writes to any more.
+        upstreamRes.once('error', (error) => {
+          if (clientGone || res.writableFinished) return;
+          options.log.warn({ err: error, upstream, url: url.href }, 'replica went away while answering; cutting the response');
+          res.destroy();
+        });
         upstreamRes.pipe(res);
       });
       current = proxied;

@@ -1,5 +1,5 @@
-// `npm run cluster`: every service as its own process, Redis required, the router in front.
-// The topology of a Kubernetes deployment, on one machine. `npm run cluster -- --envoy` puts Envoy
+// `npm run cluster`: every service as its own process (or several: `<SERVICE>_REPLICAS`), Redis
+// required, the router in front. The topology of a Kubernetes deployment, on one machine. `npm run cluster -- --envoy` puts Envoy
 // (.venv/bin/envoy) on PORT instead of the router, configured as in Kubernetes, from the route table.
 import '@agentroom/gateway/node-version';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -49,6 +49,13 @@ const clusterEnv = z.object({
   EDGE_REPLICAS: z.coerce.number().int().min(1).max(16).default(1),
   /** How many auth processes: edges spread their calls over all of them, the router their pages. */
   AUTH_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
+  /** How many room processes: edge, messaging and auth spread their calls over all of them. */
+  ROOM_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
+  /** How many messaging processes: edge and delivery spread their calls over all of them; one at a time turns posts into notifications. */
+  MESSAGING_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
+  /** How many delivery processes: they share the webhook queue; one at a time follows messaging's events. */
+  DELIVERY_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
+  /** The first room process's gRPC port (the others take free ports). */
   ROOM_GRPC_PORT: port.optional(),
   /**
    * Passed to delivery: lets webhooks target private and loopback addresses, so an endpoint on this
@@ -161,6 +168,7 @@ async function startEnvoy(edges: { port: number; name: string }[], auths: { port
     edge: edges.map(endpoint),
     auth: auths.map(endpoint),
     quotaLimit: envoyConfig.QUOTA_PER_ADDRESS,
+    rateLimit: { perSecond: envoyConfig.ENVOY_RATE_LIMIT_PER_SECOND, burst: envoyConfig.ENVOY_RATE_LIMIT_BURST },
     headersTimeoutMs: envoyConfig.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: envoyConfig.REQUEST_TIMEOUT_MS,
   });
@@ -201,6 +209,53 @@ function watch(supervised: Supervised): void {
       watch(supervised);
     }, delayMs);
   });
+}
+
+/** One process of a gRPC service: `room`, `room-2`, … and where it listens. */
+interface GrpcReplica {
+  name: string;
+  addr: string;
+}
+
+/** The one gRPC target naming every replica, which clients take in turn (round_robin) and retry across. */
+function grpcTargetOf(replicas: readonly GrpcReplica[]): string {
+  return replicas.length === 1 ? (replicas[0]?.addr ?? '') : `ipv4:${replicas.map((replica) => replica.addr).join(',')}`;
+}
+
+/**
+ * Starts `count` processes of one gRPC service, the first named `service`, the others `service-2`,
+ * `service-3`…, each on a port of its own with the environment `envOf` gives it, and resolves once
+ * every one of them serves. They start together: each only waits on Redis and its peers' names.
+ */
+async function startGrpcReplicas(
+  service: string,
+  count: number,
+  script: string,
+  envOf: (replica: GrpcReplica) => Promise<Record<string, string>>,
+  firstPort?: number,
+): Promise<GrpcReplica[]> {
+  const replicas: GrpcReplica[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const replica = { name: i === 0 ? service : `${service}-${i + 1}`, addr: `127.0.0.1:${i === 0 && firstPort !== undefined ? firstPort : await freePort()}` };
+    replicas.push(replica);
+    await launch(replica.name, script, await envOf(replica));
+  }
+  await Promise.all(
+    replicas.map(async ({ name, addr }) => {
+      const health = new HealthChecker(addr);
+      try {
+        await waitFor(name, async () => (await health.check()) === 'SERVING');
+      } finally {
+        health.close();
+      }
+    }),
+  );
+  return replicas;
+}
+
+/** `room`, or `2 room processes`: how the ready line counts a service. */
+function counted(service: string, replicas: readonly unknown[]): string {
+  return replicas.length === 1 ? service : `${replicas.length} ${service} processes`;
 }
 
 async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -280,51 +335,43 @@ try {
   const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
   const common = { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, SITE_URL: urls.siteUrl, API_URL: urls.apiUrl, CURSOR_SECRET };
 
-  const roomPort = config.ROOM_GRPC_PORT ?? (await freePort());
-  const roomAddr = `127.0.0.1:${roomPort}`;
-  await launch('room', entry('@agentroom/room', './main.js'), { ...common, ROOM_GRPC_ADDR: roomAddr });
-  const roomHealth = new HealthChecker(roomAddr);
-  await waitFor('room', async () => (await roomHealth.check()) === 'SERVING');
-  roomHealth.close();
+  // Each service's replicas share Redis, so any of them answers any call; its clients dial one target naming them all.
+  const rooms = await startGrpcReplicas('room', config.ROOM_REPLICAS, entry('@agentroom/room', './main.js'), async ({ addr }) => ({ ...common, ROOM_GRPC_ADDR: addr }), config.ROOM_GRPC_PORT);
+  const roomTarget = grpcTargetOf(rooms);
 
-  const messagingAddr = `127.0.0.1:${await freePort()}`;
-  await launch('messaging', entry('@agentroom/messaging', './main.js'), { ...common, MESSAGING_GRPC_ADDR: messagingAddr, ROOM_ADDR: roomAddr });
-  const messagingHealth = new HealthChecker(messagingAddr);
-  await waitFor('messaging', async () => (await messagingHealth.check()) === 'SERVING');
-  messagingHealth.close();
+  const messagings = await startGrpcReplicas('messaging', config.MESSAGING_REPLICAS, entry('@agentroom/messaging', './main.js'), async ({ addr }) => ({
+    ...common,
+    MESSAGING_GRPC_ADDR: addr,
+    ROOM_ADDR: roomTarget,
+  }));
+  const messagingTarget = grpcTargetOf(messagings);
 
   // Delivery follows messaging's events and POSTs webhooks; only edge calls it.
-  const deliveryAddr = `127.0.0.1:${await freePort()}`;
-  await launch('delivery', entry('@agentroom/delivery', './main.js'), {
+  const deliveries = await startGrpcReplicas('delivery', config.DELIVERY_REPLICAS, entry('@agentroom/delivery', './main.js'), async ({ addr }) => ({
     ...common,
-    DELIVERY_GRPC_ADDR: deliveryAddr,
-    MESSAGING_ADDR: messagingAddr,
+    DELIVERY_GRPC_ADDR: addr,
+    MESSAGING_ADDR: messagingTarget,
     WEBHOOKS_ALLOW_PRIVATE_TARGETS: String(config.WEBHOOKS_ALLOW_PRIVATE_TARGETS),
-  });
-  const deliveryHealth = new HealthChecker(deliveryAddr);
-  await waitFor('delivery', async () => (await deliveryHealth.check()) === 'SERVING');
-  deliveryHealth.close();
+  }));
+  const deliveryTarget = grpcTargetOf(deliveries);
 
-  // The first auth process is `auth`, the others `auth-2`, `auth-3`…; all share Redis, so any answers any call.
-  const auths: { name: string; addr: string; httpPort: number }[] = [];
-  for (let i = 0; i < config.AUTH_REPLICAS; i += 1) {
-    const auth = { name: i === 0 ? 'auth' : `auth-${i + 1}`, addr: `127.0.0.1:${await freePort()}`, httpPort: await freePort() };
-    auths.push(auth);
-    await launch(auth.name, entry('@agentroom/auth', './main.js'), { ...common, AUTH_GRPC_ADDR: auth.addr, ROOM_ADDR: roomAddr, AUTH_HTTP_PORT: String(auth.httpPort), AUTH_HTTP_HOST: '127.0.0.1' });
-    const authHealth = new HealthChecker(auth.addr);
-    await waitFor(auth.name, async () => (await authHealth.check()) === 'SERVING');
-    authHealth.close();
-  }
+  // Auth also serves the human pages over HTTP, on a port of each replica's own, which the router balances.
+  const authHttpPorts = new Map<string, number>();
+  const authReplicas = await startGrpcReplicas('auth', config.AUTH_REPLICAS, entry('@agentroom/auth', './main.js'), async ({ name, addr }) => {
+    const httpPort = await freePort();
+    authHttpPorts.set(name, httpPort);
+    return { ...common, AUTH_GRPC_ADDR: addr, ROOM_ADDR: roomTarget, AUTH_HTTP_PORT: String(httpPort), AUTH_HTTP_HOST: '127.0.0.1' };
+  });
+  const auths = authReplicas.map((replica) => ({ ...replica, httpPort: authHttpPorts.get(replica.name) ?? 0 }));
   const authAddr = auths[0]?.addr ?? '';
-  // Several replicas: one gRPC target naming each, which edge's clients take in turn (round_robin).
-  const authTarget = auths.length === 1 ? authAddr : `ipv4:${auths.map((auth) => auth.addr).join(',')}`;
+  const authTarget = grpcTargetOf(auths);
 
   const edgeUrls: string[] = [];
   const edges: { port: number; name: string }[] = [];
   for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
     const edgePort = await freePort();
     edges.push({ port: edgePort, name: `edge-${i + 1}` });
-    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomAddr, AUTH_ADDR: authTarget, MESSAGING_ADDR: messagingAddr, DELIVERY_ADDR: deliveryAddr, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
+    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomTarget, AUTH_ADDR: authTarget, MESSAGING_ADDR: messagingTarget, DELIVERY_ADDR: deliveryTarget, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
     edgeUrls.push(`http://127.0.0.1:${edgePort}`);
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
@@ -349,12 +396,16 @@ try {
     {
       site: urls.siteUrl,
       api: urls.baseUrl,
-      room: roomAddr,
-      messaging: messagingAddr,
-      delivery: deliveryAddr,
+      // The first replica of each service, for tools that dial one process; `replicas` names them all.
+      room: rooms[0]?.addr,
+      messaging: messagings[0]?.addr,
+      delivery: deliveries[0]?.addr,
       webhooksAllowPrivateTargets: config.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
       auth: authAddr,
       auths: auths.map((auth) => auth.addr),
+      replicas: Object.fromEntries(
+        Object.entries({ room: rooms, messaging: messagings, delivery: deliveries, auth: auths }).map(([service, replicas]) => [service, replicas.map((replica) => replica.addr)]),
+      ),
       edges: edgeUrls,
       router: routerUrl,
       ...(envoy ? { envoy } : {}),
@@ -363,7 +414,7 @@ try {
       pids,
       provision,
     },
-    `cluster ready at ${urls.siteUrl}: room, messaging, delivery, ${auths.length === 1 ? 'auth' : `${auths.length} auth processes`}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis${privateTargets}`,
+    `cluster ready at ${urls.siteUrl}: ${counted('room', rooms)}, ${counted('messaging', messagings)}, ${counted('delivery', deliveries)}, ${counted('auth', auths)}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis${privateTargets}`,
   );
   log.info({ provision }, `tokens for load tests (load-tests/README.md): ${provision}`);
 } catch (error) {

@@ -9,7 +9,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, codePointLength, fromServiceError, grpcTarget, HealthChecker, type Scope, SCOPES } from '@agentroom/kit';
+import { clientOptions, codePointLength, fromServiceError, grpcTarget, HealthChecker, type Scope, SCOPES } from '@agentroom/kit';
 import { authProto, type AuthServiceClient } from '@agentroom/proto';
 import { z } from 'zod';
 import { AGENT_NAME_MAX, PROVISION_REASON_MAX } from './device-flow.js';
@@ -248,7 +248,8 @@ async function provision(options: ProvisionOptions): Promise<void> {
   if (status === 'UNREACHABLE') throw new RunError(`no auth service answers at ${options.auth} (gRPC): ${HOW_TO_REACH}`);
   if (status !== 'SERVING') throw new RunError(`auth at ${options.auth} is not serving (${status.toLowerCase()}: it is starting, shutting down, or its storage is down); try again when it is ready`);
 
-  const client = new (authProto().AuthService)(options.auth, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+  const AuthService = authProto().AuthService;
+  const client = new AuthService(options.auth, grpc.credentials.createInsecure(), clientOptions(AuthService.service));
   const total = options.names.length;
   const agents: (AgentEntry | undefined)[] = new Array<AgentEntry | undefined>(total);
   const started = performance.now();

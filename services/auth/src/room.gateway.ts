@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, type Scope, unaryCall } from '@agentroom/kit';
+import { clientOptions, type Scope, unaryCall } from '@agentroom/kit';
 import { roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
 
 /** The agent record auth writes: the room keeps the first `createdAt` and makes the id of a new one. */
@@ -22,7 +22,7 @@ export class RoomGateway {
     private readonly deadlineMs: number,
   ) {
     const RoomService = roomProto().RoomService;
-    this.client = new RoomService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.client = new RoomService(address, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
   }
 
   /** Creates the agent (empty id) or updates it; answers its id. */

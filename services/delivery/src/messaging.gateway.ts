@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, outgoingMetadata } from '@agentroom/kit';
+import { clientOptions, outgoingMetadata } from '@agentroom/kit';
 import { messagingProto, type MessagingServiceClient, type WatchEventsResponse__Output } from '@agentroom/proto';
 
 /** The messaging service as delivery sees it: its global events feed, followed from a position. */
@@ -8,7 +8,7 @@ export class MessagingGateway {
 
   constructor(address: string) {
     const MessagingService = messagingProto().MessagingService;
-    this.client = new MessagingService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.client = new MessagingService(address, grpc.credentials.createInsecure(), clientOptions(MessagingService.service));
   }
 
   /** Events after `afterId`, oldest first, for as long as the call lives: no deadline. */

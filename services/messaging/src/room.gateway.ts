@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, DomainError, outgoingMetadata, unaryCall } from '@agentroom/kit';
+import { clientOptions, DomainError, outgoingMetadata, unaryCall } from '@agentroom/kit';
 import {
   type GetAgentResponse__Output,
   type GetPostResponse__Output,
@@ -27,7 +27,7 @@ export class RoomGateway {
     private readonly deadlineMs: number,
   ) {
     const RoomService = roomProto().RoomService;
-    this.client = new RoomService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.client = new RoomService(address, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
   }
 
   /** The agent, or undefined when the room has no agent with this id; other failures throw. */

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, outgoingMetadata, type Scope, unaryCall } from '@agentroom/kit';
+import { clientOptions, outgoingMetadata, type Scope, unaryCall } from '@agentroom/kit';
 import {
   type AuthenticateTokenResponse__Output,
   authProto,
@@ -67,7 +67,7 @@ export class AuthGateway {
     private readonly deadlineMs: number,
   ) {
     const AuthService = authProto().AuthService;
-    this.client = new AuthService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.client = new AuthService(address, grpc.credentials.createInsecure(), clientOptions(AuthService.service));
   }
 
   async startDeviceFlow(input: { scopes: string[]; agentName: string; clientId: string; bearerToken: string }): Promise<DeviceFlowStart> {

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, unaryCall } from '@agentroom/kit';
+import { clientOptions, HealthChecker, type HealthStatus, unaryCall } from '@agentroom/kit';
 import {
   type CreateWebhookResponse__Output,
   deliveryProto,
@@ -49,7 +49,7 @@ export class DeliveryGateway {
     private readonly deadlineMs: number,
   ) {
     const DeliveryService = deliveryProto().DeliveryService;
-    this.client = new DeliveryService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.client = new DeliveryService(address, grpc.credentials.createInsecure(), clientOptions(DeliveryService.service));
     this.health = new HealthChecker(address);
   }
 

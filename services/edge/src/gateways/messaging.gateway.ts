@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
+import { clientOptions, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
 import {
   type ListMessagesResponse__Output,
   type ListNotificationsResponse__Output,
@@ -59,7 +59,7 @@ export class MessagingGateway {
     private readonly deadlineMs: number,
   ) {
     const MessagingService = messagingProto().MessagingService;
-    this.client = new MessagingService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.client = new MessagingService(address, grpc.credentials.createInsecure(), clientOptions(MessagingService.service));
     this.health = new HealthChecker(address);
   }
 

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
+import { clientOptions, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
 import {
   type Agent__Output,
   type CreatePostResponse__Output,
@@ -76,7 +76,7 @@ export class RoomGateway {
     private readonly deadlineMs: number,
   ) {
     const RoomService = roomProto().RoomService;
-    this.client = new RoomService(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    this.client = new RoomService(address, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
     this.health = new HealthChecker(address);
   }
 
@@ -87,12 +87,12 @@ export class RoomGateway {
     return { posts: response.posts.map(toPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
 
-  /** The newest `limit` posts, each with its cursor, and whether older ones exist. */
-  async newestPosts(limit: number): Promise<{ entries: PagedPost[]; hasMore: boolean }> {
+  /** The newest `limit` posts (or those after `cursor`), each with its cursor, whether older ones exist, and the page's next cursor. */
+  async newestPosts(limit: number, cursor = ''): Promise<{ entries: PagedPost[]; hasMore: boolean; nextCursor: string | null }> {
     const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.listPosts({ limit, cursor: '', withCursors: true }, metadata, options, callback),
+      this.client.listPosts({ limit, cursor, withCursors: true }, metadata, options, callback),
     );
-    return { entries: response.posts.map(toPagedPost), hasMore: response.hasMore };
+    return { entries: response.posts.map(toPagedPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
 
   /** Creates a post, or a reply to `replyTo`; the answer carries its cursor, so the edge that took it can list it at once. */

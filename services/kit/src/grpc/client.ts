@@ -1,8 +1,45 @@
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
+import { z } from 'zod';
 import { currentContext, REQUEST_ID_HEADER } from '../context.js';
 import type { Dependency } from '../admin.js';
 import { fromServiceError } from './status.js';
+
+/**
+ * How a call that found its replica gone is sent again (docs/decisions.md §18): on UNAVAILABLE only
+ * (the connection dropped or could not be made; a server that answers UNAVAILABLE itself says not to
+ * retry, see status.ts), at most three attempts, the second after about 25 ms and the third about
+ * 100 ms later: time enough for round_robin to drop the dead replica, and far inside GRPC_DEADLINE_MS,
+ * which bounds the whole call, retries included.
+ */
+export const RETRY_POLICY = {
+  maxAttempts: 3,
+  initialBackoff: '0.025s',
+  maxBackoff: '0.1s',
+  backoffMultiplier: 4,
+  retryableStatusCodes: ['UNAVAILABLE'],
+} as const;
+
+/** One method of a service config's `methodConfig` names. */
+export interface MethodName {
+  /** The full service name, `agentroom.room.v1.RoomService`. */
+  service: string;
+  method: string;
+}
+
+/**
+ * The service config every client dials with: `round_robin`, and RETRY_POLICY for `retried` methods.
+ * Every address a name resolves to gets a connection, and calls take them in turn: dialled as
+ * `dns:///room-headless:50051`, one client spreads its calls over every pod behind a headless Service
+ * (grpc-js's default, pick_first, would send them all to the first address), and a retry goes to the
+ * next replica.
+ */
+export function serviceConfig(retried: readonly MethodName[]): string {
+  return JSON.stringify({
+    loadBalancingConfig: [{ round_robin: {} }],
+    methodConfig: retried.length === 0 ? [] : [{ name: retried, retryPolicy: RETRY_POLICY }],
+  });
+}
 
 /** Client keepalive: within what SERVER_KEEPALIVE permits, so servers never answer too_many_pings. */
 export const CLIENT_OPTIONS: grpc.ChannelOptions = {
@@ -14,14 +51,58 @@ export const CLIENT_OPTIONS: grpc.ChannelOptions = {
   // defaults back off up to 120 s, and calls meanwhile fail as unavailable.
   'grpc.initial_reconnect_backoff_ms': 250,
   'grpc.max_reconnect_backoff_ms': 1_000,
-  // Every address a name resolves to gets a connection, and calls take them in turn: dialled as
-  // `dns:///room-headless:50051`, one client spreads its calls over every pod behind a headless Service
-  // (grpc-js's default, pick_first, would send them all to the first address).
-  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  // round_robin over every address; no method retried here: clientOptions(service) names those.
+  'grpc.service_config': serviceConfig([]),
+  // On by default in grpc-js; said here because retries are part of how replicas work for us (docs/decisions.md §18).
+  'grpc.enable_retries': 1,
   // A name is resolved again at most this often (servers close connections after SERVER_KEEPALIVE's
   // max age, which makes clients re-resolve and find new pods).
   'grpc.dns_min_time_between_resolutions_ms': 5_000,
 };
+
+/**
+ * What a method's proto says of repeating it (`option idempotency_level`, google.protobuf.MethodOptions):
+ * `NO_SIDE_EFFECTS` (reads, watches), `IDEMPOTENT` (a write whose repeat changes nothing more and
+ * answers the same), or `IDEMPOTENCY_UNKNOWN`, the default: a write a repeat could apply twice.
+ */
+export const IDEMPOTENCY_LEVELS = ['NO_SIDE_EFFECTS', 'IDEMPOTENT', 'IDEMPOTENCY_UNKNOWN'] as const;
+export type IdempotencyLevel = (typeof IDEMPOTENCY_LEVELS)[number];
+
+/** One method of a service and whether its calls are retried. */
+export interface MethodRetry extends MethodName {
+  level: IdempotencyLevel;
+  /** A server stream: retried only until the server's first answer (a watch's initial metadata), never after. */
+  streaming: boolean;
+  retried: boolean;
+}
+
+// What proto-loader keeps of each method: its path and options (grpc-js's own type leaves them out).
+const loadedMethod = z.object({
+  path: z.string().regex(/^\/[\w.]+\/\w+$/),
+  responseStream: z.boolean(),
+  options: z.object({ idempotency_level: z.enum(IDEMPOTENCY_LEVELS).optional() }).optional(),
+});
+
+/** Every method of a service loaded from its proto, with its idempotency level and whether it is retried. */
+export function retryPlan(service: grpc.ServiceDefinition): MethodRetry[] {
+  return Object.values(service).map((definition: unknown) => {
+    const method = loadedMethod.parse(definition);
+    const [, serviceName = '', methodName = ''] = method.path.split('/');
+    const level = method.options?.idempotency_level ?? 'IDEMPOTENCY_UNKNOWN';
+    return { service: serviceName, method: methodName, level, streaming: method.responseStream, retried: level !== 'IDEMPOTENCY_UNKNOWN' };
+  });
+}
+
+/**
+ * The channel options of a client of `service` (its generated client's `.service`): CLIENT_OPTIONS,
+ * with its reads, watches and idempotent writes retried on another replica (docs/decisions.md §18).
+ */
+export function clientOptions(service: grpc.ServiceDefinition): grpc.ChannelOptions {
+  const retried = retryPlan(service)
+    .filter((method) => method.retried)
+    .map(({ service: name, method }) => ({ service: name, method }));
+  return { ...CLIENT_OPTIONS, 'grpc.service_config': serviceConfig(retried) };
+}
 
 /** Metadata for an outgoing call: the current request id crosses the hop. */
 export function outgoingMetadata(): grpc.Metadata {
@@ -69,7 +150,8 @@ export class HealthChecker {
   private readonly client: HealthClient;
 
   constructor(address: string) {
-    this.client = new HealthClientCtor(address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    // A check is a read: with several replicas behind `address`, one that is gone is asked past.
+    this.client = new HealthClientCtor(address, grpc.credentials.createInsecure(), { ...CLIENT_OPTIONS, 'grpc.service_config': serviceConfig([{ service: 'grpc.health.v1.Health', method: 'Check' }]) });
   }
 
   /** Check of grpc.health.v1: an unknown service answers NOT_FOUND, which reads as SERVICE_UNKNOWN. */

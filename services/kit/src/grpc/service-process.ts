@@ -12,6 +12,8 @@ export interface ServiceProcess {
   /** `127.0.0.1:<port>`, where its gRPC server listens. */
   address: string;
   port: number;
+  /** Its process id: a test may kill it outright (SIGKILL), as a crash would. */
+  pid: number;
   /** Its log lines (JSON, one per line), as it wrote them to stdout. */
   lines: string[];
   /** SIGTERM, then SIGKILL if it has not exited within a few seconds. */
@@ -65,6 +67,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   return {
     address,
     port,
+    pid: child.pid ?? 0,
     lines,
     async stop() {
       if (gone) return;

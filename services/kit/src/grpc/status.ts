@@ -6,6 +6,9 @@ import { isStorageUnavailable } from '../store/redis.js';
 /** The binary trailer that carries a domain error across the gRPC hop: its slug, detail and fields, nothing worded for a protocol. */
 const PROBLEM_TRAILER = 'agentroom-problem-bin';
 
+/** gRPC's retry pushback: a negative value tells the client's retry policy not to try again. */
+const NO_RETRY_TRAILER = 'grpc-retry-pushback-ms';
+
 const STATUS_OF_CODE: Record<ProblemCode, grpc.status> = {
   parse_error: grpc.status.INVALID_ARGUMENT,
   invalid_request: grpc.status.INVALID_ARGUMENT,
@@ -40,6 +43,9 @@ export function toServiceError(error: unknown): grpc.ServiceError {
     };
     metadata.set(PROBLEM_TRAILER, Buffer.from(JSON.stringify(trailer)));
     const status = error.status === 503 ? grpc.status.UNAVAILABLE : STATUS_OF_CODE[error.code];
+    // This replica answered: what it lacks (its storage, a service behind it, already retried there)
+    // every replica lacks alike, so clients must not spend the deadline asking the next (docs/decisions.md §18).
+    if (status === grpc.status.UNAVAILABLE) metadata.set(NO_RETRY_TRAILER, '-1');
     return Object.assign(new Error(error.message), { code: status, details: error.message, metadata });
   }
   return Object.assign(new Error('internal error'), {
