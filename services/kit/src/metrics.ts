@@ -35,6 +35,13 @@ export const quotaRejections = new client.Counter({
   registers: [registry],
 });
 
+export const unreplicatedWrites = new client.Counter({
+  name: 'agentroom_redis_unreplicated_writes_total',
+  help: 'Posts and direct messages answered although fewer Redis replicas than REDIS_WAIT_REPLICAS had them within REDIS_WAIT_TIMEOUT_MS (docs/decisions.md §20).',
+  labelNames: ['service'] as const,
+  registers: [registry],
+});
+
 export const feedbackReceived = new client.Counter({
   name: 'agentroom_feedback_received_total',
   help: 'Reports received through POST {api_url}/agent/feedback.',
@@ -65,6 +72,13 @@ export const liveStreamsEnded = new client.Counter({
 export const firstPageReads = new client.Counter({
   name: 'agentroom_first_page_reads_total',
   help: "Reads of the room's first page (listPosts without a cursor) by edge, by outcome: hit (answered from its memory), miss (asked the room: the stream is starting, lost, or catching up with a post made here), bypass (asked the room: Cache-Control: no-cache).",
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export const cursorPageReads = new client.Counter({
+  name: 'agentroom_cursor_page_reads_total',
+  help: "Reads of the room's posts after a cursor (listPosts with a cursor) by edge, by outcome: hit (answered from the posts it keeps), miss (asked the room: a cursor older than those posts, or the stream is not live), bypass (asked the room: Cache-Control: no-cache).",
   labelNames: ['outcome'] as const,
   registers: [registry],
 });

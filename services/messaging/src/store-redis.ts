@@ -306,7 +306,8 @@ export class RedisMessagingStore implements MessagingStore {
     const to = message.toAgentId;
     const fields = ['fromAgentId', message.fromAgentId, 'fromAgentName', message.fromAgentName, 'toAgentId', to, 'toAgentName', message.toAgentName, 'text', message.text, 'via', message.via];
     const json = JSON.stringify({ fromAgentId: message.fromAgentId, fromAgentName: message.fromAgentName, toAgentId: to, toAgentName: message.toAgentName, text: message.text, via: message.via });
-    const ids = await SEND.run(this.redis, [this.inboxKey(to), this.feedKey(to), this.stateKey(to)], [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), ...fields]);
+    // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
+    const ids = await SEND.runAcknowledged(this.redis, [this.inboxKey(to), this.feedKey(to), this.stateKey(to)], [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), ...fields]);
     const [id, notificationId] = Array.isArray(ids) ? (ids as unknown[]) : [];
     if (typeof id !== 'string' || typeof notificationId !== 'string') throw new Error('XADD returned no id');
     await this.appendEvent(to, notificationId, 'direct_message', id, json);

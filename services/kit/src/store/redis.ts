@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Cluster, type ClusterNode, Redis } from 'ioredis';
 import { redisClusterNodes, withoutPassword } from '../config.js';
 import type { Logger } from '../log.js';
+import { unreplicatedWrites } from '../metrics.js';
 import { StartupError } from '../startup.js';
 
 export { Cluster, Redis } from 'ioredis';
@@ -23,12 +24,54 @@ export function connectRedisCluster(nodes: ClusterNode[], name: string, log?: Lo
 }
 
 function newCluster(nodes: ClusterNode[], name: string, auth: { username?: string; password?: string }): Cluster {
-  return new Cluster(nodes, {
+  const cluster = new Cluster(nodes, {
     redisOptions: { protocol: 2, connectionName: name, connectTimeout: 2_000, maxRetriesPerRequest: 1, ...auth },
     clusterRetryStrategy: (attempt) => Math.min(attempt * 50, 250),
-    // As on one server: commands of the same tick bound for the same node share one write.
-    enableAutoPipelining: true,
+    // Reads go to masters: a replica may not have a post yet when its author reads the room.
+    scaleReads: 'master',
+    // When a master dies, a command sent to it, or to a cluster that answers CLUSTERDOWN until a
+    // replica replaces it, is sent again every 100 ms after asking the cluster for its slots, so
+    // clients follow the new master as soon as the cluster names it. A redirect (MOVED) waits as
+    // long: right after a failover, nodes that have not heard of it yet redirect to each other, and
+    // immediate retries spent the budget within milliseconds. Each retry and redirect counts, and
+    // after 8 the command fails (a 503): about a second, within the gRPC deadline.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    retryDelayOnMoved: 100,
+    maxRedirections: MAX_REDIRECTIONS,
+    // Unlike on one server, each command goes alone: ioredis's automatic pipelines gather the
+    // commands of several slots bound for one node, and after a failover each slot's command is
+    // answered MOVED with its own slot; ioredis then hands those MOVED errors to the callers
+    // instead of following them, until its next slots refresh (500s, seen under load).
+    enableAutoPipelining: false,
   });
+  queueOnlyUntilReady(cluster);
+  return cluster;
+}
+
+/** Retries and redirects a cluster command may take before it fails; about 100 ms each (see newCluster). */
+const MAX_REDIRECTIONS = 8;
+
+/**
+ * Commands wait for the cluster client's first connection (a store may be used as soon as it is
+ * made), and not when it has lost every node later: ioredis's offline queue would then hold them
+ * until the cluster returns, so while the client is down, after it was ready once, they fail at
+ * once (a 503). While it is ready the queue stays on, as ioredis expects: turned off there, it
+ * refuses commands for a node connection still connecting, and a pipeline can lose part of its
+ * commands that way and never be sent (seen with a master killed under load).
+ */
+function queueOnlyUntilReady(cluster: Cluster): void {
+  let wasReady = false;
+  cluster.options.enableOfflineQueue = true;
+  cluster.on('ready', () => {
+    wasReady = true;
+    cluster.options.enableOfflineQueue = true;
+  });
+  for (const down of ['close', 'reconnecting', 'end'])
+    cluster.on(down, () => {
+      if (wasReady) cluster.options.enableOfflineQueue = false;
+    });
 }
 
 /**
@@ -36,7 +79,11 @@ function newCluster(nodes: ClusterNode[], name: string, auth: { username?: strin
  * `Cluster.duplicate` takes startup nodes first and options nested under `redisOptions`.
  */
 export function duplicateClient<T extends RedisClient>(client: T, name: string, options: { autoResubscribe?: boolean } = {}): T {
-  if (client instanceof Cluster) return client.duplicate([], { redisOptions: { ...client.options.redisOptions, connectionName: name, ...options } }) as T;
+  if (client instanceof Cluster) {
+    const duplicate = client.duplicate([], { redisOptions: { ...client.options.redisOptions, connectionName: name, ...options } });
+    queueOnlyUntilReady(duplicate);
+    return duplicate as T;
+  }
   return (client as Redis).duplicate({ connectionName: name, ...options }) as T;
 }
 
@@ -104,7 +151,7 @@ function reportConnectionTrouble(redis: RedisClient, name: string, log?: Logger)
  * with one line that says what is wrong (nothing listens, the password is refused…) and what to
  * do, instead of failing its first requests. Nothing is logged until the first answer.
  */
-export async function openRedis(url: string, name: string, log?: Logger): Promise<RedisClient> {
+export async function openRedis(url: string, name: string, log?: Logger, options: OpenRedisOptions = {}): Promise<RedisClient> {
   let redis: RedisClient;
   try {
     const cluster = redisClusterNodes(url);
@@ -122,16 +169,95 @@ export async function openRedis(url: string, name: string, log?: Logger): Promis
     connectionError ??= error;
   };
   redis.on('error', remember);
+  let replicas = 0;
   try {
     await redis.ping();
+    if (options.replicaWait) replicas = options.replicaWait.replicas ?? ((await hasReplicas(redis)) ? 1 : 0);
   } catch (error) {
     redis.disconnect(); // `remember` stays: a late error event of this connection must not go unhandled
     throw new StartupError(redisProblem(url, connectionError ?? (error as Error)));
   }
   redis.off('error', remember);
   reportConnectionTrouble(redis, name, log);
+  if (options.replicaWait && replicas > 0) {
+    replicaWaits.set(redis, new ReplicaWait(replicas, options.replicaWait.timeoutMs, name, log));
+    log?.info({ replicas, timeoutMs: options.replicaWait.timeoutMs }, `a post or message is acknowledged once ${replicas} replica${replicas === 1 ? ' has' : 's have'} it (REDIS_WAIT_REPLICAS)`);
+  }
   return redis;
 }
+
+export interface OpenRedisOptions {
+  /**
+   * Makes {@link LuaScript.runAcknowledged} on this client wait for replicas (docs/decisions.md §20):
+   * `replicas` each (unset: 1 when the Redis has replicas, else 0, so no wait), at most `timeoutMs`.
+   */
+  replicaWait?: { replicas?: number | undefined; timeoutMs: number };
+}
+
+/**
+ * Whether the Redis has replicas: on a cluster, any node `CLUSTER NODES` lists as a replica (one
+ * that is down counts too, since it comes back); on one server, a connected replica.
+ */
+async function hasReplicas(redis: RedisClient): Promise<boolean> {
+  if (!(redis instanceof Cluster)) return /connected_slaves:[1-9]/.test(await redis.info('replication'));
+  const nodes = String(await redis.cluster('NODES')).trim().split('\n');
+  return nodes.some((line) => line.split(' ')[2]?.split(',').includes('slave'));
+}
+
+/**
+ * While replicas do not acknowledge (a master whose replica is down, or just failed over), writes
+ * stop waiting for them, and one write in this long tries again: a WAIT blocks its connection, so
+ * each write waiting out its timeout would hold up every command of the process on that master.
+ */
+const RECHECK_MS = 2_000;
+
+/** How long a write waits for replicas, and what it does when they do not answer in time. */
+class ReplicaWait {
+  private short = false;
+  private recheckAt = 0;
+  /** A write that came through a failover is finding out whether the new master has replicas. */
+  probing = false;
+
+  constructor(
+    readonly replicas: number,
+    readonly timeoutMs: number,
+    private readonly service: string,
+    private readonly log: Logger | undefined,
+  ) {}
+
+  /** Whether the next write waits: every one while replicas acknowledge, else one in RECHECK_MS. */
+  shouldWait(): boolean {
+    if (!this.short) return true;
+    const now = Date.now();
+    if (now < this.recheckAt) return false;
+    this.recheckAt = now + RECHECK_MS;
+    return true;
+  }
+
+  /**
+   * A write that fewer replicas than asked acknowledged in time is still answered (docs/decisions.md
+   * §20): its master has it, as every write had before replicas were waited for. It is counted, and
+   * logged once until replicas acknowledge again.
+   */
+  answered(replicas: number): void {
+    if (replicas >= this.replicas) {
+      if (this.short) this.log?.info({ replicas }, 'replicas acknowledge writes again');
+      this.short = false;
+      return;
+    }
+    if (!this.short) this.log?.warn({ replicas, wanted: this.replicas, timeoutMs: this.timeoutMs, recheckMs: RECHECK_MS }, 'a write was acknowledged by fewer replicas than asked within REDIS_WAIT_TIMEOUT_MS; answering it anyway (its master has it), and waiting for replicas again once they answer');
+    this.short = true;
+    this.recheckAt = Date.now() + RECHECK_MS;
+    this.skipped();
+  }
+
+  /** A write answered without a replica's acknowledgement. */
+  skipped(): void {
+    unreplicatedWrites.inc({ service: this.service });
+  }
+}
+
+const replicaWaits = new WeakMap<RedisClient, ReplicaWait>();
 
 /** What went wrong reaching the Redis at `url`, and what to do, in one line. */
 export function redisProblem(url: string, error: Error): string {
@@ -169,7 +295,11 @@ export class Keyspace {
   }
 }
 
-const UNAVAILABLE = /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|connect ETIMEDOUT|Stream isn't writeable/;
+// On a Redis Cluster also: a master down and not replaced yet (CLUSTERDOWN), a command out of
+// retries and redirects while the cluster fails over, the whole cluster unreachable, a slot in
+// migration (TRYAGAIN), a restarted node still loading its data (LOADING).
+const UNAVAILABLE =
+  /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|connect ETIMEDOUT|Stream isn't writeable|Command aborted due to connection close|^CLUSTERDOWN|^TRYAGAIN|^LOADING|^Too many Cluster redirections|^Cluster isn't ready|^None of startup nodes is available|^Failed to refresh slots cache/;
 
 /** True for errors that mean "Redis cannot be reached right now" rather than a bug. */
 export function isStorageUnavailable(error: unknown): boolean {
@@ -207,6 +337,69 @@ export class LuaScript {
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
       return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+
+  /**
+   * Runs the script as {@link run} and, when the client was opened with a replica wait, answers
+   * once that many replicas have its write, or once the wait's timeout has passed without them
+   * (docs/decisions.md §20: the write is answered all the same, and counted). `WAIT` is sent in one
+   * pipeline with the script, so it reaches the master that took the write, on the same connection
+   * (on a cluster, ioredis sends a pipeline whose keys share a slot to that slot's master).
+   */
+  async runAcknowledged(redis: RedisClient, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const wait = replicaWaits.get(redis);
+    if (wait === undefined) return this.run(redis, keys, args);
+    if (!wait.shouldWait()) {
+      const result = await this.run(redis, keys, args);
+      wait.skipped();
+      return result;
+    }
+    let replies = await redis.pipeline().evalsha(this.sha, keys.length, ...keys, ...args).wait(wait.replicas, wait.timeoutMs).exec();
+    if (replies?.[0]?.[0]?.message.startsWith('NOSCRIPT')) {
+      replies = await redis.pipeline().eval(this.source, keys.length, ...keys, ...args).wait(wait.replicas, wait.timeoutMs).exec();
+    }
+    let [written, waited] = replies ?? [];
+    if (!written || !waited) throw new Error('a pipeline answered fewer replies than it sent commands');
+    if (written[0] && /^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN) /.test(written[0].message)) {
+      // The write was refused, not done: the slot lives elsewhere now, or the cluster is failing
+      // over. ioredis retries and follows redirects (learning the new slot map) for single
+      // commands, but not for a pipeline whose WAIT succeeded. So the script goes alone, then WAIT
+      // with a read of the same slot, which sends it to the master that has just taken the write,
+      // over the same connection.
+      written = [null, await this.run(redis, keys, args)];
+      // After a failover the new master often has no replica yet, and every write that waited
+      // through the failover would now wait out the timeout, one after another on the
+      // connection: one of them finds out, and the others are answered without waiting (counted).
+      if (wait.probing || !wait.shouldWait()) {
+        wait.skipped();
+        return written[1];
+      }
+      wait.probing = true;
+      try {
+        waited = await this.waitAfterRedirect(redis, keys[0] ?? '', wait);
+      } finally {
+        wait.probing = false;
+      }
+    }
+    if (written[0]) throw written[0];
+    if (waited[0]) throw waited[0];
+    wait.answered(Number(waited[1]));
+    return written[1];
+  }
+
+  /**
+   * WAIT on the master of `key`'s slot, sent with a read of `key` so that it goes there. When that
+   * read is redirected too (ioredis's slot map, refreshed from another node, may lag a failover for
+   * a moment), a single command learns the new master and the pair goes again.
+   */
+  private async waitAfterRedirect(redis: RedisClient, key: string, wait: ReplicaWait): Promise<[Error | null, unknown]> {
+    for (let attempt = 1; ; attempt += 1) {
+      const [read, waited] = (await redis.pipeline().exists(key).wait(wait.replicas, wait.timeoutMs).exec()) ?? [];
+      if (!read || !waited) return [new Error('a pipeline answered fewer replies than it sent commands'), null];
+      if (!read[0]) return waited;
+      if (attempt === 3 || !/^(MOVED|ASK) /.test(read[0].message)) return [read[0], null];
+      await redis.exists(key);
     }
   }
 }
