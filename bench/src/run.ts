@@ -7,6 +7,7 @@ import { killServerChildrenNow } from './children.js';
 import { HTTP_BENCHMARKS } from './http-rows.js';
 import { idempotencyRow } from './idempotency.js';
 import { LOAD } from './load.js';
+import { memoryRow } from './memory-row.js';
 import { mentionRow } from './mention-row.js';
 import { PAGE_SIZE, SEEDED_POSTS } from './pages.js';
 import { elapsedSeconds, progress } from './progress.js';
@@ -24,6 +25,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   { id: 'sse-10k', key: 'sse', label: 'SSE: 1 post to 10,000 subscribers of one edge', comparesToBare: false, run: sseRow },
   { id: 'mentions-20', key: 'mentions', label: 'a post mentioning 20 agents, to each one\'s notification feed, cluster', comparesToBare: false, run: mentionRow },
   { id: 'webhooks-20', key: 'webhooks', label: 'webhooks: posts naming 20 agents, each one\'s endpoint, cluster', comparesToBare: false, run: webhookRow },
+  { id: 'memory-200k', key: 'memory', label: 'memory: 200,000 posts to the embedded default, RSS', comparesToBare: false, run: memoryRow },
 ];
 
 /** The benchmarks `argv` names by key (all for none), and the baselines if any of them needs bare's rate. */
@@ -48,7 +50,8 @@ const NOTES = [
   '  idempotency: createPost with a new key per request on two embedded products of their own, one given 100,000 keys first, measured in turn, twice each; SSE: subscribers on the edge itself, the post through the router, 5 rounds after a warm-up, RSS from its /metrics.',
   '  The cluster logs a line per request (info, as deployed); the embedded product logs warnings only.',
   'CPU ms/req: user + system time of every process serving the row (/proc/<pid>/stat before and after the measured run), summed, per response.',
-  '  cluster: launcher, room, messaging, delivery, auth, edge-1, router and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
+  '  cluster: launcher, room, messaging, delivery, auth, edge-1, router (Envoy on the rows behind it) and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
+  '  behind Envoy: the real Envoy (.venv/bin/envoy) in place of the router, with its coarse guard (1,000 req/s by default) lifted; its own access line per request is logged too.',
   '  SSE: per delivery, over the measured rounds. Mentions: one post naming 20 agents by id, 20 rounds after a warm-up, each agent on its own notification stream; per notification.',
   `  Webhooks: ${WEBHOOKS.agents} agents with an endpoint each on a receiver in the bench (127.0.0.1, 204, every ${WEBHOOKS.verifyEvery}th delivery verified), posts naming all ${WEBHOOKS.agents} at a steady rate`,
   `  (${WEBHOOKS.offeredPerSecond} deliveries/s offered), ${WEBHOOKS.warmupSeconds} s warm-up, then ${WEBHOOKS.measureSeconds} s measured: deliveries/s arrived in the window; p50/p99 from when each post was due to each of its deliveries; per delivery.`,

@@ -222,7 +222,7 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
   defaults: {},
   /** External Redis (a cluster) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor. */
   'external-url': {
-    redis: { external: { url: EXTERNAL_URL } },
+    redis: { external: { url: EXTERNAL_URL }, waitReplicas: 1 },
     room: { autoscaling: { enabled: true } },
     messaging: { autoscaling: { enabled: true } },
     delivery: { autoscaling: { enabled: true } },
@@ -354,18 +354,20 @@ type ServiceName = keyof typeof SCHEMAS;
 const SERVICES = Object.keys(SCHEMAS) as ServiceName[];
 
 /** Variables the chart leaves to the service's default on purpose (extraEnv sets them when needed). */
+// REDIS_WAIT_REPLICAS is set only when redis.waitReplicas is: unset, a service waits for a replica
+// when its Redis has one (the external-url combination sets it).
 const LEFT_TO_DEFAULT: Record<ServiceName, string[]> = {
   // PORT only makes the default SITE_URL, which the chart always sets.
-  room: ['PORT'],
-  messaging: ['PORT'],
+  room: ['PORT', 'REDIS_WAIT_REPLICAS'],
+  messaging: ['PORT', 'REDIS_WAIT_REPLICAS'],
   // WEBHOOKS_ALLOW_PRIVATE_TARGETS lets delivery POST webhooks to private and loopback addresses, for
   // tests on one machine: never set (a test below says so).
-  delivery: ['PORT', 'WEBHOOKS_ALLOW_PRIVATE_TARGETS'],
+  delivery: ['PORT', 'REDIS_WAIT_REPLICAS', 'WEBHOOKS_ALLOW_PRIVATE_TARGETS'],
   // OAUTH_CIMD_ALLOW_LOOPBACK lets auth read client metadata documents on loopback addresses, for
   // tests on one machine: never set (a test below says so). OAUTH_ACCESS_TOKEN_TTL_SECONDS keeps its
   // hour unless extraEnv sets it.
-  auth: ['PORT', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS'],
-  edge: ['PORT', 'LIVE_HEARTBEAT_MS', 'LIVE_MAX_BUFFERED_BYTES'],
+  auth: ['PORT', 'REDIS_WAIT_REPLICAS', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS'],
+  edge: ['PORT', 'REDIS_WAIT_REPLICAS', 'LIVE_HEARTBEAT_MS', 'LIVE_MAX_BUFFERED_BYTES'],
 };
 
 /** Stand-ins for values held in Secrets the user manages (the chart never sees them). */

@@ -131,6 +131,12 @@ makes the default SITE_URL, which the chart always sets.
       {{- include "agent-room.redisUrlRef" .root | nindent 6 }}
 - name: REDIS_KEY_PREFIX
   value: {{ .root.Values.redis.keyPrefix | quote }}
+{{- if not (kindIs "invalid" .root.Values.redis.waitReplicas) }}
+- name: REDIS_WAIT_REPLICAS
+  value: {{ .root.Values.redis.waitReplicas | int | toString | quote }}
+{{- end }}
+- name: REDIS_WAIT_TIMEOUT_MS
+  value: {{ .root.Values.redis.waitTimeoutMs | int | toString | quote }}
 - name: LOG_LEVEL
   value: {{ .root.Values.log.level | quote }}
 - name: LOG_FORMAT
@@ -211,4 +217,12 @@ imagePullSecrets:
   - name: {{ . }}
 {{- end }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+POSTS_RETENTION, read by room (what it keeps) and edge (at most half of it in memory): one value for both.
+*/}}
+{{- define "agent-room.env.postsRetention" -}}
+- name: POSTS_RETENTION
+  value: {{ .Values.posts.retention | int | toString | quote }}
 {{- end -}}

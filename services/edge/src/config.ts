@@ -1,4 +1,4 @@
-import { grpcTarget, port, serviceEnv } from '@agentroom/kit';
+import { grpcTarget, port, postsRetentionEnv, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 const dailyQuota = z.coerce.number().int().min(1).max(1_000_000_000);
@@ -27,6 +27,7 @@ export const edgeEnv = z.object({
    * Revocations still take effect at once: auth's revocation stream drops the answer (docs/decisions.md §14).
    */
   TOKEN_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  ...postsRetentionEnv.shape,
   /** How often live streams get a heartbeat comment (and a messages stream's token is checked again). */
   LIVE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
   /** Bytes a live stream may have queued for a client that does not read, before it is cut off. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CURSOR_SECRET_MIN_BYTES } from './http/paging.js';
+import { CURSOR_SECRET_MIN_BYTES, LIMIT_MAX } from './http/paging.js';
 import { defaultLogFormat, LOG_FORMATS } from './log.js';
 
 /** Raised at boot when the environment does not fit the schema; the message names every bad variable. */
@@ -139,6 +139,13 @@ export const storageEnv = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, - or _')
     .default('ar'),
+  /**
+   * Replicas that must have a post or direct message before it is acknowledged (Redis `WAIT`,
+   * docs/decisions.md §20); unset: 1 when the Redis has replicas when the service starts, else 0 (no wait).
+   */
+  REDIS_WAIT_REPLICAS: z.coerce.number().int().min(0).max(5).optional(),
+  /** How long such a write waits for them before it is answered anyway (and counted). */
+  REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(1).max(10_000).default(250),
 });
 
 /** Milliseconds a gRPC call may take before it fails with DEADLINE_EXCEEDED. */
@@ -192,4 +199,18 @@ export const serviceEnv = z.object({
   ...adminEnv.shape,
   ...shutdownEnv.shape,
   ...grpcDeadlineEnv.shape,
+});
+
+/**
+ * How many of the newest posts the room keeps, in memory or in Redis (docs/decisions.md §19); 0 keeps
+ * every post. Room and edge read the same variable (edge keeps at most half as many in memory, so
+ * every post it answers is one the room still holds), so both take it from here. At least a full
+ * page, so an edge's first page never shows a post the room let go.
+ */
+export const postsRetentionEnv = z.object({
+  POSTS_RETENTION: z.coerce
+    .number()
+    .int()
+    .refine((n) => n === 0 || n >= LIMIT_MAX, `must be 0 (keep every post) or a whole number of at least ${LIMIT_MAX} (a full page)`)
+    .default(100_000),
 });

@@ -102,7 +102,8 @@ export const PROBLEM_TYPES = {
   'post-not-found': {
     code: 'not_found',
     title: 'No post has this id',
-    description: 'No post in the room has this id: a reply must answer a post of the room, and a thread is read by the id of a post.',
+    description:
+      'No post in the room has this id, or no longer: the room keeps its newest posts (100,000 by default) and lets older ones go. A reply must answer a post the room keeps, and a thread is read by the id of its first post while the room keeps it.',
     fix: 'Take an id from the list of posts (`GET {base_url}/posts`, or the MCP tool room_read_posts).',
   },
   'notification-not-found': {

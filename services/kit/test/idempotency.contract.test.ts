@@ -110,6 +110,38 @@ describe('expiry', () => {
     expect(await store.begin('abandoned', 'other')).toEqual({ outcome: 'mismatch' });
   });
 
+  it('keeps at most its number of answers in memory, forgetting the oldest first, before their day is up', async () => {
+    let now = 1_000_000;
+    const store = new MemoryIdempotencyStore({ now: () => now }, { maxKeys: 100 });
+    for (let i = 0; i < 150; i += 1) {
+      await store.begin(`done-${i}`, 'fp');
+      await store.complete(`done-${i}`, 'fp', { ...answer, i });
+      now += 1;
+    }
+    // A claim running past the bound is never dropped for it: only answers are.
+    await store.begin('running', 'fp');
+    expect(store.size).toBeLessThanOrEqual(101);
+    expect(await store.begin('running', 'fp')).toEqual({ outcome: 'running' });
+    expect(await store.begin('done-149', 'fp')).toEqual({ outcome: 'replay', result: { ...answer, i: 149 } });
+    expect(await store.begin('done-60', 'fp')).toEqual({ outcome: 'replay', result: { ...answer, i: 60 } });
+    // The oldest went: the same key starts again.
+    expect(await store.begin('done-0', 'fp')).toEqual({ outcome: 'started' });
+    expect(store.size).toBeLessThanOrEqual(101);
+  });
+
+  it('replays the answer as it was completed, a new object each time (memory)', async () => {
+    const store = new MemoryIdempotencyStore();
+    const completed = { id: 'p_2', text: 'as answered', mentions: [{ agentId: 'a_1', agentName: 'ada' }] };
+    await store.begin('k', 'fp');
+    await store.complete('k', 'fp', completed);
+    completed.text = 'changed by its caller afterwards';
+    const first = await store.begin('k', 'fp');
+    const second = await store.begin('k', 'fp');
+    expect(first).toEqual({ outcome: 'replay', result: { id: 'p_2', text: 'as answered', mentions: [{ agentId: 'a_1', agentName: 'ada' }] } });
+    expect(second).toEqual(first);
+    expect(first.outcome === 'replay' && second.outcome === 'replay' && first.result !== second.result).toBe(true);
+  });
+
   it('keeps a completed answer 24 hours in Redis', async () => {
     const store = new RedisIdempotencyStore(redis, 'idttl');
     await store.begin('k', 'fp');

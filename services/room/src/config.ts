@@ -1,4 +1,4 @@
-import { address, cursorSecretEnv, serviceEnv } from '@agentroom/kit';
+import { address, cursorSecretEnv, postsRetentionEnv, serviceEnv } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The room service's environment. */
@@ -8,6 +8,7 @@ export const roomEnv = z.object({
   ...serviceEnv.shape,
   /** The key its cursors are signed with (docs/decisions.md §6); unset, a random one per start. */
   ...cursorSecretEnv.shape,
+  ...postsRetentionEnv.shape,
 });
 
 export type RoomConfig = z.output<typeof roomEnv>;

@@ -1,13 +1,13 @@
-import { openRedis, createLogger, type Dependency, type Logger, cursorSecretOrRandom, type RedisClient } from '@agentroom/kit';
+import { openRedis, createLogger, type Dependency, type Logger, cursorSecretOrRandom, type RedisClient, systemClock } from '@agentroom/kit';
 import type { RoomConfig } from './config.js';
 import { createRoomGrpcServer } from './server.js';
-import type { RoomStore } from './store.js';
+import type { RoomStore, RoomStoreOptions } from './store.js';
 import { MemoryRoomStore } from './store-memory.js';
 import { RedisRoomStore } from './store-redis.js';
 
 export { roomEnv, type RoomConfig } from './config.js';
 export { createRoomGrpcServer, roomHandlers, ROOM_SERVICE_NAME } from './server.js';
-export type { RoomStore, NewPost, Page, Appended } from './store.js';
+export type { RoomStore, RoomStoreOptions, NewPost, Page, Appended } from './store.js';
 export { MemoryRoomStore } from './store-memory.js';
 export { RedisRoomStore } from './store-redis.js';
 export { checkPostText, MENTIONS_MAX, POST_TEXT_MAX, type MentionRecord, type PostRecord, type Via } from './posts.js';
@@ -25,8 +25,8 @@ export interface RunningRoom {
 }
 
 /** The room in Redis, once the agents kept before the name index existed have their names indexed (once per keyspace). */
-async function redisStore(redis: RedisClient, prefix: string, log: Logger): Promise<RedisRoomStore> {
-  const store = new RedisRoomStore(redis, prefix);
+async function redisStore(redis: RedisClient, prefix: string, log: Logger, options: RoomStoreOptions): Promise<RedisRoomStore> {
+  const store = new RedisRoomStore(redis, prefix, options);
   const indexed = await store.indexExistingAgentNames();
   if (indexed > 0) log.info({ agents: indexed }, 'indexed the names of the agents kept before mentions existed');
   return store;
@@ -34,8 +34,9 @@ async function redisStore(redis: RedisClient, prefix: string, log: Logger): Prom
 
 /** Starts the room service: storage, then the gRPC server. `main.ts` and the embedded launcher call this. */
 export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT)): Promise<RunningRoom> {
-  const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'room', log);
-  const store: RoomStore = redis ? await redisStore(redis, config.REDIS_KEY_PREFIX, log) : new MemoryRoomStore();
+  const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'room', log, { replicaWait: { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } });
+  const options: RoomStoreOptions = { postsRetention: config.POSTS_RETENTION };
+  const store: RoomStore = redis ? await redisStore(redis, config.REDIS_KEY_PREFIX, log, options) : new MemoryRoomStore(systemClock, options);
   const server = createRoomGrpcServer({ store, log, cursorSecret: cursorSecretOrRandom(config.CURSOR_SECRET, log) });
   const port = await server.listen(config.ROOM_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());

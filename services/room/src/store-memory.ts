@@ -1,15 +1,48 @@
 import { compareStreamIds, type Clock, MENTIONS_MAX, StreamIds, systemClock } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
-import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord } from './posts.js';
-import type { Appended, NewPost, Page, RoomStore } from './store.js';
+import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type Via } from './posts.js';
+import type { Appended, NewPost, Page, RoomStore, RoomStoreOptions } from './store.js';
 
-/** The first index of `items` (sorted by id) whose id compares to `id` as `accept` wants: a binary search. */
-function indexWhere(items: readonly PostRecord[], id: string, accept: (cmp: number) => boolean): number {
-  let low = 0;
+/**
+ * A post as this store keeps it: what it was made with, in one small object of one shape. What can
+ * be told from it (createdAt, from the id) or changes (the reply count) is added as it is read, so
+ * the hundred thousand posts a room keeps cost little more than their text.
+ */
+interface StoredPost {
+  readonly id: string;
+  readonly agentId: string;
+  readonly agentName: string;
+  readonly humanLabel: string;
+  readonly text: string;
+  readonly via: Via;
+  /** Undefined when it mentions nobody. */
+  readonly mentions: MentionRecord[] | undefined;
+  /** Undefined when it is no reply. */
+  readonly reply: { replyTo: string; threadId: string; replyToAgentId: string } | undefined;
+}
+
+/** The post as the store interface has it, with the reply count of the thread it starts when asked. */
+function recordOf(post: StoredPost, replyCount = 0): PostRecord {
+  return {
+    id: post.id,
+    agentId: post.agentId,
+    agentName: post.agentName,
+    humanLabel: post.humanLabel,
+    text: post.text,
+    via: post.via,
+    createdAt: createdAtOf(post.id),
+    ...post.reply,
+    ...(replyCount > 0 ? { replyCount } : {}),
+    mentions: post.mentions ?? [],
+  };
+}
+
+/** The first index from `low` of `items` (sorted by id) whose id compares to `id` as `accept` wants: a binary search. */
+function indexWhere(items: readonly StoredPost[], id: string, accept: (cmp: number) => boolean, low = 0): number {
   let high = items.length;
   while (low < high) {
     const mid = (low + high) >>> 1;
-    if (accept(compareStreamIds((items[mid] as PostRecord).id, id))) high = mid;
+    if (accept(compareStreamIds((items[mid] as StoredPost).id, id))) high = mid;
     else low = mid + 1;
   }
   return low;
@@ -21,10 +54,12 @@ function indexWhere(items: readonly PostRecord[], id: string, accept: (cmp: numb
  */
 export class MemoryRoomStore implements RoomStore {
   readonly kind = 'memory';
-  private readonly posts: PostRecord[] = [];
-  private readonly postsById = new Map<string, PostRecord>();
+  /** Oldest first, so in id order: a post is found by its id with a binary search. Those before `head` are gone (retention), until the front is cut off. */
+  private posts: StoredPost[] = [];
+  private head = 0;
+  private readonly retention: number;
   /** The replies of each thread, oldest first, by the id of the thread's first post. */
-  private readonly threads = new Map<string, PostRecord[]>();
+  private readonly threads = new Map<string, StoredPost[]>();
   private readonly agents = new Map<string, AgentRecord>();
   /** The name index: the active agents of each name key (posts.ts nameKey). */
   private readonly agentsByName = new Map<string, Set<string>>();
@@ -34,37 +69,69 @@ export class MemoryRoomStore implements RoomStore {
   /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
   private readonly ids = new StreamIds(() => this.clock.now());
 
-  constructor(private readonly clock: Clock = systemClock) {}
+  constructor(
+    private readonly clock: Clock = systemClock,
+    options: RoomStoreOptions = {},
+  ) {
+    this.retention = options.postsRetention ?? 0;
+  }
+
+  /** The kept post with this id, if any. */
+  private find(id: string): StoredPost | undefined {
+    const post = this.posts[indexWhere(this.posts, id, (cmp) => cmp >= 0, this.head)];
+    return post?.id === id ? post : undefined;
+  }
 
   appendPost(post: NewPost): Promise<Appended> {
     const agent = this.agents.get(post.agentId);
     if (!agent) return Promise.resolve({ missing: 'agent' });
-    let thread: { threadId: string; replies: PostRecord[]; answeredBy: string } | undefined;
+    let reply: StoredPost['reply'];
+    let replies: StoredPost[] | undefined;
     if (post.replyTo !== undefined && post.replyTo !== '') {
-      const answered = this.postsById.get(post.replyTo);
+      const answered = this.find(post.replyTo);
       if (!answered) return Promise.resolve({ missing: 'reply-to' });
-      const threadId = answered.threadId ?? answered.id;
-      let replies = this.threads.get(threadId);
-      if (!replies) this.threads.set(threadId, (replies = []));
-      thread = { threadId, replies, answeredBy: answered.agentId };
+      const threadId = answered.reply?.threadId ?? answered.id;
+      replies = this.threads.get(threadId);
+      // A thread whose first post is gone (retention) is not kept again: the reply joins it in name only.
+      if (!replies && this.find(threadId)) this.threads.set(threadId, (replies = []));
+      reply = { replyTo: post.replyTo, threadId, replyToAgentId: answered.agentId };
     }
     const id = this.ids.next();
-    const record: PostRecord = {
+    const mentions = this.mentionsOf(post.text);
+    const stored: StoredPost = {
       id,
       agentId: post.agentId,
       agentName: agent.agentName,
       humanLabel: agent.humanLabel,
       text: post.text,
       via: post.via,
-      createdAt: createdAtOf(id),
-      ...(thread ? { replyTo: post.replyTo, threadId: thread.threadId, replyToAgentId: thread.answeredBy } : {}),
-      mentions: this.mentionsOf(post.text),
+      mentions: mentions.length === 0 ? undefined : mentions,
+      reply,
     };
-    this.posts.push(record);
-    this.postsById.set(id, record);
-    thread?.replies.push(record);
+    this.posts.push(stored);
+    replies?.push(stored);
+    this.trim();
+    const record = recordOf(stored);
     for (const listener of this.listeners) listener(record);
     return Promise.resolve({ post: record });
+  }
+
+  /**
+   * Drops the oldest posts beyond the retention, with the threads they start (every reply of such a
+   * thread is newer than it, so none of them is listed in a thread again). The array's front is cut
+   * off now and then rather than at each post, so a post costs no copy of the whole array.
+   */
+  private trim(): void {
+    if (this.retention <= 0) return;
+    while (this.posts.length - this.head > this.retention) {
+      const gone = this.posts[this.head] as StoredPost;
+      this.head += 1;
+      this.threads.delete(gone.id);
+    }
+    if (this.head >= 1_024 || this.head * 2 >= this.posts.length) {
+      this.posts.splice(0, this.head);
+      this.head = 0;
+    }
   }
 
   /** Whom a text mentions, against the agents kept now (posts.ts mentionCandidates). */
@@ -84,33 +151,33 @@ export class MemoryRoomStore implements RoomStore {
   }
 
   /** A post as it reads now: with the reply count of the thread it starts, if any. */
-  private withReplyCount(post: PostRecord): PostRecord {
-    const count = this.threads.get(post.id)?.length ?? 0;
-    return count === 0 ? post : { ...post, replyCount: count };
+  private withReplyCount(post: StoredPost): PostRecord {
+    return recordOf(post, this.threads.get(post.id)?.length ?? 0);
   }
 
   listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {
     let end = this.posts.length;
-    if (beforeId !== undefined) end = indexWhere(this.posts, beforeId, (cmp) => cmp >= 0);
-    const start = Math.max(0, end - limit);
-    return Promise.resolve({ items: this.posts.slice(start, end).reverse().map((post) => this.withReplyCount(post)), hasMore: start > 0 });
+    // A position older than every post kept (its post went) ends the list: everything before it went too.
+    if (beforeId !== undefined) end = indexWhere(this.posts, beforeId, (cmp) => cmp >= 0, this.head);
+    const start = Math.max(this.head, end - limit);
+    return Promise.resolve({ items: this.posts.slice(start, end).reverse().map((post) => this.withReplyCount(post)), hasMore: start > this.head });
   }
 
   getPost(id: string): Promise<PostRecord | undefined> {
-    const post = this.postsById.get(id);
+    const post = this.find(id);
     return Promise.resolve(post && this.withReplyCount(post));
   }
 
   listReplies(postId: string, limit: number, afterId?: string): Promise<Page<PostRecord> | undefined> {
-    if (!this.postsById.has(postId)) return Promise.resolve(undefined);
+    if (!this.find(postId)) return Promise.resolve(undefined);
     const replies = this.threads.get(postId) ?? [];
     const start = afterId === undefined ? 0 : indexWhere(replies, afterId, (cmp) => cmp > 0);
-    return Promise.resolve({ items: replies.slice(start, start + limit), hasMore: start + limit < replies.length });
+    return Promise.resolve({ items: replies.slice(start, start + limit).map((reply) => recordOf(reply)), hasMore: start + limit < replies.length });
   }
 
   readAfter(afterId: string, count: number): Promise<PostRecord[]> {
-    const start = indexWhere(this.posts, afterId, (cmp) => cmp > 0);
-    return Promise.resolve(this.posts.slice(start, start + count));
+    const start = indexWhere(this.posts, afterId, (cmp) => cmp > 0, this.head);
+    return Promise.resolve(this.posts.slice(start, start + count).map((post) => recordOf(post)));
   }
 
   subscribe(listener: (post: PostRecord) => void): Promise<() => void> {

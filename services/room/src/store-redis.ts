@@ -1,7 +1,7 @@
 import { duplicateClient, Keyspace, LuaScript, MENTIONS_MAX, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord } from './posts.js';
-import type { Appended, NewPost, Page, RoomStore } from './store.js';
+import type { Appended, NewPost, Page, RoomStore, RoomStoreOptions } from './store.js';
 
 /**
  * A post by the agent whose record is in the hash KEYS[1] under ARGV[1], appended to the stream
@@ -10,17 +10,22 @@ import type { Appended, NewPost, Page, RoomStore } from './store.js';
  *
  * A reply (ARGV[4], the post it answers) joins the thread ARGV[5] (the first post of that thread,
  * read before: a post's thread never changes; empty when ARGV[4] is no post id at all): the post it
- * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[5] too, under the
- * same id, and counted in the hash of reply counts KEYS[4]. It carries the author of the post it
+ * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[6] too, under the
+ * same id, and counted in the hash of reply counts KEYS[4]; a thread's first reply puts the thread
+ * in the index of threads KEYS[5] (a sorted set by the time of its first post). A thread whose first
+ * post is gone (retention) is written to no more. The reply carries the author of the post it
  * answers (replyToAgentId), read from that post in the same step.
  *
- * ARGV[7..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
+ * ARGV[8..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
  * run when it has an agent id's form (else empty), then its name key, looked up in the name index
  * KEYS[3] (name key → JSON array of the active agents of that name); the first ARGV[6] distinct
  * agents found count.
  *
- * Answers { id, name, label, mentions JSON or '', replyToAgentId or '' }, or 'agent' / 'reply-to' when
- * that record is missing.
+ * ARGV[7] is the retention: when above 0, the stream is trimmed to that many posts, exactly, in the
+ * same step, and the threads whose first post that leaves out are answered, for the caller to drop.
+ *
+ * Answers { id, name, label, mentions JSON or '', replyToAgentId or '', { thread ids gone } }, or
+ * 'agent' / 'reply-to' when that record is missing.
  */
 const APPEND_POST = new LuaScript(`
 local json = redis.call('HGET', KEYS[1], ARGV[1])
@@ -51,7 +56,7 @@ if replyTo ~= '' then
 end
 local mentions, seen = {}, {}
 local max = tonumber(ARGV[6])
-for i = 7, #ARGV - 1, 2 do
+for i = 8, #ARGV - 1, 2 do
   if #mentions >= max then break end
   local id, mentioned = nil, nil
   if ARGV[i] ~= '' then
@@ -83,11 +88,21 @@ if #mentions > 0 then
   table.insert(fields, encoded)
 end
 local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
-if replyTo ~= '' then
-  redis.call('XADD', KEYS[5], id, unpack(fields))
-  redis.call('HINCRBY', KEYS[4], threadId, 1)
+local function msOf(streamId) return tonumber(string.match(streamId, '^(%d+)')) end
+if replyTo ~= '' and (threadId == replyTo or redis.call('XRANGE', KEYS[2], threadId, threadId)[1]) then
+  redis.call('XADD', KEYS[6], id, unpack(fields))
+  if redis.call('HINCRBY', KEYS[4], threadId, 1) == 1 then redis.call('ZADD', KEYS[5], msOf(threadId), threadId) end
 end
-return { id, name, label, encoded, replyToAgentId }
+local gone = {}
+local retention = tonumber(ARGV[7])
+if retention > 0 and redis.call('XTRIM', KEYS[2], 'MAXLEN', retention) > 0 then
+  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1][1]
+  local oldestMs, oldestSeq = msOf(oldest), tonumber(string.match(oldest, '-(%d+)$'))
+  for _, root in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', oldestMs)) do
+    if msOf(root) < oldestMs or tonumber(string.match(root, '-(%d+)$')) < oldestSeq then table.insert(gone, root) end
+  end
+end
+return { id, name, label, encoded, replyToAgentId, gone }
 `);
 
 /**
@@ -216,6 +231,8 @@ export class RedisRoomStore implements RoomStore {
   private readonly keys: Keyspace;
   private readonly postsKey: string;
   private readonly replyCountsKey: string;
+  private readonly threadsKey: string;
+  private readonly retention: number;
   private readonly agentsKey: string;
   private readonly agentsByTimeKey: string;
   private readonly agentsByNameKey: string;
@@ -229,10 +246,13 @@ export class RedisRoomStore implements RoomStore {
   constructor(
     private readonly redis: RedisClient,
     prefix: string,
+    options: RoomStoreOptions = {},
   ) {
     this.keys = new Keyspace(prefix, 'room');
+    this.retention = options.postsRetention ?? 0;
     this.postsKey = this.keys.key(ROOM, 'posts');
     this.replyCountsKey = this.keys.key(ROOM, 'posts', 'reply-counts');
+    this.threadsKey = this.keys.key(ROOM, 'posts', 'threads');
     this.agentsKey = this.keys.key(ROOM, 'agents');
     this.agentsByTimeKey = this.keys.key(ROOM, 'agents', 'by-time');
     this.agentsByNameKey = this.keys.key(ROOM, 'agents', 'by-name');
@@ -254,15 +274,18 @@ export class RedisRoomStore implements RoomStore {
       const [answered] = (await this.redis.xrange(this.postsKey, replyTo, replyTo)) as StreamEntry[];
       threadId = answered?.[0] === replyTo ? (streamFields(answered[1]).get('threadId') ?? replyTo) : replyTo;
     }
-    const keys = [this.agentsKey, this.postsKey, this.agentsByNameKey, this.replyCountsKey];
+    const keys = [this.agentsKey, this.postsKey, this.agentsByNameKey, this.replyCountsKey, this.threadsKey];
     if (threadId !== '') keys.push(this.threadKey(threadId));
     const candidates = mentionCandidates(post.text).flatMap((candidate) => [candidate.id, candidate.name]);
-    const appended = (await APPEND_POST.run(this.redis, keys, [post.agentId, post.text, post.via, replyTo, threadId, String(MENTIONS_MAX), ...candidates])) as
-      | [string, string, string, string, string]
+    // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
+    const appended = (await APPEND_POST.runAcknowledged(this.redis, keys, [post.agentId, post.text, post.via, replyTo, threadId, String(MENTIONS_MAX), String(this.retention), ...candidates])) as
+      | [string, string, string, string, string, string[]]
       | 'agent'
       | 'reply-to';
     if (appended === 'agent' || appended === 'reply-to') return { missing: appended };
-    const [id, agentName, humanLabel, mentions, replyToAgentId] = appended;
+    const [id, agentName, humanLabel, mentions, replyToAgentId, gone] = appended;
+    // The post is appended whatever happens to this: a thread not dropped now is found by the next trim.
+    if (gone.length > 0) await this.dropThreads(gone).catch(() => undefined);
     return {
       post: {
         id,
@@ -276,6 +299,21 @@ export class RedisRoomStore implements RoomStore {
         mentions: mentionsOf(mentions),
       },
     };
+  }
+
+  /**
+   * Drops the threads whose first post the retention took: their replies' stream, count and index
+   * entry, in one transaction. Done after the append, so a failure here leaves them indexed, and the
+   * next trim finds them again; nothing reads them meanwhile, since their first post is gone.
+   */
+  private async dropThreads(threadIds: readonly string[]): Promise<void> {
+    const replies = await this.redis
+      .multi()
+      .del(...threadIds.map((threadId) => this.threadKey(threadId)))
+      .hdel(this.replyCountsKey, ...threadIds)
+      .zrem(this.threadsKey, ...threadIds)
+      .exec();
+    for (const reply of replies ?? []) resultOf(reply);
   }
 
   async listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {

@@ -19,10 +19,24 @@ export interface Page<T> {
   hasMore: boolean;
 }
 
+/** How a store is set up beyond where it keeps its data. */
+export interface RoomStoreOptions {
+  /**
+   * How many of the newest posts it keeps (docs/decisions.md §19): each new post past this number
+   * drops the oldest, in the same step. Undefined or 0 keeps every post.
+   */
+  postsRetention?: number;
+}
+
 /**
  * Where the room keeps its posts and agents. Two implementations, Redis and memory, held to one
  * contract test suite. Posts are a log: ids are stream ids, newest last. Threads are flat: a reply
  * to a reply joins the thread of the post it answers, whose first post is the thread's id.
+ *
+ * With a retention (RoomStoreOptions), the oldest posts go as new ones arrive. A post that went is
+ * unknown from then on, as one never made: no getPost, no reply to it, no listReplies of its thread.
+ * A thread goes with its first post; its replies still kept stay in the room's list with their
+ * reply fields, and a reply to one of them joins no thread that can be listed.
  */
 export interface RoomStore extends FeedSource<PostRecord> {
   readonly kind: 'redis' | 'memory';

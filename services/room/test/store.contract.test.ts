@@ -2,7 +2,7 @@ import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, foll
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentRecord } from '../src/agents.js';
 import type { PostRecord } from '../src/posts.js';
-import type { NewPost, RoomStore } from '../src/store.js';
+import type { NewPost, RoomStore, RoomStoreOptions } from '../src/store.js';
 import { MemoryRoomStore } from '../src/store-memory.js';
 import { RedisRoomStore } from '../src/store-redis.js';
 
@@ -33,10 +33,10 @@ function track<T extends RoomStore>(store: T): T {
   return store;
 }
 
-const implementations: [string, () => RoomStore][] = [
-  ['memory', () => track(new MemoryRoomStore())],
-  ['redis', () => track(new RedisRoomStore(redis, `rs${(prefixes += 1)}`))],
-  ['redis cluster', () => track(new RedisRoomStore(clusterClient, `rs${(prefixes += 1)}`))],
+const implementations: [string, (options?: RoomStoreOptions) => RoomStore][] = [
+  ['memory', (options) => track(new MemoryRoomStore(undefined, options))],
+  ['redis', (options) => track(new RedisRoomStore(redis, `rs${(prefixes += 1)}`, options))],
+  ['redis cluster', (options) => track(new RedisRoomStore(clusterClient, `rs${(prefixes += 1)}`, options))],
 ];
 
 function post(text: string): NewPost {
@@ -413,6 +413,90 @@ describe.each(implementations)('RoomStore contract, mentions and the name index:
   });
 });
 
+describe.each(implementations)('RoomStore contract, retention: %s', (_name, makeStore) => {
+  it('keeps the newest posts it is told to, and knows the older ones no more', async () => {
+    const store = await withAuthor(makeStore({ postsRetention: 3 }));
+    const made: PostRecord[] = [];
+    for (let i = 1; i <= 7; i += 1) made.push(await append(store, `p${i}`));
+    const page = await store.listPosts(10);
+    expect(page.items.map((p) => p.text)).toEqual(['p7', 'p6', 'p5']);
+    expect(page.hasMore).toBe(false);
+    expect((await store.readAfter('0-0', 10)).map((p) => p.text)).toEqual(['p5', 'p6', 'p7']);
+    for (const gone of made.slice(0, 4)) {
+      expect(await store.getPost(gone.id)).toBeUndefined();
+      expect(await store.listReplies(gone.id, 10)).toBeUndefined();
+      expect(await store.appendPost({ ...post('too late'), replyTo: gone.id })).toEqual({ missing: 'reply-to' });
+    }
+    expect(await store.getPost(made[4]!.id)).toEqual(made[4]);
+  });
+
+  it('keeps every post with no retention, or a retention of 0', async () => {
+    for (const options of [undefined, { postsRetention: 0 }]) {
+      const store = await withAuthor(makeStore(options));
+      for (let i = 1; i <= 6; i += 1) await append(store, `p${i}`);
+      expect((await store.listPosts(10)).items).toHaveLength(6);
+    }
+  });
+
+  it('ends a list at the oldest post kept: a position whose post went answers an empty page', async () => {
+    const store = await withAuthor(makeStore({ postsRetention: 3 }));
+    const made: PostRecord[] = [];
+    for (let i = 1; i <= 4; i += 1) made.push(await append(store, `p${i}`));
+    const first = await store.listPosts(2);
+    expect(first.items.map((p) => p.text)).toEqual(['p4', 'p3']);
+    expect(first.hasMore).toBe(true);
+    // Two more posts push out p2 and p3 while the reader holds its position (after p3).
+    await append(store, 'p5');
+    await append(store, 'p6');
+    expect(await store.listPosts(2, first.items.at(-1)?.id)).toEqual({ items: [], hasMore: false });
+    expect(await store.listPosts(2, made[0]!.id)).toEqual({ items: [], hasMore: false });
+    // A position still kept pages on to the oldest post kept, and says there is no more.
+    expect(await store.listPosts(5, made[3]!.id)).toEqual({ items: [], hasMore: false });
+    const last = await store.listPosts(5, (await store.listPosts(1)).items[0]?.id);
+    expect(last.items.map((p) => p.text)).toEqual(['p5', 'p4']);
+    expect(last.hasMore).toBe(false);
+    // A feed resumed from a post that went starts at the oldest post kept.
+    expect((await store.readAfter(made[1]!.id, 10)).map((p) => p.text)).toEqual(['p4', 'p5', 'p6']);
+  });
+
+  it('drops a thread with its first post; its replies stay in the list, and a reply to one of them joins no thread that can be read', async () => {
+    const store = await withAuthor(makeStore({ postsRetention: 4 }));
+    const root = await append(store, 'root');
+    const first = await append(store, 'first', { replyTo: root.id });
+    const second = await append(store, 'second', { replyTo: first.id });
+    expect((await store.getPost(root.id))?.replyCount).toBe(2);
+    await append(store, 'plain');
+    await append(store, 'pushes the root out');
+    expect(await store.getPost(root.id)).toBeUndefined();
+    expect(await store.listReplies(root.id, 10)).toBeUndefined();
+    expect((await store.listPosts(10)).items.map((p) => [p.text, p.replyTo, p.threadId])).toEqual([
+      ['pushes the root out', undefined, undefined],
+      ['plain', undefined, undefined],
+      ['second', first.id, root.id],
+      ['first', root.id, root.id],
+    ]);
+    const late = await append(store, 'late', { replyTo: second.id });
+    expect(late).toMatchObject({ replyTo: second.id, threadId: root.id, replyToAgentId: 'a_agent0001' });
+    expect(await store.listReplies(root.id, 10)).toBeUndefined();
+    expect(await store.getPost(root.id)).toBeUndefined();
+    // A thread whose first post is kept is whole: its replies are newer than it.
+    const kept = await append(store, 'kept root');
+    const answer = await append(store, 'answer', { replyTo: kept.id });
+    expect((await store.listReplies(kept.id, 10))?.items).toEqual([answer]);
+    expect((await store.getPost(kept.id))?.replyCount).toBe(1);
+  });
+
+  it('keeps its bound under concurrent appends', async () => {
+    const store = await withAuthor(makeStore({ postsRetention: 10 }));
+    await Promise.all(Array.from({ length: 40 }, (_, i) => append(store, `at once ${i}`)));
+    const all = await store.readAfter('0-0', 100);
+    expect(all).toHaveLength(10);
+    const listed = await store.listPosts(50);
+    expect(listed.items.map((p) => p.id)).toEqual(all.map((p) => p.id).reverse());
+    expect(listed.hasMore).toBe(false);
+  });
+});
+
 describe('RedisRoomStore name index of agents kept before it existed', () => {
   it('indexes them once, and leaves alone those an upsert has indexed since', async () => {
     const prefix = `backfill${(prefixes += 1)}`;
@@ -482,8 +566,25 @@ describe('RedisRoomStore keys', () => {
       'threadcheck:room:{main}:posts',
       'threadcheck:room:{main}:posts:reply-counts',
       `threadcheck:room:{main}:posts:thread:${root.id}`,
+      'threadcheck:room:{main}:posts:threads',
     ]);
     expect(await redis.type(`threadcheck:room:{main}:posts:thread:${root.id}`)).toBe('stream');
     expect(new Set(await Promise.all(keys.map((key) => clusterClient.cluster('KEYSLOT', key))))).toHaveLength(1);
+  });
+
+  it('drops the keys of a thread once the retention takes its first post', async () => {
+    const store = await withAuthor(track(new RedisRoomStore(redis, 'trimcheck', { postsRetention: 4 })));
+    const root = await append(store, 'root');
+    const other = await append(store, 'other root');
+    await append(store, 'reply', { replyTo: root.id });
+    await append(store, 'reply', { replyTo: other.id });
+    expect(await redis.exists(`trimcheck:room:{main}:posts:thread:${root.id}`, `trimcheck:room:{main}:posts:thread:${other.id}`)).toBe(2);
+    await append(store, 'pushes the first root out');
+    expect(await redis.exists(`trimcheck:room:{main}:posts:thread:${root.id}`, `trimcheck:room:{main}:posts:thread:${other.id}`)).toBe(1);
+    await append(store, 'and the second');
+    expect(await redis.xlen('trimcheck:room:{main}:posts')).toBe(4);
+    expect(await redis.exists(`trimcheck:room:{main}:posts:thread:${root.id}`, `trimcheck:room:{main}:posts:thread:${other.id}`)).toBe(0);
+    expect(await redis.hlen('trimcheck:room:{main}:posts:reply-counts')).toBe(0);
+    expect(await redis.zcard('trimcheck:room:{main}:posts:threads')).toBe(0);
   });
 });

@@ -1,0 +1,210 @@
+// The memory row: the embedded default, run as `npm start` runs it (launcher/dist/start.js: one
+// process, memory storage, its default retention), given 200,000 posts through REST as agents make
+// them (a real token, a fresh Idempotency-Key each), its resident memory read from /proc as they
+// arrive. Past the retention the room keeps a fixed number of posts, so RSS must stop growing: it is
+// compared at the moment the bound was reached and at the end, and its growth from the start is
+// shared by the posts kept.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { freePort } from '@agentroom/kit';
+import { startCpu, totalCpuMs } from './cpu.js';
+import { approvedToken } from './human.js';
+import { progress } from './progress.js';
+import { atMostCheck, figure, type Measurement } from './row.js';
+import { requestSequence } from './target.js';
+
+/** Posts made in all: twice the default retention. */
+const POSTS = 200_000;
+/** The room's default POSTS_RETENTION, which the product is left to use. */
+const RETENTION = 100_000;
+/** Posts between two samples of RSS. */
+const STEP = 10_000;
+/** Several connections, as several agents would post at once; few enough that no request waits out its deadline. */
+const CONNECTIONS = 16;
+const TARGET = { growthPercent: 10, bytesPerPost: 2_048 } as const;
+const READY_TIMEOUT_MS = 60_000;
+/** How long the product is left idle after the load, for the report's last sample. */
+const IDLE_MS = 15_000;
+const MIB = 1024 * 1024;
+
+/** Resident memory of process `pid` now (VmRSS), in bytes. */
+function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(kib) * 1024;
+}
+
+/** One sample: posts made so far, RSS and V8's heap (from the process's own /metrics). */
+interface Sample {
+  posts: number;
+  rssMiB: number;
+  heapUsedMiB: number;
+  heapTotalMiB: number;
+  externalMiB: number;
+}
+
+async function sample(posts: number, pid: number, metricsUrl: string): Promise<Sample> {
+  const text = await (await fetch(metricsUrl)).text();
+  const metric = (name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) / MIB;
+  return {
+    posts,
+    rssMiB: rssBytes(pid) / MIB,
+    heapUsedMiB: metric('nodejs_heap_size_used_bytes'),
+    heapTotalMiB: metric('nodejs_heap_size_total_bytes'),
+    externalMiB: metric('nodejs_external_memory_bytes'),
+  };
+}
+
+const mib = (value: number): string => `${figure(value)} MiB`;
+
+/** `npm start`'s process, ready: its origin and admin port, and how to stop it. */
+interface Started {
+  child: ChildProcess;
+  pid: number;
+  origin: string;
+  metricsUrl: string;
+  /** Why it exited, if it did before it was asked to. */
+  exited(): string | undefined;
+  stop(): Promise<void>;
+}
+
+/** `node --enable-source-maps launcher/dist/start.js`, as `npm start` runs it, on free ports; ready once its admin port answers. */
+async function startProduct(): Promise<Started> {
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const origin = `http://127.0.0.1:${port}`;
+  const script = fileURLToPath(new URL('../../launcher/dist/start.js', import.meta.url));
+  const child = spawn(process.execPath, ['--enable-source-maps', script], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      SITE_URL: origin,
+      // The default retention, whatever the shell says.
+      POSTS_RETENTION: undefined,
+      REDIS_URL: undefined,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+      // The load comes from one address and one token; the default daily quotas would turn it into 429s.
+      QUOTA_PER_ADDRESS: '1000000000',
+      QUOTA_PER_TOKEN: '1000000000',
+      SHUTDOWN_GRACE_MS: '1000',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stopAsked = false;
+  let exitedWith: string | undefined;
+  const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => ((exitedWith = `exit ${code ?? signal ?? '?'}`), resolve())));
+  child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(`[memory] ${chunk.toString('utf8')}`));
+  // Whatever happens to the bench, the product does not outlive it.
+  const killNow = (): void => void child.kill('SIGKILL');
+  process.once('exit', killNow);
+  const stop = async (): Promise<void> => {
+    stopAsked = true;
+    if (exitedWith === undefined) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(killNow, 15_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    process.off('exit', killNow);
+  };
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (exitedWith !== undefined) throw new Error(`npm start's process exited (${exitedWith}) before it was ready; see its output above`);
+    const live = await fetch(`http://127.0.0.1:${adminPort}/livez`).then((response) => response.ok, () => false);
+    if (live) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`npm start's process was not ready within ${READY_TIMEOUT_MS} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return { child, pid: child.pid ?? 0, origin, metricsUrl: `http://127.0.0.1:${adminPort}/metrics`, exited: () => (stopAsked ? undefined : exitedWith), stop };
+}
+
+export async function memoryRow(): Promise<Measurement> {
+  const server = await startProduct();
+  try {
+    const { pid, metricsUrl } = server;
+    const token = await approvedToken(server.origin, ['posts:write'], 'bench-memory');
+    const url = `${server.origin}/api/v1/posts`;
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+    const body = JSON.stringify({ text: 'A benchmark post: one of many, each with its own Idempotency-Key.' });
+    // The first post, which the retention must have let go by the end.
+    const first = await fetch(url, { method: 'POST', headers: { ...headers, 'idempotency-key': 'memory-first' }, body });
+    if (first.status !== 201) throw new Error(`POST ${url} answered ${first.status}: ${(await first.text()).slice(0, 500)}`);
+    const firstId = ((await first.json()) as { id: string }).id;
+
+    const samples = [await sample(1, pid, metricsUrl)];
+    progress(`  memory: RSS ${mib(samples[0]!.rssMiB)} at the start; posting ${POSTS.toLocaleString('en-US')} posts over ${CONNECTIONS} connections…`);
+    const next = requestSequence({ url, method: 'POST', headers, body, uniqueIdempotencyKey: true });
+    const cpu = startCpu({ memory: pid });
+    const started = performance.now();
+    let posted = 1;
+    let failed = 0;
+    let codes = '';
+    while (posted < POSTS) {
+      const amount = Math.min(STEP - (posted % STEP), POSTS - posted);
+      const result = await autocannon({
+        url,
+        method: 'POST',
+        headers,
+        body,
+        connections: CONNECTIONS,
+        amount,
+        requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, headers: next().headers }) }],
+      });
+      posted += result['2xx'];
+      failed += amount - result['2xx'];
+      if (result.non2xx > 0 || result.errors > 0) codes = `${codes} ${Object.keys(result.statusCodeStats ?? {}).join(',')} errors ${result.errors}`.trim();
+      const now = await sample(posted, pid, metricsUrl);
+      samples.push(now);
+      progress(`  memory: ${posted.toLocaleString('en-US')} posts, RSS ${mib(now.rssMiB)} (heap ${mib(now.heapUsedMiB)} used of ${mib(now.heapTotalMiB)}, external ${mib(now.externalMiB)})`);
+      if (failed > POSTS / 100) throw new Error(`${failed} posts failed (${codes})`);
+    }
+    const seconds = (performance.now() - started) / 1_000;
+    const cpuMs = totalCpuMs(cpu.stop());
+
+    const gone = await fetch(`${url}/${firstId}`);
+    // For the report: what V8 gives back once the load stops (its memory reducer runs after some seconds idle).
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const idle = await sample(posted, pid, metricsUrl);
+    progress(`  memory: ${mib(idle.rssMiB)} after ${IDLE_MS / 1_000} s idle (heap ${mib(idle.heapUsedMiB)} used of ${mib(idle.heapTotalMiB)})`);
+    const stored = Math.min(posted, RETENTION);
+    const atStart = samples[0]!;
+    const atBound = samples.find((s) => s.posts >= RETENTION) ?? samples.at(-1)!;
+    const atEnd = samples.at(-1)!;
+    const growth = ((atEnd.rssMiB - atBound.rssMiB) / atBound.rssMiB) * 100;
+    const perPost = ((atEnd.rssMiB - atStart.rssMiB) * MIB) / stored;
+    return {
+      reqPerSec: posted / seconds,
+      cpuMsPerRequest: cpuMs / posted,
+      checks: [
+        atMostCheck('RSS growth, bound → end', growth, TARGET.growthPercent, '%', ` (${mib(atBound.rssMiB)} at ${atBound.posts.toLocaleString('en-US')} posts, ${mib(atEnd.rssMiB)} at ${atEnd.posts.toLocaleString('en-US')})`),
+        atMostCheck('RSS per stored post', perPost, TARGET.bytesPerPost, 'B', ` ((${mib(atEnd.rssMiB)} − ${mib(atStart.rssMiB)}) / ${stored.toLocaleString('en-US')})`),
+      ],
+      problems: [
+        ...(server.exited() === undefined ? [] : [`memory: npm start's process exited during the run (${server.exited()})`]),
+        ...(failed > 0 ? [`memory: ${failed} posts were not answered 201 (${codes})`] : []),
+        ...(gone.status === 404 ? [] : [`memory: the first post, ${firstId}, answered ${gone.status} after ${posted.toLocaleString('en-US')} posts, not 404: the retention did not let it go`]),
+      ],
+      details: {
+        posts: posted,
+        retention: RETENTION,
+        stored,
+        connections: CONNECTIONS,
+        seconds,
+        samples,
+        idle,
+        rssMiB: { start: atStart.rssMiB, bound: atBound.rssMiB, end: atEnd.rssMiB, idle: idle.rssMiB },
+        growthPercent: growth,
+        bytesPerStoredPost: perPost,
+      },
+    };
+  } finally {
+    await server.stop();
+  }
+}
