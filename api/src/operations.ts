@@ -140,7 +140,7 @@ export const OPERATIONS = {
   listPosts: spec({
     title: 'Read the room',
     description:
-      'The newest posts of the room, newest first, a page at a time. Pass next_cursor as cursor to read further back. The first page comes from the answering server\'s memory: your own post is on it at once, a post made through another server within about 100 ms; over HTTP, send Cache-Control: no-cache to read the room itself.',
+      'The newest posts of the room, newest first, a page at a time. Pass next_cursor as cursor to read further back. The first page, and the pages after it as far back as the server keeps posts, come from the answering server\'s memory: your own post is on the first page at once, a post made through another server within about 100 ms; over HTTP, send Cache-Control: no-cache to read the room itself.',
     input: z.object({ limit, cursor }),
     output: postList,
     writes: false,

@@ -1,5 +1,7 @@
 // Child process: `npm run cluster` (built) with Redis, announcing the router's port, the edge
 // processes' addresses, the room's gRPC address and every process's pid once everything answers.
+// With BENCH_CLUSTER_FRONT=envoy, `npm run cluster -- --envoy`: the real Envoy on that port in place
+// of the router, as deployed.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -11,23 +13,30 @@ import { announcePort, type EdgeProcess, killPids } from './children.js';
 const WARN = 40;
 /** How pino starts an info line: edge writes one per request, read here only to be dropped. */
 const INFO_PREFIX = '{"level":30,';
+/** Envoy's access log line (its keys sorted): one per request too, dropped as well. */
+const ENVOY_ACCESS = '"service":"envoy"';
+
+const front = process.env.BENCH_CLUSTER_FRONT === 'envoy' ? 'envoy' : 'router';
 
 /** What the bench reads of the launcher's `cluster ready` line. */
 const clusterReady = z.object({
   edges: z.array(z.string()),
   metrics: z.record(z.string(), z.string()),
   room: z.string(),
-  /** room, messaging, auth, edge-N, router, and the redis-server the launcher started. */
+  /** room, messaging, delivery, auth, edge-N, router or envoy, and the redis-server the launcher started. */
   pids: z.record(z.string(), z.number().int()),
 });
 
 const port = await freePort();
-const cluster = spawn(process.execPath, [fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url))], {
+const cluster = spawn(process.execPath, [fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url)), ...(front === 'envoy' ? ['--envoy'] : [])], {
   // Info, so the cluster's ready line (with the edges' addresses) reaches us; only warnings and
   // errors are passed on to our stderr. stdout stays for the one ready line. Webhooks may target
-  // loopback: the webhooks row's receiver listens on 127.0.0.1.
+  // loopback: the webhooks row's receiver listens on 127.0.0.1. Envoy's coarse guard (1,000
+  // requests a second from everyone by default) is lifted, so its rows measure the services
+  // behind it rather than the guard, as the quotas are.
   env: {
     ...process.env,
+    ...(front === 'envoy' ? { ENVOY_RATE_LIMIT_PER_SECOND: '1000000000', ENVOY_RATE_LIMIT_BURST: '1000000000' } : {}),
     PORT: String(port),
     LOG_LEVEL: 'info',
     LOG_FORMAT: 'json',
@@ -70,6 +79,7 @@ const ready = await new Promise<z.infer<typeof clusterReady>>((resolve) => {
   createInterface({ input: cluster.stdout }).on('line', (line) => {
     // Skipped unparsed: this process shares the machine with the load, and should cost it little.
     if (line.startsWith(INFO_PREFIX) && !line.includes('"msg":"cluster ready')) return;
+    if (line.includes(ENVOY_ACCESS) && line.includes('"level":"info"')) return;
     let entry: { level?: unknown; msg?: unknown };
     try {
       entry = JSON.parse(line) as typeof entry;
@@ -89,7 +99,7 @@ const ready = await new Promise<z.infer<typeof clusterReady>>((resolve) => {
 // The cluster names its edge processes edge-1, edge-2, … in the order of `edges`.
 const edges: EdgeProcess[] = ready.edges.map((url, i) => ({ url, metrics: ready.metrics[`edge-${i + 1}`] ?? '' }));
 
-// The router is the last process the cluster starts; its health answering 200 means Redis is in use.
+// The router (or Envoy) is the last process the cluster starts; health answering 200 through it means Redis is in use.
 for (;;) {
   try {
     const response = await fetch(`http://127.0.0.1:${port}/api/v1/health`, { signal: AbortSignal.timeout(1_000) });

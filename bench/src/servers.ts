@@ -24,9 +24,16 @@ export class Servers {
     return this.once(name, () => this.product(name, './embedded-server.js', `another embedded product (${name})`));
   }
 
-  /** `npm run cluster`: room, messaging, auth, one edge, the router and a redis-server, each its own process. */
+  /** `npm run cluster`: room, messaging, delivery, auth, one edge, the router and a redis-server, each its own process. */
   cluster(): Promise<ServerChild> {
-    return this.once('cluster', () => this.product('cluster', './cluster-server.js', 'npm run cluster (room, messaging, auth, edge, router, redis-server)'));
+    return this.once('cluster', () => this.product('cluster', './cluster-server.js', 'npm run cluster (room, messaging, delivery, auth, edge, router, redis-server)'));
+  }
+
+  /** `npm run cluster -- --envoy`: the same processes with the real Envoy in front in place of the router, as deployed. */
+  clusterBehindEnvoy(): Promise<ServerChild> {
+    return this.once('cluster-envoy', () =>
+      this.product('cluster-envoy', './cluster-server.js', 'npm run cluster -- --envoy (room, messaging, delivery, auth, edge, Envoy, redis-server)', { BENCH_CLUSTER_FRONT: 'envoy' }),
+    );
   }
 
   /** A bare node:http server answering every request with the embedded product's first page of posts. */
@@ -66,9 +73,9 @@ export class Servers {
     return child;
   }
 
-  private async product(name: string, script: string, what: string): Promise<ServerChild> {
+  private async product(name: string, script: string, what: string, env: NodeJS.ProcessEnv = {}): Promise<ServerChild> {
     progress(`starting ${what}…`);
-    const server = await this.start(name, script, process.env);
+    const server = await this.start(name, script, { ...process.env, ...env });
     if (server.room === undefined) throw new Error(`${name} did not say where its room listens`);
     progress(`seeding ${SEEDED_POSTS.toLocaleString('en-US')} posts through room's gRPC API at ${server.room}…`);
     await seedRoom(server.room, SEEDED_POSTS);

@@ -166,7 +166,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
               // kit's IDEMPOTENCY_KEY, as a header carries it: HTTP drops white space at either end.
               .regex(/^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/)
               .optional()
-              .describe('1 to 255 printable ASCII characters, such as a UUID: a retry with the same key and body is done once and answers the first result for 24 hours.'),
+              .describe('1 to 255 printable ASCII characters, such as a UUID: a retry with the same key and body is done once and answers the first result for 24 hours (a deployment without Redis keeps at most its newest 100,000 keys).'),
           }),
         }
       : {}),

@@ -86,7 +86,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
   tokens.start();
   const messaging = new MessagingGateway(config.MESSAGING_ADDR, config.GRPC_DEADLINE_MS);
   const delivery = new DeliveryGateway(config.DELIVERY_ADDR, config.GRPC_DEADLINE_MS);
-  const hub = new PostsHub(room, log);
+  const hub = new PostsHub(room, log, undefined, config.POSTS_RETENTION);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
   const endLiveStreams = (): void => {
     live.closeAll();
@@ -105,11 +105,17 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     version,
     log,
   });
+  const quota = options.quota ?? (redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore());
+  const idempotency = redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore();
   const core = new Core({
     operations,
     authenticate: (token) => tokens.authenticate(token),
-    quota: options.quota ?? (redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX) : new MemoryQuotaStore()),
-    idempotency: redis ? new RedisIdempotencyStore(redis, config.REDIS_KEY_PREFIX) : new MemoryIdempotencyStore(),
+    quota,
+    idempotency,
+    // On Redis a write's quota count and idempotency claim are one script, one round trip.
+    ...(quota instanceof RedisQuotaStore && idempotency instanceof RedisIdempotencyStore
+      ? { consumeAndBegin: (subject: string, limit: number, key: string, fingerprint: string) => idempotency.consumeAndBegin(quota, subject, limit, key, fingerprint) }
+      : {}),
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
     quotaPerToken: config.QUOTA_PER_TOKEN,
     log,

@@ -9,11 +9,11 @@ import { HostPolicy } from './mcp/hosts.js';
 import { mcpRoutes } from './mcp/routes.js';
 import { mcpSurface } from './mcp/tools.js';
 import { oauthRoutes } from './oauth/routes.js';
-import type { Admission, Core } from './operations/core.js';
+import type { Admission, Core, Credentials } from './operations/core.js';
 import type { Surface } from './operations/surface.js';
 import { renderProblem } from './operations/problem.js';
-import { leanReads } from './rest/lean.js';
-import { admissionOf } from './http/answers.js';
+import { leanReads, leanWrites } from './rest/lean.js';
+import { admissionOf, expressObjects } from './http/answers.js';
 import { restRoutes } from './rest/routes.js';
 import { restSurface } from './rest/surface.js';
 import { roomPage } from './web/room-page.js';
@@ -64,11 +64,11 @@ const CLIENT_ADDRESSES_KEPT = 1024;
  * time), remembered by what it depends on: the peer's address and the X-Forwarded-For header. The
  * same clients call again and again, through the same router connections.
  */
-function clientAddresses(): (req: Request) => string {
+function clientAddresses(): ((req: Request) => string) & { known(req: IncomingMessage): string | undefined } {
   const known = new Map<string, string>();
-  return (req) => {
-    const forwarded = req.headers['x-forwarded-for'];
-    const key = `${req.socket.remoteAddress ?? ''}\n${forwarded ?? ''}`;
+  const keyOf = (req: IncomingMessage): string => `${req.socket.remoteAddress ?? ''}\n${req.headers['x-forwarded-for'] ?? ''}`;
+  const addressOf = (req: Request): string => {
+    const key = keyOf(req);
     let address = known.get(key);
     if (address === undefined) {
       address = req.ip ?? 'unknown';
@@ -77,6 +77,8 @@ function clientAddresses(): (req: Request) => string {
     }
     return address;
   };
+  // Without express's request (edge's fast reads): only an address already worked out.
+  return Object.assign(addressOf, { known: (req: IncomingMessage) => known.get(keyOf(req)) });
 }
 
 /** Whether `path` is `prefix` or below it. */
@@ -101,16 +103,17 @@ function publicApi(urls: PublicUrls): (req: Request) => boolean {
 /**
  * Edge's request handler: its express app, the HTTP contract (request ids, one admission per
  * request, body limits) around the protocol adapters (REST, OAuth, MCP, A2A) over one pipeline,
- * then the live feeds and the room page; `GET {base_url}/posts` takes the lean path (rest/lean.ts)
- * to the same REST handler.
+ * then the live feeds and the room page; `GET {base_url}/posts` and `POST {base_url}/posts` take
+ * the lean paths (rest/lean.ts) to the same REST handling.
  */
 export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { urls, core } = options;
   const rest = restSurface(urls);
   const clientAddress = clientAddresses();
+  const credentials = (req: Request): Credentials => ({ authorization: req.headers.authorization, address: clientAddress(req), path: (req.url ?? '').split('?')[0] });
   // Authenticate once and count once per request; the pipeline refuses per operation, in each protocol's words.
   const admit = async (req: Request, res: Response): Promise<{ subject: string; quota: Admission['quota'] }> => {
-    const admission = await core.admit({ authorization: req.headers.authorization, address: clientAddress(req), path: (req.url ?? '').split('?')[0] });
+    const admission = await core.admit(credentials(req));
     res.locals.admission = admission;
     return { subject: admission.subject, quota: admission.quota };
   };
@@ -133,7 +136,18 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   app.use(basePath, restRoutes(core, rest, 'base'));
   app.use(apiPath || '/', restRoutes(core, rest, 'api'));
   app.use(`${apiPath}/oauth`, oauthRoutes(core, rest));
-  app.use(`${apiPath}/mcp`, mcpRoutes({ core, surface: mcpSurface(urls), hosts: new HostPolicy(urls, options.mcpAllowedOrigins), version: options.version, log: options.log }));
+  const mcp = mcpRoutes({
+    core,
+    surface: mcpSurface(urls),
+    hosts: new HostPolicy(urls, options.mcpAllowedOrigins),
+    version: options.version,
+    log: options.log,
+    path: `${apiPath}/mcp`,
+    knownAddress: clientAddress.known,
+    asExpress: (req, res) => expressObjects(app, req, res),
+    answerError,
+  });
+  app.use(`${apiPath}/mcp`, mcp.router);
   app.use(`${apiPath}/a2a`, a2a.api);
   app.use(sitePath || '/', a2a.site);
 
@@ -141,8 +155,10 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   const { hub } = options.live;
   app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls, onCreated: (entry) => hub.created(entry) }));
   finish();
-  const lean = leanReads({ app, core, surface: rest, basePath, log: options.log, admit, answerError });
+  const leanOptions = { app, core, surface: rest, basePath, log: options.log, admit, knownAddress: clientAddress.known, answerError };
+  const leanRead = leanReads(leanOptions);
+  const leanWrite = leanWrites({ ...leanOptions, credentials });
   return (req, res) => {
-    if (!lean(req, res)) app(req, res);
+    if (!leanRead(req, res) && !leanWrite(req, res) && !mcp.fast(req, res)) app(req, res);
   };
 }

@@ -1,8 +1,8 @@
-import type { Scope } from '@agentroom/kit';
+import { connectRedis, freePort, type LocalRedis, type Redis, type Scope, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { a2aSurface } from '../src/a2a/routes.js';
 import { mcpSurface } from '../src/mcp/tools.js';
-import type { Admission, Core, Outcome } from '../src/operations/core.js';
+import type { Admission, Core, Credentials, Outcome } from '../src/operations/core.js';
 import { restSurface } from '../src/rest/surface.js';
 import { approveAsHuman, type Backends, coreOver, type CoreUnderTest, startBackends, urls } from './support/services.js';
 
@@ -183,6 +183,122 @@ describe('failures become problems worded for the protocol that asked', () => {
       const problem = failed(await gone.core.invoke(await gone.core.admit({ address: address() }), 'listPosts', {}, { surface: rest }));
       expect(problem).toMatchObject({ slug: 'unavailable', status: 503, document: { retry_after: 5 } });
       expect(JSON.stringify(problem.document)).not.toMatch(/at \w+ \(|node_modules|ECONNREFUSED/);
+    } finally {
+      gone.close();
+    }
+  });
+});
+
+describe('a write counted and claimed in one step (admitAndInvoke), on Redis', () => {
+  let redisServer: LocalRedis;
+  let redis: Redis;
+  let onRedis: CoreUnderTest;
+
+  beforeAll(async () => {
+    redisServer = await startRedisServer();
+    redis = connectRedis(redisServer.url, 'core-test');
+    onRedis = coreOver(backends, { perToken: 1_000, perAddress: 1_000 }, { redisUrl: redisServer.url });
+  });
+
+  afterAll(async () => {
+    onRedis.close();
+    await redis.quit();
+    await redisServer.stop();
+  });
+
+  const credentials = (bearer?: string, from = address()): Credentials => ({ ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }), address: from });
+  const post = (over: Core, text: unknown, key: string | undefined, bearer: string | undefined = writer, from?: string) =>
+    over.admitAndInvoke(credentials(bearer, from), 'createPost', { text }, { surface: rest, idempotencyKey: key });
+
+  /** The commands edge sends to Redis while `work` runs, by name (MONITOR; what a script runs inside is left out). */
+  async function commandsSentDuring<T>(work: () => Promise<T>): Promise<{ sent: string[]; result: T }> {
+    const monitor = await redis.monitor();
+    const sent: string[] = [];
+    const marker = `end-of-work-${Date.now()}`;
+    const ended = new Promise<void>((resolve) => {
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        const command = (args[0] ?? '').toLowerCase();
+        if (command === 'echo' && args[1] === marker) resolve();
+        else if (source !== 'lua') sent.push(command);
+      });
+    });
+    try {
+      const result = await work();
+      await redis.echo(marker);
+      await ended;
+      return { sent, result };
+    } finally {
+      monitor.disconnect();
+    }
+  }
+
+  it('counts the call and claims its key in one script, then keeps the answer: two round trips where admit and invoke take three', async () => {
+    await post(onRedis.core, 'warm-up: the server learns the scripts', 'k-warm');
+    await onRedis.core.admit(credentials(writer));
+    const together = await commandsSentDuring(() => post(onRedis.core, 'one round trip', 'k-one'));
+    expect(together.sent).toEqual(['evalsha', 'set']);
+    const { admission, outcome } = together.result;
+    expect(succeeded(outcome).output).toMatchObject({ text: 'one round trip', agentName: 'writer', via: 'rest' });
+    expect(admission.subject).toMatch(/^tok:tok_/);
+    expect(admission.quota).toMatchObject({ limit: 1_000, allowed: true });
+    const apart = await commandsSentDuring(async () => onRedis.core.invoke(await onRedis.core.admit(credentials(writer)), 'createPost', { text: 'three round trips' }, { surface: mcp, idempotencyKey: 'k-three' }));
+    expect(apart.sent).toEqual(['evalsha', 'set', 'set']);
+    expect(succeeded(apart.result).replayed).toBe(false);
+  });
+
+  it('shares its key space with every protocol: the repeat replays on MCP, another input is 422', async () => {
+    const first = succeeded((await post(onRedis.core, 'kept once on Redis', 'k-replay')).outcome);
+    const admission = await onRedis.core.admit(credentials(writer));
+    const again = succeeded(await onRedis.core.invoke(admission, 'createPost', { text: 'kept once on Redis' }, { surface: mcp, idempotencyKey: 'k-replay' }));
+    expect(again).toEqual({ output: first.output, replayed: true });
+    expect(succeeded((await post(onRedis.core, 'kept once on Redis', 'k-replay')).outcome)).toEqual({ output: first.output, replayed: true });
+    expect(failed((await post(onRedis.core, 'another text', 'k-replay')).outcome)).toMatchObject({ slug: 'idempotency-mismatch', status: 422 });
+    expect(failed((await post(onRedis.core, 'x', 'ключ')).outcome).document).toMatchObject({ code: 'invalid_request', parameter: 'Idempotency-Key' });
+  });
+
+  it('lets one of many concurrent calls with one key run; the others wait (409)', async () => {
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => post(onRedis.core, 'raced on Redis', 'k-race-redis')));
+    expect(outcomes.filter(({ outcome }) => outcome.ok && !outcome.replayed)).toHaveLength(1);
+    for (const { outcome } of outcomes) if (!outcome.ok) expect(outcome.problem).toMatchObject({ status: 409, error: { slug: 'idempotency-in-flight' } });
+    expect((await onRedis.room.listPosts(50, undefined)).posts.filter((p) => p.text === 'raced on Redis')).toHaveLength(1);
+  });
+
+  it('keeps the order of refusals: token, scope, quota, input; counts each call once and claims nothing for them', async () => {
+    const small = coreOver(backends, { perToken: 1, perAddress: 1 }, { redisUrl: redisServer.url });
+    try {
+      const idemKeys = async (): Promise<number> => (await redis.keys('ar:idem:*')).length;
+      const keysBefore = await idemKeys();
+      expect(failed((await post(small.core, 'x', 'k-1', 'Bearer-less nonsense')).outcome).slug).toBe('token-invalid');
+      // A fresh token of its own: its bucket holds one call.
+      const spentReader = await token(['agents:read'], 'spent-reader');
+      const first = await post(small.core, 'x', 'k-2', spentReader);
+      expect(failed(first.outcome).slug).toBe('scope-required');
+      expect(first.admission.quota).toMatchObject({ limit: 1, remaining: 0, allowed: true });
+      // Missing scope and spent quota: the scope answers.
+      expect(failed((await post(small.core, 'x', 'k-3', spentReader)).outcome).slug).toBe('scope-required');
+      const spentWriter = await token(['posts:write'], 'spent-writer');
+      // Within quota, bad input is refused, and counted.
+      const bad = await post(small.core, 42, 'k-4', spentWriter);
+      expect(failed(bad.outcome).document).toMatchObject({ code: 'invalid_request', parameter: 'text' });
+      expect(bad.admission.quota.remaining).toBe(0);
+      // Spent quota and good input: the quota answers, and the key is not claimed.
+      const over = await post(small.core, 'good text', 'k-5', spentWriter);
+      expect(failed(over.outcome)).toMatchObject({ slug: 'rate-limited', status: 429 });
+      expect(over.admission.quota).toMatchObject({ remaining: 0, allowed: false });
+      expect(await idemKeys()).toBe(keysBefore);
+    } finally {
+      small.close();
+    }
+  });
+
+  it('answers 503 with a full allowance when Redis cannot be reached, and runs nothing', async () => {
+    const gone = coreOver(backends, { perToken: 10, perAddress: 10 }, { redisUrl: `redis://127.0.0.1:${await freePort()}` });
+    try {
+      const before = (await onRedis.room.listPosts(1, undefined)).posts[0]?.id;
+      const { admission, outcome } = await post(gone.core, 'never written', 'k-down');
+      expect(failed(outcome)).toMatchObject({ slug: 'unavailable', status: 503 });
+      expect(admission.quota).toMatchObject({ limit: 10, remaining: 10 });
+      expect((await onRedis.room.listPosts(1, undefined)).posts[0]?.id).toBe(before);
     } finally {
       gone.close();
     }

@@ -5,6 +5,8 @@ import * as grpc from '@grpc/grpc-js';
 import {
   CLIENT_OPTIONS,
   createLogger,
+  cursorPageReads,
+  DomainError,
   firstPageReads,
   freePort,
   HealthChecker,
@@ -23,7 +25,7 @@ import { AuthGateway } from '../src/gateways/auth.gateway.js';
 import { DeliveryGateway } from '../src/gateways/delivery.gateway.js';
 import { MessagingGateway } from '../src/gateways/messaging.gateway.js';
 import { type PagedPost, RoomGateway } from '../src/gateways/room.gateway.js';
-import { FirstPage } from '../src/live/first-page.js';
+import { FIRST_PAGE_CAPACITY, FirstPage, POSTS_WINDOW, windowFor } from '../src/live/first-page.js';
 import { PostsHub } from '../src/live/posts-hub.js';
 import { Core, type Outcome } from '../src/operations/core.js';
 import { operationTable } from '../src/operations/table.js';
@@ -188,10 +190,10 @@ interface RoomProcess {
 }
 
 /** The room service as its own process (memory storage) at a fixed address, so it can come back there. */
-async function startRoom(address: string): Promise<RoomProcess> {
+async function startRoom(address: string, env: Record<string, string> = {}): Promise<RoomProcess> {
   const admin = await freePort();
   const child = spawn(process.execPath, [ROOM_SCRIPT], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ROOM_GRPC_ADDR: address, ADMIN_PORT: String(admin), CURSOR_SECRET: newCursorSecret() },
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ROOM_GRPC_ADDR: address, ADMIN_PORT: String(admin), CURSOR_SECRET: newCursorSecret(), ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = once(child, 'exit');
@@ -293,7 +295,17 @@ describe('the first page when the room stream is lost, and when it is back', () 
     // The room comes back at the same address with empty storage and another cursor secret.
     room = await startRoom(address);
     const agentId = await agentIn(address);
-    await gateway.createPost(agentId, 'after the restart', 'rest');
+    // The gateway reconnects to the new room on its own schedule, and gRPC never sends a post again by
+    // itself: the first post, refused as unavailable until then, is made again until the room takes it.
+    await until('a post taken by the new room', () =>
+      gateway.createPost(agentId, 'after the restart', 'rest').then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof DomainError && error.slug === 'unavailable') return false;
+          throw error;
+        },
+      ),
+    );
     await gateway.createPost(agentId, 'and another', 'rest');
     // Never the old posts: whether the room or the renewed stream answers, it is the new room.
     const seen: string[][] = [];
@@ -313,4 +325,210 @@ describe('the first page when the room stream is lost, and when it is back', () 
     await gateway.createPost(agentId, 'live again', 'rest');
     await until('the new post from the stream', () => hub.newestPage(20)?.data[0]?.text === 'live again');
   }, 30_000);
+});
+
+describe('FirstPage: the pages after a cursor, and the window read further back', () => {
+  const entry = (ms: number, extra: Partial<Post> = {}): PagedPost => ({
+    post: { id: `${ms}-0`, agentId: 'a_1', agentName: 'a', humanLabel: 'H', text: `at ${ms}`, via: 'rest', createdAt: new Date(ms).toISOString(), ...extra },
+    cursor: `after-${ms}`,
+  });
+  const ids = (page: PostList | undefined): string[] | undefined => page?.data.map((p) => p.id);
+  /** A window over posts at `ms` (oldest first), seeded newest first, live. */
+  const windowOf = (times: number[], hasMore: boolean, capacity = 10, retention = 0): FirstPage => {
+    const page = new FirstPage(capacity, retention);
+    page.seed(times.map((ms) => entry(ms)).reverse(), hasMore);
+    page.positioned(`${times.at(-1) ?? 0}-0`);
+    return page;
+  };
+
+  it('answers a page after a cursor it holds while an older post shows more exist, and leaves the rest to the room', () => {
+    const page = windowOf([10, 20, 30, 40, 50, 60], true);
+    expect(page.pageAfter('after-60', 2)).toMatchObject({ data: [{ id: '50-0' }, { id: '40-0' }], has_more: true, next_cursor: 'after-40' });
+    expect(ids(page.pageAfter('after-50', 3))).toEqual(['40-0', '30-0', '20-0']);
+    // Reaching the oldest post held, while the room holds older ones: only the room knows the rest.
+    expect(page.pageAfter('after-30', 2)).toBeUndefined();
+    expect(page.pageAfter('after-40', 3)).toBeUndefined();
+    // A cursor it does not hold: older than the window, or not one the room signed.
+    expect(page.pageAfter('after-5', 2)).toBeUndefined();
+    expect(page.pageAfter('forged', 2)).toBeUndefined();
+    // Nothing while the stream is lost.
+    page.reset();
+    expect(page.pageAfter('after-60', 2)).toBeUndefined();
+  });
+
+  it('answers the last pages itself when the room holds nothing older', () => {
+    const page = windowOf([10, 20, 30], false);
+    expect(page.pageAfter('after-30', 2)).toMatchObject({ data: [{ id: '20-0' }, { id: '10-0' }], has_more: false, next_cursor: null });
+    expect(page.pageAfter('after-20', 5)).toMatchObject({ data: [{ id: '10-0' }], has_more: false, next_cursor: null });
+    expect(page.pageAfter('after-10', 5)).toMatchObject({ data: [], has_more: false, next_cursor: null });
+  });
+
+  it('keeps the room answer to a page that reaches past its oldest post, as far as it has room, and never a stale one', () => {
+    const page = windowOf([10, 20, 30, 40], true, 7);
+    // The page after 30 holds 20 and 10, then goes on into what the window does not hold.
+    const extension = page.extendable('after-30');
+    expect(extension).toMatchObject({ overlap: 2 });
+    if (extension === undefined) throw new Error('expected an extension');
+    page.extend(extension, [entry(20), entry(10), entry(5), entry(4), entry(3), entry(2)], true);
+    // Room for three of the four older posts: the newest three, right behind the oldest held.
+    expect(page.size).toBe(7);
+    expect(page.pageAfter('after-20', 3)).toMatchObject({ data: [{ id: '10-0' }, { id: '5-0' }, { id: '4-0' }], has_more: true, next_cursor: 'after-4' });
+    expect(page.pageAfter('after-5', 2)).toBeUndefined();
+    // Full: nothing more is kept.
+    expect(page.extendable('after-5')).toBeUndefined();
+
+    // Anything that changes the window between the question and the answer makes the answer stale.
+    const other = windowOf([10, 20, 30], true);
+    const asked = other.extendable('after-20');
+    if (asked === undefined) throw new Error('expected an extension');
+    other.streamed(entry(40));
+    other.extend(asked, [entry(10), entry(5)], false);
+    expect(other.size).toBe(4);
+    expect(other.pageAfter('after-10', 1)).toBeUndefined();
+    // An answer that does not start with the posts held is not the room's sequence either.
+    const again = other.extendable('after-20');
+    if (again === undefined) throw new Error('expected an extension');
+    other.extend(again, [entry(11), entry(5)], false);
+    expect(other.size).toBe(4);
+    // The room's answer ends the room: the window then knows it holds everything.
+    const last = other.extendable('after-20');
+    if (last === undefined) throw new Error('expected an extension');
+    other.extend(last, [entry(10), entry(5)], false);
+    expect(other.pageAfter('after-10', 5)).toMatchObject({ data: [{ id: '5-0' }], has_more: false, next_cursor: null });
+    expect(other.extendable('after-10')).toBeUndefined();
+  });
+
+  it('forgets the cursors of posts pushed out, counts a reply on a post deep in the window, and never twice', () => {
+    const page = windowOf([10, 20, 30, 40, 50, 60], false, 6);
+    page.streamed(entry(70));
+    expect(page.pageAfter('after-10', 1)).toBeUndefined();
+    expect(page.pageAfter('after-20', 1)).toBeUndefined(); // 20 is now the oldest held, and the room holds 10
+    expect(ids(page.pageAfter('after-40', 1))).toEqual(['30-0']);
+    // A reply to 40: its page shows the count at once; the stream brings the reply again, counted once.
+    const reply = entry(80, { replyTo: '40-0', threadId: '40-0' });
+    page.created(reply);
+    page.streamed(reply);
+    expect(page.pageAfter('after-50', 1)?.data[0]).toMatchObject({ id: '40-0', replyCount: 1 });
+    expect(page.pageAfter('after-30', 1)).toBeUndefined();
+  });
+
+  it('takes nothing the seed already covers from a stream that resumes before it', () => {
+    // The room holds 10, 20, 25, 30 and 40; the hub read the two newest, and resumes its stream after 10.
+    const page = new FirstPage(10);
+    page.seed([entry(40), entry(30)], true);
+    page.positioned('10-0');
+    // 20 comes first: kept, the window would skip 25 and answer 40, 30, 20.
+    page.streamed(entry(20));
+    expect(ids(page.page(3))).toBeUndefined();
+    expect(ids(page.page(2))).toEqual(['40-0', '30-0']);
+    page.streamed(entry(25));
+    page.streamed(entry(30));
+    page.streamed(entry(40));
+    page.streamed(entry(50));
+    expect(ids(page.page(3))).toEqual(['50-0', '40-0', '30-0']);
+    expect(page.page(4)).toBeUndefined();
+  });
+
+  it('leaves a full page to the room when the room keeps no more posts than the page', () => {
+    const page = windowOf([10, 20, 30], true, 3, 3);
+    page.streamed(entry(40));
+    expect(page.page(3)).toBeUndefined();
+    expect(ids(page.page(2))).toEqual(['40-0', '30-0']);
+  });
+
+  it('keeps at most half the room\'s retention, and never less than a first page', () => {
+    expect(windowFor(0)).toBe(POSTS_WINDOW);
+    expect(windowFor(100_000)).toBe(POSTS_WINDOW);
+    expect(windowFor(1_000)).toBe(500);
+    expect(windowFor(50)).toBe(FIRST_PAGE_CAPACITY);
+  });
+});
+
+describe('the pages after a cursor from edge memory, over a real room process', () => {
+  let address: string;
+  let room: RoomProcess;
+  let gateway: RoomGateway;
+  let hub: PostsHub;
+  let core: Core;
+  let agentId: string;
+
+  /** A page through the pipeline: from memory when edge can vouch for it, or with no-cache from the room. */
+  const read = async (limit: number, cursor: string | undefined, readThrough = false): Promise<PostList> =>
+    ok(await core.invoke(await core.admit({ address: '10.3.0.1' }), 'listPosts', { limit, ...(cursor === undefined ? {} : { cursor }) }, { surface: rest, readThrough }));
+
+  /** Every page of `limit` posts, newest first, each compared with the room's own answer. */
+  const walk = async (limit: number): Promise<PostList[]> => {
+    const pages: PostList[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await read(limit, cursor);
+      expect(JSON.stringify(page), `limit ${limit}, page ${pages.length + 1}`).toBe(JSON.stringify(await read(limit, cursor, true)));
+      pages.push(page);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    return pages;
+  };
+
+  const cursorReads = async (outcome: 'hit' | 'miss'): Promise<number> => (await cursorPageReads.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
+
+  beforeAll(async () => {
+    address = `127.0.0.1:${await freePort()}`;
+    // The room keeps its 240 newest posts; edge then keeps at most 120.
+    room = await startRoom(address, { POSTS_RETENTION: '240' });
+    gateway = new RoomGateway(address, 2_000);
+    const log = createLogger('edge', 'silent');
+    hub = new PostsHub(gateway, log, 1_000, 240);
+    const auth = new AuthGateway(`127.0.0.1:${await freePort()}`, 2_000);
+    const messaging = new MessagingGateway(`127.0.0.1:${await freePort()}`, 2_000);
+    const delivery = new DeliveryGateway(`127.0.0.1:${await freePort()}`, 2_000);
+    core = new Core({
+      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
+      authenticate: (token) => auth.authenticate(token),
+      quota: new MemoryQuotaStore(),
+      idempotency: new MemoryIdempotencyStore(),
+      quotaPerToken: 1_000_000,
+      quotaPerAddress: 1_000_000,
+      log,
+    });
+    agentId = await agentIn(address);
+    // More posts than the hub reads when it starts: the pages behind them are read from the room first.
+    for (let i = 1; i <= 200; i += 1) await gateway.createPost(agentId, `old ${i}`, 'rest');
+    await read(20, undefined);
+    await until('answered from memory', () => hub.newestPage(20) !== undefined);
+  }, 60_000);
+
+  afterAll(async () => {
+    hub?.close();
+    gateway?.close();
+    await room?.stop();
+  });
+
+  it('answers every page as the room does, and once read back, from memory without calling the room', async () => {
+    const first = await walk(20);
+    expect(first.flatMap((page) => page.data)).toHaveLength(200);
+    // Read back once, the window holds its 120 newest posts: pages within them come from memory.
+    const [hits, misses] = [await cursorReads('hit'), await cursorReads('miss')];
+    const served = await room.listPostsServed();
+    for (const limit of [20, 7, 50]) await walk(limit);
+    const newHits = (await cursorReads('hit')) - hits;
+    expect(newHits).toBeGreaterThan(0);
+    // The room was asked only for what lies beyond the window (and by the comparisons, with no-cache).
+    const comparisons = (await cursorReads('hit')) - hits + (await cursorReads('miss')) - misses;
+    expect(await room.listPostsServed()).toBeLessThan(served + comparisons * 2);
+  }, 60_000);
+
+  it('stays the room\'s answer as new posts arrive, replies are counted and the room lets its oldest posts go', async () => {
+    const before = await read(10, undefined);
+    const cursor = before.next_cursor ?? '';
+    const deep = (await read(10, cursor)).data[4];
+    if (deep === undefined) throw new Error('expected a post on the second page');
+    // A reply to a post on the second page, and enough new posts for the room to let the oldest go.
+    await gateway.createPost(agentId, 'a reply', 'rest', deep.id);
+    for (let i = 1; i <= 100; i += 1) await gateway.createPost(agentId, `new ${i}`, 'rest');
+    await until('the stream caught up', () => hub.newestPage(1)?.data[0]?.text === 'new 100');
+    const again = await read(10, cursor);
+    expect(again.data.find((post) => post.id === deep.id)?.replyCount).toBe(1);
+    expect(JSON.stringify(again)).toBe(JSON.stringify(await read(10, cursor, true)));
+    await walk(25);
+  }, 60_000);
 });

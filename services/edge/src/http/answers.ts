@@ -1,5 +1,6 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PROBLEM_CONTENT_TYPE } from '@agentroom/kit';
-import type { Response } from 'express';
+import type { Express, Request, Response } from 'express';
 import type { Admission } from '../operations/core.js';
 import type { Problem } from '../operations/problem.js';
 
@@ -34,18 +35,41 @@ export function asksNoCache(header: string | string[] | undefined): boolean {
 /** JSON answers already serialised, by the output they render: the first page is the same object until it changes. */
 const serialised = new WeakMap<object, Buffer>();
 
+/** The `Content-Type` of every JSON answer, as `res.json` sets it. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
 /**
- * Writes `output` as JSON with `status`, as `res.json` would (same bytes, same `Content-Type`), from
- * the bytes kept for that very object when it was written before: edge's first page hands out the
- * same object until the page changes, so it is serialised once per change rather than per request.
- * Outputs are never mutated once answered, so the bytes stay true.
+ * `output` as the bytes of a JSON answer: those kept for that very object when it was written
+ * before (edge's first page hands out the same object until the page changes, so it is serialised
+ * once per change rather than per request). Outputs are never mutated once answered, so the bytes stay true.
  */
-export function sendJson(res: Response, status: number, output: unknown): void {
+export function jsonBytes(output: unknown): Buffer {
   let body = typeof output === 'object' && output !== null ? serialised.get(output) : undefined;
   if (body === undefined) {
     body = Buffer.from(JSON.stringify(output), 'utf8');
     if (typeof output === 'object' && output !== null) serialised.set(output, body);
   }
-  if (!res.get('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  return body;
+}
+
+/** Writes `output` as JSON with `status`, as `res.json` would (same bytes, same `Content-Type`), from `jsonBytes`. */
+export function sendJson(res: Response, status: number, output: unknown): void {
+  const body = jsonBytes(output);
+  if (!res.get('Content-Type')) res.setHeader('Content-Type', JSON_CONTENT_TYPE);
   res.status(status).send(body);
+}
+
+/**
+ * A request and response that reached edge outside its express app, made express's as `app.handle`
+ * does first (its prototypes, so `req.ip`, `req.query` and `res.send` follow the app's settings, and
+ * `locals`): for a fast path handing a request to express-based code it does not answer itself.
+ */
+export function expressObjects(app: Express, incoming: IncomingMessage, outgoing: ServerResponse): { req: Request; res: Response } {
+  // The properties go on before the prototypes change: V8 adds them faster to the objects as they are.
+  const incomingWithRes = incoming as IncomingMessage & { res?: ServerResponse };
+  const outgoingWithReq = outgoing as ServerResponse & { req: IncomingMessage; locals?: Response['locals'] };
+  incomingWithRes.res = outgoing;
+  outgoingWithReq.req = incoming;
+  outgoingWithReq.locals ??= Object.create(null) as Response['locals'];
+  return { req: Object.setPrototypeOf(incoming, app.request) as Request, res: Object.setPrototypeOf(outgoing, app.response) as Response };
 }

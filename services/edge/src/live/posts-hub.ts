@@ -3,7 +3,7 @@ import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, un
 import type { Post, PostList } from '@agentroom/api';
 import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 import type { UpstreamWatch } from '../gateways/upstream.js';
-import { FIRST_PAGE_CAPACITY, FirstPage } from './first-page.js';
+import { FIRST_PAGE_CAPACITY, FirstPage, type WindowExtension, windowFor } from './first-page.js';
 
 type Deliver = (post: Post) => void;
 
@@ -19,11 +19,11 @@ const RECONNECT_MAX_MS = 5_000;
  * Nothing missed, nothing twice: the hub's stream is gap-free (after a drop it resumes after the
  * last post it saw), and a subscriber is added in the same tick its replay is taken from the buffer.
  *
- * The same stream keeps the room's first page in memory (`newestPage`, first-page.ts): each time it
- * connects, the hub reads the newest posts with their cursors, then adds every streamed post. The
- * first read of the first page starts the hub, and from then on it stays live whether or not anyone
- * subscribes, reconnecting with backoff; while its stream is down the page is empty and reads go
- * to the room.
+ * The same stream keeps the room's newest posts in memory (`newestPage`, `pageAfter`, first-page.ts):
+ * each time it connects, the hub reads the newest posts with their cursors, then adds every streamed
+ * post, and listPosts adds the room's answers to pages read further back. The first read of the first
+ * page starts the hub, and from then on it stays live whether or not anyone subscribes, reconnecting
+ * with backoff; while its stream is down the window is empty and reads go to the room.
  */
 export class PostsHub {
   private readonly listeners = new Set<Deliver>();
@@ -38,7 +38,7 @@ export class PostsHub {
   private closed = false;
   /** Set by the first read of the first page: the stream then stays up without subscribers. */
   private keptLive = false;
-  private readonly firstPage = new FirstPage();
+  private readonly firstPage: FirstPage;
   private retryMs = RECONNECT_MIN_MS;
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -46,7 +46,11 @@ export class PostsHub {
     private readonly room: RoomGateway,
     private readonly log: Logger,
     private readonly capacity = 1_000,
-  ) {}
+    /** The room's POSTS_RETENTION (0: it keeps every post): edge keeps at most half as many for listPosts (first-page.ts, `windowFor`). */
+    retention = 0,
+  ) {
+    this.firstPage = new FirstPage(windowFor(retention), retention);
+  }
 
   /**
    * Delivers every post after `afterId` (or from now on), then live ones, until the returned
@@ -87,6 +91,21 @@ export class PostsHub {
       this.ensureLive().catch((error: unknown) => this.reconnectLater(error));
     }
     return this.firstPage.page(limit);
+  }
+
+  /** The page of `limit` posts after the post whose cursor is `cursor`, from memory, or `undefined` when only the room can answer it now. */
+  pageAfter(cursor: string, limit: number): PostList | undefined {
+    return this.firstPage.pageAfter(cursor, limit);
+  }
+
+  /** Whether the room's answer to the page after `cursor` would take the window further back (first-page.ts, `extendable`). */
+  extendable(cursor: string): WindowExtension | undefined {
+    return this.firstPage.extendable(cursor);
+  }
+
+  /** The room's answer to such a page, with each post's cursor: kept behind the oldest post held. */
+  extend(extension: WindowExtension, answer: readonly PagedPost[], hasMore: boolean): void {
+    this.firstPage.extend(extension, answer, hasMore);
   }
 
   /** A post this edge created: on this edge's first page at once. */

@@ -6,7 +6,7 @@ import type { Post } from '@agentroom/api';
 import { admissionOf } from '../http/answers.js';
 import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
-import type { UpstreamWatch } from '../gateways/upstream.js';
+import { resumingWatch, type UpstreamWatch } from '../gateways/upstream.js';
 
 /** One agent's own feed from `afterId` (or from now on), as a watch of the service that keeps it. */
 export type AgentWatch = (agentId: string, afterId: string | undefined) => UpstreamWatch<{ id: string }>;
@@ -107,7 +107,9 @@ export function liveRoutes(deps: LiveDeps): Router {
         live,
         feed,
         async (deliver, fail) => {
-          const watch = watchOf(principal.agentId, after);
+          // A messaging replica that goes away takes the watch with it: it is opened again on another,
+          // after the last item sent, and the stream ends (the client resumes) only if none takes it.
+          const watch = resumingWatch((afterId) => watchOf(principal.agentId, afterId), after);
           watch.onItem(deliver);
           watch.onEnd(fail);
           await watch.positioned;

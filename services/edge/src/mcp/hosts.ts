@@ -8,6 +8,8 @@ interface HostKey {
 
 const LOOPBACK = ['localhost', '127.0.0.1', '[::1]'];
 const DEFAULT_PORTS = new Set(['', '80', '443']);
+/** How many distinct Host headers `allowsHost` remembers before it starts over. */
+const HOSTS_SEEN_KEPT = 256;
 
 function keyOf(url: URL): HostKey {
   return { hostname: url.hostname.toLowerCase(), port: url.port };
@@ -35,6 +37,8 @@ export class HostPolicy {
   private readonly hosts: HostKey[];
   private readonly anyOrigin: boolean;
   private readonly origins: Set<string>;
+  /** Host headers already judged, and the verdict. */
+  private readonly hostsSeen = new Map<string, boolean>();
 
   constructor(urls: PublicUrls, allowedOrigins: readonly string[]) {
     this.hosts = [];
@@ -49,8 +53,16 @@ export class HostPolicy {
 
   /** Whether a request's Host header names this deployment. */
   allowsHost(host: string | undefined): boolean {
-    const key = host === undefined ? undefined : parseHost(host);
-    return key !== undefined && this.hosts.some((allowed) => same(allowed, key));
+    if (host === undefined) return false;
+    // Clients send the same few Host headers again and again: each is parsed once (a URL per request was a visible cost).
+    let allowed = this.hostsSeen.get(host);
+    if (allowed === undefined) {
+      const key = parseHost(host);
+      allowed = key !== undefined && this.hosts.some((known) => same(known, key));
+      if (this.hostsSeen.size >= HOSTS_SEEN_KEPT) this.hostsSeen.clear();
+      this.hostsSeen.set(host, allowed);
+    }
+    return allowed;
   }
 
   /** Whether a browser Origin may call; requests without one (servers, CLIs) always may. */

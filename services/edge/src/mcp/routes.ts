@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DomainError, idempotencyKeyInvalid, type Logger } from '@agentroom/kit';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -13,6 +14,7 @@ import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
 import { admissionOf, asksNoCache, sendProblem } from '../http/answers.js';
 import type { HostPolicy } from './hosts.js';
+import { type McpFastOptions, mcpFastCalls } from './fast.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
 export interface McpOptions {
@@ -21,6 +23,16 @@ export interface McpOptions {
   hosts: HostPolicy;
   version: string;
   log: Logger;
+}
+
+/** What the fast path of a tool call needs beyond the route (mcp/fast.ts). */
+export type McpFastPathOptions = Pick<McpFastOptions, 'path' | 'knownAddress' | 'asExpress' | 'answerError'>;
+
+/** `{api_url}/mcp`: the express route, and the fast path of a reading tool call in front of it. */
+export interface McpEndpoint {
+  router: Router;
+  /** Answers whether it took the request (mcp/fast.ts); the app answers the others through `router`. */
+  fast(req: IncomingMessage, res: ServerResponse): boolean;
 }
 
 const INSTRUCTIONS =
@@ -69,9 +81,10 @@ function scopedCalls(body: unknown, operations: Core['operations']): ScopedCall[
 /**
  * `{api_url}/mcp`: MCP over stateless Streamable HTTP. Every POST gets a new server and transport
  * (no session: any edge replica answers any request) over tool definitions built once from the
- * operation table; each tool call goes through the same pipeline as REST and A2A.
+ * operation table; each tool call goes through the same pipeline as REST and A2A. A single call of
+ * a reading tool is answered in front of express by the fast path (mcp/fast.ts), with the same bytes.
  */
-export function mcpRoutes(options: McpOptions): Router {
+export function mcpRoutes(options: McpOptions & McpFastPathOptions): McpEndpoint {
   const { core, surface, hosts } = options;
   const tools: Tool[] = toolDefinitions(core.operations);
   // Each Server would build its own Ajv (with formats) for the schemas of elicitation: a seventh of
@@ -108,7 +121,7 @@ export function mcpRoutes(options: McpOptions): Router {
     sendProblem(res, { ...problem, headers: { ...problem.headers, ...headers } });
   }
 
-  router.post('/', async (req: Request, res: Response) => {
+  const post = async (req: Request, res: Response): Promise<void> => {
     if (!hosts.allowsHost(req.headers.host) || !hosts.allowsOrigin(req.headers.origin)) {
       return refuse(res, new DomainError('host-not-allowed', { detail: `Host ${JSON.stringify(req.headers.host ?? '')} or Origin ${JSON.stringify(req.headers.origin ?? '')} is not one of this deployment's.` }));
     }
@@ -153,12 +166,13 @@ export function mcpRoutes(options: McpOptions): Router {
       options.log.error({ err: error }, 'MCP request failed');
       if (!res.headersSent) res.status(500).json({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal server error' }, id: null });
     }
-  });
+  };
+  router.post('/', post);
 
   // Stateless: no server-initiated stream to GET, no session to DELETE.
   router.all('/', (req, res) => {
     refuse(res, new DomainError('method-not-allowed', { detail: `${req.method} is not served here: this MCP endpoint is stateless.`, fields: { expected: 'POST' } }), { Allow: 'POST' });
   });
 
-  return router;
+  return { router, fast: mcpFastCalls({ core, surface, hosts, log: options.log, path: options.path, knownAddress: options.knownAddress, asExpress: options.asExpress, handle: post, answerError: options.answerError }) };
 }

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
+  type BeginResult,
+  type CountedClaim,
   DomainError,
   fromServiceError,
   IDEMPOTENCY_KEY,
@@ -8,6 +10,7 @@ import {
   idempotencyMismatch,
   type IdempotencyStore,
   isWellFormedToken,
+  keyBesideQuota,
   type Logger,
   operationDuration,
   quotaRejections,
@@ -90,6 +93,22 @@ export interface CoreOptions {
   quotaPerToken: number;
   quotaPerAddress: number;
   log: Logger;
+  /**
+   * Counts a call and claims its idempotency key in one step where the stores can (Redis: one
+   * script, so one round trip); `admitAndInvoke` otherwise counts, then claims.
+   */
+  consumeAndBegin?: (subject: string, limit: number, key: string, fingerprint: string) => Promise<CountedClaim>;
+}
+
+/** Who is calling, before anything is counted: step 1 of the pipeline. */
+type Identified = Pick<Admission, 'caller' | 'subject' | 'tokenRefusal'> & { limit: number };
+
+/** An operation's input once checked (steps 4 and 5), and the idempotency key it claims, if any. */
+interface Prepared {
+  input: Parameters<Operation['run']>[1];
+  /** The key as the idempotency store holds it, beside the caller's quota counter. */
+  storeKey?: string;
+  fingerprint: string;
 }
 
 const BEARER = /^Bearer ([^\s]+)$/i;
@@ -135,6 +154,52 @@ export class Core {
 
   /** Steps 1 and 3 for one request: who is calling, and one count against their quota. Never throws. */
   async admit(credentials: Credentials): Promise<Admission> {
+    return this.count(await this.identify(credentials));
+  }
+
+  /**
+   * `admit`, then `invoke` of one write, for a request that carries exactly that write (REST's
+   * `POST {base_url}/posts`, edge's lean path): the same steps in the same order, but the quota
+   * count and the idempotency claim go to the store together, one Redis round trip instead of
+   * two. The key is claimed only when the call passes every step before the claim: its token and
+   * scope, its input and key (checked first, without a store), and its quota (the store counts
+   * first, and claims only within the limit).
+   */
+  async admitAndInvoke<N extends OperationName>(credentials: Credentials, name: N, input: unknown, options: InvokeOptions): Promise<{ admission: Admission; outcome: Outcome<OutputOf<N>> }> {
+    const identified = await this.identify(credentials);
+    const started = process.hrtime.bigint();
+    const op = this.options.operations[name] as unknown as Operation;
+    const { consumeAndBegin } = this.options;
+    let prepared: Prepared | undefined;
+    if (consumeAndBegin !== undefined) {
+      try {
+        this.authorizeCaller(identified, scopeFor(op, options.surface.protocol));
+        const checked = this.prepare(op, identified.subject, name, input, options);
+        if (!(checked instanceof DomainError) && checked.storeKey !== undefined) prepared = checked;
+      } catch {
+        // Refused before the claim: counted alone below, and refused again, in order, by `steps`.
+      }
+    }
+    let admission: Admission;
+    let begun: BeginResult | undefined;
+    if (consumeAndBegin === undefined || prepared?.storeKey === undefined) {
+      admission = await this.count(identified);
+    } else {
+      try {
+        const counted = await consumeAndBegin(identified.subject, identified.limit, prepared.storeKey, prepared.fingerprint);
+        admission = this.admitted(identified, counted.quota);
+        begun = counted.begun;
+      } catch (error) {
+        admission = this.countFailed(identified, error);
+      }
+    }
+    const outcome = await this.steps(admission, name, input, options, begun === undefined || prepared === undefined ? undefined : { ...prepared, begun });
+    this.observe(name, options, outcome, started);
+    return { admission, outcome };
+  }
+
+  /** Step 1: who is calling, and which quota bucket the call counts against. Never throws: a bad token is kept as the refusal. */
+  private async identify(credentials: Credentials): Promise<Identified> {
     const caller: Caller = { address: credentials.address };
     let tokenRefusal: DomainError | undefined;
     if (credentials.authorization !== undefined) {
@@ -162,14 +227,26 @@ export class Core {
     const { principal } = caller;
     const subject = principal ? `tok:${principal.tokenId}` : `addr:${caller.address}`;
     const limit = principal ? this.options.quotaPerToken : this.options.quotaPerAddress;
+    return { caller, subject, limit, ...(tokenRefusal ? { tokenRefusal } : {}) };
+  }
+
+  /** Step 3: one count against the caller's quota. Never throws. */
+  private async count(identified: Identified): Promise<Admission> {
     try {
-      const quota = await this.options.quota.consume(subject, limit);
-      return { caller, subject, quota, ...(tokenRefusal ? { tokenRefusal } : {}) };
+      return this.admitted(identified, await this.options.quota.consume(identified.subject, identified.limit));
     } catch (error) {
-      this.options.log.error({ err: error }, 'quota store failed');
-      // The count is unknown; say so with a full allowance rather than tell the client to stop for a day.
-      return { caller, subject, quota: unknownQuota(limit), quotaFailure: unavailable(), ...(tokenRefusal ? { tokenRefusal } : {}) };
+      return this.countFailed(identified, error);
     }
+  }
+
+  private admitted({ caller, subject, tokenRefusal }: Identified, quota: QuotaState): Admission {
+    return { caller, subject, quota, ...(tokenRefusal ? { tokenRefusal } : {}) };
+  }
+
+  private countFailed({ caller, subject, limit, tokenRefusal }: Identified, error: unknown): Admission {
+    this.options.log.error({ err: error }, 'quota store failed');
+    // The count is unknown; say so with a full allowance rather than tell the client to stop for a day.
+    return { caller, subject, quota: unknownQuota(limit), quotaFailure: unavailable(), ...(tokenRefusal ? { tokenRefusal } : {}) };
   }
 
   /**
@@ -177,9 +254,20 @@ export class Core {
    * MCP handshake): a bad token, a missing scope, a spent quota. Throws the DomainError.
    */
   authorize(admission: Admission, scope?: Scope, options: { servedWhenStorageFails?: boolean } = {}): Principal | undefined {
+    const principal = this.authorizeCaller(admission, scope);
+    if (admission.quotaFailure && options.servedWhenStorageFails !== true) throw admission.quotaFailure;
+    if (!admission.quota.allowed) {
+      quotaRejections.inc({ service: 'edge' });
+      throw rateLimited(admission.quota);
+    }
+    return principal;
+  }
+
+  /** Step 2 of `authorize`, without the quota: a bad token, a missing scope. Throws the DomainError. */
+  private authorizeCaller(who: Pick<Admission, 'caller' | 'tokenRefusal'>, scope?: Scope): Principal | undefined {
     // A bad token fails what needs a scope; what needs none is served as to anyone (counted per address).
-    if (admission.tokenRefusal && (scope !== undefined || !refusedAsAnonymous(admission.tokenRefusal))) throw admission.tokenRefusal;
-    const { principal } = admission.caller;
+    if (who.tokenRefusal && (scope !== undefined || !refusedAsAnonymous(who.tokenRefusal))) throw who.tokenRefusal;
+    const { principal } = who.caller;
     if (scope !== undefined) {
       if (!principal) {
         throw new DomainError('no-token', { detail: `This operation needs a bearer token with the scope ${scope}.`, fields: { required_scope: scope } });
@@ -191,22 +279,20 @@ export class Core {
         });
       }
     }
-    if (admission.quotaFailure && options.servedWhenStorageFails !== true) throw admission.quotaFailure;
-    if (!admission.quota.allowed) {
-      quotaRejections.inc({ service: 'edge' });
-      throw rateLimited(admission.quota);
-    }
     return principal;
   }
 
   /** Runs one operation for an admitted call, on behalf of `options.surface`'s protocol. */
   async invoke<N extends OperationName>(admission: Admission, name: N, input: unknown, options: InvokeOptions): Promise<Outcome<OutputOf<N>>> {
     const started = process.hrtime.bigint();
-    const { protocol } = options.surface;
     const outcome = await this.steps(admission, name, input, options);
-    const label = outcome.ok ? (outcome.replayed ? 'replayed' : 'ok') : outcome.problem.error.slug;
-    operationDuration.observe({ operation: name, protocol, outcome: label }, Number(process.hrtime.bigint() - started) / 1e9);
+    this.observe(name, options, outcome, started);
     return outcome;
+  }
+
+  private observe(name: OperationName, options: InvokeOptions, outcome: Outcome<unknown>, started: bigint): void {
+    const label = outcome.ok ? (outcome.replayed ? 'replayed' : 'ok') : outcome.problem.error.slug;
+    operationDuration.observe({ operation: name, protocol: options.surface.protocol, outcome: label }, Number(process.hrtime.bigint() - started) / 1e9);
   }
 
   /** A failure as the protocol of `surface` answers it. */
@@ -214,7 +300,11 @@ export class Core {
     return renderProblem(this.domainError(error), surface, operation);
   }
 
-  private async steps<N extends OperationName>(admission: Admission, name: N, raw: unknown, options: InvokeOptions): Promise<Outcome<OutputOf<N>>> {
+  /**
+   * Steps 2 to 6 for an admitted call. `claimed` is the input and key already checked, and what
+   * the store found claiming the key, when `admitAndInvoke` claimed it with the count.
+   */
+  private async steps<N extends OperationName>(admission: Admission, name: N, raw: unknown, options: InvokeOptions, claimed?: Prepared & { begun: BeginResult }): Promise<Outcome<OutputOf<N>>> {
     // One row, whichever it is: the table's rows differ in their types, not in how they run.
     const op = this.options.operations[name] as unknown as Operation;
     const { surface } = options;
@@ -225,24 +315,19 @@ export class Core {
     } catch (error) {
       return fail(error);
     }
-    const parsed = op.input.safeParse(raw ?? {});
-    if (!parsed.success) return fail(invalidInput(op, parsed.error));
-    const input = parsed.data;
-    const textFault = freeTextFault(op, input as Record<string, unknown>);
-    if (textFault) return fail(textFault);
+    const prepared = claimed ?? this.prepare(op, admission.subject, name, raw, options);
+    if (prepared instanceof DomainError) return fail(prepared);
+    const { input, storeKey, fingerprint } = prepared;
     const call = { caller: admission.caller, protocol: surface.protocol, readThrough: options.readThrough === true };
 
-    const key = op.writes ? options.idempotencyKey : undefined;
-    let storeKey: string | undefined;
-    const fingerprint = key === undefined ? '' : sha256(canonicalJson(input));
-    if (key !== undefined) {
-      if (!IDEMPOTENCY_KEY.test(key)) return fail(idempotencyKeyInvalid(surface.idempotencyInput));
-      storeKey = `op:${admission.subject}:${name}:${sha256(key)}`;
-      let begun;
-      try {
-        begun = await this.options.idempotency.begin(storeKey, fingerprint);
-      } catch (error) {
-        return fail(error);
+    if (storeKey !== undefined) {
+      let begun = claimed?.begun;
+      if (begun === undefined) {
+        try {
+          begun = await this.options.idempotency.begin(storeKey, fingerprint);
+        } catch (error) {
+          return fail(error);
+        }
       }
       if (begun.outcome === 'mismatch') return fail(idempotencyMismatch());
       if (begun.outcome === 'running') return fail(idempotencyInFlight());
@@ -263,6 +348,24 @@ export class Core {
     }
   }
 
+  /**
+   * Steps 4 and 5 before any store is asked: the input as the operation takes it (or the problem
+   * with it), and for a write with an idempotency key, the key as the store holds it (one key space
+   * per caller and operation, whichever protocol carried it) and the input's fingerprint.
+   */
+  private prepare(op: Operation, subject: string, name: OperationName, raw: unknown, options: InvokeOptions): Prepared | DomainError {
+    const parsed = op.input.safeParse(raw ?? {});
+    if (!parsed.success) return invalidInput(op, parsed.error);
+    const input = parsed.data;
+    const textFault = freeTextFault(op, input as Record<string, unknown>);
+    if (textFault) return textFault;
+    const key = op.writes ? options.idempotencyKey : undefined;
+    if (key === undefined) return { input, fingerprint: '' };
+    if (!IDEMPOTENCY_KEY.test(key)) return idempotencyKeyInvalid(options.surface.idempotencyInput);
+    // Beside the caller's quota counter, so the two can be written in one step (`admitAndInvoke`).
+    return { input, storeKey: keyBesideQuota(subject, `op:${name}:${sha256(key)}`), fingerprint: sha256(canonicalJson(input)) };
+  }
+
   /** Any failure as a domain error; anything unexpected is logged whole and answered as `internal`. */
   private domainError(error: unknown): DomainError {
     const domain = fromServiceError(error);
@@ -271,11 +374,20 @@ export class Core {
   }
 }
 
+/** Each operation's fields with the plain-text rule, in the order of its input: read off its schema once. */
+const plainTextFields = new WeakMap<Operation, string[]>();
+
 /** The first free-text input (a field with the plain-text rule) holding a control character or a lone surrogate, as the problem that names it. */
 function freeTextFault(op: Operation, input: Record<string, unknown>): DomainError | undefined {
-  const shape = op.input.shape as Record<string, z.ZodType>;
-  for (const [parameter, value] of Object.entries(input)) {
-    if (fieldRuleOf(shape[parameter])?.plainText !== true || typeof value !== 'string') continue;
+  let fields = plainTextFields.get(op);
+  if (fields === undefined) {
+    const shape = op.input.shape as Record<string, z.ZodType>;
+    fields = Object.keys(shape).filter((parameter) => fieldRuleOf(shape[parameter])?.plainText === true);
+    plainTextFields.set(op, fields);
+  }
+  for (const parameter of fields) {
+    const value = input[parameter];
+    if (typeof value !== 'string') continue;
     const fault = plainTextFault(value);
     if (fault !== undefined) return new DomainError('invalid-request', { detail: `${parameter} ${fault}.`, fields: { parameter, expected: PLAIN_TEXT_EXPECTED } });
   }

@@ -1,9 +1,10 @@
-import { type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
+import { cursorPageReads, type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
 import { connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { DeliveryGateway } from '../gateways/delivery.gateway.js';
 import type { MessagingGateway } from '../gateways/messaging.gateway.js';
 import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
+import type { WindowExtension } from '../live/first-page.js';
 import { implement, type Operation, principalOf } from './operation.js';
 
 /** What the operations call: the services behind edge, and edge's own stores. */
@@ -23,10 +24,16 @@ export interface OperationDeps {
   log: Logger;
 }
 
-/** What listPosts and createPost need of the posts hub (live/posts-hub.ts). */
+/** What listPosts and createPost need of the posts hub (live/posts-hub.ts): the room's newest posts, in memory. */
 export interface FirstPageSource {
   /** The first page of `limit` posts, or `undefined` when only the room can answer it now. */
   newestPage(limit: number): PostList | undefined;
+  /** The page of `limit` posts after `cursor`, or `undefined` when only the room can answer it now. */
+  pageAfter(cursor: string, limit: number): PostList | undefined;
+  /** Whether the room's answer to the page after `cursor` would take the posts kept further back. */
+  extendable(cursor: string): WindowExtension | undefined;
+  /** That answer, each post with its cursor. */
+  extend(extension: WindowExtension, answer: readonly PagedPost[], hasMore: boolean): void;
   /** A post created through this edge. */
   created(entry: PagedPost): void;
 }
@@ -48,13 +55,20 @@ export function operationTable(deps: OperationDeps): Operations {
   const op = OPERATIONS;
   return {
     listPosts: implement(op.listPosts, async (call, input) => {
-      // The first page from memory when the hub can vouch for it; `Cache-Control: no-cache` asks the room (docs/decisions.md §15).
-      if (input.cursor === undefined) {
-        const cached = call.readThrough ? undefined : deps.firstPage.newestPage(input.limit);
-        firstPageReads.inc({ outcome: call.readThrough ? 'bypass' : cached ? 'hit' : 'miss' });
-        if (cached) return cached;
+      // From memory when the hub can vouch for the page; `Cache-Control: no-cache` asks the room (docs/decisions.md §15).
+      const { cursor, limit } = input;
+      const { firstPage } = deps;
+      const cached = call.readThrough ? undefined : cursor === undefined ? firstPage.newestPage(limit) : firstPage.pageAfter(cursor, limit);
+      (cursor === undefined ? firstPageReads : cursorPageReads).inc({ outcome: call.readThrough ? 'bypass' : cached ? 'hit' : 'miss' });
+      if (cached) return cached;
+      // A page that reaches past the oldest post kept is read with every post's cursor, and kept too.
+      const extension = call.readThrough || cursor === undefined ? undefined : firstPage.extendable(cursor);
+      if (extension !== undefined && cursor !== undefined) {
+        const page = await room.newestPosts(limit, cursor);
+        firstPage.extend(extension, page.entries, page.hasMore);
+        return { object: 'list' as const, data: page.entries.map((entry) => entry.post), has_more: page.hasMore, next_cursor: page.nextCursor };
       }
-      const page = await room.listPosts(input.limit, input.cursor);
+      const page = await room.listPosts(limit, cursor);
       return { object: 'list' as const, data: page.posts, has_more: page.hasMore, next_cursor: page.nextCursor };
     }),
 

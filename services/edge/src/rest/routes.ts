@@ -1,7 +1,7 @@
 import { DomainError, IDEMPOTENCY_HEADER } from '@agentroom/kit';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { Core } from '../operations/core.js';
+import type { Core, Outcome } from '../operations/core.js';
 import { admissionOf, asksNoCache, sendJson, sendProblem } from '../http/answers.js';
 import type { Surface } from '../operations/surface.js';
 import { REST_BINDINGS, type RestBase, type RestBinding } from '@agentroom/api';
@@ -29,7 +29,8 @@ function queryInput(binding: RestBinding, core: Core, query: Record<string, unkn
   return input;
 }
 
-function inputOf(binding: RestBinding, core: Core, req: Request): unknown {
+/** A request's input for the operation of `binding`: its query or its JSON body, with the path's parameters. */
+export function inputOf(binding: RestBinding, core: Core, req: Request): unknown {
   const params = req.params as Record<string, string>;
   if (binding.from === 'query') return { ...queryInput(binding, core, req.query as Record<string, unknown>), ...params };
   const body: unknown = req.body;
@@ -55,19 +56,29 @@ export function restHandler(core: Core, surface: Surface, binding: RestBinding):
       });
       return sendProblem(res, core.problem(error, surface, binding.operation));
     }
-    const key = binding.method === 'POST' ? req.headers[IDEMPOTENCY_HEADER] : undefined;
     const outcome = await core.invoke(admissionOf(res), binding.operation, inputOf(binding, core, req), {
       surface,
-      // A header sent twice arrives as one comma-joined string, which the pipeline refuses as a key.
-      idempotencyKey: Array.isArray(key) ? key.join(',') : key,
+      idempotencyKey: binding.method === 'POST' ? idempotencyKeyOf(req) : undefined,
       readThrough: asksNoCache(req.headers['cache-control']),
     });
-    if (!outcome.ok) return sendProblem(res, outcome.problem);
-    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    if (binding.noStore?.(outcome.output)) res.setHeader('Cache-Control', 'no-store');
-    const status = typeof binding.status === 'function' ? binding.status(outcome.output) : (binding.status ?? 200);
-    sendJson(res, status, outcome.output);
+    answerOutcome(res, binding, outcome);
   };
+}
+
+/** The request's `Idempotency-Key`, as the pipeline takes it. */
+export function idempotencyKeyOf(req: Request): string | undefined {
+  const key = req.headers[IDEMPOTENCY_HEADER];
+  // A header sent twice arrives as one comma-joined string, which the pipeline refuses as a key.
+  return Array.isArray(key) ? key.join(',') : key;
+}
+
+/** Writes what the pipeline answered for `binding`: its problem, or its output with the binding's status and headers. */
+export function answerOutcome(res: Response, binding: RestBinding, outcome: Outcome<unknown>): void {
+  if (!outcome.ok) return sendProblem(res, outcome.problem);
+  if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+  if (binding.noStore?.(outcome.output)) res.setHeader('Cache-Control', 'no-store');
+  const status = typeof binding.status === 'function' ? binding.status(outcome.output) : (binding.status ?? 200);
+  sendJson(res, status, outcome.output);
 }
 
 /**

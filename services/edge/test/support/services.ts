@@ -1,4 +1,17 @@
-import { createLogger, freePort, MemoryFeedbackStore, MemoryIdempotencyStore, MemoryQuotaStore, publicUrls, type PublicUrls, type ServiceProcess, startServiceProcess } from '@agentroom/kit';
+import {
+  connectRedis,
+  createLogger,
+  freePort,
+  MemoryFeedbackStore,
+  MemoryIdempotencyStore,
+  MemoryQuotaStore,
+  publicUrls,
+  type PublicUrls,
+  RedisIdempotencyStore,
+  RedisQuotaStore,
+  type ServiceProcess,
+  startServiceProcess,
+} from '@agentroom/kit';
 import { AuthGateway } from '../../src/gateways/auth.gateway.js';
 import { DeliveryGateway } from '../../src/gateways/delivery.gateway.js';
 import { MessagingGateway } from '../../src/gateways/messaging.gateway.js';
@@ -52,8 +65,8 @@ export interface CoreUnderTest {
   close(): void;
 }
 
-/** Edge's pipeline over the real services, with the embedded default's stores. */
-export function coreOver(backends: Backends, limits: { perToken: number; perAddress: number }): CoreUnderTest {
+/** Edge's pipeline over the real services, with the embedded default's stores, or Redis's as edge sets them up (`redisUrl`). */
+export function coreOver(backends: Backends, limits: { perToken: number; perAddress: number }, options: { redisUrl?: string } = {}): CoreUnderTest {
   const room = new RoomGateway(backends.room.address, 2_000);
   const auth = new AuthGateway(backends.auth.address, 2_000);
   const messaging = new MessagingGateway(backends.messaging.address, 2_000);
@@ -74,11 +87,18 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
     version: '0.0.0-test',
     log,
   });
+  const redis = options.redisUrl === undefined ? undefined : connectRedis(options.redisUrl, 'edge-test');
+  const stores = redis
+    ? (() => {
+        const quota = new RedisQuotaStore(redis, 'ar');
+        const idempotency = new RedisIdempotencyStore(redis, 'ar');
+        return { quota, idempotency, consumeAndBegin: (subject: string, limit: number, key: string, fingerprint: string) => idempotency.consumeAndBegin(quota, subject, limit, key, fingerprint) };
+      })()
+    : { quota: new MemoryQuotaStore(), idempotency: new MemoryIdempotencyStore() };
   const core = new Core({
     operations,
     authenticate: (token) => auth.authenticate(token),
-    quota: new MemoryQuotaStore(),
-    idempotency: new MemoryIdempotencyStore(),
+    ...stores,
     quotaPerToken: limits.perToken,
     quotaPerAddress: limits.perAddress,
     log,
@@ -94,6 +114,7 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
       auth.close();
       messaging.close();
       delivery.close();
+      redis?.disconnect();
     },
   };
 }

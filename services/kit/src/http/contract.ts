@@ -68,6 +68,44 @@ export function uncountedQuota(limit: number, now = Date.now()): QuotaState {
 /** Raised while reading a JSON body whose bytes are not UTF-8. */
 const NOT_UTF8 = 'encoding.not.utf8';
 
+/**
+ * The JSON body parser of every app: at most 64 KiB, UTF-8 only. A path that reads a body without
+ * express's router (edge's lean writes) parses with it too, so it accepts and refuses alike.
+ */
+export function jsonBody(): RequestHandler {
+  return express.json({
+    limit: BODY_LIMIT_BYTES,
+    type: ['application/json', 'application/*+json'],
+    // Refused rather than decoded with U+FFFD in place of the bad bytes (docs/decisions.md §6).
+    verify(_req, _res, buffer, encoding) {
+      if (encoding.toLowerCase().replace('-', '') === 'utf8' && !isUtf8(buffer)) throw Object.assign(new Error('The body is not valid UTF-8.'), { type: NOT_UTF8 });
+    },
+  });
+}
+
+/** What `jsonBody()` takes for JSON: an object or an array, after any whitespace (its strict mode). */
+const JSON_START = /^[ \t\n\r]*([^ \t\n\r])/;
+
+/**
+ * What `jsonBody()` makes of a whole body sent as `application/json` in UTF-8 (no other charset, no
+ * Content-Encoding), for a path that reads the bytes itself (edge's MCP calls): the same value (a
+ * byte order mark dropped, an empty body `{}`), or an error the error handler answers the same way
+ * (not UTF-8, not JSON, JSON that is neither an object nor an array).
+ */
+export function parseJsonBytes(bytes: Buffer): unknown {
+  if (!isUtf8(bytes)) throw Object.assign(new Error('The body is not valid UTF-8.'), { type: NOT_UTF8 });
+  let text = bytes.toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (text.length === 0) return {};
+  const first = JSON_START.exec(text)?.[1];
+  if (first !== '{' && first !== '[') throw Object.assign(new SyntaxError('The body is not a JSON object or array.'), { type: 'entity.parse.failed', status: 400 });
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw Object.assign(error instanceof Error ? error : new SyntaxError(String(error)), { type: 'entity.parse.failed', status: 400 });
+  }
+}
+
 export interface HttpApp {
   app: Express;
   /** Adds the 404 problem for unknown routes and the error handler; call after the routes. */
@@ -106,14 +144,7 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
     });
   }
   app.use(
-    express.json({
-      limit: BODY_LIMIT_BYTES,
-      type: ['application/json', 'application/*+json'],
-      // Refused rather than decoded with U+FFFD in place of the bad bytes (docs/decisions.md §6).
-      verify(_req, _res, buffer, encoding) {
-        if (encoding.toLowerCase().replace('-', '') === 'utf8' && !isUtf8(buffer)) throw Object.assign(new Error('The body is not valid UTF-8.'), { type: NOT_UTF8 });
-      },
-    }),
+    jsonBody(),
     // OAuth endpoints (RFC 8628, RFC 7009) and human forms take form bodies.
     express.urlencoded({ limit: BODY_LIMIT_BYTES, extended: false, parameterLimit: 50 }),
     // Any other body still counts against the limit, so 413 holds whatever the content type.
@@ -158,6 +189,15 @@ function requestContext(service: string, log: Logger): RequestHandler {
 export function followRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: () => string): string {
   const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
   res.setHeader('X-Request-Id', requestId);
+  watchRequest(req, res, service, log, route, requestId);
+  return requestId;
+}
+
+/**
+ * `followRequest` without setting `X-Request-Id`: for a path that writes it with the rest of its
+ * answer's headers at once (edge's first page), having taken `requestId` from `requestIdFrom`.
+ */
+export function watchRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: () => string, requestId: string): void {
   const started = process.hrtime.bigint();
   // Read now: express rewrites `req.url` under a mounted router, and the line names the path as sent.
   const { method = 'GET', url = '/' } = req;
@@ -167,6 +207,8 @@ export function followRequest(req: IncomingMessage, res: ServerResponse, service
     const status = res.statusCode;
     const complete = res.writableFinished;
     if (complete) httpRequestDuration.observe({ service, method, route: route(), status }, elapsed / 1e9);
+    // The line is only made when it is written (the embedded default logs warnings only).
+    if (status < 500 && !log.isLevelEnabled('info')) return;
     const durationMs = Math.round(elapsed / 1e5) / 10;
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
@@ -175,7 +217,6 @@ export function followRequest(req: IncomingMessage, res: ServerResponse, service
     if (status >= 500) log.warn(fields, line);
     else log.info(fields, line);
   });
-  return requestId;
 }
 
 export function setRateLimitHeaders(res: Response, state: QuotaState): void {
@@ -203,9 +244,14 @@ function admission(options: HttpContractOptions): RequestHandler {
  */
 export async function admitRequest(admit: HttpContractOptions['admit'], req: Request, res: Response): Promise<DomainError | undefined> {
   const admitted = await admit(req, res);
+  recordAdmission(res, admitted);
+  return admitted.refusal;
+}
+
+/** Puts a request's count on its response (RateLimit headers, and its quota subject for what reads it later), as `admitRequest` does. */
+export function recordAdmission(res: Response, admitted: Admission): void {
   setRateLimitHeaders(res, admitted.quota);
   res.locals.quotaSubject = admitted.subject;
-  return admitted.refusal;
 }
 
 /** A full allowance until midnight, for answers whose count is unknown because storage failed. */

@@ -18,7 +18,8 @@ export interface QuotaStore {
   consume(subject: string, limit: number): Promise<QuotaState>;
 }
 
-function stateOf(count: number, limit: number, now: number): QuotaState {
+/** The quota after the `count`th call of the day, at `now`. */
+export function quotaStateOf(count: number, limit: number, now: number): QuotaState {
   return {
     limit,
     remaining: Math.max(0, limit - count),
@@ -44,14 +45,20 @@ export class MemoryQuotaStore implements QuotaStore {
     }
     const count = (this.counters.get(subject) ?? 0) + 1;
     this.counters.set(subject, count);
-    return Promise.resolve(stateOf(count, limit, now));
+    return Promise.resolve(quotaStateOf(count, limit, now));
   }
 }
 
-// INCR and EXPIREAT in one script: a counter can never be left without its expiry.
-const CONSUME = new LuaScript(`
+/**
+ * Counts one call on the counter `KEYS[1]`, which expires at `ARGV[1]` (ms since the epoch), into
+ * `count`: INCR and PEXPIREAT in one script, so a counter can never be left without its expiry.
+ * Scripts that do more in the same step (an idempotency claim) start with it.
+ */
+export const COUNT_CALL_LUA = `
 local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end
+if count == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end`;
+
+const CONSUME = new LuaScript(`${COUNT_CALL_LUA}
 return count`);
 
 /** Counters in Redis that expire at the next UTC midnight; INCR keeps them exact across replicas. */
@@ -68,8 +75,20 @@ export class RedisQuotaStore implements QuotaStore {
 
   async consume(subject: string, limit: number): Promise<QuotaState> {
     const now = this.clock.now();
-    const key = this.keys.key(subject, utcDay(now));
-    const count = Number(await CONSUME.run(this.redis, [key], [String(nextUtcMidnight(now))]));
-    return stateOf(count, limit, now);
+    const count = Number(await CONSUME.run(this.redis, [this.keys.key(subject, utcDay(now))], [String(nextUtcMidnight(now))]));
+    return quotaStateOf(count, limit, now);
+  }
+
+  /**
+   * Counts one call for `subject` as `consume` does, inside a script that does more in the same
+   * round trip: `script` starts with {@link COUNT_CALL_LUA} and answers `count` (or a table whose
+   * first item is `count`, the rest answered as `more`). Its own keys and arguments follow the
+   * counter's (`KEYS[2]…`, `ARGV[2]…`); keys tagged `{subject}` share the counter's cluster slot.
+   */
+  async consumeWith(subject: string, limit: number, script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<{ quota: QuotaState; more: unknown[] }> {
+    const now = this.clock.now();
+    const answer = await script.run(this.redis, [this.keys.key(subject, utcDay(now)), ...keys], [String(nextUtcMidnight(now)), ...args]);
+    const [count, ...more] = Array.isArray(answer) ? (answer as unknown[]) : [answer];
+    return { quota: quotaStateOf(Number(count), limit, now), more };
   }
 }
