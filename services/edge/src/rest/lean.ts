@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { admitRequest, corsHeaders, followRequest, type HttpContractOptions, jsonBody, type Logger, runWithContext, setRateLimitHeaders } from '@agentroom/kit';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { Express, Request, Response } from 'express';
-import { asksNoCache } from '../http/answers.js';
+import { asksNoCache, expressObjects as asExpress } from '../http/answers.js';
 import type { Core, Credentials } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import { answerOutcome, idempotencyKeyOf, inputOf, restHandler } from './routes.js';
@@ -69,20 +69,6 @@ export function leanReads(options: LeanReadsOptions): (req: IncomingMessage, res
     runWithContext({ requestId }, () => serve(req, res)).catch((error: unknown) => options.answerError(error, req, res));
     return true;
   };
-}
-
-/**
- * What express's own `app.handle` does first, so `req.ip`, `req.query`, `req.body` and `res.send`
- * are express's, with the app's settings.
- */
-function asExpress(app: Express, incoming: IncomingMessage, outgoing: ServerResponse): { req: Request; res: Response } {
-  // The properties go on before the prototypes change: V8 adds them faster to the objects as they are.
-  const incomingWithRes = incoming as IncomingMessage & { res?: ServerResponse };
-  const outgoingWithReq = outgoing as ServerResponse & { req: IncomingMessage; locals?: Response['locals'] };
-  incomingWithRes.res = outgoing;
-  outgoingWithReq.req = incoming;
-  outgoingWithReq.locals = Object.create(null) as Response['locals'];
-  return { req: Object.setPrototypeOf(incoming, app.request) as Request, res: Object.setPrototypeOf(outgoing, app.response) as Response };
 }
 
 export interface LeanWritesOptions extends LeanReadsOptions {
