@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PROBLEM_CONTENT_TYPE } from '@agentroom/kit';
+import { PROBLEM_CONTENT_TYPE, type QuotaState } from '@agentroom/kit';
 import type { Express, Request, Response } from 'express';
 import type { Admission } from '../operations/core.js';
 import type { Problem } from '../operations/problem.js';
@@ -72,4 +72,13 @@ export function expressObjects(app: Express, incoming: IncomingMessage, outgoing
   outgoingWithReq.req = incoming;
   outgoingWithReq.locals ??= Object.create(null) as Response['locals'];
   return { req: Object.setPrototypeOf(incoming, app.request) as Request, res: Object.setPrototypeOf(outgoing, app.response) as Response };
+}
+
+/**
+ * The headers a fast path's 200 starts with, in the order the app's steps set them: the request id,
+ * CORS (`corsFlat`, name and value in turn) and the RateLimit fields of the caller's quota. The
+ * caller adds its content type and length.
+ */
+export function leadingHeaders(requestId: string, corsFlat: readonly string[], quota: QuotaState): string[] {
+  return ['X-Request-Id', requestId, ...corsFlat, 'RateLimit-Limit', String(quota.limit), 'RateLimit-Remaining', String(quota.remaining), 'RateLimit-Reset', String(quota.resetSeconds)];
 }

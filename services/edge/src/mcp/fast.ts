@@ -3,7 +3,7 @@ import { BODY_LIMIT_BYTES, corsHeaders, type Logger, parseJsonBytes, recordAdmis
 import { scopeFor } from '@agentroom/api';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
-import { asksNoCache, jsonBytes } from '../http/answers.js';
+import { asksNoCache, jsonBytes, leadingHeaders } from '../http/answers.js';
 import type { Admission, Core } from '../operations/core.js';
 import type { Operation } from '../operations/operation.js';
 import type { Problem } from '../operations/problem.js';
@@ -175,15 +175,7 @@ export function mcpFastCalls(options: McpFastOptions): (req: IncomingMessage, re
     const { quota } = admission;
     // The headers the app's steps set, then those the SDK's transport writes (its names in lower case).
     outgoing.writeHead(200, [
-      'X-Request-Id',
-      requestId,
-      ...corsFlat,
-      'RateLimit-Limit',
-      String(quota.limit),
-      'RateLimit-Remaining',
-      String(quota.remaining),
-      'RateLimit-Reset',
-      String(quota.resetSeconds),
+      ...leadingHeaders(requestId, corsFlat, quota),
       'content-type',
       'application/json',
       'content-length',

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { corsHeaders, type Logger, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { Request, Response } from 'express';
-import { asksNoCache, JSON_CONTENT_TYPE, jsonBytes, sendProblem } from '../http/answers.js';
+import { asksNoCache, JSON_CONTENT_TYPE, jsonBytes, leadingHeaders, sendProblem } from '../http/answers.js';
 import type { Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 
@@ -84,15 +84,7 @@ export function fastReads(options: FastReadsOptions): (req: IncomingMessage, res
     if (outcome.ok) {
       const body = jsonBytes(outcome.output);
       outgoing.writeHead(200, [
-        'X-Request-Id',
-        requestId,
-        ...corsFlat,
-        'RateLimit-Limit',
-        String(quota.limit),
-        'RateLimit-Remaining',
-        String(quota.remaining),
-        'RateLimit-Reset',
-        String(quota.resetSeconds),
+        ...leadingHeaders(requestId, corsFlat, quota),
         'Content-Type',
         JSON_CONTENT_TYPE,
         'Content-Length',
