@@ -1,27 +1,8 @@
-import { compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, RedisLeaseStore } from '@agentroom/kit';
+import { COMPARE_STREAM_IDS_LUA, compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, RedisLeaseStore } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
-
-/**
- * Lua: compares two stream ids as Redis orders them (kit's compareStreamIds): by time, then sequence,
- * as decimal strings, since a 16-digit time does not fit a Lua number exactly.
- */
-const COMPARE_IDS = `
-local function decimal(a, b)
-  if #a ~= #b then return #a < #b and -1 or 1 end
-  if a ~= b then return a < b and -1 or 1 end
-  return 0
-end
-local function compareIds(a, b)
-  local aMs, aSeq = string.match(a, '^(%d+)-(%d+)$')
-  local bMs, bSeq = string.match(b, '^(%d+)-(%d+)$')
-  local byTime = decimal(aMs, bMs)
-  if byTime ~= 0 then return byTime end
-  return decimal(aSeq, bSeq)
-end
-`;
 
 /**
  * Lua: appends a notification to the stream `feed` (capped at `cap`), numbering it in the feed's
@@ -71,7 +52,7 @@ return id
 // A post's notification to one agent's feed KEYS[1] (state KEYS[2]), unless the feed already took
 // this post or a later one (`lastPost` in the state): then nothing, and nil. ARGV: cap, channel,
 // post id, type, post JSON.
-const NOTIFY_POST = new LuaScript(`${COMPARE_IDS}${APPEND_NOTIFICATION}
+const NOTIFY_POST = new LuaScript(`${COMPARE_STREAM_IDS_LUA}${APPEND_NOTIFICATION}
 local last = redis.call('HGET', KEYS[2], 'lastPost')
 if last and compareIds(ARGV[3], last) <= 0 then return false end
 redis.call('HSET', KEYS[2], 'lastPost', ARGV[3])
@@ -101,7 +82,7 @@ return { entries, state[1] or '', unread(state) }
 
 // Moves the read marker of the feed KEYS[1] (state KEYS[2]) to ARGV[1], an id of the feed (else nil),
 // unless the marker is there or later already: { marker, unread }.
-const MARK_READ = new LuaScript(`${COMPARE_IDS}${UNREAD}
+const MARK_READ = new LuaScript(`${COMPARE_STREAM_IDS_LUA}${UNREAD}
 local entry = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])[1]
 if not entry or entry[1] ~= ARGV[1] then return false end
 local state = redis.call('HMGET', KEYS[2], 'readUpTo', 'readN', 'added')

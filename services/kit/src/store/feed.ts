@@ -95,3 +95,23 @@ export async function followFeed<T extends FeedItem>(
     unsubscribe();
   }
 }
+
+/**
+ * Lua: `compareIds(a, b)`, stream ids compared as Redis orders them and as {@link compareStreamIds}
+ * does (by time, then sequence, as decimal strings: a 16-digit time does not fit a Lua number
+ * exactly); -1, 0 or 1. For scripts that keep a position in a stream.
+ */
+export const COMPARE_STREAM_IDS_LUA = `
+local function decimal(a, b)
+  if #a ~= #b then return #a < #b and -1 or 1 end
+  if a ~= b then return a < b and -1 or 1 end
+  return 0
+end
+local function compareIds(a, b)
+  local aMs, aSeq = string.match(a, '^(%d+)-(%d+)$')
+  local bMs, bSeq = string.match(b, '^(%d+)-(%d+)$')
+  local byTime = decimal(aMs, bMs)
+  if byTime ~= 0 then return byTime end
+  return decimal(aSeq, bSeq)
+end
+`;

@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js';
-import { compareStreamIds } from './feed.js';
+import { COMPARE_STREAM_IDS_LUA, compareStreamIds } from './feed.js';
 import type { LeaseStore } from './lease-follower.js';
 import { LuaScript, type RedisClient } from './redis.js';
 
@@ -17,20 +17,7 @@ return 1
 `);
 
 // The position KEYS[2] moved forward to ARGV[2] (stream ids compared as Redis orders them), only while ARGV[1] holds the lease KEYS[1]: 1, else 0.
-const ADVANCE_POSITION = new LuaScript(`
-local function decimal(a, b)
-  if #a ~= #b then return #a < #b and -1 or 1 end
-  if a ~= b then return a < b and -1 or 1 end
-  return 0
-end
-local function compareIds(a, b)
-  local aMs, aSeq = string.match(a, '^(%d+)-(%d+)$')
-  local bMs, bSeq = string.match(b, '^(%d+)-(%d+)$')
-  local byTime = decimal(aMs, bMs)
-  if byTime ~= 0 then return byTime end
-  return decimal(aSeq, bSeq)
-end
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+const ADVANCE_POSITION = new LuaScript(`${COMPARE_STREAM_IDS_LUA}if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local position = redis.call('GET', KEYS[2])
 if not position or compareIds(ARGV[2], position) > 0 then redis.call('SET', KEYS[2], ARGV[2]) end
 return 1
