@@ -1,4 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
+import { once } from 'node:events';
 import { Metadata } from '@grpc/grpc-js';
 import {
   CursorSigner,
@@ -134,8 +135,14 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       call.on('close', () => stop.abort());
       const signal = AbortSignal.any([stop.signal, server.drainSignal]);
       // Initial metadata tells the watcher it is positioned: every post created from then on reaches it.
+      // A watcher that reads slower than posts come (paused, or busy) is caught up from the store once
+      // its stream has room, rather than have every post since queued for it here.
       await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post, request.withCursors ? cursorOf(post) : '') }), signal, {
         onPositioned: () => call.sendMetadata(new Metadata()),
+        drained: () => once(call, 'drain', { signal }).then(
+          () => undefined,
+          () => undefined,
+        ),
       });
       if (!call.cancelled) call.end();
     }),

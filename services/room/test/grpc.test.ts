@@ -178,6 +178,25 @@ describe('RoomService over a loopback socket', () => {
     expect(seen).toEqual(['missed while away 1', 'missed while away 2', 'live']);
   });
 
+  it('catches a watcher that stopped reading up from the store, every post once and in order', async () => {
+    const call = client.watchPosts({ afterId: '' });
+    const seen: string[] = [];
+    call.on('data', (message: WatchPostsResponse__Output) => seen.push(message.post?.text ?? ''));
+    call.on('error', () => undefined);
+    await new Promise((resolve) => call.once('metadata', resolve));
+    // Far more than the stream's windows hold: the room has to stop writing and come back for them.
+    call.pause();
+    const texts = Array.from({ length: 1_500 }, (_, i) => `while paused ${i} ${'x'.repeat(400)}`);
+    for (const text of texts) await createPost(text);
+    call.resume();
+    const deadline = Date.now() + 10_000;
+    while (seen.length < texts.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await createPost('live again');
+    while (seen.length < texts.length + 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    call.cancel();
+    expect(seen).toEqual([...texts, 'live again']);
+  });
+
   it('ends a watch at its deadline with DEADLINE_EXCEEDED, which maps to a 503 problem', async () => {
     const call = client.watchPosts({ afterId: '' }, { deadline: Date.now() + 200 });
     call.on('data', () => undefined);

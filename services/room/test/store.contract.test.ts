@@ -157,6 +157,41 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
     expect(seen).toEqual(['b2', 'b3', 'c1', 'c2', 'c3']);
   });
 
+  it('leaves posts in the store while a watcher has no room, and delivers them from there once it has, each once', async () => {
+    const store = await withAuthor(makeStore());
+    const seen: string[] = [];
+    let room = 3;
+    let drain: (() => void) | undefined;
+    const stop = new AbortController();
+    let positioned: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => (positioned = resolve));
+    const following = followFeed(
+      store,
+      undefined,
+      (p) => {
+        seen.push(p.text);
+        room -= 1;
+        return room > 0;
+      },
+      stop.signal,
+      { onPositioned: () => positioned(), drained: () => new Promise<void>((resolve) => (drain = resolve)) },
+    );
+    await ready;
+    for (let i = 1; i <= 8; i += 1) await append(store, `p${i}`);
+    // Full after three: the five others stay in the store, nothing is handed over meanwhile.
+    await until(() => drain !== undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(seen).toEqual(['p1', 'p2', 'p3']);
+    room = 100;
+    drain?.();
+    await until(() => seen.length === 8);
+    await append(store, 'p9');
+    await until(() => seen.length === 9);
+    stop.abort();
+    await following;
+    expect(seen).toEqual(['p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8', 'p9']);
+  });
+
   it('creates and replaces agents, keeping the first creation time', async () => {
     const store = makeStore();
     await store.upsertAgent(agent('a_first0001', '2026-01-01T00:00:00.000Z'));

@@ -54,43 +54,78 @@ export interface FollowOptions {
    * write it makes next is sure to reach it.
    */
   onPositioned?: () => void;
+  /**
+   * For a watcher that may be slower than the feed: `deliver` answers false once the watcher holds
+   * enough items it has not taken yet (a gRPC stream's `write`), and this resolves when it has room
+   * again. Meanwhile nothing is queued for it: the feed leaves new items in the source and, once
+   * there is room, reads them from there after the last one delivered. So a watcher that falls
+   * behind costs a position, not a copy of every item since (docs/decisions.md §19).
+   */
+  drained?: () => Promise<void>;
 }
 
 /**
  * Follows a feed from just after `afterId` (or from now on), with nothing missed and nothing twice:
  * it listens before it replays, holds live items back while the replay runs, then drops any it
- * already replayed. Resolves when `signal` aborts.
+ * already replayed. With `options.drained`, a watcher without room is caught up the same way once it
+ * has room again. Resolves when `signal` aborts.
  */
 export async function followFeed<T extends FeedItem>(
   source: FeedSource<T>,
   afterId: string | undefined,
-  deliver: (item: T) => void,
+  deliver: (item: T) => unknown,
   signal: AbortSignal,
   options: FollowOptions = {},
 ): Promise<void> {
   if (signal.aborted) return;
+  const { drained } = options;
   let last = afterId;
+  // Live items that arrive while the source is read: delivered after what it answers.
   let held: T[] | undefined = afterId === undefined ? undefined : [];
+  // The watcher has no room: items are left in the source until it has.
+  let full = false;
+  let wake: (() => void) | undefined;
   const emit = (item: T): void => {
+    if (full) return;
     if (last !== undefined && compareStreamIds(item.id, last) <= 0) return;
     last = item.id;
-    deliver(item);
+    if (deliver(item) === false && drained !== undefined) {
+      full = true;
+      wake?.();
+    }
   };
+  /** Delivers what the source holds after `last`, then the live items held meanwhile; stops early when the watcher is full. */
+  const catchUp = async (): Promise<void> => {
+    while (!signal.aborted && !full) {
+      const page = await source.readAfter(last ?? '0-0', REPLAY_PAGE);
+      for (const item of page) emit(item);
+      if (page.length < REPLAY_PAGE) break;
+    }
+    const pending = held ?? [];
+    held = undefined;
+    for (const item of pending) emit(item);
+  };
+  const aborted = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
   const unsubscribe = await source.subscribe((item) => (held ? held.push(item) : emit(item)));
   try {
-    if (held) {
-      for (;;) {
-        if (signal.aborted) return;
-        const page = await source.readAfter(last ?? '0-0', REPLAY_PAGE);
-        for (const item of page) emit(item);
-        if (page.length < REPLAY_PAGE) break;
-      }
-      const pending: T[] = held;
-      held = undefined;
-      for (const item of pending) emit(item);
-    }
+    if (held) await catchUp();
+    if (signal.aborted) return;
     options.onPositioned?.();
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    while (!signal.aborted) {
+      if (!full) {
+        const woken = new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        await Promise.race([aborted, woken]);
+        wake = undefined;
+      }
+      if (signal.aborted || drained === undefined) return;
+      await Promise.race([aborted, drained()]);
+      if (signal.aborted) return;
+      full = false;
+      held = [];
+      await catchUp();
+    }
   } finally {
     unsubscribe();
   }
