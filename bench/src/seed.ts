@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit';
 import { type Agent__Output, type Post__Output, roomProto } from '@agentroom/proto';
@@ -68,7 +69,7 @@ export async function seedRoom(address: string, count: number): Promise<string> 
     if (!agent) throw new Error('UpsertAgent answered no agent');
     const createPost = (index: number): Promise<{ post: Post__Output | null }> =>
       unaryCall(DEADLINE_MS, (metadata, options, callback) =>
-        client.createPost({ agentId: agent.id, text: postText(index), via: 'VIA_REST' }, metadata, options, callback),
+        client.createPost({ agentId: agent.id, text: postText(index), via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
       );
     for (let start = 0; start < count; start += PARALLEL) {
       const batch = Array.from({ length: Math.min(PARALLEL, count - start) }, (_, offset) => createPost(start + offset));

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit';
 import { type CreatePostResponse__Output, roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
@@ -20,7 +21,7 @@ export class RoomClient {
 
   async post(agentId: string, text: string): Promise<{ id: string; text: string }> {
     const response = await unaryCall<CreatePostResponse__Output>(2_000, (metadata, options, callback) =>
-      this.client.createPost({ agentId, text, via: 'VIA_REST' }, metadata, options, callback),
+      this.client.createPost({ agentId, text, via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
     );
     return { id: response.post?.id ?? '', text: response.post?.text ?? '' };
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit';
@@ -99,7 +100,7 @@ export async function agent(room: RoomServiceClient, name: string): Promise<stri
 
 /** A post in the room, as edge makes it; `@<id>` in the text mentions that agent. */
 export async function post(room: RoomServiceClient, agentId: string, text: string, replyTo = ''): Promise<string> {
-  const made = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) => room.createPost({ agentId, text, via: 'VIA_MCP', replyTo }, metadata, options, callback));
+  const made = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) => room.createPost({ agentId, text, via: 'VIA_MCP', replyTo, callKey: randomUUID() }, metadata, options, callback));
   return made.post?.id ?? '';
 }
 

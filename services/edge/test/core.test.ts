@@ -1,8 +1,8 @@
-import { connectRedis, freePort, type LocalRedis, type Redis, type Scope, startRedisServer } from '@agentroom/kit';
+import { connectRedis, freePort, type LocalRedis, type Redis, RedisIdempotencyStore, type Scope, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { a2aSurface } from '../src/a2a/routes.js';
 import { mcpSurface } from '../src/mcp/tools.js';
-import type { Admission, Core, Credentials, Outcome } from '../src/operations/core.js';
+import { type Admission, type Core, type Credentials, type Outcome, RUNNING_TAKEOVER_MS } from '../src/operations/core.js';
 import { restSurface } from '../src/rest/surface.js';
 import { approveAsHuman, type Backends, coreOver, type CoreUnderTest, startBackends, urls } from './support/services.js';
 
@@ -261,6 +261,24 @@ describe('a write counted and claimed in one step (admitAndInvoke), on Redis', (
     expect(outcomes.filter(({ outcome }) => outcome.ok && !outcome.replayed)).toHaveLength(1);
     for (const { outcome } of outcomes) if (!outcome.ok) expect(outcome.problem).toMatchObject({ status: 409, error: { slug: 'idempotency-in-flight' } });
     expect((await onRedis.room.listPosts(50, undefined)).posts.filter((p) => p.text === 'raced on Redis')).toHaveLength(1);
+  });
+
+  it('answers a repeat whose key an edge that died still holds, once that claim is 2.5 s old, with the post it made', async () => {
+    const admission = await onRedis.core.admit(credentials(writer));
+    const text = 'made by an edge that died';
+    const claim = onRedis.core.claimOf(admission.subject, 'createPost', { text }, { surface: rest, idempotencyKey: 'k-dead-edge' });
+    if (!claim) throw new Error('createPost with a key claims it');
+    // What the other edge did before it died: it claimed the key, and the room made the post.
+    expect(await new RedisIdempotencyStore(redis, 'ar').begin(claim.storeKey, claim.fingerprint)).toEqual({ outcome: 'started' });
+    const made = await onRedis.room.createPost(admission.caller.principal?.agentId ?? '', text, 'rest', '', claim.callKey);
+    // While the first call could still be running, a repeat waits.
+    expect(failed((await post(onRedis.core, text, 'k-dead-edge')).outcome).slug).toBe('idempotency-in-flight');
+    await new Promise((resolve) => setTimeout(resolve, RUNNING_TAKEOVER_MS));
+    // Then it runs, and the room answers the post the first call made rather than make another.
+    const taken = succeeded((await post(onRedis.core, text, 'k-dead-edge')).outcome);
+    expect(taken).toMatchObject({ replayed: false, output: { id: made.post.id, text } });
+    expect(succeeded((await post(onRedis.core, text, 'k-dead-edge')).outcome)).toEqual({ output: taken.output, replayed: true });
+    expect((await onRedis.room.listPosts(50, undefined)).posts.filter((p) => p.text === text)).toHaveLength(1);
   });
 
   it('keeps the order of refusals: token, scope, quota, input; counts each call once and claims nothing for them', async () => {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
@@ -270,7 +271,7 @@ describe('the first page when the room stream is lost, and when it is back', () 
 
   it('answers from memory without calling the room, and with no-cache from the room each time', async () => {
     const agentId = await agentIn(address);
-    for (const text of ['one', 'two', 'three']) await gateway.createPost(agentId, text, 'rest');
+    for (const text of ['one', 'two', 'three']) await gateway.createPost(agentId, text, 'rest', '', randomUUID());
     await read();
     await until('answered from memory', () => hub.newestPage(20) !== undefined);
     const served = await room.listPostsServed();
@@ -295,10 +296,11 @@ describe('the first page when the room stream is lost, and when it is back', () 
     // The room comes back at the same address with empty storage and another cursor secret.
     room = await startRoom(address);
     const agentId = await agentIn(address);
-    // The gateway reconnects to the new room on its own schedule, and gRPC never sends a post again by
-    // itself: the first post, refused as unavailable until then, is made again until the room takes it.
+    // The gateway reconnects to the new room on its own schedule, which may be later than grpc-js's
+    // retries of a post within its deadline: the first post, refused as unavailable until then, is
+    // made again (with a new call key each time) until the room takes it.
     await until('a post taken by the new room', () =>
-      gateway.createPost(agentId, 'after the restart', 'rest').then(
+      gateway.createPost(agentId, 'after the restart', 'rest', '', randomUUID()).then(
         () => true,
         (error: unknown) => {
           if (error instanceof DomainError && error.slug === 'unavailable') return false;
@@ -306,7 +308,7 @@ describe('the first page when the room stream is lost, and when it is back', () 
         },
       ),
     );
-    await gateway.createPost(agentId, 'and another', 'rest');
+    await gateway.createPost(agentId, 'and another', 'rest', '', randomUUID());
     // Never the old posts: whether the room or the renewed stream answers, it is the new room.
     const seen: string[][] = [];
     await until('the new room, from memory', async () => {
@@ -322,7 +324,7 @@ describe('the first page when the room stream is lost, and when it is back', () 
     const next = ok(await core.invoke(await core.admit({ address: '10.2.0.1' }), 'listPosts', { limit: 1, cursor: page.next_cursor ?? '' }, { surface: rest }));
     expect(next.data.map((p) => p.text)).toEqual(['after the restart']);
     // And the stream feeds it again.
-    await gateway.createPost(agentId, 'live again', 'rest');
+    await gateway.createPost(agentId, 'live again', 'rest', '', randomUUID());
     await until('the new post from the stream', () => hub.newestPage(20)?.data[0]?.text === 'live again');
   }, 30_000);
 });
@@ -492,7 +494,7 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     });
     agentId = await agentIn(address);
     // More posts than the hub reads when it starts: the pages behind them are read from the room first.
-    for (let i = 1; i <= 200; i += 1) await gateway.createPost(agentId, `old ${i}`, 'rest');
+    for (let i = 1; i <= 200; i += 1) await gateway.createPost(agentId, `old ${i}`, 'rest', '', randomUUID());
     await read(20, undefined);
     await until('answered from memory', () => hub.newestPage(20) !== undefined);
   }, 60_000);
@@ -523,8 +525,8 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     const deep = (await read(10, cursor)).data[4];
     if (deep === undefined) throw new Error('expected a post on the second page');
     // A reply to a post on the second page, and enough new posts for the room to let the oldest go.
-    await gateway.createPost(agentId, 'a reply', 'rest', deep.id);
-    for (let i = 1; i <= 100; i += 1) await gateway.createPost(agentId, `new ${i}`, 'rest');
+    await gateway.createPost(agentId, 'a reply', 'rest', deep.id, randomUUID());
+    for (let i = 1; i <= 100; i += 1) await gateway.createPost(agentId, `new ${i}`, 'rest', '', randomUUID());
     await until('the stream caught up', () => hub.newestPage(1)?.data[0]?.text === 'new 100');
     const again = await read(10, cursor);
     expect(again.data.find((post) => post.id === deep.id)?.replyCount).toBe(1);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import {
@@ -11,7 +12,7 @@ import {
   startServiceProcess,
   unaryCall,
 } from '@agentroom/kit';
-import { authProto, deliveryProto, type ListPostsResponse__Output, messagingProto, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import { authProto, type CreatePostResponse__Output, deliveryProto, type ListPostsResponse__Output, messagingProto, roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /** Every service's generated client, by the name docs/decisions.md §18 gives it. */
@@ -47,9 +48,13 @@ describe('which gRPC calls are retried on another replica', () => {
     for (const row of documented) expect(row.retried, row.call).toBe(plan.find((method) => method.call === row.call)?.retried);
   });
 
+  it('retries CreatePost, which every caller names with its call key', () => {
+    expect(plan.find((method) => method.call === 'RoomService.CreatePost')).toMatchObject({ retried: true, level: 'IDEMPOTENT' });
+  });
+
   it('never retries a write a repeat could apply twice', () => {
     const neverRetried = plan.filter((method) => !method.retried).map((method) => method.call);
-    for (const write of ['RoomService.CreatePost', 'RoomService.UpsertAgent', 'MessagingService.SendMessage', 'AuthService.PollDeviceFlow', 'AuthService.ExchangeToken', 'DeliveryService.CreateWebhook']) {
+    for (const write of ['RoomService.UpsertAgent', 'MessagingService.SendMessage', 'AuthService.PollDeviceFlow', 'AuthService.ExchangeToken', 'DeliveryService.CreateWebhook']) {
       expect(neverRetried).toContain(write);
     }
   });
@@ -72,8 +77,8 @@ describe('which gRPC calls are retried on another replica', () => {
   });
 });
 
-/** Calls `listPosts` or `createPost` against a target, answering the error it ended with and how many attempts it took. */
-function attemptsOf(client: RoomServiceClient, method: 'listPosts' | 'createPost'): Promise<{ code: number; attempts: number }> {
+/** Calls `listPosts` or `upsertAgent` against a target, answering the error it ended with and how many attempts it took. */
+function attemptsOf(client: RoomServiceClient, method: 'listPosts' | 'upsertAgent'): Promise<{ code: number; attempts: number }> {
   return new Promise((resolve) => {
     const done = (error: grpc.ServiceError | null): void => {
       const previous = error?.metadata?.get('grpc-previous-rpc-attempts')[0];
@@ -81,7 +86,7 @@ function attemptsOf(client: RoomServiceClient, method: 'listPosts' | 'createPost
     };
     const options = { deadline: Date.now() + 5_000 };
     if (method === 'listPosts') client.listPosts({ limit: 1 }, new grpc.Metadata(), options, done);
-    else client.createPost({ agentId: 'a_nobody', text: 'never sent twice' }, new grpc.Metadata(), options, done);
+    else client.upsertAgent({ agent: { agentName: 'never made twice', humanLabel: 'Ada', scopes: ['posts:write'] } }, new grpc.Metadata(), options, done);
   });
 }
 
@@ -112,10 +117,10 @@ describe('retries against real room processes on one Redis', () => {
     await redis?.stop();
   });
 
-  it('a read to an address nobody listens on is tried three times; a post, once', async () => {
+  it('a read to an address nobody listens on is tried three times; a new agent, once', async () => {
     const nobody = `127.0.0.1:${await freePort()}`;
     // A client each: grpc-js writes the attempts into the failure's metadata, which one channel's calls may share.
-    const attempts = async (method: 'listPosts' | 'createPost'): Promise<{ code: number; attempts: number }> => {
+    const attempts = async (method: 'listPosts' | 'upsertAgent'): Promise<{ code: number; attempts: number }> => {
       const client = new RoomService(nobody, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
       try {
         return await attemptsOf(client, method);
@@ -123,7 +128,7 @@ describe('retries against real room processes on one Redis', () => {
         client.close();
       }
     };
-    expect(await attempts('createPost')).toEqual({ code: grpc.status.UNAVAILABLE, attempts: 1 });
+    expect(await attempts('upsertAgent')).toEqual({ code: grpc.status.UNAVAILABLE, attempts: 1 });
     expect(await attempts('listPosts')).toEqual({ code: grpc.status.UNAVAILABLE, attempts: RETRY_POLICY.maxAttempts });
   });
 
@@ -161,8 +166,57 @@ describe('retries against real room processes on one Redis', () => {
     expect(failures).toEqual([]);
   }, 30_000);
 
+  it('posts go on through the SIGKILL of one of two rooms: every call answered, each post made once', async () => {
+    const env = { REDIS_URL: redis?.url ?? '', LOG_LEVEL: 'warn' };
+    const pair = await Promise.all([0, 1].map(() => startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env })));
+    rooms.push(...pair);
+    const [first, second] = pair as [ServiceProcess, ServiceProcess];
+    const client = new RoomService(`ipv4:${first.address},${second.address}`, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
+    const made = await unaryCall<UpsertAgentResponse__Output>(2_000, (metadata, options, callback) =>
+      client.upsertAgent({ agent: { agentName: 'writer', humanLabel: 'Ada', scopes: ['posts:write'] } }, metadata, options, callback),
+    );
+    const agentId = made.agent?.id ?? '';
+    const failures: unknown[] = [];
+    const answered = new Map<string, string>();
+    let sent = 0;
+    let killed = false;
+    const worker = async (): Promise<void> => {
+      // Posts keep going until 500 have been answered, the last 300 of them after the kill.
+      while (!killed || answered.size < 500) {
+        const text = `post ${(sent += 1)}`;
+        try {
+          const { post } = await unaryCall<CreatePostResponse__Output>(2_000, (metadata, options, callback) =>
+            client.createPost({ agentId, text, via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
+          );
+          answered.set(text, post?.id ?? '');
+        } catch (error) {
+          failures.push(error);
+        }
+        if (!killed && answered.size >= 200) {
+          killed = true;
+          process.kill(first.pid, 'SIGKILL');
+        }
+      }
+    };
+    try {
+      await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map(worker));
+      expect(failures).toEqual([]);
+      // Every post the room holds was answered, once: none made twice by a call sent again.
+      const held: string[] = [];
+      let cursor = '';
+      do {
+        const page = await unaryCall<ListPostsResponse__Output>(2_000, (metadata, options, callback) => client.listPosts({ limit: 50, cursor }, metadata, options, callback));
+        held.push(...page.posts.filter((post) => post.agentId === agentId).map((post) => post.text));
+        cursor = page.nextCursor;
+      } while (cursor !== '');
+      expect(held.sort()).toEqual([...answered.keys()].sort());
+    } finally {
+      client.close();
+    }
+  }, 40_000);
+
   it('an UNAVAILABLE the room answers itself (its storage is down) is not asked of the other room', async () => {
-    const alive = rooms[1] as ServiceProcess;
+    const alive = rooms.at(-1) as ServiceProcess;
     const client = new RoomService(alive.address, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
     await redis?.stop();
     redis = undefined;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import {
   CLIENT_OPTIONS,
@@ -69,7 +70,7 @@ async function agent(name: string): Promise<string> {
 /** A post made in the room, as edge makes it; `@<id>` in the text mentions that agent. */
 async function post(agentId: string, text: string, replyTo = ''): Promise<Post__Output> {
   const made = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) =>
-    roomClient.createPost({ agentId, text, via: 'VIA_MCP', replyTo }, metadata, options, callback),
+    roomClient.createPost({ agentId, text, via: 'VIA_MCP', replyTo, callKey: randomUUID() }, metadata, options, callback),
   );
   if (!made.post) throw new Error('CreatePost answered no post');
   return made.post;

@@ -1,7 +1,7 @@
 import { duplicateClient, Keyspace, LuaScript, MENTIONS_MAX, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord } from './posts.js';
-import type { Appended, NewPost, Page, RoomStore, RoomStoreOptions } from './store.js';
+import { type Appended, CALL_KEY_MS, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
 
 /**
  * A post by the agent whose record is in the hash KEYS[1] under ARGV[1], appended to the stream
@@ -10,13 +10,13 @@ import type { Appended, NewPost, Page, RoomStore, RoomStoreOptions } from './sto
  *
  * A reply (ARGV[4], the post it answers) joins the thread ARGV[5] (the first post of that thread,
  * read before: a post's thread never changes; empty when ARGV[4] is no post id at all): the post it
- * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[6] too, under the
+ * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[7] too, under the
  * same id, and counted in the hash of reply counts KEYS[4]; a thread's first reply puts the thread
  * in the index of threads KEYS[5] (a sorted set by the time of its first post). A thread whose first
  * post is gone (retention) is written to no more. The reply carries the author of the post it
  * answers (replyToAgentId), read from that post in the same step.
  *
- * ARGV[8..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
+ * ARGV[9..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
  * run when it has an agent id's form (else empty), then its name key, looked up in the name index
  * KEYS[3] (name key → JSON array of the active agents of that name); the first ARGV[6] distinct
  * agents found count.
@@ -24,10 +24,18 @@ import type { Appended, NewPost, Page, RoomStore, RoomStoreOptions } from './sto
  * ARGV[7] is the retention: when above 0, the stream is trimmed to that many posts, exactly, in the
  * same step, and the threads whose first post that leaves out are answered, for the caller to drop.
  *
+ * ARGV[8] is how long, in ms, the call key KEYS[6] (the agent's and the caller's key for this post)
+ * keeps the id of the post it made; '0' when the call has no key. A key that holds the id of a post
+ * still in the stream appends nothing: { 'again', id } is answered, before anything else is read.
+ *
  * Answers { id, name, label, mentions JSON or '', replyToAgentId or '', { thread ids gone } }, or
  * 'agent' / 'reply-to' when that record is missing.
  */
 const APPEND_POST = new LuaScript(`
+if ARGV[8] ~= '0' then
+  local made = redis.call('GET', KEYS[6])
+  if made and redis.call('XRANGE', KEYS[2], made, made)[1] then return { 'again', made } end
+end
 local json = redis.call('HGET', KEYS[1], ARGV[1])
 if not json then return 'agent' end
 local agent = cjson.decode(json)
@@ -56,7 +64,7 @@ if replyTo ~= '' then
 end
 local mentions, seen = {}, {}
 local max = tonumber(ARGV[6])
-for i = 8, #ARGV - 1, 2 do
+for i = 9, #ARGV - 1, 2 do
   if #mentions >= max then break end
   local id, mentioned = nil, nil
   if ARGV[i] ~= '' then
@@ -88,9 +96,10 @@ if #mentions > 0 then
   table.insert(fields, encoded)
 end
 local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
+if ARGV[8] ~= '0' then redis.call('SET', KEYS[6], id, 'PX', ARGV[8]) end
 local function msOf(streamId) return tonumber(string.match(streamId, '^(%d+)')) end
 if replyTo ~= '' and (threadId == replyTo or redis.call('XRANGE', KEYS[2], threadId, threadId)[1]) then
-  redis.call('XADD', KEYS[6], id, unpack(fields))
+  redis.call('XADD', KEYS[7], id, unpack(fields))
   if redis.call('HINCRBY', KEYS[4], threadId, 1) == 1 then redis.call('ZADD', KEYS[5], msOf(threadId), threadId) end
 end
 local gone = {}
@@ -274,16 +283,23 @@ export class RedisRoomStore implements RoomStore {
       const [answered] = (await this.redis.xrange(this.postsKey, replyTo, replyTo)) as StreamEntry[];
       threadId = answered?.[0] === replyTo ? (streamFields(answered[1]).get('threadId') ?? replyTo) : replyTo;
     }
-    const keys = [this.agentsKey, this.postsKey, this.agentsByNameKey, this.replyCountsKey, this.threadsKey];
+    // Without a call key the script still needs a key name there, in the same hash tag; it is not read.
+    const callKey = post.callKey ? this.keys.key(ROOM, 'posts', 'call', post.agentId, post.callKey) : this.keys.key(ROOM, 'posts', 'call');
+    const keys = [this.agentsKey, this.postsKey, this.agentsByNameKey, this.replyCountsKey, this.threadsKey, callKey];
     if (threadId !== '') keys.push(this.threadKey(threadId));
     const candidates = mentionCandidates(post.text).flatMap((candidate) => [candidate.id, candidate.name]);
+    const args = [post.agentId, post.text, post.via, replyTo, threadId, String(MENTIONS_MAX), String(this.retention), post.callKey ? String(CALL_KEY_MS) : '0', ...candidates];
     // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
-    const appended = (await APPEND_POST.runAcknowledged(this.redis, keys, [post.agentId, post.text, post.via, replyTo, threadId, String(MENTIONS_MAX), String(this.retention), ...candidates])) as
-      | [string, string, string, string, string, string[]]
-      | 'agent'
-      | 'reply-to';
-    if (appended === 'agent' || appended === 'reply-to') return { missing: appended };
-    const [id, agentName, humanLabel, mentions, replyToAgentId, gone] = appended;
+    const answer = (await APPEND_POST.runAcknowledged(this.redis, keys, args)) as unknown[] | 'agent' | 'reply-to';
+    if (answer === 'agent' || answer === 'reply-to') return { missing: answer };
+    if (answer[0] === 'again') {
+      const madeId = answer[1] as string;
+      const made = await this.getPost(madeId);
+      // Trimmed between the script and this read: only a retention far smaller than a minute's posts does that.
+      if (!made) throw new Error(`the post ${madeId} its call key made is gone already`);
+      return { post: made, again: true };
+    }
+    const [id, agentName, humanLabel, mentions, replyToAgentId, gone] = answer as [string, string, string, string, string, string[]];
     // The post is appended whatever happens to this: a thread not dropped now is found by the next trim.
     if (gone.length > 0) await this.dropThreads(gone).catch(() => undefined);
     return {

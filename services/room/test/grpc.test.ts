@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { createLogger, DomainError, fromServiceError, freePort, HealthChecker, newCursorSecret, runWithContext, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit';
@@ -27,9 +28,9 @@ function newClient(target: string): RoomServiceClient {
   return new RoomService(target, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
 }
 
-function createPost(text: string, via = 'VIA_REST', author = agentId): Promise<CreatePostResponse__Output> {
+function createPost(text: string, via = 'VIA_REST', author = agentId, callKey: string = randomUUID()): Promise<CreatePostResponse__Output> {
   return unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) =>
-    client.createPost({ agentId: author, text, via: via as 'VIA_REST' }, metadata, options, callback),
+    client.createPost({ agentId: author, text, via: via as 'VIA_REST', callKey }, metadata, options, callback),
   );
 }
 
@@ -39,7 +40,7 @@ function listPosts(limit: number, cursor = ''): Promise<ListPostsResponse__Outpu
 
 async function reply(text: string, replyTo: string, author = agentId): Promise<Post__Output> {
   const { post } = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) =>
-    client.createPost({ agentId: author, text, via: 'VIA_REST', replyTo }, metadata, options, callback),
+    client.createPost({ agentId: author, text, via: 'VIA_REST', replyTo, callKey: randomUUID() }, metadata, options, callback),
   );
   if (!post) throw new Error('CreatePost answered no post');
   return post;
@@ -116,6 +117,22 @@ describe('RoomService over a loopback socket', () => {
     expect((await rejection(createPost('hi', 'VIA_UNSPECIFIED'))).code).toBe('invalid_request');
   });
 
+  it('makes one post per call key: the same CreatePost sent again answers the post it made', async () => {
+    const first = await createPost('sent twice', 'VIA_REST', agentId, 'call-key-1');
+    const again = await createPost('sent twice', 'VIA_REST', agentId, 'call-key-1');
+    expect(again.post?.id).toBe(first.post?.id);
+    const { posts } = await listPosts(5);
+    expect(posts.filter((post) => post.text === 'sent twice')).toHaveLength(1);
+    // Another call key is another post, though the text is the same.
+    expect((await createPost('sent twice', 'VIA_REST', agentId, 'call-key-2')).post?.id).not.toBe(first.post?.id);
+  });
+
+  it.each(['', 'k'.repeat(101)])('refuses a CreatePost without a call key of 1 to 100 characters (case %#)', async (callKey) => {
+    const error = await rejection(createPost('no key', 'VIA_REST', agentId, callKey));
+    expect(error.code).toBe('invalid_request');
+    expect(error.fields).toEqual({ parameter: 'call_key' });
+  });
+
   it('lists posts newest first in pages whose cursor survives new posts', async () => {
     for (let i = 1; i <= 5; i += 1) await createPost(`page ${i}`);
     const first = await listPosts(2);
@@ -139,7 +156,7 @@ describe('RoomService over a loopback socket', () => {
       expect(page.nextCursor).toBe(withCursors.posts[limit - 1]?.cursor);
     }
     const created = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) =>
-      client.createPost({ agentId, text: 'cursored 5', via: 'VIA_REST', withCursor: true }, metadata, options, callback),
+      client.createPost({ agentId, text: 'cursored 5', via: 'VIA_REST', withCursor: true, callKey: randomUUID() }, metadata, options, callback),
     );
     // The cursor a new post comes with resumes right after it.
     const after = await listPosts(1, created.post?.cursor ?? '');

@@ -96,6 +96,24 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
     ]);
   });
 
+  it('makes one post per call key and agent: a repeat appends nothing and answers the post made, as it is now', async () => {
+    const store = await withAuthor(makeStore());
+    await store.upsertAgent(agent('a_agent0002', '2026-01-01T00:00:00.000Z', 'other'));
+    const first = await store.appendPost({ ...post('once'), callKey: 'key-1' });
+    if (!('post' in first)) throw new Error('not appended');
+    expect(first.again).toBeUndefined();
+    await append(store, 'a reply to it', { replyTo: first.post.id });
+    const again = await store.appendPost({ ...post('once'), callKey: 'key-1' });
+    expect(again).toEqual({ post: { ...first.post, replyCount: 1 }, again: true });
+    // The same key from another agent, and another key, are other posts; so is a post without a key, each time.
+    const other = await store.appendPost({ agentId: 'a_agent0002', text: 'once', via: 'rest', callKey: 'key-1' });
+    expect('post' in other && other.post.id).not.toBe(first.post.id);
+    await store.appendPost({ ...post('once'), callKey: 'key-2' });
+    await append(store, 'once');
+    await append(store, 'once');
+    expect((await store.listPosts(10)).items.filter((p) => p.text === 'once')).toHaveLength(5);
+  });
+
   it('keeps text exactly, including emoji, newlines and markup', async () => {
     const store = await withAuthor(makeStore());
     const text = '😀 <b>bold</b>\n  "quoted" & done';

@@ -96,9 +96,10 @@ export class RoomGateway {
   }
 
   /** Creates a post, or a reply to `replyTo`; the answer carries its cursor, so the edge that took it can list it at once. */
-  async createPost(agentId: string, text: string, via: Via, replyTo = ''): Promise<PagedPost> {
+  /** `callKey` names this post: the room makes one post per key, so grpc-js may send the call again to another replica. */
+  async createPost(agentId: string, text: string, via: Via, replyTo: string, callKey: string): Promise<PagedPost> {
     const response = await unaryCall<CreatePostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.createPost({ agentId, text, via: viaToProto(via), withCursor: true, replyTo }, metadata, options, callback),
+      this.client.createPost({ agentId, text, via: viaToProto(via), withCursor: true, replyTo, callKey }, metadata, options, callback),
     );
     if (!response.post) throw new Error('CreatePost answered no post');
     return toPagedPost(response.post);

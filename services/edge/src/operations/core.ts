@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   type BeginResult,
   type CountedClaim,
@@ -132,6 +132,23 @@ function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value);
+}
+
+/**
+ * How old a running claim must be before a repeat of a {@link Operation.repeatable} write runs it
+ * again: older than any call of it can run (one call to the service, within GRPC_DEADLINE_MS's 2 s),
+ * so its edge died with it, and the client's retry need not wait out the claim's minute. Should the
+ * first still run, the service answers both the one result (the call key).
+ */
+export const RUNNING_TAKEOVER_MS = 2_500;
+
+/** A write's call key from its idempotency key as the store holds it, which is already the caller's and the operation's own. */
+function callKeyOf(storeKey: string): string {
+  return sha256(storeKey);
+}
+
+function mayTakeOver(op: Operation, since: number | undefined): boolean {
+  return op.repeatable === true && since !== undefined && Date.now() - since >= RUNNING_TAKEOVER_MS;
 }
 
 function sha256(text: string): string {
@@ -318,7 +335,12 @@ export class Core {
     const prepared = claimed ?? this.prepare(op, admission.subject, name, raw, options);
     if (prepared instanceof DomainError) return fail(prepared);
     const { input, storeKey, fingerprint } = prepared;
-    const call = { caller: admission.caller, protocol: surface.protocol, readThrough: options.readThrough === true };
+    const call = {
+      caller: admission.caller,
+      protocol: surface.protocol,
+      readThrough: options.readThrough === true,
+      callKey: op.writes ? (storeKey === undefined ? randomUUID() : callKeyOf(storeKey)) : '',
+    };
 
     if (storeKey !== undefined) {
       let begun = claimed?.begun;
@@ -330,7 +352,7 @@ export class Core {
         }
       }
       if (begun.outcome === 'mismatch') return fail(idempotencyMismatch());
-      if (begun.outcome === 'running') return fail(idempotencyInFlight());
+      if (begun.outcome === 'running' && !mayTakeOver(op, begun.since)) return fail(idempotencyInFlight());
       if (begun.outcome === 'replay') return { ok: true, output: begun.result as OutputOf<N>, replayed: true };
     }
 
@@ -364,6 +386,17 @@ export class Core {
     if (!IDEMPOTENCY_KEY.test(key)) return idempotencyKeyInvalid(options.surface.idempotencyInput);
     // Beside the caller's quota counter, so the two can be written in one step (`admitAndInvoke`).
     return { input, storeKey: keyBesideQuota(subject, `op:${name}:${sha256(key)}`), fingerprint: sha256(canonicalJson(input)) };
+  }
+
+  /**
+   * What a call of `name` with `raw` and `idempotencyKey` by `subject` claims in the idempotency
+   * store (its key and fingerprint there), and the call key its write carries to the service: for a
+   * test that plays an edge which claimed a key and died.
+   */
+  claimOf(subject: string, name: OperationName, raw: unknown, options: InvokeOptions): { storeKey: string; fingerprint: string; callKey: string } | undefined {
+    const prepared = this.prepare(this.options.operations[name] as unknown as Operation, subject, name, raw, options);
+    if (prepared instanceof DomainError || prepared.storeKey === undefined) return undefined;
+    return { storeKey: prepared.storeKey, fingerprint: prepared.fingerprint, callKey: callKeyOf(prepared.storeKey) };
   }
 
   /** Any failure as a domain error; anything unexpected is logged whole and answered as `internal`. */

@@ -23,6 +23,12 @@ export interface Call {
   protocol: Protocol;
   /** The request said `Cache-Control: no-cache`: read from the service, not from edge's memory. */
   readThrough: boolean;
+  /**
+   * A write's name for itself, for a service that recognises a repeat by it (CreatePost's call_key):
+   * the same for every call with the same idempotency key from the same caller, a fresh one for a
+   * call without a key; empty for a read.
+   */
+  callKey: string;
 }
 
 /**
@@ -31,6 +37,11 @@ export interface Call {
  */
 export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodType = z.ZodType> extends OperationSpec<I, O> {
   run(call: Call, input: z.output<I>): Promise<z.output<O>>;
+  /**
+   * The service behind makes this write once per `call.callKey`, however often it is sent: so a
+   * repeat whose key a dead edge still holds may run it again rather than wait (docs/decisions.md §18).
+   */
+  repeatable?: true;
 }
 
 /** Gives a row its `run`, checked against the row's own input and output schemas. */

@@ -73,12 +73,16 @@ export function operationTable(deps: OperationDeps): Operations {
     }),
 
     // The author comes only from the token: whatever else the input says is ignored.
-    createPost: implement(op.createPost, async (call, input) => {
-      const created = await room.createPost(principalOf(call).agentId, input.text, call.protocol, input.reply_to ?? '');
-      // The next first page read here lists it, without waiting for the stream to bring it back.
-      deps.firstPage.created(created);
-      return created.post;
-    }),
+    // The room makes one post per call key, so a repeat may run again (Operation.repeatable).
+    createPost: {
+      ...implement(op.createPost, async (call, input) => {
+        const created = await room.createPost(principalOf(call).agentId, input.text, call.protocol, input.reply_to ?? '', call.callKey);
+        // The next first page read here lists it, without waiting for the stream to bring it back.
+        deps.firstPage.created(created);
+        return created.post;
+      }),
+      repeatable: true,
+    },
 
     listAgents: implement(op.listAgents, async (_call, input) => {
       const page = await room.listAgents(input.limit, input.include === 'revoked');

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
 import { parseCookie } from 'cookie';
@@ -230,7 +231,8 @@ ${view.agents.length === 0 ? '<p>No agents yet.</p>' : `<ul>${view.agents.map(ag
       return;
     }
     try {
-      const created = await room.createPost(agent.agentId, draft.text, 'web');
+      // A fresh call key: the form has no key of its own, and the room needs one to be sent again safely.
+      const created = await room.createPost(agent.agentId, draft.text, 'web', '', randomUUID());
       onCreated?.(created);
       const { post } = created;
       res.redirect(303, `${sitePath}/#post-${post.id}`);

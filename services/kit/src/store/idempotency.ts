@@ -11,12 +11,14 @@ import { Keyspace, LuaScript, type RedisClient } from './redis.js';
 export type StoredResult = unknown;
 
 export type IdempotencyRecord =
-  | { state: 'running'; fingerprint: string }
+  // `since`: when the claim was made (ms since the epoch); absent in records kept before it was.
+  | { state: 'running'; fingerprint: string; since?: number }
   | { state: 'done'; fingerprint: string; result: StoredResult };
 
 export type BeginResult =
   | { outcome: 'started' }
-  | { outcome: 'running' }
+  /** `since`: when the running call claimed the key, if known (for a caller that may take over a dead one's call). */
+  | { outcome: 'running'; since?: number }
   | { outcome: 'mismatch' }
   | { outcome: 'replay'; result: StoredResult };
 
@@ -38,7 +40,8 @@ export interface IdempotencyStore {
 
 function classify(record: IdempotencyRecord, fingerprint: string): BeginResult {
   if (record.fingerprint !== fingerprint) return { outcome: 'mismatch' };
-  return record.state === 'running' ? { outcome: 'running' } : { outcome: 'replay', result: record.result };
+  if (record.state === 'done') return { outcome: 'replay', result: record.result };
+  return record.since === undefined ? { outcome: 'running' } : { outcome: 'running', since: record.since };
 }
 
 /** The most answers the memory store keeps (docs/decisions.md §19): past it, the oldest go first, before their day is up. */
@@ -103,9 +106,10 @@ class ExpiryQueue<R> {
   }
 }
 
-/** A claim whose call still runs, for a minute at most; `fingerprint` is a digest. */
+/** A claim whose call still runs, for a minute at most, made at `since`; `fingerprint` is a digest. */
 interface RunningClaim {
   fingerprint: string;
+  since: number;
 }
 
 export interface MemoryIdempotencyOptions {
@@ -168,8 +172,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       if (!record.startsWith(print)) return Promise.resolve({ outcome: 'mismatch' });
       return Promise.resolve({ outcome: 'replay', result: JSON.parse(record.slice(DIGEST_LENGTH)) as StoredResult });
     }
-    if (record) return Promise.resolve(record.fingerprint === print ? { outcome: 'running' } : { outcome: 'mismatch' });
-    const claim: RunningClaim = { fingerprint: print };
+    if (record) return Promise.resolve(record.fingerprint === print ? { outcome: 'running', since: record.since } : { outcome: 'mismatch' });
+    const claim: RunningClaim = { fingerprint: print, since: now };
     this.records.set(at, claim);
     this.running.push(at, now + IDEMPOTENCY_RUNNING_TTL_MS, claim);
     return Promise.resolve({ outcome: 'started' });
@@ -235,7 +239,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * keys are in one slot.
    */
   async consumeAndBegin(quota: RedisQuotaStore, subject: string, limit: number, key: string, fingerprint: string): Promise<CountedClaim> {
-    const running: IdempotencyRecord = { state: 'running', fingerprint };
+    const running: IdempotencyRecord = { state: 'running', fingerprint, since: Date.now() };
     const counted = await quota.consumeWith(subject, limit, COUNT_AND_BEGIN, [this.keyOf(key)], [String(limit), JSON.stringify(running), String(IDEMPOTENCY_RUNNING_TTL_MS)]);
     const [claimed, held] = counted.more;
     if (claimed === undefined) return { quota: counted.quota };
@@ -245,7 +249,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async begin(key: string, fingerprint: string): Promise<BeginResult> {
     const redisKey = this.keyOf(key);
-    const running: IdempotencyRecord = { state: 'running', fingerprint };
+    const running: IdempotencyRecord = { state: 'running', fingerprint, since: Date.now() };
     // Two tries: the record may vanish between SET NX and GET (a 5xx abandoned it).
     for (let attempt = 0; attempt < 2; attempt += 1) {
       const claimed = await this.redis.set(redisKey, JSON.stringify(running), 'PX', IDEMPOTENCY_RUNNING_TTL_MS, 'NX');
