@@ -4,6 +4,7 @@ import {
   compareStreamIds,
   CursorSigner,
   DomainError,
+  drainedOf,
   followFeed,
   GrpcServer,
   grpcLimit,
@@ -121,8 +122,10 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       call.on('close', () => stop.abort());
       const signal = AbortSignal.any([stop.signal, server.drainSignal]);
       // Initial metadata tells the watcher it is positioned: every message sent from then on reaches it.
+      // A watcher slower than its inbox is caught up from the store once its stream has room, not queued for here.
       await followFeed(store.inbox(agentId), request.afterId || undefined, (message) => call.write({ message: toProtoMessage(message) }), signal, {
         onPositioned: () => call.sendMetadata(new Metadata()),
+        drained: drainedOf(call, signal),
       });
       if (!call.cancelled) call.end();
     }),
@@ -177,7 +180,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
         request.afterId || undefined,
         (notification) => call.write({ notification: toProtoNotification(notification, readUpTo) }),
         signal,
-        { onPositioned: () => call.sendMetadata(new Metadata()) },
+        { onPositioned: () => call.sendMetadata(new Metadata()), drained: drainedOf(call, signal) },
       );
       if (!call.cancelled) call.end();
     }),
@@ -199,7 +202,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
         request.afterId || undefined,
         (event) => call.write({ id: event.id, agentId: event.agentId, notification: toProtoNotification(event.notification, undefined) }),
         signal,
-        { onPositioned: () => call.sendMetadata(new Metadata()) },
+        { onPositioned: () => call.sendMetadata(new Metadata()), drained: drainedOf(call, signal) },
       );
       if (!call.cancelled) call.end();
     }),

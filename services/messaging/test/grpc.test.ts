@@ -213,6 +213,22 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
     expect(watcher.seen.map((m) => m.text)).toEqual(['missed 1', 'missed 2', 'live', 'live 2']);
   });
 
+  it('catches a watcher that stopped reading up from the store once it reads again: every message once, in order', async () => {
+    const fay = await agent('fay');
+    const watcher = watch(client, fay);
+    await watcher.positioned;
+    // Far more than the stream's windows hold: the server has to stop writing and come back for them.
+    watcher.call.pause();
+    const texts = Array.from({ length: 1_500 }, (_, i) => `while paused ${i} ${'x'.repeat(400)}`);
+    for (const text of texts) await send(alice, fay, text);
+    watcher.call.resume();
+    await until(() => watcher.seen.length === texts.length, 15_000);
+    await send(bob, fay, 'live again');
+    await until(() => watcher.seen.length === texts.length + 1);
+    watcher.call.cancel();
+    expect(watcher.seen.map((m) => m.text)).toEqual([...texts, 'live again']);
+  }, 60_000);
+
   it('refuses an after_id that is not a message id', async () => {
     const call = client.watchMessages({ agentId: bob, afterId: 'nope' });
     call.on('data', () => undefined);

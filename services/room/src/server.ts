@@ -1,9 +1,9 @@
 import type * as grpc from '@grpc/grpc-js';
-import { once } from 'node:events';
 import { Metadata } from '@grpc/grpc-js';
 import {
   CursorSigner,
   DomainError,
+  drainedOf,
   followFeed,
   GrpcServer,
   grpcLimit,
@@ -150,10 +150,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       // its stream has room, rather than have every post since queued for it here.
       await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post, request.withCursors ? cursorOf(post) : '') }), signal, {
         onPositioned: () => call.sendMetadata(new Metadata()),
-        drained: () => once(call, 'drain', { signal }).then(
-          () => undefined,
-          () => undefined,
-        ),
+        drained: drainedOf(call, signal),
       });
       if (!call.cancelled) call.end();
     }),

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import { REQUEST_ID_HEADER, requestIdFrom, runWithContext } from '../context.js';
@@ -181,4 +182,17 @@ export class GrpcServer {
       });
     });
   }
+}
+
+/**
+ * For followFeed's `drained`: resolves when the server stream `call` has room again after a `write`
+ * answered false, or when `signal` aborts. A watcher that reads slower than its feed is then caught
+ * up from the store, instead of every item since being queued for it in this process.
+ */
+export function drainedOf(call: grpc.ServerWritableStream<unknown, unknown>, signal: AbortSignal): () => Promise<void> {
+  return () =>
+    once(call, 'drain', { signal }).then(
+      () => undefined,
+      () => undefined,
+    );
 }
