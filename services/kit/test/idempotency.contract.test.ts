@@ -54,6 +54,17 @@ describe.each(implementations)('IdempotencyStore contract: %s', (_name, makeStor
     expect(results.filter((r) => r.outcome === 'running')).toHaveLength(99);
   });
 
+  it('tells a repeat since when the first call has been running', async () => {
+    const store = makeStore();
+    const before = Date.now();
+    await store.begin('tok:a:since', 'fp');
+    const repeat = await store.begin('tok:a:since', 'fp');
+    expect(repeat.outcome).toBe('running');
+    const since = repeat.outcome === 'running' ? (repeat.since ?? 0) : 0;
+    expect(since).toBeGreaterThanOrEqual(before);
+    expect(since).toBeLessThanOrEqual(Date.now());
+  });
+
   it('replays a completed answer, and refuses the key with another body', async () => {
     const store = makeStore();
     await store.begin('tok:a:k2', 'fp');
@@ -119,9 +130,11 @@ describe('expiry', () => {
       now += 1;
     }
     // A claim running past the bound is never dropped for it: only answers are.
+    const claimedAt = now;
     await store.begin('running', 'fp');
     expect(store.size).toBeLessThanOrEqual(101);
-    expect(await store.begin('running', 'fp')).toEqual({ outcome: 'running' });
+    // A repeat learns since when the first call runs (an edge may take over a dead one's claim).
+    expect(await store.begin('running', 'fp')).toEqual({ outcome: 'running', since: claimedAt });
     expect(await store.begin('done-149', 'fp')).toEqual({ outcome: 'replay', result: { ...answer, i: 149 } });
     expect(await store.begin('done-60', 'fp')).toEqual({ outcome: 'replay', result: { ...answer, i: 60 } });
     // The oldest went: the same key starts again.
