@@ -1,6 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { onParentGone } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The one line a server child prints on stdout once it is ready; logs never look like it. */
@@ -36,9 +38,15 @@ export function announcePort(port: number, extra: Omit<Ready, 'port'> = {}): voi
   process.stdout.write(`${JSON.stringify(ready)}\n`);
 }
 
-/** Runs `stop` once on SIGTERM (the parent) or SIGINT (Ctrl-C reaches the whole group), then exits. */
+/**
+ * Runs `stop` once on SIGTERM (the parent) or SIGINT (Ctrl-C reaches the whole group), or once the
+ * parent is gone (its IPC channel closed: it was killed, even with SIGKILL), then exits.
+ */
 export function stopOnSignal(stop: () => Promise<void>): void {
+  let stopping = false;
   const onSignal = (): void => {
+    if (stopping) return;
+    stopping = true;
     stop().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -49,6 +57,7 @@ export function stopOnSignal(stop: () => Promise<void>): void {
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
+  onParentGone(onSignal, 'channel');
 }
 
 // ---- in the parent -----------------------------------------------------------------------------
@@ -110,7 +119,8 @@ function exitDescription(child: ChildProcess): string | undefined {
  */
 export function startServerChild(name: string, script: string, env: NodeJS.ProcessEnv, readyTimeoutMs: number): Promise<ServerChild> {
   const path = fileURLToPath(new URL(script, import.meta.url));
-  const child = spawn(process.execPath, ['--enable-source-maps', path], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // With an IPC channel, unused but for its close: the child stops by itself once we are gone, however we died.
+  const child = spawn(process.execPath, ['--enable-source-maps', path], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }) as ChildProcessByStdio<null, Readable, Readable>;
   running.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => running.delete(child));

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@agentroom/kit';
+import { freePort, onParentGone } from '@agentroom/kit';
 import { z } from 'zod';
 import { announcePort, type EdgeProcess, killPids } from './children.js';
 
@@ -65,6 +65,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     }, CLUSTER_STOP_GRACE_MS);
   });
 }
+
+// The bench gone (killed, even with SIGKILL: our IPC channel to it closed), the cluster is stopped as on SIGTERM.
+onParentGone(() => process.kill(process.pid, 'SIGTERM'), 'channel');
 
 function isAlive(pid: number): boolean {
   try {

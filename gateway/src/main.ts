@@ -34,7 +34,8 @@ try {
     log,
   );
   // Started by `npm run cluster`: tell it that this process, not another one on PORT, is listening.
-  if (process.send) process.send({ listening: router.port }, () => process.disconnect());
+  // The channel stays open: its close is how this process learns that the launcher is gone.
+  if (process.send) process.send({ listening: router.port });
 } catch (error) {
   exitOnStartupFailure('router', error, log, { ports: { PORT: config.PORT, ADMIN_PORT: config.ADMIN_PORT } });
 }

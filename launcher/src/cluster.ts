@@ -12,6 +12,7 @@ import {
   assertPortFree,
   createLogger,
   cursorSecretEnv,
+  exitingWithParent,
   exitOnStartupFailure,
   freePort,
   HealthChecker,
@@ -19,6 +20,7 @@ import {
   type LocalRedis,
   logEnv,
   newCursorSecret,
+  onParentGone,
   openRedis,
   port,
   publicUrls,
@@ -105,7 +107,8 @@ interface Supervised {
   command: string;
   args: string[];
   env: NodeJS.ProcessEnv;
-  ipc: boolean;
+  /** A Node process of ours, with an IPC channel; otherwise a program (Envoy) run through a watcher of its stdin. */
+  node: boolean;
   child: ChildProcess;
   startedAt: number;
   restarts: number;
@@ -115,23 +118,30 @@ interface Supervised {
 
 const processes: Supervised[] = [];
 
-function spawnChild(spec: Pick<Supervised, 'command' | 'args' | 'env' | 'ipc'>): ChildProcess {
-  return spawn(spec.command, spec.args, {
-    env: spec.env,
-    stdio: spec.ipc ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'],
-  });
+/**
+ * Every process exits by itself once the launcher is gone, however it died (kill -9 included): a
+ * Node process when its IPC channel to us closes (the router also says over it that it listens),
+ * another program when its stdin, a pipe only we hold, ends (kit's exitingWithParent).
+ */
+function spawnChild(spec: Pick<Supervised, 'command' | 'args' | 'env' | 'node'>): ChildProcess {
+  if (spec.node) return spawn(spec.command, spec.args, { env: spec.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const program = exitingWithParent(spec.command, spec.args);
+  const child = spawn(program.command, program.args, { env: spec.env, stdio: ['pipe', 'inherit', 'inherit'] });
+  child.stdin?.on('error', () => undefined); // nothing is written to it; its end is what counts
+  child.once('exit', () => child.stdin?.destroy());
+  return child;
 }
 
-/** Starts one process; with `ipc`, it has a channel to tell us it listens (the router). */
-async function launch(name: string, script: string, env: Record<string, string>, ipc = false): Promise<ChildProcess> {
+/** Starts one Node process of ours. */
+async function launch(name: string, script: string, env: Record<string, string>): Promise<ChildProcess> {
   const metricsPort = await freePort();
   metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
   adminPorts[name] = metricsPort;
   // The same environment on every restart: same ports, same addresses, so peers find it again.
-  return supervise({ name, command: process.execPath, args: ['--enable-source-maps', script], env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, ipc });
+  return supervise({ name, command: process.execPath, args: ['--enable-source-maps', script], env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, node: true });
 }
 
-function supervise(spec: Pick<Supervised, 'name' | 'command' | 'args' | 'env' | 'ipc'>): ChildProcess {
+function supervise(spec: Pick<Supervised, 'name' | 'command' | 'args' | 'env' | 'node'>): ChildProcess {
   const supervised: Supervised = { ...spec, child: spawnChild(spec), startedAt: Date.now(), restarts: 0, nextDelayMs: RESTART_BACKOFF.initialMs };
   processes.push(supervised);
   watch(supervised);
@@ -174,7 +184,7 @@ async function startEnvoy(edges: { port: number; name: string }[], auths: { port
   });
   await writeFile(bootstrap, envoyYaml(rendered, `Envoy bootstrap of \`npm run cluster -- --envoy\` for ${urls.siteUrl}, rendered from the route table.`));
   // One Envoy per cluster, and maybe another cluster's beside it: no shared memory for hot restarts.
-  supervise({ name: 'envoy', command: ENVOY_BIN, args: ['--config-path', bootstrap, '--disable-hot-restart', '--log-level', envoyLogLevel(config.LOG_LEVEL)], env: process.env, ipc: false });
+  supervise({ name: 'envoy', command: ENVOY_BIN, args: ['--config-path', bootstrap, '--disable-hot-restart', '--log-level', envoyLogLevel(config.LOG_LEVEL)], env: process.env, node: false });
   const admin = `http://127.0.0.1:${adminPort}`;
   // Live once its listener is bound and every upstream had its first health check.
   await waitFor('envoy', async () => (await fetch(`${admin}/ready`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined))?.status === 200);
@@ -291,6 +301,18 @@ async function listening(name: string, child: ChildProcess, timeoutMs = 20_000):
   });
 }
 
+/**
+ * How long a process has after SIGTERM before it is killed: its own grace for in-flight work
+ * (SHUTDOWN_GRACE_MS, 10 s by default) and a little more.
+ */
+const STOP_GRACE_MS = 15_000;
+/** With the launcher's parent gone, nobody is left to send the second signal: the stop is cut short after this. */
+const PARENT_GONE_STOP_MS = 10_000;
+
+function runs(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
 /** Stops every process started so far; `failure`, when given, is the last line printed (on stderr). */
 async function stop(code: number, failure?: string): Promise<void> {
   if (stopping) return;
@@ -298,11 +320,16 @@ async function stop(code: number, failure?: string): Promise<void> {
   // Front to back: the router stops taking requests first, storage goes last.
   for (const supervised of [...processes].reverse()) {
     if (supervised.timer !== undefined) clearTimeout(supervised.timer);
-    const { child } = supervised;
-    if (child.exitCode === null && child.signalCode === null) {
+    const { child, name } = supervised;
+    if (runs(child)) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
+      const timer = setTimeout(() => {
+        log.warn({ process: name, pid: child.pid }, `${name} did not stop within ${STOP_GRACE_MS / 1000} s of SIGTERM; killing it`);
+        child.kill('SIGKILL');
+      }, STOP_GRACE_MS);
       await exited;
+      clearTimeout(timer);
     }
   }
   await redis?.stop();
@@ -312,8 +339,37 @@ async function stop(code: number, failure?: string): Promise<void> {
   process.exit(code);
 }
 
-process.on('SIGTERM', () => void stop(0));
-process.on('SIGINT', () => void stop(0));
+/** The way out when a stop is not waited for: every process killed at once, then exit. */
+function killAllNow(): never {
+  for (const { child } of processes) if (runs(child)) child.kill('SIGKILL');
+  if (redis?.pid !== undefined) {
+    try {
+      process.kill(redis.pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  process.exit(1);
+}
+
+// SIGHUP too: the terminal that ran `npm run cluster` was closed. A second signal does not wait.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    if (!stopping) {
+      void stop(0);
+      return;
+    }
+    log.warn({ signal }, `second signal (${signal}); killing every process of the cluster now`);
+    killAllNow();
+  });
+}
+// Whatever ended the process that started us (npm, the bench, a test), kill -9 included, the cluster goes with it.
+onParentGone(() => {
+  if (stopping) return;
+  log.warn('the process that started the cluster is gone; stopping the cluster');
+  setTimeout(killAllNow, PARENT_GONE_STOP_MS).unref();
+  void stop(0);
+}, 'channel-or-ppid');
 
 // What a person can fix is found before anything starts, and said in one line: a busy PORT, a
 // Redis at REDIS_URL that does not answer or refuses us.
@@ -381,7 +437,7 @@ try {
   if (withEnvoy) {
     envoy = await startEnvoy(edges, auths.map((auth) => ({ port: auth.httpPort, name: auth.name })));
   } else {
-    const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: auths.map((auth) => `http://127.0.0.1:${auth.httpPort}`).join(',') }, true);
+    const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: auths.map((auth) => `http://127.0.0.1:${auth.httpPort}`).join(',') });
     // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
     await listening('router', router);
   }

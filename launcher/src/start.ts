@@ -19,6 +19,16 @@ try {
   await assertPortFree(config.PORT);
   const running = await startEmbedded(process.env, log);
   const admin = config.ADMIN_PORT === undefined ? undefined : await startAdminServer(config.ADMIN_PORT, '0.0.0.0', running.probes);
+  // Before the line that says it runs: from then on a SIGTERM stops it gracefully. It stops with the
+  // process that started it too (npm, a test), however that one died.
+  exitOnSignal(
+    log,
+    async () => {
+      await running.stop();
+      if (admin) await closeHttpServer(admin.server, 1_000);
+    },
+    'channel-or-ppid',
+  );
   log.info(
     { site: running.urls.siteUrl, api: running.urls.baseUrl, storage: running.storage, adminPort: admin?.port },
     running.storage === 'memory'
@@ -29,10 +39,6 @@ try {
   if (process.env.WEBHOOKS_ALLOW_PRIVATE_TARGETS === 'true') {
     log.warn('WEBHOOKS_ALLOW_PRIVATE_TARGETS is on: webhooks may target http, loopback and private addresses (meant for tests and private deployments)');
   }
-  exitOnSignal(log, async () => {
-    await running.stop();
-    if (admin) await closeHttpServer(admin.server, 1_000);
-  });
 } catch (error) {
   // Port in use, Redis unreachable or refusing: one line that says what to do, exit 1. A bug keeps its stack.
   exitOnStartupFailure('Agent Room', error, log, { ports });

@@ -7,6 +7,7 @@ export * from './problems.js';
 export * from './text.js';
 export * from './limits.js';
 export * from './lifecycle.js';
+export * from './parent.js';
 export * from './startup.js';
 export * from './grpc/status.js';
 export * from './grpc/server.js';

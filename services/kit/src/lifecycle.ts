@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { type Dependency, Probes, startAdminServer } from './admin.js';
 import type { Logger } from './log.js';
+import { onParentGone, type ParentWatch } from './parent.js';
 
 /**
  * Closes an HTTP server gracefully: stop accepting, let in-flight requests finish, drop idle
@@ -48,18 +49,22 @@ export function pauseUnlessAborted(ms: number, signal: AbortSignal): Promise<voi
 }
 
 /**
- * Runs `stop` once on the first SIGTERM or SIGINT, then exits. A second signal exits at once.
- * Only `main.ts` files call this: factories stay free of process-wide effects.
+ * When the parent is gone nobody is left to wait for a graceful stop, nor to send the second
+ * signal that ends a stuck one: the process exits by itself this long after.
  */
-export function exitOnSignal(log: Logger, stop: () => Promise<void>): void {
+const PARENT_GONE_EXIT_MS = 5_000;
+
+/**
+ * Runs `stop` once on the first SIGTERM or SIGINT, or once the process that started this one is
+ * gone (`parent`, see onParentGone: by default only a Node parent's IPC channel is watched), then
+ * exits. A second signal exits at once. Only `main.ts` files call this: factories stay free of
+ * process-wide effects.
+ */
+export function exitOnSignal(log: Logger, stop: () => Promise<void>, parent: ParentWatch = 'channel'): void {
   let stopping = false;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (stopping) {
-      log.warn({ signal }, 'second signal; exiting now');
-      process.exit(1);
-    }
+  const shutDown = (why: Record<string, unknown>, message: string): void => {
     stopping = true;
-    log.info({ signal }, 'shutting down');
+    log.info(why, message);
     stop().then(
       () => {
         log.info('stopped');
@@ -71,8 +76,23 @@ export function exitOnSignal(log: Logger, stop: () => Promise<void>): void {
       },
     );
   };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal; exiting now');
+      process.exit(1);
+    }
+    shutDown({ signal }, 'shutting down');
+  };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  onParentGone(() => {
+    if (stopping) return;
+    setTimeout(() => {
+      log.error(`still stopping ${PARENT_GONE_EXIT_MS / 1000} s after the parent process was gone; exiting now`);
+      process.exit(1);
+    }, PARENT_GONE_EXIT_MS).unref();
+    shutDown({ parent: 'gone' }, 'the process that started this one is gone; shutting down');
+  }, parent);
 }
 
 /** A started service, as its `main.ts` runs it until a signal. */

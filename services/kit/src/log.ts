@@ -43,6 +43,14 @@ function prettyDestination(): DestinationStream {
   return prettyStdout;
 }
 
+let jsonStdoutStream: DestinationStream | undefined;
+
+/** One synchronous destination on stdout for every JSON logger of the process; a broken pipe only silences it. */
+function jsonStdout(): DestinationStream {
+  jsonStdoutStream ??= pino.destination({ dest: 1, sync: true });
+  return jsonStdoutStream;
+}
+
 /**
  * Logs to stdout with `service` on every line and the current `requestId` when there is one: JSON
  * (`format` `json`, the default) or readable lines (`pretty`, see LOG_FORMAT). A destination
@@ -63,6 +71,9 @@ export function createLogger(service: string, level = 'info', output: LogFormat 
       return context ? { requestId: context.requestId } : {};
     },
   };
-  if (output === 'json') return pino(options);
+  // Written at once, as pretty lines are: pino's default writes stdout asynchronously and, at
+  // exit, flushes what is pending in a loop that never ends once stdout is a pipe nobody reads
+  // (the parent that read it was killed), so the process could never exit, even on SIGTERM.
+  if (output === 'json') return pino(options, jsonStdout());
   return pino(options, output === 'pretty' ? prettyDestination() : output);
 }

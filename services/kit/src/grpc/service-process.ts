@@ -39,7 +39,8 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   const address = `127.0.0.1:${port}`;
   const child: ChildProcess = spawn(process.execPath, ['--enable-source-maps', script], {
     env: { ...process.env, ...options.env, [options.addressVariable]: address },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // The IPC channel is unused but for its close: the service stops by itself once this process is gone, however it died.
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   const lines: string[] = [];
   const errors: string[] = [];

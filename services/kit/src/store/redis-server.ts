@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { exitingWithParent } from '../parent.js';
 import { StartupError } from '../startup.js';
 
 export const REDIS_CLI_INSTALL_HINT =
@@ -74,11 +75,17 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'agentroom-redis-'));
   mkdirSync(dir, { recursive: true });
   const persistence = options.appendfsync === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', options.appendfsync];
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, ...(options.extraArgs ?? [])], {
-    stdio: 'ignore',
-  });
+  // It stops by itself once this process is gone, however it died: no redis-server outlives a killed test run or cluster.
+  const program = exitingWithParent('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, ...(options.extraArgs ?? [])]);
+  const child = spawn(program.command, program.args, { stdio: ['pipe', 'ignore', 'ignore'] });
+  child.stdin?.on('error', () => undefined); // nothing is written to it; its end is what counts
   const url = `redis://127.0.0.1:${port}`;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      child.stdin?.destroy();
+      resolve();
+    }),
+  );
   const probe = new Redis(url, { protocol: 2, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => undefined); // refused connects are expected until the server is up
   const deadline = Date.now() + 10_000;
