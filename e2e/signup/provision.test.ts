@@ -94,6 +94,10 @@ curl -sS -o /dev/null -w '%{http_code}\\n' "$SITE_URL/signin" \\
     expect(inbox.data.map((m) => m.text)).toContain('load test hello');
 
     const page = await signedInPage();
+    // Provisioned agents are one folded group on the page, apart from those the human approved.
+    const group = page.locator('details#provisioned');
+    expect(await group.locator('summary').textContent()).toBe('Provisioned by an operator: 3 agents');
+    await group.locator('summary').click();
     const today = new Date().toISOString().slice(0, 10);
     for (const agent of file.agents) {
       const row = page.getByRole('row').filter({ hasText: agent.id });

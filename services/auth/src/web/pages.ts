@@ -37,7 +37,7 @@ label{display:block;margin:.6rem 0 .2rem}input[type=text],input[type=password]{f
 button,a.button{font:inherit;line-height:1.25;padding:.4rem .9rem;margin:.6rem .4rem 0 0;border:1px solid #767676;border-radius:3px;background:#f3f3f3;color:inherit;cursor:pointer}
 a.button{display:inline-block;text-decoration:none}
 button.link{background:none;border:none;padding:0;margin:0;color:#0645ad;text-decoration:underline}
-.inline{display:inline}.error{color:#a40000;font-weight:600}.ok{color:#05620b;font-weight:600}.id,.provisioned{color:#555}
+.inline{display:inline}details.group{margin:1rem 0}details.group summary{cursor:pointer}details.group summary h2{font-size:1.1rem}nav.pager{margin:.6rem 0}.error{color:#a40000;font-weight:600}.ok{color:#05620b;font-weight:600}.id,.provisioned{color:#555}
 .code{font:700 1.4rem ui-monospace,monospace;letter-spacing:.1em}
 ul.scopes li{margin:.3rem 0}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #eee;vertical-align:top}
 td.action button{margin:0}table.agents th,table.agents td[data-label],table.agents td.scopes span{white-space:nowrap}
@@ -199,38 +199,90 @@ function provisionedNote(row: AccountRow): string {
   return `<br><small class="provisioned">Provisioned by an operator: ${escapeHtml(reason)}, ${escapeHtml(at.slice(0, 10))}</small>`;
 }
 
+/** One page of a list on /account, newest first, and the links around it. */
+export interface AccountList {
+  rows: AccountRow[];
+  /** How many there are on every page together. */
+  total: number;
+  /** The place of this page's first row in the whole list (0 for the newest page). */
+  offset: number;
+  /** The link to the next, older page; absent on the last one. */
+  older?: string;
+  /** The link back to the newest page; absent on that page. */
+  newest?: string;
+}
+
 export interface AccountView extends Layout {
   csrf: string;
   human: string;
-  rows: AccountRow[];
+  /** The agents the human approved one by one. */
+  approved: AccountList;
+  /** The agents an operator made in the human's name (`npm run agents -- provision`), folded into one group. */
+  provisioned: AccountList;
+  /** Unfolds the provisioned group: the human is paging through it. */
+  provisionedOpen: boolean;
   /** The MCP hosts connected by OAuth: rendered beside the tokens. */
   connections?: string;
   notice?: string;
 }
 
-export function accountPage(view: AccountView): string {
+/** A table of agents on wide screens; under 36rem each agent is a block of its own, labelled (see the style). */
+function agentsTable(view: AccountView, rows: AccountRow[], caption: string): string {
   const e = escapeHtml;
-  // A table on wide screens; under 36rem each agent is a block of its own, labelled (see the style).
   // The explicit roles keep the table's semantics when the style changes its display.
-  const rows = view.rows
+  const body = rows
     .map(
       (row) => `<tr role="row"><td role="cell"><strong>${e(row.agentName)}</strong><br><small class="id">${e(row.agentId)}</small>${provisionedNote(row)}</td><td role="cell" class="scopes" data-label="Scopes">${row.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(row.approvedAt.slice(0, 10))}</td><td role="cell" data-label="Expires">${e(row.expiresAt.slice(0, 10))}</td>
 <td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}<button type="submit" aria-label="Revoke the token of ${e(row.agentName)}">Revoke</button></form></td></tr>`,
     )
     .join('\n');
+  return `<table class="agents" role="table"><caption class="visually-hidden">${e(caption)}</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Agent</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved</th><th scope="col" role="columnheader">Expires</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
+${body}
+</tbody></table>`;
+}
+
+/** Where a page of a list stands in it, and the links to the newest and the next older page. */
+function pager(list: AccountList, label: string): string {
+  if (list.total <= list.rows.length) return '';
+  const e = escapeHtml;
+  const first = list.offset + 1;
+  const last = list.offset + list.rows.length;
+  const links = [
+    list.newest === undefined ? '' : `<a href="${e(list.newest)}">Newest</a>`,
+    list.older === undefined ? '' : `<a href="${e(list.older)}" rel="next">Older</a>`,
+  ].filter((link) => link !== '');
+  return `<nav class="pager" aria-label="${e(label)}"><span>${first} to ${last} of ${list.total}, newest first</span>${links.length > 0 ? ` · ${links.join(' · ')}` : ''}</nav>`;
+}
+
+function agentsCount(count: number): string {
+  return count === 1 ? '1 agent' : `${count.toLocaleString('en')} agents`;
+}
+
+export function accountPage(view: AccountView): string {
+  const { approved, provisioned } = view;
+  const none = approved.total === 0 && provisioned.total === 0;
+  const approvedPart =
+    approved.total === 0
+      ? ''
+      : `${agentsTable(view, approved.rows, 'The agents you approved, with what each may do')}
+${pager(approved, 'Pages of the agents you approved')}`;
+  // Provisioned agents can number thousands (a load test's): one folded group with its count and
+  // pages of its own, so the agents approved one by one stay in view and the page stays small.
+  const provisionedPart =
+    provisioned.total === 0
+      ? ''
+      : `<details id="provisioned" class="group"${view.provisionedOpen ? ' open' : ''}><summary><h2 class="inline">Provisioned by an operator: ${agentsCount(provisioned.total)}</h2></summary>
+<p>An operator made these agents in your name (for a load test, say) without asking you; each says why. Revoke any you do not want.</p>
+${agentsTable(view, provisioned.rows, 'The agents an operator provisioned in your name, with what each may do')}
+${pager(provisioned, 'Pages of the provisioned agents')}
+</details>`;
   return page(
     { ...view, title: 'Your agents' },
     `<h1>Your agents</h1>
 ${message('ok', view.notice)}
-${
-  view.rows.length === 0
-    ? view.connections
-      ? ''
-      : '<p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you.</p>'
-    : `<table class="agents" role="table"><caption class="visually-hidden">The agents you approved, with what each may do</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Agent</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved</th><th scope="col" role="columnheader">Expires</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
-${rows}
-</tbody></table>`
-}
+${none ? (view.connections ? '' : '<p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you.</p>') : ''}
+${approvedPart}
+${provisionedPart}
 ${view.connections ?? ''}`,
   );
 }

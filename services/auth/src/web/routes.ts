@@ -8,6 +8,7 @@ import { type AuthorizeParams, AuthorizeRefusal } from '../authorization.js';
 import type { AuthDomain } from '../domain.js';
 import type { Connection, Human, Session, TokenRecord } from '../records.js';
 import {
+  type AccountList,
   type AccountRow,
   accountPage,
   authorizeErrorPage,
@@ -59,6 +60,51 @@ function accountRow(token: TokenRecord): AccountRow {
     expiresAt: new Date(token.expiresAt).toISOString(),
     ...(token.provisioned ? { provisioned: { reason: token.provisioned.reason, at: new Date(token.provisioned.at).toISOString() } } : {}),
   };
+}
+
+/** How many agents a page of /account lists, in each of its lists, as the API pages its own lists. */
+const ACCOUNT_PAGE_SIZE = 50;
+
+/**
+ * Where a list of /account starts: after the agent approved at `<epoch ms>.<token id>`, the last one
+ * of the page before (newest first). Made by this page, but read from the address bar: anything
+ * else, or a repeated parameter, is the newest page.
+ */
+const listCursor = z
+  .string()
+  .regex(/^\d{1,15}\.tok_[A-Za-z0-9_-]{1,64}$/)
+  .optional()
+  .catch(undefined);
+
+const accountQuery = z.object({
+  approved: listCursor,
+  provisioned: listCursor,
+  revoked: z.string().optional().catch(undefined),
+});
+
+/** Newest first; tokens made in the same millisecond in the order of their ids, so that pages never skip or repeat one. */
+function newestFirst(a: TokenRecord, b: TokenRecord): number {
+  return b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}
+
+function cursorOf(token: TokenRecord): string {
+  return `${token.createdAt}.${token.id}`;
+}
+
+/** The page of `sorted` (newest first) that follows `cursor`, its place in the list, and the cursor of the page after it. */
+function pageAfter(sorted: TokenRecord[], cursor: string | undefined): { rows: TokenRecord[]; offset: number; older?: string } {
+  let offset = 0;
+  if (cursor !== undefined) {
+    const dot = cursor.indexOf('.');
+    const at = Number(cursor.slice(0, dot));
+    const id = cursor.slice(dot + 1);
+    // The first token strictly older than the cursor: one revoked since the last page leaves no gap.
+    const found = sorted.findIndex((token) => token.createdAt < at || (token.createdAt === at && token.id < id));
+    offset = found === -1 ? sorted.length : found;
+  }
+  const rows = sorted.slice(offset, offset + ACCOUNT_PAGE_SIZE);
+  const last = rows.at(-1);
+  return { rows, offset, ...(last !== undefined && offset + rows.length < sorted.length ? { older: cursorOf(last) } : {}) };
 }
 
 /** A connection as /account and the revoke question show it. */
@@ -347,9 +393,27 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       return;
     }
     // A connection's tokens are listed as the connection, not one row per hourly token.
-    const rows = (await domain.tokens.liveOfHuman(who.human.id)).filter((token) => token.connectionId === undefined).map(accountRow);
+    const tokens = (await domain.tokens.liveOfHuman(who.human.id)).filter((token) => token.connectionId === undefined).sort(newestFirst);
+    const query = accountQuery.parse(req.query);
+    const at = { approved: query.approved, provisioned: query.provisioned };
+    /** This page again, with `list` moved to `cursor` (undefined: its newest page) and the other list where it is. */
+    const link = (list: keyof typeof at, cursor: string | undefined): string => {
+      const params = new URLSearchParams(Object.entries({ ...at, [list]: cursor }).filter((entry): entry is [string, string] => entry[1] !== undefined));
+      const search = params.size > 0 ? `?${params.toString()}` : '';
+      return `${sitePath}/account${search}${list === 'provisioned' ? '#provisioned' : ''}`;
+    };
+    const listOf = (list: keyof typeof at, of: TokenRecord[]): AccountList => {
+      const { rows, offset, older } = pageAfter(of, at[list]);
+      return {
+        rows: rows.map(accountRow),
+        total: of.length,
+        offset,
+        ...(older === undefined ? {} : { older: link(list, older) }),
+        ...(offset === 0 ? {} : { newest: link(list, undefined) }),
+      };
+    };
     const connections = (await domain.authorizations.connectionsOf(who.human.id)).map(connectionRow);
-    const notice = req.query.revoked === '1' ? 'Revoked. That token no longer works.' : req.query.revoked === 'connection' ? 'Revoked. That host is no longer connected.' : undefined;
+    const notice = query.revoked === '1' ? 'Revoked. That token no longer works.' : query.revoked === 'connection' ? 'Revoked. That host is no longer connected.' : undefined;
     html(
       res,
       200,
@@ -358,7 +422,9 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
         ...layout(who),
         csrf: who.session.csrf,
         human: who.human.name,
-        rows,
+        approved: listOf('approved', tokens.filter((token) => token.provisioned === undefined)),
+        provisioned: listOf('provisioned', tokens.filter((token) => token.provisioned !== undefined)),
+        provisionedOpen: query.provisioned !== undefined,
         connections: connectionsSection({ siteUrl: urls.siteUrl, csrf: who.session.csrf, connections }),
         ...(notice ? { notice } : {}),
       }),
