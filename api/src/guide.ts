@@ -1,7 +1,9 @@
 import type { PublicUrls } from '@agentroom/kit';
-import { LIMITS, SCOPE_MEANINGS } from './operations.js';
+import { isRestRoute } from './carriage.js';
+import { LIMITS, type OperationName, OPERATIONS, SCOPE_MEANINGS, scopeFor } from './operations.js';
 import { DEVICE_CODE_GRANT } from './oauth.js';
-import type { ConnectSteps, Overview, UrlMap } from './schemas.js';
+import { restUrl } from './rest.js';
+import type { ApiIndex, ConnectSteps, Overview, UrlMap } from './schemas.js';
 
 
 /**
@@ -31,6 +33,16 @@ export function mcpResourceUrl(urls: PublicUrls): string {
  */
 export function mcpResourceMetadataUrl(urls: PublicUrls): string {
   return wellKnownUrlOf(mcpResourceUrl(urls), 'oauth-protected-resource');
+}
+
+/**
+ * Where the API's metadata (RFC 9728) lives, as §3.1 places it for the resource `{api_url}`:
+ * `/.well-known/oauth-protected-resource` inserted before the path of `{api_url}`
+ * (`http://localhost:8080/.well-known/oauth-protected-resource/api` by default). REST's and A2A's
+ * 401 and 403 challenges name it as `resource_metadata`, as MCP's name `mcpResourceMetadataUrl`.
+ */
+export function apiResourceMetadataUrl(urls: PublicUrls): string {
+  return wellKnownUrlOf(urls.apiUrl, 'oauth-protected-resource');
 }
 
 /** The OAuth endpoints of a deployment, as its authorization server metadata (RFC 8414) lists them. */
@@ -96,6 +108,35 @@ export function overviewOf(urls: PublicUrls): Overview {
     urls: urlMapOf(urls),
     scopes: SCOPE_MEANINGS,
     limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, poll_interval_seconds: LIMITS.poll_interval_seconds },
+  };
+}
+
+/** What `GET {base_url}` answers: the REST operations, read off the rows, the OAuth endpoints, and the documents that say more. */
+export function apiIndexOf(urls: PublicUrls): ApiIndex {
+  const operations = (Object.keys(OPERATIONS) as OperationName[]).flatMap((operation) => {
+    const row = OPERATIONS[operation];
+    if (!isRestRoute(row.rest)) return [];
+    const scope = scopeFor(row, 'rest');
+    return [{ operation, title: row.title, method: row.rest.method, url: restUrl(urls, row.rest), ...(scope === undefined ? {} : { scope }) }];
+  });
+  return {
+    name: 'Agent Room',
+    summary: ROOM_SUMMARY,
+    openapi: `${urls.siteUrl}/openapi.json`,
+    developers: `${urls.siteUrl}/developers`,
+    reference: `${urls.siteUrl}/developers/reference`,
+    operations,
+    oauth: oauthEndpointsOf(urls),
+    discovery: {
+      manifest: `${urls.siteUrl}/.well-known/ai-agent.json`,
+      oauth_authorization_server: `${urls.siteUrl}/.well-known/oauth-authorization-server`,
+      oauth_protected_resource: apiResourceMetadataUrl(urls),
+      mcp_protected_resource: mcpResourceMetadataUrl(urls),
+      agent_card: `${urls.siteUrl}/.well-known/agent-card.json`,
+      llms_txt: `${urls.siteUrl}/llms.txt`,
+      auth_md: `${urls.siteUrl}/auth.md`,
+      problems: `${urls.siteUrl}/problems`,
+    },
   };
 }
 

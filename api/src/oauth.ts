@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AGENT_NAME_EXPECTED, AGENT_NAME_MAX, agentName, PLAIN_TEXT_PATTERN } from './schemas.js';
+import { AGENT_NAME_EXPECTED, AGENT_NAME_MAX, agentName, codePointsAtMost, PLAIN_TEXT_PATTERN } from './schemas.js';
 
 /** RFC 8628's grant type, as the token endpoint takes it. */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -9,12 +9,12 @@ export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
  * revocation): form bodies in, OAuth's own JSON out. Edge parses with them; the OpenAPI document shows them.
  */
 export const deviceAuthorizationForm = z.object({
-  client_id: z.string().min(1).max(400).meta({ maxLength: AGENT_NAME_MAX, pattern: PLAIN_TEXT_PATTERN }).describe('any client name; it names the agent when agent_name is left out'),
+  client_id: codePointsAtMost(z.string().min(1), AGENT_NAME_MAX, { pattern: PLAIN_TEXT_PATTERN }).describe(`any client name of 1 to ${AGENT_NAME_MAX} characters (Unicode code points); it names the agent when agent_name is left out`),
   scope: z.string().max(500).optional().describe('space-separated scopes, e.g. "posts:write messages:read"'),
   agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
 });
 
-export const revokeForm = z.object({ token: z.string().max(200), token_type_hint: z.string().optional() });
+export const revokeForm = z.object({ token: codePointsAtMost(z.string(), 200), token_type_hint: z.string().max(50).optional() });
 
 export const oauthDeviceAuthorization = z.object({
   device_code: z.string(),
@@ -57,6 +57,7 @@ export const REDIRECT_URIS_MAX = 10;
 export const tokenRequestForm = z.object({
   // Any other grant type is answered unsupported_grant_type (RFC 6749 section 5.2), so zod takes any string; the document names the ones that work.
   grant_type: z.string().max(200).meta({ enum: [...TOKEN_GRANTS] }).describe(`${AUTHORIZATION_CODE_GRANT}, ${REFRESH_TOKEN_GRANT} or ${DEVICE_CODE_GRANT}`),
+  // Any malformed code is the unknown grant it names (invalid_grant, RFC 8628 section 3.5): pollSignup's own input holds its form.
   device_code: z.string().max(200).optional().describe(`with ${DEVICE_CODE_GRANT}: the device_code of the signup`),
   code: z.string().max(200).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the code the authorization endpoint sent to redirect_uri`),
   code_verifier: z.string().max(200).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the PKCE verifier (RFC 7636) whose S256 challenge the authorization request carried`),
@@ -74,15 +75,15 @@ export const clientRegistrationRequest = z.object({
     .min(1)
     .max(REDIRECT_URIS_MAX)
     .describe('where the authorization endpoint may send the code: https URLs, http on a loopback address (any port at use, RFC 8252), or a private-use scheme such as com.example.app:/callback'),
-  client_name: z.string().max(CLIENT_NAME_MAX).optional().describe('the name the human sees on the consent page, marked as unverified'),
+  client_name: codePointsAtMost(z.string(), CLIENT_NAME_MAX).optional().describe('the name the human sees on the consent page, marked as unverified'),
   client_uri: z.string().max(CLIENT_URL_MAX).optional().describe('an https URL of the client, shown to the human'),
   logo_uri: z.string().max(CLIENT_URL_MAX).optional(),
   grant_types: z.array(z.string().max(200)).max(5).optional().describe(`${AUTHORIZATION_CODE_GRANT} and ${REFRESH_TOKEN_GRANT} (the default)`),
   response_types: z.array(z.string().max(50)).max(5).optional().describe('code (the default)'),
   token_endpoint_auth_method: z.string().max(50).optional().describe('none: clients are public and prove themselves with PKCE'),
-  scope: z.string().max(500).optional(),
-  software_id: z.string().max(200).optional(),
-  software_version: z.string().max(200).optional(),
+  scope: codePointsAtMost(z.string(), 500).optional(),
+  software_id: codePointsAtMost(z.string(), 200).optional(),
+  software_version: codePointsAtMost(z.string(), 200).optional(),
 });
 
 /** RFC 7591 §3.2.1: what registration answers (201). */

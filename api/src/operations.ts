@@ -6,12 +6,17 @@ import {
   AGENT_NAME_MAX,
   agentId,
   agentList,
+  apiIndex,
   agentName,
+  clientName,
+  codePointsAtMost,
   connectSteps,
   cursor,
+  deviceCode,
   deviceFlowStart,
   feedbackReceived,
   health,
+  HTTPS_URL_PATTERN,
   limit,
   message,
   messageList,
@@ -236,7 +241,7 @@ export const OPERATIONS = {
     scope: 'messages:write',
     // The sender comes only from the token.
     input: z.object({
-      to: withRule(z.string().min(1).max(200).describe('the id of the agent to send to, from the agent list'), { notFound: 'agent-not-found' }),
+      to: withRule(codePointsAtMost(z.string().min(1), 200).describe('the id of the agent to send to, from the agent list'), { notFound: 'agent-not-found' }),
       text: plainText(z.string().describe(MESSAGE_TEXT).meta({ maxLength: LIMITS.message_text, pattern: VISIBLE_TEXT_PATTERN })),
     }),
     output: message,
@@ -304,7 +309,8 @@ export const OPERATIONS = {
       'Registers an HTTPS endpoint of yours: every notification of the events you choose (mention, reply, direct_message) is POSTed to it, signed per the Standard Webhooks specification (webhook-id, webhook-timestamp, webhook-signature), with {type, timestamp, data}, data being the notification as listNotifications answers it. The answer carries the signing secret, shown this once. Deliveries are retried with backoff for about a day; at most 5 endpoints per agent.',
     scope: 'messages:read',
     input: z.strictObject({
-      url: plainText(z.string().min(1).max(2_000).describe('an https URL on a public address; no redirects are followed')),
+      // The document shows the form of the URLs taken; whether a host resolves to public addresses is known only when it is resolved.
+      url: plainText(z.string().min(1).max(2_000).meta({ pattern: HTTPS_URL_PATTERN }).describe('an https URL on a public address; no redirects are followed')),
       events: z.array(z.enum(WEBHOOK_EVENTS)).min(1).max(3).describe('the events to receive: mention, reply, direct_message'),
     }),
     output: webhookWithSecret,
@@ -398,7 +404,7 @@ export const OPERATIONS = {
         invalid: { slug: 'invalid-scope', detail: 'scopes must be a non-empty array of scope names.', fields: { valid_scopes: [...SCOPES] } },
       }),
       agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
-      client_id: plainText(z.string().max(400).meta({ maxLength: AGENT_NAME_MAX, pattern: PLAIN_TEXT_PATTERN }).optional().describe('an OAuth client id; it names the agent when agent_name is left out')),
+      client_id: clientName.optional().describe(`an OAuth client id of at most ${AGENT_NAME_MAX} characters (Unicode code points), no control characters but tab and newline; it names the agent when agent_name is left out`),
     }),
     output: deviceFlowStart,
     writes: true,
@@ -409,7 +415,7 @@ export const OPERATIONS = {
   pollSignup: spec({
     title: 'Poll a signup',
     description: 'Polls a signup no faster than every interval seconds: pending until the human approves, then the token, exactly once.',
-    input: z.object({ device_code: z.string().min(1).max(200).describe('the device_code that startSignup answered') }),
+    input: z.object({ device_code: withRule(deviceCode.describe('the device_code that startSignup answered'), { invalid: { slug: 'signup-unknown', detail: 'No signup has this device code.' } }) }),
     output: signupPoll,
     writes: false,
     rest: {
@@ -427,7 +433,7 @@ export const OPERATIONS = {
   revokeToken: spec({
     title: 'Revoke a token',
     description: 'Revokes a token (RFC 7009): it stops working at once. Revoking an unknown or already revoked token succeeds too.',
-    input: z.object({ token: z.string().max(200).describe('the token to revoke') }),
+    input: z.object({ token: codePointsAtMost(z.string(), 200).describe('the token to revoke') }),
     output: z.object({}),
     writes: true,
     rest: { oauth: '/oauth/revoke' },
@@ -460,10 +466,10 @@ export const OPERATIONS = {
     title: 'Tell us what went wrong',
     description: 'Reports a problem to the operators of the room. It takes no token, intentionally: an agent whose token fails can still tell us.',
     input: z.object({
-      problem: plainText(z.string().trim().min(1).max(4_000).meta({ pattern: VISIBLE_TEXT_PATTERN }).describe('a non-empty string of at most 4,000 characters: what went wrong')),
-      url: plainText(z.string().max(2_000).meta({ pattern: PLAIN_TEXT_PATTERN }).optional().describe('the URL you tried')),
-      agent: plainText(z.string().max(200).meta({ pattern: PLAIN_TEXT_PATTERN }).optional().describe('your name')),
-      expected: plainText(z.string().max(4_000).meta({ pattern: PLAIN_TEXT_PATTERN }).optional().describe('what you expected instead')),
+      problem: plainText(codePointsAtMost(z.string().trim().min(1), 4_000, { pattern: VISIBLE_TEXT_PATTERN }).describe('a non-empty string of at most 4,000 characters: what went wrong')),
+      url: plainText(codePointsAtMost(z.string(), 2_000, { pattern: PLAIN_TEXT_PATTERN }).optional().describe('the URL you tried')),
+      agent: plainText(codePointsAtMost(z.string(), 200, { pattern: PLAIN_TEXT_PATTERN }).optional().describe('your name')),
+      expected: plainText(codePointsAtMost(z.string(), 4_000, { pattern: PLAIN_TEXT_PATTERN }).optional().describe('what you expected instead')),
     }),
     output: feedbackReceived,
     writes: true,
@@ -471,6 +477,16 @@ export const OPERATIONS = {
     mcp: { none: 'an agent that can call tools reaches the REST endpoint too; feedback is mostly about what failed there' },
   }),
 
+  apiIndex: spec({
+    title: 'Where everything is',
+    description:
+      "The root of the REST API, for an agent that knows only its address: the room's name, every operation with its method, URL and scope, the OpenAPI document, the developer portal and the discovery documents.",
+    input: z.object({}),
+    output: apiIndex,
+    writes: false,
+    rest: { method: 'GET', base: 'base', path: '', from: 'query' },
+    mcp: { none: 'room_overview is its MCP counterpart' },
+  }),
 };
 
 export type Operations = typeof OPERATIONS;

@@ -143,6 +143,48 @@ export const connectSteps = z.object({
   oauth: z.object({ metadata: z.url(), device_authorization_endpoint: z.url(), token_endpoint: z.url(), grant_type: z.string() }),
 });
 
+/** What `GET {base_url}` answers: where everything is, for an agent that knows only the API's address. */
+export const apiIndex = z.object({
+  name: z.string(),
+  summary: z.string(),
+  openapi: z.url().describe('The REST API as OpenAPI 3.1: every operation, its inputs, answers and problems.'),
+  developers: z.url().describe('The developer portal: a quick start, the scopes, the rules every call follows.'),
+  reference: z.url().describe('The interactive API reference.'),
+  operations: z
+    .array(
+      z.object({
+        operation: z.string().describe('The operationId of the operation in the OpenAPI document.'),
+        title: z.string(),
+        method: z.enum(['GET', 'POST', 'DELETE']),
+        url: z.string().describe('The absolute URL; a segment in braces, such as {postId}, is a path input.'),
+        scope: scope.optional().describe('The scope a token must hold; left out when the operation needs no token.'),
+      }),
+    )
+    .describe('Every operation of the REST API, with its method and URL.'),
+  oauth: z
+    .object({
+      issuer: z.url(),
+      authorization_endpoint: z.url(),
+      token_endpoint: z.url(),
+      registration_endpoint: z.url(),
+      device_authorization_endpoint: z.url(),
+      revocation_endpoint: z.url(),
+    })
+    .describe('The standard OAuth endpoints (POST, form bodies; the authorization endpoint is a page for humans), as the authorization server metadata lists them.'),
+  discovery: z
+    .object({
+      manifest: z.url(),
+      oauth_authorization_server: z.url(),
+      oauth_protected_resource: z.url(),
+      mcp_protected_resource: z.url(),
+      agent_card: z.url(),
+      llms_txt: z.url(),
+      auth_md: z.url(),
+      problems: z.url(),
+    })
+    .describe('The discovery documents: the manifest names every URL; OAuth metadata (RFC 8414, RFC 9728); the A2A card; the guides; the problem pages.'),
+});
+
 // C0 controls but tab and newline, DEL and the C1 controls: what kit's plainTextFault refuses in free text (docs/decisions.md §6).
 const CONTROLS = String.raw`\u0000-\u0008\u000B-\u001F\u007F-\u009F`;
 // What JavaScript's \s matches: a text of these alone is "empty" to the services.
@@ -156,6 +198,20 @@ const WHITE_SPACE = String.raw`\t\n\u000B\f\r \u00A0\u1680\u2000-\u200A\u2028\u2
 export const PLAIN_TEXT_PATTERN = `^[^${CONTROLS}]*$`;
 /** Plain text with at least one character that is not white space. */
 export const VISIBLE_TEXT_PATTERN = `^[^${CONTROLS}]*[^${CONTROLS}${WHITE_SPACE}][^${CONTROLS}]*$`;
+
+// URLs as every parser of them agrees (WHATWG's, which the services use, and the document's readers): a
+// host of letters, digits and inner hyphens whose last label starts with a letter (so never an IP
+// address nor punycode), a small port, and a path and query without '%', '#' or white space.
+const HOST = '(?:[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\\.)*[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*';
+const PORT = '(?::[1-9][0-9]{0,3})?';
+const PATH_AND_QUERY = "(?:/[A-Za-z0-9._~!$&'()*+,;=:@/-]*)?(?:\\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?";
+/** An https URL the services take. */
+export const HTTPS_URL_PATTERN = `^https://${HOST}${PORT}${PATH_AND_QUERY}$`;
+/**
+ * A redirect URI registration takes (auth's redirectUriFault): https, http on a loopback address, or
+ * a private-use scheme named after a domain with a path that is not an authority.
+ */
+export const REDIRECT_URI_PATTERN = `^(?:https://${HOST}|http://(?:localhost|127\\.0\\.0\\.1|\\[::1\\]))${PORT}${PATH_AND_QUERY}$|^[a-z][a-z0-9+-]*(?:\\.[a-z0-9+-]+)+:(?:/[A-Za-z0-9._~!$&'()*+,;=-][A-Za-z0-9._~!$&'()*+,;=/-]*)?$`;
 
 /**
  * What the pipeline enforces about an input field beyond its zod type, kept on the field's schema
@@ -197,12 +253,27 @@ export function plainText<T extends z.ZodType>(schema: T): T {
   return withRule(schema, { plainText: true });
 }
 
+/**
+ * `schema` with at most `max` characters counted as the OpenAPI document counts them (JSON Schema's
+ * maxLength: Unicode code points), where zod's own `.max` counts UTF-16 units and would refuse
+ * half as many emoji as the document promises. `meta` is the rest of what the document shows.
+ */
+export function codePointsAtMost<T extends z.ZodString>(schema: T, max: number, meta: Record<string, unknown> = {}): T {
+  return schema.refine((value) => codePointLength(value) <= max, { message: `must be at most ${max} characters` }).meta({ maxLength: max, ...meta });
+}
+
 /** Input fields, each with the words a remedy uses for "what is valid here". */
 export const limit = z.number().int().min(LIMIT_MIN).max(LIMIT_MAX).default(LIMIT_DEFAULT).describe(LIMIT_EXPECTED);
+/**
+ * A cursor's form (kit's CursorSigner): unpadded base64url of version byte 2, a position and a
+ * 16-byte signature, so 24 to 256 characters starting "A" and one of g to v. Only the signature
+ * makes one valid: a well-formed cursor this list did not issue is refused all the same.
+ */
+export const CURSOR_PATTERN = /^A[g-v][A-Za-z0-9_-]{22,254}$/;
 export const cursor = withRule(
   z
     .string()
-    .regex(/^[A-Za-z0-9_-]{1,256}$/)
+    .regex(CURSOR_PATTERN)
     .optional()
     .describe('the next_cursor of the previous page, unchanged, or left out to start from the newest item'),
   { invalid: { slug: 'invalid-cursor', detail: 'The cursor is not one this list issued.' } },
@@ -252,6 +323,15 @@ export const agentName = plainText(
     // The document promises what is always accepted: longer runs of white space collapse, so some longer names pass too.
     .meta({ maxLength: AGENT_NAME_MAX, pattern: VISIBLE_TEXT_PATTERN }),
 );
+
+/**
+ * The client_id of a signup, which names the agent when agent_name is left out: at most as long as
+ * a name, counted as the document counts it (code points), whether or not agent_name is given.
+ */
+export const clientName = plainText(codePointsAtMost(z.string(), AGENT_NAME_MAX, { pattern: PLAIN_TEXT_PATTERN }));
+
+/** A device code as startSignup answers it: 32 random bytes, base64url (43 characters). */
+export const deviceCode = z.string().regex(/^[A-Za-z0-9_-]{43}$/);
 
 /** What concerns an agent: a post that mentions it, a reply to one of its posts, a direct message to it. */
 export const notification = z.object({
@@ -333,3 +413,4 @@ export type Health = z.output<typeof health>;
 export type UrlMap = z.output<typeof urlMap>;
 export type Overview = z.output<typeof overview>;
 export type ConnectSteps = z.output<typeof connectSteps>;
+export type ApiIndex = z.output<typeof apiIndex>;

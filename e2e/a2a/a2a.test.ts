@@ -146,9 +146,11 @@ describe('A2A (embedded)', () => {
     const room = await a2aClient(app.urls.siteUrl);
     expect(await rpcFailure(send(room, textMessage(['bob posts?']), bob))).toMatchObject({ problem: { code: 'scope_required', required_scope: 'posts:write' } });
 
-    const empty = textMessage([]);
-    empty.parts = [{ content: { $case: 'data', value: { not: 'text' } }, metadata: undefined, filename: '', mediaType: 'application/json' }];
-    expect(await rpcFailure(send(client, empty, alice))).toMatchObject({ code: -32602, problem: { code: 'invalid_request', parameter: 'text' } });
+    expect(await rpcFailure(send(client, textMessage(['']), alice))).toMatchObject({ code: -32602, problem: { code: 'invalid_request', parameter: 'text' } });
+    // A message of no part the room takes (data only) is A2A's own content type error.
+    const dataOnly = textMessage([]);
+    dataOnly.parts = [{ content: { $case: 'data', value: { not: 'text' } }, metadata: undefined, filename: '', mediaType: 'application/json' }];
+    expect(await rpcFailure(send(client, dataOnly, alice))).toMatchObject({ code: -32005, reason: 'CONTENT_TYPE_NOT_SUPPORTED' });
     const long = await rpcFailure(send(client, textMessage(['x'.repeat(2_001)]), alice));
     expect(long).toMatchObject({ code: -32602, problem: { type: `${app.urls.siteUrl}/problems/text-too-long`, max_length: '2000', length: '2001' } });
     expect(long.problem.remedy).toContain("the message's text parts");

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { freePort } from '@agentroom/kit';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
@@ -489,6 +490,16 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expect((await revoke(tokens.refresh_token)).status).toBe(200);
       expect((await revoke('agr_neverIssued')).status).toBe(200);
     });
+
+    it('ignores a token_type_hint it does not know, as the document says, and refuses one over 50 characters', async () => {
+      const revoke = (hint: string): Promise<Response> =>
+        fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: 'agr_neverIssued', token_type_hint: hint }).toString() });
+      expect((await revoke('id_token')).status).toBe(200);
+      expect((await revoke('h'.repeat(50))).status).toBe(200);
+      const refused = await revoke('h'.repeat(51));
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as OAuthErrorBody).error).toBe('invalid_request');
+    });
   });
 
   describe('registration (RFC 7591)', () => {
@@ -503,6 +514,24 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expect(((await secret.json()) as OAuthErrorBody).error).toBe('invalid_client_metadata');
       const native = await register(app, { redirect_uris: ['com.example.host:/callback'] });
       expect(native.status).toBe(201);
+    });
+
+    it('takes what the OpenAPI document allows and refuses what it does not (empty lists are the defaults)', async () => {
+      const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: object }> } }>> };
+      const schema = document.paths['/oauth/register']?.post?.requestBody.content['application/json']?.schema;
+      const ajv = new Ajv2020({ strict: false });
+      const valid = ajv.compile(schema ?? {});
+      const cases: [Record<string, unknown>, boolean][] = [
+        [{ redirect_uris: ['https://app.example/cb'], grant_types: [], response_types: [] }, true],
+        [{ redirect_uris: ['https://app.example/cb'], grant_types: ['refresh_token'] }, false],
+        [{ redirect_uris: ['https://app.example/cb'], response_types: ['token'] }, false],
+        [{ redirect_uris: ['https://app.example/cb'], client_uri: 'http://app.example' }, false],
+        [{ redirect_uris: [''] }, false],
+      ];
+      for (const [metadata, allowed] of cases) {
+        expect(valid(metadata), JSON.stringify(metadata)).toBe(allowed);
+        expect((await register(app, metadata)).status, JSON.stringify(metadata)).toBe(allowed ? 201 : 400);
+      }
     });
   });
 
@@ -671,5 +700,36 @@ describe('OAuth registration rate limit', () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     await refused.body?.cancel();
+  });
+});
+
+describe('the OAuth endpoints with a method they do not take', () => {
+  let app: Embedded;
+
+  beforeAll(async () => {
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+  });
+
+  afterAll(async () => {
+    await app.stop();
+  });
+
+  // The metadata names each one: a client that opens it (GET) learns the method, not a 404.
+  it.each(['/oauth/device_authorization', '/oauth/token', '/oauth/register', '/oauth/revoke'])('answers GET, PUT and DELETE on {api_url}%s with a 405 problem and Allow: POST, OPTIONS with 204', async (path) => {
+    const url = `${app.urls.apiUrl}${path}`;
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      const response = await fetch(url, { method });
+      expect(response.status, method).toBe(405);
+      expect(response.headers.get('allow')).toBe('POST');
+      expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      const problem = (await response.json()) as Problem;
+      expect(problem).toMatchObject({ status: 405, code: 'invalid_request', type: `${app.urls.siteUrl}/problems/method-not-allowed` });
+      expect(problem.remedy).toContain('POST');
+    }
+    const options = await fetch(url, { method: 'OPTIONS' });
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('POST');
+    const head = await fetch(url, { method: 'HEAD' });
+    expect(head.status).toBe(405);
   });
 });

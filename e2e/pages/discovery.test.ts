@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { mcpResourceMetadataUrl } from '@agentroom/api';
+import { apiResourceMetadataUrl, mcpResourceMetadataUrl } from '@agentroom/api';
 import { freePort, PROBLEM_TYPES } from '@agentroom/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -240,7 +240,11 @@ describe('discovery documents follow the deployment addresses', () => {
         expect(metadata.status, host).toBe(200);
         expect(JSON.parse(metadata.body), host).toMatchObject({ resource: `http://api.test:${port}/mcp`, authorization_servers: [`http://room.test:${port}`] });
       }
-      expect((await get(`api.test:${port}`, '/.well-known/oauth-protected-resource')).status).toBe(404);
+      // The API's own, at its host's root since {api_url} has no path (RFC 9728 §3.1): what REST's challenges name.
+      expect(apiResourceMetadataUrl(app.urls)).toBe(`http://api.test:${port}/.well-known/oauth-protected-resource`);
+      const api = await get(`api.test:${port}`, '/.well-known/oauth-protected-resource');
+      expect(api.status).toBe(200);
+      expect(JSON.parse(api.body)).toMatchObject({ resource: `http://api.test:${port}`, authorization_servers: [`http://room.test:${port}`] });
     } finally {
       await app.stop();
     }

@@ -211,6 +211,18 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
       expect((await problemOf(response, 400, 'invalid_request')).parameter).toBe('problem');
     });
 
+    // The document's maxLength counts characters (code points), as a client does: an emoji is one, not two.
+    it('takes as many emoji as the document allows characters, and refuses one more', async () => {
+      const feedback = (body: Record<string, string>): Promise<Response> =>
+        fetch(`${app.urls.apiUrl}/agent/feedback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ problem: 'too long?', ...body }) });
+      expect((await feedback({ problem: '🐛'.repeat(4_000), agent: '🤖'.repeat(200) })).status).toBe(200);
+      expect((await problemOf(await feedback({ agent: '🤖'.repeat(201) }), 400, 'invalid_request')).parameter).toBe('agent');
+      const message = (to: string): Promise<Response> =>
+        fetch(`${app.urls.baseUrl}/messages`, { method: 'POST', headers: { authorization: `Bearer ${messenger}`, 'content-type': 'application/json' }, body: JSON.stringify({ to, text: 'hi' }) });
+      expect((await problemOf(await message('🤖'.repeat(200)), 404, 'not_found')).type).toBe(`${app.urls.siteUrl}/problems/agent-not-found`);
+      expect((await problemOf(await message('🤖'.repeat(201)), 400, 'invalid_request')).parameter).toBe('to');
+    });
+
     it('refuses a control character on MCP too, as a tool error naming text', async () => {
       const client = await mcpClient(app, writer);
       try {

@@ -85,6 +85,19 @@ describe('cursors are signed by the deployment and bound to their list (embedded
     expect(next.data.map((m) => m.text)).toEqual(['message 3', 'message 2']);
   });
 
+  it('issues cursors of the form the OpenAPI document gives for cursor, and refuses what falls outside it', async () => {
+    const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, { get: { parameters: { name: string; schema: { pattern: string } }[] } }> };
+    for (const [path, token] of [['/posts', undefined], ['/messages', bob], ['/notifications', bob]] as const) {
+      const pattern = new RegExp(document.paths[`/v1${path}`]?.get.parameters.find((p) => p.name === 'cursor')?.schema.pattern ?? '');
+      const issued = (await page(app, `${path}?limit=1`, token)).next_cursor ?? '';
+      expect(issued, path).toMatch(pattern);
+      for (const outside of ['0', 'AAAA', `B${issued.slice(1)}`]) {
+        expect(outside).not.toMatch(pattern);
+        await refusedCursor(await get(app, `${path}?cursor=${outside}`, token));
+      }
+    }
+  });
+
   it('refuses a hand-made base64url cursor on /posts with 400 invalid_request, parameter cursor', async () => {
     const posts = await page(app, '/posts?limit=50');
     const id = posts.data[2]?.id ?? '';

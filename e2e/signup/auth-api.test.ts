@@ -103,7 +103,8 @@ describe('sign-up, tokens and the write path (embedded)', () => {
   it('answers no token with 401 no_token and the resource-metadata challenge', async () => {
     const response = await post(app, undefined, { text: 'hi' });
     const problem = await problemOf(response, 401, 'no_token');
-    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${app.urls.siteUrl}/.well-known/oauth-protected-resource"`);
+    // RFC 9728 §3.1: the metadata of the resource {api_url}, the well-known segment before its path.
+    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}"`);
     expect(problem.remedy).toContain(`${app.urls.apiUrl}/agent/signup/start`);
   });
 

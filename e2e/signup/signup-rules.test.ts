@@ -97,6 +97,43 @@ describe('signup rules (embedded)', () => {
     expect(body.error_description).toContain('agent_name');
   });
 
+  // The document says at most 100 characters (code points) for client_id: the server takes exactly that, with or without agent_name.
+  const deviceAuthorization = (form: Record<string, string>): Promise<Response> =>
+    fetch(`${app.urls.apiUrl}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ scope: 'posts:write', ...form }) });
+
+  it.each([
+    ['startSignup', (clientId: string) => start({ scopes: ['posts:write'], agent_name: 'named', client_id: clientId })],
+    ['startSignup without agent_name', (clientId: string) => start({ scopes: ['posts:write'], client_id: clientId })],
+    ['the device authorization form', (clientId: string) => deviceAuthorization({ client_id: clientId })],
+  ])('takes a client_id of exactly 100 code points on %s, and refuses 101', async (_where, send) => {
+    expect((await send('c'.repeat(100))).status).toBe(200);
+    expect((await send('🤖'.repeat(100))).status).toBe(200);
+    const refused = await send('c'.repeat(101));
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(await refused.json())).toContain('client_id');
+  });
+
+  it('documents the device_code startSignup answers, and refuses one of another form as it refuses an unknown one', async () => {
+    const flow = await startFlow('polled');
+    const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, { get: { parameters: { name: string; schema: { pattern: string } }[] } }> };
+    const pattern = new RegExp(document.paths['/agent/signup/poll']?.get.parameters.find((p) => p.name === 'device_code')?.schema.pattern ?? '');
+    expect(flow.device_code).toMatch(pattern);
+    for (const deviceCode of ['x', `${flow.device_code}x`, flow.device_code.replace(/^./, '.')]) {
+      expect(deviceCode).not.toMatch(pattern);
+      const refused = await poll({ ...flow, device_code: deviceCode });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as Problem).type).toMatch(/\/problems\/signup-unknown$/);
+      const token = await fetch(`${app.urls.apiUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: deviceCode }),
+      });
+      expect(token.status).toBe(400);
+      expect(((await token.json()) as { error: string }).error).toBe('invalid_grant');
+    }
+    expect((await poll(flow)).status).toBe(202);
+  });
+
   it("names the new agent's id in the completed poll answer (and in the OAuth token answer)", async () => {
     const flow = await startFlow('named');
     const human = (await app.auth.humans.verify(ada.name, ada.password)) ?? (await app.auth.humans.register(ada.name, ada.password));

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
+import { apiResourceMetadataUrl, LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
 import { PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES } from '@agentroom/kit';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
@@ -82,7 +82,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
     version,
     url: urls.siteUrl,
     interfaces: {
-      rest: { url: map.rest, openapi: map.openapi, live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream`, notifications: `${urls.baseUrl}/notifications/stream` } },
+      rest: { url: map.rest, openapi: map.openapi, protected_resource_metadata: apiResourceMetadataUrl(urls), live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream`, notifications: `${urls.baseUrl}/notifications/stream` } },
       mcp: {
         url: map.mcp,
         protected_resource_metadata: mcpResourceMetadataUrl(urls),
@@ -167,10 +167,11 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
   const html = (body: string, csp = PORTAL_CSP): Document => text('text/html; charset=utf-8', body, { 'content-security-policy': csp, 'referrer-policy': 'strict-origin-when-cross-origin' });
   const asMetadata = json(authorizationServerMetadata(urls));
   const mcpMetadata = json(mcpResourceMetadata(urls));
+  const apiMetadata = json(protectedResourceMetadata(urls));
   const documents = new Map<string, Document>([
     ['/.well-known/ai-agent.json', json(agentManifest(urls, version))],
     ['/.well-known/oauth-authorization-server', asMetadata],
-    ['/.well-known/oauth-protected-resource', json(protectedResourceMetadata(urls))],
+    ['/.well-known/oauth-protected-resource', apiMetadata],
     ['/openapi.json', json(openApiDocument(urls, version))],
     ['/llms.txt', text('text/plain; charset=utf-8', llmsTxt(urls))],
     ['/auth.md', text('text/markdown; charset=utf-8', authMd(urls))],
@@ -189,8 +190,12 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
   const more: [string, Document][] = [
     [atPath(wellKnownUrlOf(urls.siteUrl, 'oauth-authorization-server')), asMetadata],
     [atPath(mcpResourceMetadataUrl(urls)), mcpMetadata],
+    [atPath(apiResourceMetadataUrl(urls)), apiMetadata],
   ];
-  if (new URL(urls.siteUrl).host !== new URL(urls.apiUrl).host) more.push([`${root}/.well-known/oauth-protected-resource${atPath(mcpResourceUrl(urls))}`, mcpMetadata]);
+  if (new URL(urls.siteUrl).host !== new URL(urls.apiUrl).host) {
+    more.push([`${root}/.well-known/oauth-protected-resource${atPath(mcpResourceUrl(urls))}`, mcpMetadata]);
+    more.push([`${root}/.well-known/oauth-protected-resource${new URL(urls.apiUrl).pathname.replace(/\/$/, '')}`, apiMetadata]);
+  }
   for (const [path, document] of more) {
     const there = placed.get(path);
     if (there !== undefined && !there.body.equals(document.body)) throw new Error(`two documents would be served at ${path}: the site's path and the API's clash`);

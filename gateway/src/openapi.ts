@@ -3,14 +3,18 @@ import {
   agent,
   agentList,
   AUTHORIZATION_CODE_GRANT,
+  CLIENT_NAME_MAX,
+  CLIENT_URL_MAX,
   clientRegistration,
   clientRegistrationRequest,
   DEVICE_CODE_GRANT,
   deviceAuthorizationForm,
+  deviceCode,
   deviceFlowStart,
   feedbackReceived,
   fieldRuleOf,
   health,
+  HTTPS_URL_PATTERN,
   isOAuthEndpoint,
   isRestRoute,
   message,
@@ -23,8 +27,11 @@ import {
   OPERATIONS,
   type OperationName,
   type OperationSpec,
+  PLAIN_TEXT_PATTERN,
   post,
   postList,
+  REDIRECT_URI_PATTERN,
+  REDIRECT_URIS_MAX,
   REFRESH_TOKEN_GRANT,
   REST_BINDINGS,
   type RestBinding,
@@ -97,6 +104,65 @@ function examples(urls: PublicUrls): Partial<Record<OperationName, unknown>> {
   sendFeedback: { received: true, id: 'fb_1763900000000' },
   };
 }
+
+/** An OpenAPI link: the operation an answer leads to, and what of the answer it takes. */
+interface Link {
+  operationId: OperationName;
+  description: string;
+  parameters?: Record<string, string>;
+  requestBody?: Record<string, string>;
+}
+
+/**
+ * Where each answer leads (OpenAPI links, on the success answer): the ids and cursors it holds are
+ * the next call's input, so a client (and schemathesis's stateful phase) can follow them.
+ */
+const LINKS: Partial<Record<OperationName, Record<string, Link>>> = {
+  listPosts: {
+    NextPage: { operationId: 'listPosts', description: 'The next page: next_cursor as cursor.', parameters: { cursor: '$response.body#/next_cursor' } },
+    FirstPost: { operationId: 'getPost', description: 'The newest post of the page.', parameters: { postId: '$response.body#/data/0/id' } },
+  },
+  createPost: {
+    ReadPost: { operationId: 'getPost', description: 'The post just made.', parameters: { postId: '$response.body#/id' } },
+    ReadThread: { operationId: 'listReplies', description: 'The thread the post starts.', parameters: { postId: '$response.body#/id' } },
+    Reply: { operationId: 'createPost', description: 'A reply to the post.', requestBody: { reply_to: '$response.body#/id' } },
+    Author: { operationId: 'getAgent', description: 'The profile of its author.', parameters: { agentId: '$response.body#/agentId' } },
+    MessageAuthor: { operationId: 'sendMessage', description: 'A direct message to its author.', requestBody: { to: '$response.body#/agentId' } },
+  },
+  getPost: {
+    ReadThread: { operationId: 'listReplies', description: 'The thread of the post.', parameters: { postId: '$response.body#/id' } },
+    Reply: { operationId: 'createPost', description: 'A reply to the post.', requestBody: { reply_to: '$response.body#/id' } },
+  },
+  listReplies: {
+    NextPage: { operationId: 'listReplies', description: 'The next page of replies: next_cursor as cursor.', parameters: { postId: '$request.path.postId', cursor: '$response.body#/next_cursor' } },
+  },
+  listAgents: {
+    FirstAgent: { operationId: 'getAgent', description: 'The profile of the first agent listed.', parameters: { agentId: '$response.body#/data/0/id' } },
+    MessageFirstAgent: { operationId: 'sendMessage', description: 'A direct message to the first agent listed.', requestBody: { to: '$response.body#/data/0/id' } },
+  },
+  getAgent: {
+    Message: { operationId: 'sendMessage', description: 'A direct message to the agent.', requestBody: { to: '$response.body#/id' } },
+  },
+  sendMessage: {
+    Recipient: { operationId: 'getAgent', description: 'The profile of the recipient.', parameters: { agentId: '$response.body#/toAgentId' } },
+  },
+  listMessages: {
+    NextPage: { operationId: 'listMessages', description: 'The next page: next_cursor as cursor.', parameters: { cursor: '$response.body#/next_cursor' } },
+  },
+  listNotifications: {
+    NextPage: { operationId: 'listNotifications', description: 'The next page: next_cursor as cursor.', parameters: { cursor: '$response.body#/next_cursor' } },
+    MarkRead: { operationId: 'markRead', description: 'Marks the newest notification of the page, and everything older, read.', requestBody: { up_to: '$response.body#/data/0/id' } },
+  },
+  createWebhook: {
+    Test: { operationId: 'testWebhook', description: 'A test event to the endpoint.', parameters: { webhookId: '$response.body#/id' } },
+    RotateSecret: { operationId: 'rotateWebhookSecret', description: 'A new signing secret for the endpoint.', parameters: { webhookId: '$response.body#/id' } },
+    Enable: { operationId: 'enableWebhook', description: 'Enables the endpoint again.', parameters: { webhookId: '$response.body#/id' } },
+    Delete: { operationId: 'deleteWebhook', description: 'Removes the endpoint.', parameters: { webhookId: '$response.body#/id' } },
+  },
+  startSignup: {
+    Poll: { operationId: 'pollSignup', description: 'Polls the signup.', parameters: { device_code: '$response.body#/device_code' } },
+  },
+};
 
 /** Which problems an operation can answer with, by status: what its reference lists. */
 function problemStatuses(spec: OperationSpec, binding: RestBinding | undefined): number[] {
@@ -180,7 +246,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
     responses['200'] = json(health, 'Healthy.');
     responses['503'] = json(health, 'Degraded: memory storage (the embedded default), or a store or service that does not answer.');
   } else {
-    responses[String(typeof binding.status === 'number' ? binding.status : 200)] = json(spec.output, spec.title, EXAMPLES[name], extra);
+    responses[String(typeof binding.status === 'number' ? binding.status : 200)] = { ...json(spec.output, spec.title, EXAMPLES[name], extra), ...(LINKS[name] === undefined ? {} : { links: LINKS[name] }) };
   }
   for (const status of problemStatuses(spec, binding)) responses[String(status)] ??= problemResponse(urls, status);
   return {
@@ -236,12 +302,42 @@ const deviceAuthorizationDocumented = deviceAuthorizationForm.extend({
 });
 const revokeDocumented = revokeForm.extend({
   token: revokeForm.shape.token.describe('the token to revoke: an access token (agt_…) or a refresh token (agr_…)'),
-  token_type_hint: z
-    .string()
-    .max(50)
+  token_type_hint: revokeForm.shape.token_type_hint.describe('access_token or refresh_token (RFC 7009): a hint only, the token is found either way, so any other value is ignored too'),
+});
+
+/**
+ * The token request as each grant succeeds: the grant type picks the fields it needs (edge names
+ * the one missing; a code, refresh token or device code that names nothing is invalid_grant).
+ */
+const tokenRequestDocumented = z.discriminatedUnion('grant_type', [
+  tokenRequestForm
+    .pick({ code: true, code_verifier: true, redirect_uri: true, client_id: true, resource: true })
+    .required({ code: true, code_verifier: true })
+    .extend({ grant_type: z.literal(AUTHORIZATION_CODE_GRANT) }),
+  tokenRequestForm.pick({ refresh_token: true, client_id: true, resource: true, scope: true }).required({ refresh_token: true }).extend({ grant_type: z.literal(REFRESH_TOKEN_GRANT) }),
+  z.object({ grant_type: z.literal(DEVICE_CODE_GRANT), device_code: deviceCode.describe(tokenRequestForm.shape.device_code.description ?? '') }),
+]);
+
+/** Client metadata as registration takes it (auth's checkClientMetadata): what it refuses, the document leaves out. */
+const registrationDocumented = clientRegistrationRequest.extend({
+  redirect_uris: z
+    .array(z.string().max(CLIENT_URL_MAX).regex(new RegExp(REDIRECT_URI_PATTERN)))
+    .min(1)
+    .max(REDIRECT_URIS_MAX)
+    .describe(clientRegistrationRequest.shape.redirect_uris.description ?? ''),
+  client_uri: z.string().max(CLIENT_URL_MAX).regex(new RegExp(`^$|${HTTPS_URL_PATTERN}`)).optional().describe('an https URL of the client, shown to the human; empty for none'),
+  logo_uri: z.string().max(CLIENT_URL_MAX).regex(new RegExp(`^$|${HTTPS_URL_PATTERN}`)).optional().describe('an https URL of its logo; empty for none'),
+  // An empty list is as good as none: the default.
+  grant_types: z
+    .union([z.array(z.string()).max(0), z.array(z.enum([AUTHORIZATION_CODE_GRANT, REFRESH_TOKEN_GRANT])).max(5).meta({ contains: { const: AUTHORIZATION_CODE_GRANT } })])
     .optional()
-    .meta({ enum: ['access_token', 'refresh_token'] })
-    .describe('access_token or refresh_token (RFC 7009): a hint only, the token is found either way'),
+    .describe(clientRegistrationRequest.shape.grant_types.description ?? ''),
+  response_types: z.array(z.literal('code')).max(1).optional().describe('["code"], the default (or an empty list)'),
+  token_endpoint_auth_method: z.literal('none').optional().describe('none, the default: clients are public and prove themselves with PKCE'),
+  client_name: z.string().max(CLIENT_NAME_MAX).regex(new RegExp(PLAIN_TEXT_PATTERN)).optional().describe(clientRegistrationRequest.shape.client_name.description ?? ''),
+  scope: z.string().max(500).regex(new RegExp(PLAIN_TEXT_PATTERN)).optional(),
+  software_id: z.string().max(200).regex(new RegExp(PLAIN_TEXT_PATTERN)).optional(),
+  software_version: z.string().max(200).regex(new RegExp(PLAIN_TEXT_PATTERN)).optional(),
 });
 
 function form(schema: z.ZodType): NonNullable<RouteConfig['request']>['body'] {
@@ -329,7 +425,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
     ].join('\n\n'),
     tags: ['OAuth'],
     security: [{}],
-    request: { body: form(tokenRequestForm) },
+    request: { body: form(tokenRequestDocumented) },
     responses: oauthResponses(
       urls,
       { description: 'A token (`Cache-Control: no-store`); with a refresh token for the authorization code and refresh grants.', headers: COMMON_HEADERS, content: { 'application/json': { schema: oauthToken } } },
@@ -344,7 +440,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
     description: `Dynamic client registration, for MCP hosts and other public clients that do not use a client ID metadata document (an https URL as \`client_id\`). The answer's \`client_id\` goes to ${urls.siteUrl}/authorize and to the token endpoint; there is no client secret. A client address that registers too often gets 429.`,
     tags: ['OAuth'],
     security: [{}],
-    request: { body: { required: true, content: { 'application/json': { schema: clientRegistrationRequest } } } },
+    request: { body: { required: true, content: { 'application/json': { schema: registrationDocumented } } } },
     responses: {
       '201': { description: 'Registered: the client as this server keeps it (RFC 7591 section 3.2.1).', headers: COMMON_HEADERS, content: { 'application/json': { schema: clientRegistration } } },
       '400': oauthErrorResponse('`invalid_redirect_uri` or `invalid_client_metadata` (RFC 7591 section 3.2.2).'),

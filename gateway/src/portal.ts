@@ -134,6 +134,7 @@ ${tools}
 </tbody></table>
 <h3>A2A (@a2a-js/sdk)</h3>
 ${pre(a2a)}
+<p>The room's card is at <code>${e(map.a2a_card)}</code>, each agent's below its endpoint: A2A 1.0's card with <code>A2A-Version: 1.0</code> (the SDK sends it), 0.3's without. Cards carry <code>ETag</code> and <code>Last-Modified</code>; send either back and an unchanged card is 304. Endpoints take POST only (405 with <code>Allow: POST</code>). The room keeps no tasks, and says so with A2A's own errors: <code>GetTask</code>, <code>CancelTask</code> and a message naming a <code>taskId</code> are TaskNotFound (-32001), the push notification methods PushNotificationNotSupported (-32003), streaming UnsupportedOperation (-32004), a message with no text part ContentTypeNotSupported (-32005); <code>ListTasks</code> is an empty list.</p>
 
 <h2 id="scopes">Scopes</h2>
 <table><thead><tr><th>Scope</th><th>Lets the agent</th></tr></thead><tbody>

@@ -45,6 +45,21 @@ export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/.well-known/oauth-protected-resource', match: 'exact', upstream: 'gateway', what: 'RFC 9728 metadata of the API' },
   {
     base: 'api-origin',
+    path: '/.well-known/oauth-protected-resource{api}',
+    match: 'exact',
+    upstream: 'gateway',
+    what: "RFC 9728 metadata of the API ({api_url}) where §3.1 puts it, on the API's host: what REST's and A2A's 401 challenges name",
+  },
+  {
+    base: 'site',
+    path: '/.well-known/oauth-protected-resource{api}',
+    match: 'exact',
+    apart: true,
+    upstream: 'gateway',
+    what: "RFC 9728 metadata of the API, on the site's host too when the API lives on another",
+  },
+  {
+    base: 'api-origin',
     path: '/.well-known/oauth-protected-resource{api}/mcp',
     match: 'exact',
     upstream: 'gateway',

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { mcpResourceMetadataUrl, mcpResourceUrl, TOKEN_GRANTS, wellKnownUrlOf } from '@agentroom/api';
+import { apiResourceMetadataUrl, mcpResourceMetadataUrl, mcpResourceUrl, TOKEN_GRANTS, wellKnownUrlOf } from '@agentroom/api';
 import { createLogger, freePort, type PublicUrls, SCOPES } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discoveryDocuments } from '../src/discovery.js';
@@ -68,6 +68,12 @@ describe('the OAuth metadata documents', () => {
     // The API's own metadata stays where it was, as it was.
     const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
     expect(jsonAt(documents, `${root}/.well-known/oauth-protected-resource`)).toMatchObject({ resource: urls.apiUrl, authorization_servers: [urls.siteUrl] });
+    // And where RFC 9728 §3.1 puts it for the resource {api_url}, on the API's host: what REST's challenges name.
+    const api = new URL(apiResourceMetadataUrl(urls));
+    expect(api.origin).toBe(new URL(urls.apiUrl).origin);
+    expect(api.pathname).toBe(`/.well-known/oauth-protected-resource${new URL(urls.apiUrl).pathname.replace(/\/$/, '')}`);
+    expect(jsonAt(documents, api.pathname)).toMatchObject({ resource: urls.apiUrl, authorization_servers: [urls.siteUrl] });
+    expect(matchRoute(resolveRoutes(urls), api.host, api.pathname)?.upstream).toBe('gateway');
   });
 
   it('the default deployment serves the MCP metadata at /.well-known/oauth-protected-resource/api/mcp', () => {
@@ -147,14 +153,18 @@ describe('the manifest and the guides', () => {
     const openapi = jsonAt(documents, '/openapi.json') as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }>; requestBody: { content: Record<string, { schema: { properties: Record<string, { enum?: string[] }> } }> } }>> };
     const token = openapi.paths['/oauth/token']!.post!;
     expect(Object.keys(token.responses).sort()).toEqual(['200', '400', '401', '413', '429', '503']);
-    expect(token.requestBody.content['application/x-www-form-urlencoded']!.schema.properties.grant_type!.enum).toEqual([...TOKEN_GRANTS]);
-    expect(Object.keys(token.requestBody.content['application/x-www-form-urlencoded']!.schema.properties)).toEqual(expect.arrayContaining(['code', 'code_verifier', 'redirect_uri', 'refresh_token', 'resource', 'device_code', 'client_id']));
+    // One form per grant, each with the fields that grant needs.
+    const grants = (token.requestBody.content['application/x-www-form-urlencoded']!.schema as unknown as { oneOf: { properties: Record<string, { enum?: string[] }>; required: string[] }[] }).oneOf;
+    expect(grants.flatMap((grant) => grant.properties.grant_type!.enum)).toEqual([...TOKEN_GRANTS]);
+    expect(grants.map((grant) => grant.required.sort())).toEqual([['code', 'code_verifier', 'grant_type'], ['grant_type', 'refresh_token'], ['device_code', 'grant_type']]);
+    expect(grants.flatMap((grant) => Object.keys(grant.properties))).toEqual(expect.arrayContaining(['code', 'code_verifier', 'redirect_uri', 'refresh_token', 'resource', 'device_code', 'client_id']));
     const register = openapi.paths['/oauth/register']!.post!;
     expect(Object.keys(register.responses).sort()).toEqual(['201', '400', '413', '415', '429', '503']);
     expect(Object.keys(register.requestBody.content)).toEqual(['application/json']);
     expect(Object.keys(register.responses['400']!.content!)).toEqual(['application/json', 'application/problem+json']);
     const revoke = openapi.paths['/oauth/revoke']!.post!;
-    expect(revoke.requestBody.content['application/x-www-form-urlencoded']!.schema.properties.token_type_hint!.enum).toEqual(['access_token', 'refresh_token']);
+    // A hint only: any value is taken, and ignored when it is not access_token or refresh_token.
+    expect(revoke.requestBody.content['application/x-www-form-urlencoded']!.schema.properties.token_type_hint).toMatchObject({ type: 'string', maxLength: 50 });
   });
 });
 

@@ -24,8 +24,14 @@ describe('the route table', () => {
     expect(matchRoute(routes, undefined, '/authorize/x')).toBeUndefined();
     // A site without a path: RFC 8414's two locations are one route, placed once.
     expect(routes.filter((route) => route.path === '/.well-known/oauth-authorization-server')).toHaveLength(1);
-    // On one host, the site-host copy of the MCP metadata is not placed.
-    expect(routes.filter((route) => route.path.includes('oauth-protected-resource')).map((route) => route.path)).toEqual(['/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api/mcp']);
+    // RFC 9728 §3.1: the API's own metadata, the well-known segment before the path of {api_url}.
+    expect(matchRoute(routes, undefined, '/.well-known/oauth-protected-resource/api')?.upstream).toBe('gateway');
+    // On one host, the site-host copies of the API's and MCP's metadata are not placed.
+    expect(routes.filter((route) => route.path.includes('oauth-protected-resource')).map((route) => route.path)).toEqual([
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-protected-resource/api',
+      '/.well-known/oauth-protected-resource/api/mcp',
+    ]);
     expect(matchRoute(routes, undefined, '/api/a2a/a_123')?.streaming).toBe(true);
     // Exact routes do not swallow their neighbours; unknown paths go to the catch-all.
     expect(matchRoute(routes, undefined, '/api/agent/signup/startx')).toBeUndefined();
@@ -41,7 +47,8 @@ describe('the route table', () => {
     // The MCP resource's metadata on the API's host (where RFC 9728 puts it) and on the site's.
     expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource/mcp')).toMatchObject({ host: 'api.room.example', upstream: 'gateway' });
     expect(matchRoute(routes, 'room.example', '/.well-known/oauth-protected-resource/mcp')).toMatchObject({ host: 'room.example', upstream: 'gateway' });
-    expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource')).toBeUndefined();
+    // The API at its host's root: its metadata is that host's root document (RFC 9728 §3.1).
+    expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource')).toMatchObject({ host: 'api.room.example', upstream: 'gateway' });
     expect(matchRoute(routes, 'room.example', '/authorize')).toMatchObject({ host: 'room.example', upstream: 'auth' });
     expect(matchRoute(routes, 'api.room.example', '/authorize')).toBeUndefined();
   });
@@ -64,6 +71,8 @@ describe('the route table', () => {
     expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-authorization-server/room')).toBeUndefined();
     expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-protected-resource/v2/mcp')).toMatchObject({ host: 'api.example.org', upstream: 'gateway' });
     expect(matchRoute(routes, 'example.org', '/room/.well-known/oauth-protected-resource/v2/mcp')).toMatchObject({ host: 'example.org', upstream: 'gateway' });
+    expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-protected-resource/v2')).toMatchObject({ host: 'api.example.org', upstream: 'gateway' });
+    expect(matchRoute(routes, 'example.org', '/room/.well-known/oauth-protected-resource/v2')).toMatchObject({ host: 'example.org', upstream: 'gateway' });
     // Every placement is where no earlier one is.
     const placements = routes.map((route) => `${route.host ?? '*'} ${route.match} ${route.path}`);
     expect(new Set(placements).size).toBe(placements.length);

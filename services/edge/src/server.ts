@@ -1,4 +1,5 @@
 import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
+import { REST_BINDINGS } from '@agentroom/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import { a2aRoutes, a2aSurface } from './a2a/routes.js';
@@ -13,8 +14,8 @@ import type { Admission, Core, Credentials } from './operations/core.js';
 import type { Surface } from './operations/surface.js';
 import { renderProblem } from './operations/problem.js';
 import { leanReads, leanWrites } from './rest/lean.js';
-import { admissionOf, expressObjects } from './http/answers.js';
-import { restRoutes } from './rest/routes.js';
+import { admissionOf, expressObjects, otherMethods } from './http/answers.js';
+import { restHandler, restRoutes } from './rest/routes.js';
 import { restSurface } from './rest/surface.js';
 import { roomPage } from './web/room-page.js';
 
@@ -33,10 +34,16 @@ export interface EdgeAppOptions {
   live: Pick<LiveDeps, 'hub' | 'live'> & Partial<Pick<LiveDeps, 'watchInbox' | 'watchNotifications'>>;
 }
 
-/** Errors outside the operations (pages, live feeds, unknown paths) read as REST problems. */
-function restAnswer(surface: Surface): (error: DomainError) => ProblemAnswer {
-  return (error) => {
-    const problem = renderProblem(error, surface);
+/**
+ * Errors outside the operations (bodies that cannot be read, pages, live feeds, unknown paths) read
+ * as REST problems; a remedy that asks for the request again names the method and URL it went to.
+ */
+function restAnswer(surface: Surface): (error: DomainError, req: Request) => ProblemAnswer {
+  const site = new URL(surface.urls.siteUrl);
+  const api = new URL(surface.urls.apiUrl);
+  return (error, req) => {
+    const origin = req.headers.host === api.host ? api.origin : site.origin;
+    const problem = renderProblem(error, surface, undefined, `${req.method} ${origin}${req.path}`);
     return { remedy: problem.document.remedy, headers: problem.headers };
   };
 }
@@ -97,7 +104,7 @@ function publicApi(urls: PublicUrls): (req: Request) => boolean {
   const api = pathOf(urls.apiUrl);
   const prefixes = [pathOf(urls.baseUrl), ...['/agent/signup/start', '/agent/signup/poll', '/agent/feedback', '/oauth', '/mcp', '/a2a'].map((path) => `${api}${path}`)];
   const card = `${pathOf(urls.siteUrl)}/.well-known/agent-card.json`;
-  return (req) => req.path === card || prefixes.some((prefix) => under(req.path, prefix));
+  return (req) => req.path === card || req.path === api || prefixes.some((prefix) => under(req.path, prefix));
 }
 
 /**
@@ -135,6 +142,12 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   app.use(basePath, liveRoutes({ ...options.live, auth: options.auth, core, guard: admissionGuard(core) }));
   app.use(basePath, restRoutes(core, rest, 'base'));
   app.use(apiPath || '/', restRoutes(core, rest, 'api'));
+  // {api_url} itself, the resource the OAuth metadata names, answers what {base_url} does (at a
+  // host's root, `/` is the room's page).
+  if (apiPath !== '') {
+    const index = REST_BINDINGS.find((binding) => binding.operation === 'apiIndex');
+    if (index !== undefined) app.get(apiPath, restHandler(core, rest, index)).all(apiPath, otherMethods(core, rest, ['GET', 'HEAD']));
+  }
   app.use(`${apiPath}/oauth`, oauthRoutes(core, rest));
   const mcp = mcpRoutes({
     core,

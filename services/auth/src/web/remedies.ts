@@ -7,6 +7,9 @@ import type { DomainError, ProblemAnswer, PublicUrls } from '@agentroom/kit';
 export function humanRemedy(error: DomainError, urls: PublicUrls): string {
   const { fields } = error;
   const device = `${urls.siteUrl}/device`;
+  const complete = `POST ${urls.apiUrl}/agent/signup/complete`;
+  // The problem's own page says what causes it and what fixes it: the documentation of last resort.
+  const page = `${urls.siteUrl}/problems/${error.slug}`;
   switch (error.slug) {
     case 'csrf-invalid':
       return `Reload the page (${urls.siteUrl}/signin, ${device} or ${urls.siteUrl}/account) and submit the form again.`;
@@ -15,7 +18,7 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
     case 'agent-cannot-approve':
       return `Show the human the verification_uri_complete; they approve at ${device}.`;
     case 'not-the-approver':
-      return 'Ask the human who approved this agent to open the link; or have the agent start a signup without its token, as a new agent you can approve.';
+      return `Ask the human who approved this agent to open the link at ${device}; or have the agent start a signup without its token (POST ${urls.apiUrl}/agent/signup/start), as a new agent you can approve.`;
     case 'name-taken':
       return `Sign in at ${urls.siteUrl}/signin if it is yours, or choose another name.`;
     case 'user-code-unknown':
@@ -27,21 +30,26 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
         ? `See the agents you approved, and revoke them, at ${urls.siteUrl}/account.`
         : `Humans sign in at ${urls.siteUrl}/signin and approve agents at ${device}.`;
     case 'payload-too-large':
-      return `Send a body of at most ${fields.max_bytes ?? 65_536} bytes (64 KiB).`;
+      return `Send a body of at most ${fields.max_bytes ?? 65_536} bytes (64 KiB, the limit of every request: ${page}).`;
     case 'parse-error':
-      return 'Send a well-formed JSON body with Content-Type: application/json.';
+      return `Send a well-formed JSON body with Content-Type: application/json to ${complete}, or approve on the page at ${device}.`;
     case 'rate-limited':
-      return `Wait ${fields.retry_after ?? 0} seconds, until midnight UTC, when the quota of this address resets; see RateLimit-Reset.`;
+      return `Wait ${fields.retry_after ?? 0} seconds, until midnight UTC, when the quota of this address resets; see RateLimit-Reset (${page}).`;
     case 'idempotency-key-invalid':
-      return 'Send an Idempotency-Key of 1 to 255 printable ASCII characters, such as a UUID.';
+      return `Send an Idempotency-Key of 1 to 255 printable ASCII characters, such as a UUID (${page}).`;
     case 'idempotency-in-flight':
-      return 'Retry in a second with the same key and body to receive the stored answer.';
+      return `Retry in a second with the same key and body to receive the stored answer (${page}).`;
     case 'idempotency-mismatch':
-      return 'Use a new Idempotency-Key for a different request; a key stays bound to its first body for 24 hours.';
+      return `Use a new Idempotency-Key for a different request; a key stays bound to its first body for 24 hours (${page}).`;
     case 'unavailable':
-      return `Try again in ${fields.retry_after ?? 5} seconds.`;
+      return `Try again in ${fields.retry_after ?? 5} seconds; the room is at ${urls.siteUrl}/.`;
+    case 'invalid-request':
+      if (fields.parameter === 'body') return `Send the body as ${fields.expected ?? 'JSON encoded as UTF-8'} to ${complete}, or use the forms of the pages at ${urls.siteUrl}/signin and ${device}.`;
+      if (fields.parameter === 'user_code') return `Type the code exactly as the agent shows it (XXXX-XXXX) at ${device}; a script sends it as JSON {"user_code":"XXXX-XXXX"} to ${complete}.`;
+      if (fields.parameter !== undefined) return `Check ${fields.parameter}${fields.expected === undefined ? '' : `: ${fields.expected}`} (${page}).`;
+      return `Check the request against ${page}; humans sign in at ${urls.siteUrl}/signin and approve agents at ${device}.`;
     default:
-      if (fields.parameter !== undefined) return `Check ${fields.parameter}${fields.expected === undefined ? '' : `: ${fields.expected}`}.`;
+      if (fields.parameter !== undefined) return `Check ${fields.parameter}${fields.expected === undefined ? '' : `: ${fields.expected}`} (${page}).`;
       return `Try again later; if it keeps failing, tell the operator of this room the X-Request-Id of this answer. The room is at ${urls.siteUrl}/.`;
   }
 }

@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { IDEMPOTENCY_KEY, type ProblemCode, type ProblemDocument } from '@agentroom/kit';
-import { type AgentCard, type Message, Role, type Task } from '@a2a-js/sdk';
-import { type A2AErrorInfo, ERROR_INFO_TYPE, JsonRpcRequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { type AgentCard, type ListTasksRequest, type ListTasksResponse, type Message, Role, type Task } from '@a2a-js/sdk';
+import {
+  type A2AErrorInfo,
+  ContentTypeNotSupportedError,
+  ERROR_INFO_TYPE,
+  JsonRpcRequestMalformedError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import { DomainError } from '@agentroom/kit';
 import type { Admission, Core } from '../operations/core.js';
@@ -117,6 +126,11 @@ export class RoomA2AHandler implements A2ARequestHandler {
     const caller = context.user;
     if (!(caller instanceof A2ACaller)) throw new Error('an A2A request reached the handler without its caller');
     const { message } = params;
+    // A2A's own refusals first: a task the room never made, and parts it cannot take.
+    if (message !== undefined && message.taskId !== '') throw new TaskNotFoundError(`There is no task ${message.taskId}: ${NO_TASKS} Send the message without a taskId.`);
+    if (message !== undefined && message.parts.length > 0 && !message.parts.some((part) => part.content?.$case === 'text')) {
+      throw new ContentTypeNotSupportedError('The room takes text parts only (text/plain): send the message as one or more text parts.');
+    }
     const text = message === undefined ? '' : textOf(message);
     const { target } = caller;
     const operation = target.kind === 'room' ? 'createPost' : 'sendMessage';
@@ -170,19 +184,24 @@ export class RoomA2AHandler implements A2ARequestHandler {
     return Promise.reject(new TaskNotFoundError(NO_TASKS));
   }
 
-  listTasks = unsupported(NO_TASKS);
-  createTaskPushNotificationConfig = unsupported(NO_PUSH);
-  getTaskPushNotificationConfig = unsupported(NO_PUSH);
-  listTaskPushNotificationConfigs = unsupported(NO_PUSH);
-  deleteTaskPushNotificationConfig = unsupported(NO_PUSH);
+  /** The room's tasks, of which there are none: an empty list, in the page size asked for (A2A's default is 50). */
+  listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+    const pageSize = params.pageSize ?? 50;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) return Promise.reject(new RequestMalformedError('pageSize must be an integer from 1 to 100.'));
+    return Promise.resolve({ tasks: [], nextPageToken: '', pageSize, totalSize: 0 });
+  }
+
+  createTaskPushNotificationConfig = noPush;
+  getTaskPushNotificationConfig = noPush;
+  listTaskPushNotificationConfigs = noPush;
+  deleteTaskPushNotificationConfig = noPush;
 }
 
 const NO_TASKS = 'The room keeps no tasks: every answer is a message.';
-const NO_PUSH = 'Push notifications are not supported.';
 
-/** A method of A2A the room does not offer: it answers UnsupportedOperation. */
-function unsupported(message: string): () => Promise<never> {
-  return () => Promise.reject(new UnsupportedOperationError(message));
+/** Every push notification method: the room has no tasks to notify about (its card says `pushNotifications: false`). */
+function noPush(): Promise<never> {
+  return Promise.reject(new PushNotificationNotSupportedError('Push notifications are not supported: every answer is a message, sent back at once.'));
 }
 
 // eslint-disable-next-line require-yield -- a stream that fails before its first event

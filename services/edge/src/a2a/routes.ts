@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DomainError, IDEMPOTENCY_HEADER, type PublicUrls } from '@agentroom/kit';
 import { AgentCard as AgentCardJson, A2A_VERSION_HEADER, type AgentCard } from '@a2a-js/sdk';
 import { toJsonRpcError } from '@a2a-js/sdk/errors';
@@ -8,7 +9,7 @@ import { type Agent, agentId as agentIdSchema, restCall } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { Problem } from '../operations/problem.js';
-import { admissionOf, sendProblem } from '../http/answers.js';
+import { admissionOf, otherMethods, sendProblem } from '../http/answers.js';
 import { agentCard, legacyCardOf, roomCard } from './cards.js';
 import { A2ACaller, type A2ATarget, RoomA2AHandler, type RoomProblemError } from './handler.js';
 
@@ -55,19 +56,62 @@ function atRoot(handler: RequestHandler, req: Request, res: Response, next: Next
   });
 }
 
+/** A card's entity tag, made as the SDK makes the 0.3 card's: the two versions of a card are two representations, with two tags. */
+function cardTag(body: string): string {
+  return `W/"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`;
+}
+
+/** An HTTP date holds whole seconds: a time as the `Last-Modified` that stands for it. */
+function toSecond(time: number): Date {
+  return new Date(Math.floor(time / 1000) * 1000);
+}
+
+/** An entity tag without its weak mark: If-None-Match compares tags weakly (RFC 9110 §8.8.3.2). */
+function opaqueTag(tag: string): string {
+  return tag.trim().replace(/^W\//, '');
+}
+
+/**
+ * Whether the request holds the card the response is about to carry (RFC 9110 §13.2.2): its
+ * If-None-Match names the ETag (compared weakly), or else its If-Modified-Since is no older than
+ * Last-Modified. Unlike express's `req.fresh`, a request's `Cache-Control: no-cache` does not turn
+ * this into a full answer: that directive speaks to caches on the way, and fetch() adds it to every
+ * conditional request it sends.
+ */
+function holdsCard(req: Request, res: Response): boolean {
+  const noneMatch = req.headers['if-none-match'];
+  if (noneMatch !== undefined) {
+    const etag = res.get('ETag');
+    return noneMatch.trim() === '*' || (etag !== undefined && noneMatch.split(',').some((tag) => opaqueTag(tag) === opaqueTag(etag)));
+  }
+  const since = Date.parse(req.headers['if-modified-since'] ?? '');
+  const lastModified = Date.parse(res.get('Last-Modified') ?? '');
+  return !Number.isNaN(since) && !Number.isNaN(lastModified) && lastModified <= since;
+}
+
 /**
  * A card, in the version the caller asked: 1.0 as A2A's JSON, 0.3 through the SDK's translation.
- * (The SDK's own handler writes its 1.0 card unconverted, so that branch is ours.)
+ * (The SDK's own handler writes its 1.0 card unconverted, so that branch is ours.) Either carries
+ * an ETag and `lastModified`, and a request that holds the same card already gets 304.
  */
-function serveCard(req: Request, res: Response, next: NextFunction, card: AgentCard): void {
-  res.append('Vary', A2A_VERSION_HEADER);
+function serveCard(req: Request, res: Response, next: NextFunction, card: AgentCard, lastModified: Date): void {
+  res.setHeader('Last-Modified', lastModified.toUTCString());
   if (isLegacy(req)) {
     // 0.3 has no device code flow: that scheme is left out of the 0.3 card rather than sent empty.
+    // The SDK's handler sets the ETag and Vary, and answers 304 when `req.fresh`: ours, for this request.
+    Object.defineProperty(req, 'fresh', { configurable: true, get: () => holdsCard(req, res) });
     atRoot(agentCardHandler({ agentCardProvider: () => Promise.resolve(legacyCardOf(card)), legacyCompat: { enabled: true }, cache: { maxAge: 300 } }), req, res, next);
     return;
   }
+  const body = JSON.stringify(AgentCardJson.toJSON(card));
+  res.append('Vary', A2A_VERSION_HEADER);
+  res.setHeader('ETag', cardTag(body));
   res.setHeader('Cache-Control', 'public, max-age=300');
-  res.json(AgentCardJson.toJSON(card));
+  if (holdsCard(req, res)) {
+    res.status(304).end();
+    return;
+  }
+  res.type('json').send(body);
 }
 
 /**
@@ -78,6 +122,8 @@ export function a2aRoutes(options: A2AOptions): { api: Router; site: Router } {
   const { core, surface, room, version } = options;
   const { urls } = surface;
   const handler = new RoomA2AHandler(core, surface, roomCard(urls, version));
+  // The room's cards are made from this process's settings and version: they change when it starts anew.
+  const cardsSince = toSecond(Date.now());
   const rpc: RequestHandler = jsonRpcHandler({
     requestHandler: handler,
     legacyCompat: { enabled: true },
@@ -129,7 +175,9 @@ export function a2aRoutes(options: A2AOptions): { api: Router; site: Router } {
   async function card(req: Request, res: Response, next: NextFunction): Promise<void> {
     const target = await targetOf(req, res, (problem) => sendProblem(res, problem));
     if (!target) return;
-    serveCard(req, res, next, target.kind === 'room' ? roomCard(urls, version) : agentCard(urls, version, target.agent));
+    if (target.kind === 'room') return serveCard(req, res, next, roomCard(urls, version), cardsSince);
+    // An agent's card is what it was named and approved with, so it dates from then, or from this process's start.
+    serveCard(req, res, next, agentCard(urls, version, target.agent), toSecond(Math.max(cardsSince.getTime(), Date.parse(target.agent.createdAt))));
   }
 
   const api = Router();
@@ -139,11 +187,18 @@ export function a2aRoutes(options: A2AOptions): { api: Router; site: Router } {
       detail: `No card here: an agent's card is at ${urls.apiUrl}/a2a/<agentId>/.well-known/agent-card.json, the room's at ${urls.siteUrl}/.well-known/agent-card.json. A2A clients resolve the card against the URL's last segment, so give them the endpoint with a trailing slash (${urls.apiUrl}/a2a/<agentId>/).`,
     });
   });
+  // Any other method: 405 with `Allow: POST` (OPTIONS: 204 with it), as the MCP endpoint answers.
+  const postOnly = otherMethods(core, surface, ['POST'], (method) => `${method} is not served here: an A2A endpoint takes JSON-RPC requests by POST.`);
   api.post('/', endpoint);
+  api.all('/', postOnly);
+  const cardOnly = otherMethods(core, surface, ['GET', 'HEAD']);
   api.get('/:agentId/.well-known/agent-card.json', card);
+  api.all('/:agentId/.well-known/agent-card.json', cardOnly);
   api.post('/:agentId', endpoint);
+  api.all('/:agentId', postOnly);
 
   const site = Router();
   site.get('/.well-known/agent-card.json', card);
+  site.all('/.well-known/agent-card.json', cardOnly);
   return { api, site };
 }

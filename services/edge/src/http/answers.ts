@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PROBLEM_CONTENT_TYPE, type QuotaState } from '@agentroom/kit';
-import type { Express, Request, Response } from 'express';
-import type { Admission } from '../operations/core.js';
+import { DomainError, PROBLEM_CONTENT_TYPE, type QuotaState } from '@agentroom/kit';
+import type { Express, Request, RequestHandler, Response } from 'express';
+import type { Admission, Core } from '../operations/core.js';
 import type { Problem } from '../operations/problem.js';
+import type { Surface } from '../operations/surface.js';
 
 /**
  * What every HTTP adapter (REST, OAuth, MCP, A2A, the live feeds) shares: the request's admission,
@@ -20,6 +21,26 @@ export function admissionOf(res: Response): Admission {
 export function sendProblem(res: Response, problem: Problem): void {
   for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
   res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem.document));
+}
+
+/**
+ * The answer of a URL to every method but its own (mount it with `router.all(path, …)` after the
+ * URL's routes): `OPTIONS` is 204 with `Allow` (a CORS preflight never gets here: the HTTP contract
+ * answers it first), and anything else, `TRACE` and `GET` on a POST-only endpoint included, is 405
+ * with `Allow` and a problem document in the words of `surface` (RFC 9110 §9.3.7, §15.5.6).
+ */
+export function otherMethods(core: Pick<Core, 'problem'>, surface: Surface, methods: readonly string[], detail?: (method: string) => string): RequestHandler {
+  const allow = methods.join(', ');
+  return (req, res) => {
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Allow', allow);
+      res.status(204).end();
+      return;
+    }
+    const error = new DomainError('method-not-allowed', { detail: detail?.(req.method) ?? `${req.method} is not served here; this URL takes ${allow}.`, fields: { expected: allow } });
+    const problem = core.problem(error, surface);
+    sendProblem(res, { ...problem, headers: { ...problem.headers, Allow: allow } });
+  };
 }
 
 /**

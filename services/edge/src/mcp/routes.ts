@@ -12,7 +12,7 @@ import { type Request, type Response, Router } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
-import { admissionOf, asksNoCache, sendProblem } from '../http/answers.js';
+import { admissionOf, asksNoCache, otherMethods, sendProblem } from '../http/answers.js';
 import type { HostPolicy } from './hosts.js';
 import { type McpFastOptions, mcpFastCalls } from './fast.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
@@ -170,9 +170,7 @@ export function mcpRoutes(options: McpOptions & McpFastPathOptions): McpEndpoint
   router.post('/', post);
 
   // Stateless: no server-initiated stream to GET, no session to DELETE.
-  router.all('/', (req, res) => {
-    refuse(res, new DomainError('method-not-allowed', { detail: `${req.method} is not served here: this MCP endpoint is stateless.`, fields: { expected: 'POST' } }), { Allow: 'POST' });
-  });
+  router.all('/', otherMethods(core, surface, ['POST'], (method) => `${method} is not served here: this MCP endpoint is stateless.`));
 
   return { router, fast: mcpFastCalls({ core, surface, hosts, log: options.log, path: options.path, knownAddress: options.knownAddress, asExpress: options.asExpress, handle: post, answerError: options.answerError }) };
 }

@@ -4,7 +4,7 @@ import { AUTHORIZATION_CODE_GRANT, DEVICE_CODE_GRANT, deviceAuthorizationForm, R
 import type { Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
-import { admissionOf, sendProblem } from '../http/answers.js';
+import { admissionOf, otherMethods, sendProblem } from '../http/answers.js';
 
 /** OAuth errors are their own JSON shape (RFC 6749 §5.2), not problem documents. */
 function oauthError(res: Response, status: number, error: string, description: string, headers: Record<string, string> = {}): void {
@@ -151,6 +151,9 @@ export function oauthRoutes(core: Core, surface: Surface): Router {
     if (!outcome.ok) return sendProblem(res, outcome.problem);
     res.status(200).end();
   });
+
+  // Each endpoint takes POST only: the URLs the metadata names answer any other method with 405 and Allow.
+  for (const path of ['/device_authorization', '/token', '/register', '/revoke']) router.all(path, otherMethods(core, surface, ['POST']));
 
   return router;
 }

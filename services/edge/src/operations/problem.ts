@@ -2,6 +2,7 @@ import { type DomainError, problemDocument, type ProblemDocument, type Scope, SC
 import type { Surface } from './surface.js';
 import type { OperationName } from './table.js';
 import { remedyFor } from './remedies.js';
+import { apiResourceMetadataUrl } from '@agentroom/api';
 
 /** A failure as every adapter receives it: the error, its problem document worded for the protocol, and its HTTP headers. */
 export interface Problem {
@@ -29,17 +30,20 @@ export function stepUpScopes(required: Scope, held: readonly Scope[] = []): stri
   return SCOPES.filter((scope) => scope === required || held.includes(scope)).join(' ');
 }
 
-/** Turns a domain error into the problem a protocol answers with, its remedy worded by `surface`. */
-export function renderProblem(error: DomainError, surface: Surface, operation?: OperationName): Problem {
+/**
+ * Turns a domain error into the problem a protocol answers with, its remedy worded by `surface`;
+ * `endpoint` (`POST https://…/mcp`) names where a request went when no operation is known.
+ */
+export function renderProblem(error: DomainError, surface: Surface, operation?: OperationName, endpoint?: string): Problem {
   const { siteUrl } = surface.urls;
   const headers: Record<string, string> = {};
   if (error.fields.retry_after !== undefined) headers['Retry-After'] = String(error.fields.retry_after);
-  const metadata = surface.resourceMetadata ?? `${siteUrl}/.well-known/oauth-protected-resource`;
+  const metadata = surface.resourceMetadata ?? apiResourceMetadataUrl(surface.urls);
   const required = error.fields.required_scope;
   // MCP hosts ask for the scope a 401 names; REST's challenge stays as it was.
   if (error.status === 401) headers['WWW-Authenticate'] = bearerChallenge(metadata, required === undefined || surface.protocol !== 'mcp' ? {} : { scope: required });
   if (error.code === 'scope_required') {
     headers['WWW-Authenticate'] = bearerChallenge(metadata, { insufficientScope: true, ...(required === undefined ? {} : { scope: surface.protocol === 'mcp' ? stepUpScopes(required, error.fields.held_scopes) : required }) });
   }
-  return { error, status: error.status, document: problemDocument(error, siteUrl, remedyFor(error, surface, operation)), headers };
+  return { error, status: error.status, document: problemDocument(error, siteUrl, remedyFor(error, surface, operation, endpoint)), headers };
 }

@@ -18,6 +18,16 @@ function again(surface: Surface, operation: OperationName | undefined): string {
   return operation === undefined ? '' : `; then call ${surface.call(operation)} again`;
 }
 
+/**
+ * After fixing a request that could not be read (its body, before any operation ran): the operation
+ * or endpoint it was sent to, or, when neither is known, the document that says what each one takes.
+ */
+function sendAgain(surface: Surface, operation: OperationName | undefined, endpoint: string | undefined): string {
+  if (operation !== undefined) return again(surface, operation);
+  if (endpoint !== undefined) return `; then send it again to ${endpoint}`;
+  return `; what each endpoint takes is described in ${surface.urls.siteUrl}/openapi.json`;
+}
+
 /** How to get a token holding `scopes`, named in the protocol that asked. */
 function getToken(surface: Surface, scopes: readonly string[]): string {
   const { urls } = surface;
@@ -31,9 +41,17 @@ function getToken(surface: Surface, scopes: readonly string[]): string {
 /**
  * The remedy of a problem: what to do next, naming the URL, tool, method or scope that fixes it,
  * in the words of the protocol that asked. Services send only a slug and fields; every sentence
- * an agent reads is written here.
+ * an agent reads is written here. `endpoint` (`POST https://…`) is where the request went, for a
+ * problem met before any operation ran.
  */
-export function remedyFor(error: DomainError, surface: Surface, operation?: OperationName): string {
+export function remedyFor(error: DomainError, surface: Surface, operation?: OperationName, endpoint?: string): string {
+  const remedy = wordRemedy(error, surface, operation, endpoint);
+  // A remedy that names no URL nor tool (a rule met outside the operation it belongs to) points at
+  // the problem's own page, which says what causes it and what fixes it.
+  return /https?:\/\/|the tool room_/.test(remedy) ? remedy : `${remedy} See ${surface.urls.siteUrl}/problems/${error.slug}.`;
+}
+
+function wordRemedy(error: DomainError, surface: Surface, operation: OperationName | undefined, endpoint: string | undefined): string {
   const { fields } = error;
   const { urls } = surface;
   switch (error.slug) {
@@ -52,7 +70,7 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
     case 'rate-limited': {
       const wait = fields.retry_after ?? 0;
       const header = surface.protocol === 'rest' ? '; see RateLimit-Reset' : '';
-      return `Wait ${wait} seconds, until midnight UTC, when the daily quota of ${fields.limit ?? 'your'} calls resets${header}${again(surface, operation)}. The quota counts every call of this token (or, without one, of this address) on REST, MCP and A2A alike.`;
+      return `Wait ${wait} seconds, until midnight UTC, when the daily quota of ${fields.limit ?? 'your'} calls resets${header}${again(surface, operation)}. The quota counts every call of this token (or, without one, of this address) on REST, MCP and A2A alike (${urls.siteUrl}/problems/rate-limited).`;
     }
     case 'slow-down':
       return `Wait ${fields.retry_after ?? 3} seconds (Retry-After), then poll ${surface.call('pollSignup')} at most every 3 seconds.`;
@@ -84,15 +102,17 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
       return `Shorten ${surface.input(fields.parameter ?? 'text')} to at most ${fields.max_length ?? 500} Unicode characters (it has ${fields.length ?? 'more'}), or split it into several${again(surface, operation)}.`;
     case 'invalid-request':
       if (fields.parameter === undefined) return `Check the request against ${operation === undefined ? `the API at ${urls.baseUrl}` : surface.call(operation)}.`;
+      // The body and its encoding are the HTTP request's, read before any operation: no argument of a protocol.
+      if (fields.parameter === 'body' || fields.parameter === 'Content-Encoding') return `Send the body ${fields.parameter === 'body' ? 'as' : 'with Content-Encoding'} ${fields.expected ?? 'valid'}${sendAgain(surface, operation, endpoint)}.`;
       return `${sentence(surface.input(fields.parameter))} must be ${fields.expected ?? 'valid'}${again(surface, operation)}.`;
     case 'parse-error':
-      return `Send a well-formed JSON body with Content-Type: application/json${again(surface, operation)}.`;
+      return `Send a well-formed JSON body with Content-Type: application/json${sendAgain(surface, operation, endpoint)}.`;
     case 'unsupported-media-type':
       if (surface.protocol === 'mcp') return `Send each JSON-RPC message as a JSON body with Content-Type: application/json to POST ${urls.apiUrl}/mcp.`;
       if (surface.protocol === 'a2a') return `Send the JSON-RPC request as a JSON body with Content-Type: application/json to ${urls.apiUrl}/a2a (or an agent's endpoint below it).`;
       return `Send the body as JSON with Content-Type: application/json${again(surface, operation)}; only the OAuth endpoints under ${urls.apiUrl}/oauth/ take form bodies.`;
     case 'payload-too-large':
-      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (64 KiB)${again(surface, operation)}.`;
+      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (64 KiB, the limit of every request: ${urls.siteUrl}/problems/payload-too-large)${sendAgain(surface, operation, endpoint)}.`;
     case 'idempotency-key-invalid':
       return `Send ${surface.input(fields.parameter ?? 'Idempotency-Key')} as 1 to 255 printable ASCII characters, such as a UUID${again(surface, operation)}.`;
     case 'idempotency-in-flight':
@@ -110,7 +130,7 @@ export function remedyFor(error: DomainError, surface: Surface, operation?: Oper
     case 'invalid-event-id':
       return `Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out of GET ${urls.baseUrl}/posts/stream (or /messages/stream) to receive events from now on.`;
     case 'unavailable':
-      return `Retry${operation === undefined ? '' : ` ${surface.call(operation)}`} in ${fields.retry_after ?? 5} seconds, with exponential backoff.`;
+      return `Retry${operation === undefined ? (endpoint === undefined ? '' : ` ${endpoint}`) : ` ${surface.call(operation)}`} in ${fields.retry_after ?? 5} seconds, with exponential backoff.`;
     case 'internal':
       return `Retry later; if it keeps failing, report it with the request id through ${surface.call('sendFeedback')}.`;
     case 'invalid-grant':

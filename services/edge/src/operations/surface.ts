@@ -17,8 +17,9 @@ export interface Surface {
    */
   call(operation: OperationName): string;
   /**
-   * The protected resource metadata (RFC 9728) its challenges name; the root document when unset.
-   * MCP names its own (the path form of the MCP URL), which MCP hosts follow to authorize.
+   * The protected resource metadata (RFC 9728) its challenges name; when unset, the API's, at the
+   * path form of `{api_url}`. MCP names its own (the path form of the MCP URL), which MCP hosts
+   * follow to authorize.
    */
   readonly resourceMetadata?: string;
   /** What this protocol calls the idempotency key a client sends (REST's header, MCP's argument). */

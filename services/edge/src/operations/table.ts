@@ -1,5 +1,5 @@
 import { cursorPageReads, type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
-import { connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
+import { apiIndexOf, connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { DeliveryGateway } from '../gateways/delivery.gateway.js';
 import type { MessagingGateway } from '../gateways/messaging.gateway.js';
@@ -53,6 +53,7 @@ export type Operations = { [N in OperationName]: Operation<(typeof OPERATIONS)[N
 export function operationTable(deps: OperationDeps): Operations {
   const { urls, room, auth, messaging, delivery } = deps;
   const op = OPERATIONS;
+  const index = apiIndexOf(urls);
   return {
     listPosts: implement(op.listPosts, async (call, input) => {
       // From memory when the hub can vouch for the page; `Cache-Control: no-cache` asks the room (docs/decisions.md §15).
@@ -233,6 +234,9 @@ export function operationTable(deps: OperationDeps): Operations {
     roomOverview: implement(op.roomOverview, () => Promise.resolve(overviewOf(urls))),
 
     howToConnect: implement(op.howToConnect, () => Promise.resolve(connectStepsOf(urls))),
+
+    // One object for the process's life, so its JSON is written once (http/answers.ts, jsonBytes).
+    apiIndex: implement(op.apiIndex, () => Promise.resolve(index)),
   };
 }
 

@@ -2,7 +2,7 @@ import { DomainError, IDEMPOTENCY_HEADER } from '@agentroom/kit';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Core, Outcome } from '../operations/core.js';
-import { admissionOf, asksNoCache, sendJson, sendProblem } from '../http/answers.js';
+import { admissionOf, asksNoCache, otherMethods, sendJson, sendProblem } from '../http/answers.js';
 import type { Surface } from '../operations/surface.js';
 import { REST_BINDINGS, type RestBase, type RestBinding } from '@agentroom/api';
 
@@ -94,15 +94,10 @@ export function restRoutes(core: Core, surface: Surface, base: RestBase): Router
     else if (binding.method === 'DELETE') router.delete(binding.path, handler);
     else router.post(binding.path, handler);
   }
-  // A known path with another method: 405 with the methods it takes (GET answers HEAD too).
+  // A known path with another method: 405 with the methods it takes (GET answers HEAD too); OPTIONS lists them.
   for (const path of new Set(bindings.map((b) => b.path))) {
     const methods = [...new Set(bindings.filter((b) => b.path === path).flatMap((b) => (b.method === 'GET' ? ['GET', 'HEAD'] : [b.method])))].sort();
-    const allow = methods.join(', ');
-    router.all(path, (req, res) => {
-      const error = new DomainError('method-not-allowed', { detail: `${req.method} is not served here; this path takes ${allow}.`, fields: { expected: allow } });
-      const problem = core.problem(error, surface);
-      sendProblem(res, { ...problem, headers: { ...problem.headers, Allow: allow } });
-    });
+    router.all(path, otherMethods(core, surface, methods));
   }
   return router;
 }

@@ -135,10 +135,12 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
     });
   }
   app.use(admission(options));
-  // A preflight counts like any request (once), and is answered here, before any route's 405.
+  // A preflight counts like any request (once), and is answered here, before any route's 405. Only
+  // an OPTIONS naming Access-Control-Request-Method is one (Fetch standard); a plain OPTIONS goes on
+  // to its route, which answers with the methods it takes in Allow.
   if (cors) {
     app.use((req, res, next) => {
-      if (req.method !== 'OPTIONS' || !cors(req)) return next();
+      if (req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined || !cors(req)) return next();
       for (const [name, value] of Object.entries(corsPreflightHeaders())) res.setHeader(name, value);
       res.status(204).end();
     });
