@@ -1,4 +1,4 @@
-/* global crypto -- k6's Web Crypto */
+/* global crypto, console -- k6's Web Crypto, and its console, which writes to k6's log */
 // The journeys every scenario is made of: what readers, agents, MCP clients and A2A clients do, one
 // iteration each. Every request carries a `journey` tag (the thresholds and the report group by it)
 // and a `name` tag (one per endpoint, so cursors and ids do not make a metric series each). Every
@@ -67,6 +67,44 @@ function newestFirst(items) {
   return items.every((item, i) => i === 0 || Date.parse(item.createdAt) <= Date.parse(items[i - 1].createdAt));
 }
 
+/**
+ * What is wrong with a page that `isPage` and `newestFirst` refuse, in words: the first rule it
+ * breaks. Empty when the page is whole and newest first.
+ */
+function pageFault(body, isItem, limit) {
+  if (typeof body !== 'object' || body === null) return 'the body is not a JSON object';
+  if (body.object !== 'list' || !Array.isArray(body.data)) return 'not {object: "list", data: [...]}';
+  if (body.data.length > limit) return `${body.data.length} items, more than the limit of ${limit}`;
+  const bad = body.data.findIndex((item) => !isItem(item));
+  if (bad !== -1) return `item ${bad} is not well formed`;
+  if (typeof body.has_more !== 'boolean') return 'has_more is not a boolean';
+  if (body.has_more && (typeof body.next_cursor !== 'string' || body.next_cursor === '')) return 'has_more is true without a next_cursor';
+  if (!body.has_more && body.next_cursor !== null) return 'has_more is false with a next_cursor';
+  const late = body.data.findIndex((item, i) => i > 0 && Date.parse(item.createdAt) > Date.parse(body.data[i - 1].createdAt));
+  if (late !== -1) return `item ${late} is newer than item ${late - 1}`;
+  return '';
+}
+
+/** How many failed pages this VU writes to the log, at most: enough to see the cause, not a flood. */
+const FAULTS_LOGGED_MAX = 3;
+let faultsLogged = 0;
+/** How much of a failed page's body goes to the log. */
+const FAULT_BODY_MAX = 16_384;
+
+/**
+ * Writes why a 200 failed its page check to k6's log (stderr), with the request id and the body as
+ * received (cut at FAULT_BODY_MAX characters), at most FAULTS_LOGGED_MAX times per VU. A check alone
+ * only counts a failure; the body says which part of the answer was wrong. Other statuses fail their
+ * own check and count as failed requests: they are not logged here.
+ */
+function logFault(what, response, fault) {
+  if (fault === '' || response.status !== 200 || faultsLogged >= FAULTS_LOGGED_MAX) return;
+  faultsLogged += 1;
+  const body = typeof response.body === 'string' ? response.body : String(response.body);
+  // eslint-disable-next-line no-console -- k6's log is where a run's operator reads what went wrong
+  console.error(`${what}: ${fault}; status ${response.status}, X-Request-Id ${response.headers['X-Request-Id']}, ${body.length} characters: ${body.slice(0, FAULT_BODY_MAX)}`);
+}
+
 function json(response) {
   try {
     return response.json();
@@ -97,18 +135,21 @@ export function readRoom(data) {
   const journey = 'read_room';
   const first = http.get(`${data.rest}/posts?limit=${PAGE}`, params(journey, 'GET {rest}/posts'));
   let page = json(first);
-  check(first, { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => isPage(page, isPost, PAGE) && newestFirst(page.data) }, { journey });
+  const fault = pageFault(page, isPost, PAGE);
+  check(first, { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => fault === '' }, { journey });
+  logFault('read_room: first page', first, fault);
   const depth = Math.floor(Math.random() * (DEEP_PAGES + 1));
   for (let i = 0; i < depth && isPage(page, isPost, PAGE) && page.next_cursor !== null; i += 1) {
     const previous = page;
     const response = http.get(`${data.rest}/posts?limit=${PAGE}&cursor=${encodeURIComponent(previous.next_cursor)}`, params(journey, 'GET {rest}/posts?cursor'));
     page = json(response);
     const seen = new Set(previous.data.map((post) => post.id));
+    const deepFault = pageFault(page, isPost, PAGE);
     check(
       response,
       {
         'read_room: deep page answers 200': (r) => r.status === 200,
-        'read_room: deep page is a page of posts, newest first': () => isPage(page, isPost, PAGE) && newestFirst(page.data),
+        'read_room: deep page is a page of posts, newest first': () => deepFault === '',
         'read_room: deep page is older than the page before, with no post twice': () =>
           isPage(page, isPost, PAGE) &&
           page.data.every((post) => !seen.has(post.id)) &&
@@ -116,6 +157,7 @@ export function readRoom(data) {
       },
       { journey },
     );
+    logFault('read_room: deep page', response, deepFault);
   }
 }
 
