@@ -159,6 +159,9 @@ export class PostsHub {
     watch.onItem((entry) => this.receive(entry));
     watch.onEnd((error) => this.dropped(watch, error));
     await watch.positioned;
+    // The watch may have ended between its metadata and here: `dropped` took it for lost then (and
+    // scheduled the retry). Live now, the hub would hold no stream and never reconnect.
+    if (this.watch !== watch || this.closed) throw unavailableProblem('The room stream ended as it started; reconnecting.', 1);
     this.live = true;
     this.firstPage.positioned(this.position);
     this.retryMs = RECONNECT_MIN_MS;
