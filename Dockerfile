@@ -8,11 +8,11 @@
 # e2e/deploy/image.test.ts rebuilds the runtime stage's file tree from the COPY and RUN lines
 # below and starts every service from it, so keep those lines in the forms that test reads.
 
-# Node.js 20 at a fixed patch release (package.json "engines" asks for 20.19 or newer), on a named
-# Debian release, so neither changes under the same tag without an edit here.
-FROM node:20.20.2-bookworm-slim AS base
+# Node.js 24 LTS at a fixed patch release (package.json "engines" asks for 24.11 or newer), on a
+# named Debian release, so neither changes under the same tag without an edit here.
+FROM node:24.21.0-bookworm-slim AS base
 # The npm of package.json "packageManager", the one that wrote package-lock.json; the npm that
-# comes with Node 20 is an older major.
+# comes with Node 24.21.0 is 11.19.0.
 RUN npm install --global --no-audit --no-fund npm@11.19.1 \
  && npm cache clean --force
 WORKDIR /app
@@ -40,7 +40,7 @@ LABEL org.opencontainers.image.title="agent-room" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.base.name="docker.io/library/node:20.20.2-bookworm-slim"
+      org.opencontainers.image.base.name="docker.io/library/node:24.21.0-bookworm-slim"
 ENV NODE_ENV=production
 
 # npm links the workspaces into node_modules/@agentroom/ from their package.json files alone.

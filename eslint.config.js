@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'proto/src/gen/**', '**/.turbo/**', '.venv/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'proto/src/gen/**', '**/.turbo/**', '.venv/**', '.tools/**'] },
   js.configs.recommended,
   ...tseslint.configs.strict,
   {

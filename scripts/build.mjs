@@ -41,7 +41,7 @@ function fail(line, code = 1) {
 const engines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines?.node ?? '';
 const minimum = /^>=\s*(\d+(?:\.\d+){0,2})$/.exec(engines.trim())?.[1];
 if (minimum !== undefined && isOlderThan(process.versions.node, minimum)) {
-  fail(`Agent Room needs Node.js ${minimum} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: install a newer Node.js (e.g. \`nvm install 20\`), then run \`npm ci\` again`);
+  fail(`Agent Room needs Node.js ${minimum} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\`, then run \`npm ci\` again`);
 }
 
 /** True when version `a` (`20.18.1`) is older than `b` (`20.19`). */

@@ -103,6 +103,14 @@ describe('the container image', () => {
   beforeAll(async () => {
     const started = performance.now();
     image = readRuntimeImage(readFileSync(join(repo, 'Dockerfile'), 'utf8'));
+    // The runtime tree is installed (its `npm ci`, engines checked) and its services run by the
+    // Node.js running these tests: on another major than the image's, they would prove nothing.
+    const imageMajor = /^node:(\d+)\./.exec(image.baseImage)?.[1];
+    if (imageMajor !== process.versions.node.split('.')[0]) {
+      throw new Error(
+        `the image runs ${image.baseImage} and these tests build its runtime tree with Node.js ${process.versions.node}: run them on Node.js ${imageMajor ?? '?'} (export PATH="$(bash scripts/install-node.sh):$PATH")`,
+      );
+    }
     const ignored = readDockerignore(readFileSync(join(repo, '.dockerignore'), 'utf8'));
     [tree, redis] = await Promise.all([assembleRuntimeTree(repo, image, ignored), startRedisServer()]);
     const assembled = performance.now();
@@ -164,13 +172,17 @@ describe('the container image', () => {
     tree?.remove();
   }, 60_000);
 
-  it('runs Node.js 20 as package.json asks, with the npm of its packageManager, as the contract starts it', () => {
+  it('runs Node.js 24 LTS as package.json asks, with the npm of its packageManager, as the contract starts it', () => {
     const node = /^node:(\d+)\.(\d+)\.(\d+)-[a-z]+-slim$/.exec(image.baseImage);
     expect(node, `base image ${image.baseImage}: an official node:<x.y.z>-<debian>-slim`).not.toBeNull();
     const [major, minor] = [Number(node?.[1]), Number(node?.[2])];
     const [needMajor, needMinor] = (/>=\s*(\d+)\.(\d+)/.exec(rootPackage.engines.node) ?? []).slice(1).map(Number);
-    expect(major).toBe(20);
+    expect(major).toBe(24);
     expect(minor).toBeGreaterThanOrEqual(major === needMajor ? (needMinor as number) : 0);
+    expect(image.labels['org.opencontainers.image.base.name']).toBe(`docker.io/library/${image.baseImage}`);
+    // The tree these tests run was installed for that Node.js: by it, with .npmrc's engine-strict.
+    expect(process.versions.node.split('.')[0]).toBe(String(major));
+    expect(readFileSync(join(tree.root, '.npmrc'), 'utf8')).toMatch(/^engine-strict=true$/m);
     expect(`npm@${image.npmVersion}`).toBe(rootPackage.packageManager);
 
     expect(image.workdir).toBe('/app');

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
 
-/** The suite's own CLI (pinned: 0.1.16 crashes on Node 20), run with the Node that runs the tests. */
+/** The suite's own CLI, run with the Node that runs the tests. */
 const conformanceCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/dist/index.js');
 const baselineFile = fileURLToPath(new URL('./mcp-conformance-expected-failures.yml', import.meta.url));
 

@@ -1,17 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { delimiter, dirname } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-/**
- * The MCP Inspector's own CLI package (`@modelcontextprotocol/inspector` itself needs Node 22.19).
- * build/cli.js is its bin: it starts build/index.js with the `node` on PATH.
- */
-const inspectorCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector-cli/build/cli.js');
+/** The MCP Inspector's `mcp-inspector` bin: `--cli` runs its command-line client in the same process. */
+const inspectorBin = createRequire(import.meta.url).resolve('@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+/** Where the Inspector keeps its catalog and state (by default under ~/.mcp-inspector): a folder of this test's own. */
+const inspectorHome = mkdtempSync(join(tmpdir(), 'agentroom-inspector-'));
 
 const TOOLS = ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read', 'room_create_webhook', 'room_list_webhooks', 'room_delete_webhook', 'room_test_webhook'];
 
@@ -21,16 +22,11 @@ interface Run {
   stderr: string;
 }
 
-/** `mcp-inspector-cli --cli <url> --transport http ...`, as its README shows; JSON on stdout. */
+/** `mcp-inspector --cli <url> --transport http ...`, as its README shows; JSON on stdout. */
 function inspector(url: string, args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [inspectorCli, '--cli', url, '--transport', 'http', ...args], {
-      // Upstream bug (modelcontextprotocol/inspector#1503): index.js checks that `../package.json`
-      // exists relative to the working directory, then imports it relative to itself. From its
-      // build/ directory both are the package's own package.json.
-      cwd: dirname(inspectorCli),
-      // The `node` it starts is the one running the tests.
-      env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` },
+    const child = spawn(process.execPath, [inspectorBin, '--cli', url, '--transport', 'http', ...args], {
+      env: { ...process.env, MCP_STORAGE_DIR: join(inspectorHome, 'storage'), MCP_CATALOG_PATH: join(inspectorHome, 'mcp.json') },
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: 30_000,
     });
@@ -92,12 +88,13 @@ describe('the MCP Inspector CLI against npm start', () => {
   });
 
   afterAll(async () => {
+    rmSync(inspectorHome, { recursive: true, force: true });
     if (server.exitCode === null && server.signalCode === null) server.kill('SIGTERM');
     expect(await exited).toBe(0);
   });
 
-  it('lists the fourteen room tools', async () => {
-    const listed = json<{ tools: { name: string; description?: string; inputSchema: { type: string } }[] }>(await inspector(mcpUrl, ['--method', 'tools/list']));
+  it('lists the fourteen room tools, with no schema the Inspector calls an error (`--strict` exits 6 on one)', async () => {
+    const listed = json<{ tools: { name: string; description?: string; inputSchema: { type: string } }[] }>(await inspector(mcpUrl, ['--method', 'tools/list', '--strict']));
     expect(listed.tools.map((tool) => tool.name).sort()).toEqual([...TOOLS].sort());
     for (const tool of listed.tools) {
       expect(tool.inputSchema.type, tool.name).toBe('object');

@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash, type Hash } from 'node:crypto';
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, relative } from 'node:path';
+import { basename, delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CopyStep, NpmCiStep, RuntimeImage } from './image-dockerfile.js';
 
@@ -83,8 +83,10 @@ function copy(repo: string, root: string, step: CopyStep, ignored: (path: string
 
 /** `npm ci` with the Dockerfile's flags (and the machine's warm cache), in `root`. */
 function npmCi(root: string, flags: string[], line: number): Promise<void> {
-  // Settings of an npm that started these tests (npm_config_*) must not reach this install.
+  // Settings of an npm that started these tests (npm_config_*) must not reach this install; npm
+  // runs on the Node.js running the tests, so the tree is installed (engines checked) for it.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+  env.PATH = `${dirname(process.execPath)}${delimiter}${env.PATH ?? ''}`;
   return new Promise((resolve, reject) => {
     const child = spawn('npm', ['ci', ...flags, '--prefer-offline'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';

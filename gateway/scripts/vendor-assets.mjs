@@ -6,8 +6,9 @@
 // production install and the container image.
 //
 // Plain JavaScript on purpose: it runs as a build step, beside tsc.
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import process from 'node:process';
 import { URL } from 'node:url';
 
@@ -15,9 +16,15 @@ const require = createRequire(import.meta.url);
 const target = new URL('../dist/assets/scalar.js', import.meta.url);
 let source;
 try {
-  source = require.resolve('@scalar/api-reference/browser/standalone.js');
+  // The package's exports name no browser bundle: it sits in dist/browser/, beside the main entry
+  // (dist/index.js). standalone.js is the one-file build (the .esm.js one loads chunks).
+  source = join(dirname(require.resolve('@scalar/api-reference')), 'browser', 'standalone.js');
 } catch {
   process.stderr.write('gateway build: @scalar/api-reference is not installed (it is a devDependency): run `npm ci` without --omit=dev\n');
+  process.exit(1);
+}
+if (!existsSync(source)) {
+  process.stderr.write(`gateway build: ${source} is missing: @scalar/api-reference moved its standalone bundle; point gateway/scripts/vendor-assets.mjs at the new place\n`);
   process.exit(1);
 }
 mkdirSync(new URL('.', target), { recursive: true });

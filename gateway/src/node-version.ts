@@ -2,8 +2,8 @@
 // one package.json's "engines" asks for, this is the one line printed, before anything can fail
 // in a less readable way.
 
-/** The oldest Node.js we run on: package.json's `"engines": { "node": ">=20.19" }` (a test keeps them in step). */
-export const MINIMUM_NODE = '20.19.0';
+/** The oldest Node.js we run on: package.json's `"engines": { "node": ">=24.11" }`, the first 24 LTS (a test keeps them in step). */
+export const MINIMUM_NODE = '24.11.0';
 
 /** True when `version` (`20.18.1`, `v22.3.0`) is older than `minimum`. */
 export function isOlderThan(version: string, minimum: string): boolean {
@@ -19,7 +19,7 @@ export function isOlderThan(version: string, minimum: string): boolean {
 
 if (isOlderThan(process.versions.node, MINIMUM_NODE)) {
   process.stderr.write(
-    `Agent Room needs Node.js ${MINIMUM_NODE} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: install a newer Node.js (e.g. \`nvm install 20\`), then run \`npm ci\` again\n`,
+    `Agent Room needs Node.js ${MINIMUM_NODE} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\`, then run \`npm ci\` again\n`,
   );
   process.exit(1);
 }

@@ -15,8 +15,8 @@ import { MINIMUM_NODE } from '@agentroom/gateway/node-version';
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-/** A Node.js that says it is 20.18.0, to see what the launchers do on one older than "engines". */
-const OLD_NODE = ['--import', 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"20.18.0"})'];
+/** A Node.js that says it is 22.22.0, to see what the launchers do on one older than "engines". */
+const OLD_NODE = ['--import', 'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"22.22.0"})'];
 
 interface Finished {
   code: number | null;
@@ -142,13 +142,15 @@ describe('npm start when it cannot start', () => {
 
   it('a Node.js older than package.json "engines": one line from the launcher and from the build script', async () => {
     const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
-    // The launcher's minimum is package.json's: `>=20.19` is 20.19.0.
+    // The launcher's minimum is package.json's: `>=24.11` is 24.11.0.
     const [major = '0', minor = '0', patch = '0'] = engines.replace(/^>=\s*/, '').split('.');
     expect(`${major}.${minor}.${patch}`).toBe(MINIMUM_NODE);
     for (const script of ['launcher/dist/start.js', 'launcher/dist/cluster.js', 'scripts/build.mjs']) {
       const line = oneLine(await run([...OLD_NODE, script], { PORT: String(busy.port) }));
-      expect(line).toMatch(/needs Node\.js 20\.19(\.0)? or newer/);
-      expect(line).toContain('this is Node.js 20.18.0');
+      expect(line).toMatch(/needs Node\.js 24\.11(\.0)? or newer/);
+      expect(line).toContain('this is Node.js 22.22.0');
+      // What to do, in the same line: the project's own installer of Node.js 24.
+      expect(line).toContain('export PATH="$(bash scripts/install-node.sh):$PATH"');
     }
   });
 });
