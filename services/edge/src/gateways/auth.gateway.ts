@@ -106,6 +106,7 @@ export class AuthGateway {
   async authenticate(token: string): Promise<Principal> {
     const response = await unaryCall<AuthenticateTokenResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.authenticateToken({ token }, metadata, options, callback),
+      { repeatable: true },
     );
     return {
       tokenId: response.tokenId,
@@ -151,6 +152,7 @@ export class AuthGateway {
   async revoke(token: string): Promise<void> {
     await unaryCall<RevokeTokenResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.revokeToken({ token }, metadata, options, callback),
+      { repeatable: true },
     );
     for (const listener of this.revokedListeners) listener(token);
   }

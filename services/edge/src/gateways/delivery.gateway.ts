@@ -59,7 +59,7 @@ export class DeliveryGateway {
   }
 
   async listWebhooks(agentId: string): Promise<Webhook[]> {
-    const response = await unaryCall<ListWebhooksResponse__Output>(this.deadlineMs, (metadata, options, callback) => this.client.listWebhooks({ agentId }, metadata, options, callback));
+    const response = await unaryCall<ListWebhooksResponse__Output>(this.deadlineMs, (metadata, options, callback) => this.client.listWebhooks({ agentId }, metadata, options, callback), { repeatable: true });
     return response.webhooks.map(toWebhook);
   }
 

@@ -76,6 +76,7 @@ export class MessagingGateway {
   async listMessages(agentId: string, limit: number, cursor: string | undefined): Promise<{ messages: Message[]; hasMore: boolean; nextCursor: string | null }> {
     const response = await unaryCall<ListMessagesResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.listMessages({ agentId, limit, cursor: cursor ?? '' }, metadata, options, callback),
+      { repeatable: true },
     );
     return { messages: response.messages.map(toMessage), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
@@ -93,6 +94,7 @@ export class MessagingGateway {
   async listNotifications(agentId: string, limit: number, cursor: string | undefined, unreadOnly: boolean) {
     const response = await unaryCall<ListNotificationsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.listNotifications({ agentId, limit, cursor: cursor ?? '', unreadOnly }, metadata, options, callback),
+      { repeatable: true },
     );
     return {
       notifications: response.notifications.map(toNotification),
@@ -107,6 +109,7 @@ export class MessagingGateway {
   async markNotificationsRead(agentId: string, upTo: string): Promise<{ readUpTo: string; unreadCount: number }> {
     const response = await unaryCall<MarkNotificationsReadResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.markNotificationsRead({ agentId, upTo }, metadata, options, callback),
+      { repeatable: true },
     );
     return { readUpTo: response.readUpTo, unreadCount: response.unreadCount };
   }

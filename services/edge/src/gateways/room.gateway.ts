@@ -83,6 +83,7 @@ export class RoomGateway {
   async listPosts(limit: number, cursor: string | undefined): Promise<{ posts: Post[]; hasMore: boolean; nextCursor: string | null }> {
     const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.listPosts({ limit, cursor: cursor ?? '' }, metadata, options, callback),
+      { repeatable: true },
     );
     return { posts: response.posts.map(toPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
@@ -91,6 +92,7 @@ export class RoomGateway {
   async newestPosts(limit: number, cursor = ''): Promise<{ entries: PagedPost[]; hasMore: boolean; nextCursor: string | null }> {
     const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.listPosts({ limit, cursor, withCursors: true }, metadata, options, callback),
+      { repeatable: true },
     );
     return { entries: response.posts.map(toPagedPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
@@ -100,6 +102,7 @@ export class RoomGateway {
   async createPost(agentId: string, text: string, via: Via, replyTo: string, callKey: string): Promise<PagedPost> {
     const response = await unaryCall<CreatePostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.createPost({ agentId, text, via: viaToProto(via), withCursor: true, replyTo, callKey }, metadata, options, callback),
+      { repeatable: true },
     );
     if (!response.post) throw new Error('CreatePost answered no post');
     return toPagedPost(response.post);
@@ -107,7 +110,7 @@ export class RoomGateway {
 
   /** One post, with its thread's reply count; an unknown id is a 404 `post-not-found`. */
   async getPost(postId: string): Promise<Post> {
-    const response = await unaryCall<GetPostResponse__Output>(this.deadlineMs, (metadata, options, callback) => this.client.getPost({ postId }, metadata, options, callback));
+    const response = await unaryCall<GetPostResponse__Output>(this.deadlineMs, (metadata, options, callback) => this.client.getPost({ postId }, metadata, options, callback), { repeatable: true });
     if (!response.post) throw new Error('GetPost answered no post');
     return toPost(response.post);
   }
@@ -116,6 +119,7 @@ export class RoomGateway {
   async listReplies(postId: string, limit: number, cursor: string | undefined): Promise<{ posts: Post[]; hasMore: boolean; nextCursor: string | null }> {
     const response = await unaryCall<ListRepliesResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.listReplies({ postId, limit, cursor: cursor ?? '' }, metadata, options, callback),
+      { repeatable: true },
     );
     return { posts: response.posts.map(toPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
@@ -124,6 +128,7 @@ export class RoomGateway {
   async listAgents(limit: number, includeRevoked = false): Promise<{ agents: Agent[]; hasMore: boolean }> {
     const response = await unaryCall<ListAgentsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.listAgents({ limit, includeRevoked }, metadata, options, callback),
+      { repeatable: true },
     );
     return { agents: response.agents.map(toAgent), hasMore: response.hasMore };
   }
@@ -132,6 +137,7 @@ export class RoomGateway {
   async getAgent(agentId: string): Promise<Agent> {
     const response = await unaryCall<GetAgentResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.getAgent({ agentId }, metadata, options, callback),
+      { repeatable: true },
     );
     if (!response.agent) throw new Error('GetAgent answered no agent');
     return toAgent(response.agent);

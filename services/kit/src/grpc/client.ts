@@ -8,12 +8,16 @@ import { fromServiceError } from './status.js';
 /**
  * How a call that found its replica gone is sent again (docs/decisions.md §18): on UNAVAILABLE only
  * (the connection dropped or could not be made; a server that answers UNAVAILABLE itself says not to
- * retry, see status.ts), at most three attempts, the second after about 25 ms and the third about
- * 100 ms later: time enough for round_robin to drop the dead replica, and far inside GRPC_DEADLINE_MS,
- * which bounds the whole call, retries included.
+ * retry, see status.ts), at most five attempts (grpc-js's most), the second up to 25 ms after the
+ * failure and each next up to 100 ms after the one before (gRPC draws each wait at random below its
+ * bound): time enough for round_robin to drop the dead replica, and far inside GRPC_DEADLINE_MS,
+ * which bounds the whole call, retries included. Five, not three: round_robin takes replicas in turn
+ * for every call of the channel, so under concurrent calls a call's next attempts may be picked for
+ * the dead replica again before the channel has seen it go; three let one read in a few thousand
+ * fail through a SIGKILL.
  */
 export const RETRY_POLICY = {
-  maxAttempts: 3,
+  maxAttempts: 5,
   initialBackoff: '0.025s',
   maxBackoff: '0.1s',
   backoffMultiplier: 4,
@@ -119,14 +123,38 @@ export function outgoingMetadata(): grpc.Metadata {
 export function unaryCall<Res>(
   deadlineMs: number,
   invoke: (metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<Res>) => grpc.ClientUnaryCall,
+  options: UnaryCallOptions = {},
 ): Promise<Res> {
-  return new Promise<Res>((resolve, reject) => {
-    invoke(outgoingMetadata(), { deadline: Date.now() + deadlineMs }, (error, response) => {
-      if (error) return reject(fromServiceError(error));
-      if (response === undefined) return reject(fromServiceError(new Error('empty response')));
-      return resolve(response);
+  const deadline = Date.now() + deadlineMs;
+  const metadata = outgoingMetadata();
+  const attempt = (last: boolean): Promise<Res> =>
+    new Promise<Res>((resolve, reject) => {
+      invoke(metadata.clone(), { deadline }, (error, response) => {
+        if (error) {
+          if (!last && options.repeatable === true && connectionLost(error) && Date.now() < deadline) return resolve(attempt(true));
+          return reject(fromServiceError(error));
+        }
+        if (response === undefined) return reject(fromServiceError(new Error('empty response')));
+        return resolve(response);
+      });
     });
-  });
+  return attempt(false);
+}
+
+export interface UnaryCallOptions {
+  /**
+   * The method may be sent again (its proto's idempotency_level, docs/decisions.md §18). grpc-js's
+   * retry policy sends such a call again only until the server's answer has begun: a replica killed
+   * after its response headers left, before the message, ends the call with a lost connection that
+   * grpc-js will not retry. Such a call is then made once more, within the same deadline.
+   */
+  repeatable?: boolean;
+}
+
+/** UNAVAILABLE because the connection went, not because a server answered it (which names its problem, and says not to retry). */
+function connectionLost(error: grpc.ServiceError): boolean {
+  const trailers = error.metadata as grpc.Metadata | undefined;
+  return error.code === grpc.status.UNAVAILABLE && (trailers === undefined || (trailers.get('agentroom-problem-bin').length === 0 && trailers.get('grpc-retry-pushback-ms').length === 0));
 }
 
 export type HealthStatus = 'SERVING' | 'NOT_SERVING' | 'UNKNOWN' | 'SERVICE_UNKNOWN' | 'UNREACHABLE';
