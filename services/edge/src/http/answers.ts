@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DomainError, PROBLEM_CONTENT_TYPE, type QuotaState } from '@agentroom/kit';
+import { DomainError, type Logger, PROBLEM_CONTENT_TYPE, type QuotaState } from '@agentroom/kit';
 import type { Express, Request, RequestHandler, Response } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Problem } from '../operations/problem.js';
@@ -9,6 +9,24 @@ import type { Surface } from '../operations/surface.js';
  * What every HTTP adapter (REST, OAuth, MCP, A2A, the live feeds) shares: the request's admission,
  * and the answers they write the same way. Adapters import this, never each other.
  */
+
+/**
+ * What a path answered before express's router (the GET and MCP fast paths, rest/fast-reads.ts and
+ * mcp/fast.ts) is given by the server: the pipeline, how its protocol words problems, its path, and
+ * express's objects for the answers only express writes.
+ */
+export interface FastPathOptions {
+  core: Core;
+  /** The protocol's surface, for the remedies of any problem. */
+  surface: Surface;
+  /** The literal path it answers. */
+  path: string;
+  log: Logger;
+  /** The client address of a request when it is known without express (the same peer and X-Forwarded-For seen before). */
+  knownAddress(req: IncomingMessage): string | undefined;
+  /** The request and response as express's (its prototypes and `locals`), for an answer only express writes. */
+  asExpress(req: IncomingMessage, res: ServerResponse): { req: Request; res: Response };
+}
 
 /** The admission the HTTP contract made for this request (edge's `admit` hook puts it there). */
 export function admissionOf(res: Response): Admission {

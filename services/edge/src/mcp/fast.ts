@@ -1,27 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BODY_LIMIT_BYTES, corsHeaders, type Logger, parseJsonBytes, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit';
+import { BODY_LIMIT_BYTES, corsHeaders, parseJsonBytes, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit';
 import { scopeFor } from '@agentroom/api';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
-import { asksNoCache, jsonBytes, leadingHeaders } from '../http/answers.js';
+import { asksNoCache, type FastPathOptions, jsonBytes, leadingHeaders } from '../http/answers.js';
 import type { Admission, Core } from '../operations/core.js';
 import type { Operation } from '../operations/operation.js';
 import type { Problem } from '../operations/problem.js';
-import type { Surface } from '../operations/surface.js';
 import type { HostPolicy } from './hosts.js';
 import { TOOLS_BY_NAME } from './tools.js';
 
-export interface McpFastOptions {
-  core: Core;
-  surface: Surface;
+/** `path` is the literal path of `{api_url}/mcp`; `surface` MCP's. */
+export interface McpFastOptions extends FastPathOptions {
   hosts: HostPolicy;
-  log: Logger;
-  /** The literal path of `{api_url}/mcp`. */
-  path: string;
-  /** The client address of a request when it is known without express (the same peer and X-Forwarded-For seen before). */
-  knownAddress(req: IncomingMessage): string | undefined;
-  /** The request and response as express's (its prototypes and `locals`), for what the SDK or the app answers. */
-  asExpress(req: IncomingMessage, res: ServerResponse): { req: Request; res: Response };
   /** The MCP route's own handler of a POST (routes.ts), for every request this path does not answer itself. */
   handle(req: Request, res: Response): Promise<void>;
   /** The app's error handler: a body it cannot read, and what fails unexpectedly. */

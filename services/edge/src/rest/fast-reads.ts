@@ -1,22 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { corsHeaders, type Logger, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit';
+import { corsHeaders, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { Request, Response } from 'express';
-import { asksNoCache, JSON_CONTENT_TYPE, jsonBytes, leadingHeaders, sendProblem } from '../http/answers.js';
-import type { Core } from '../operations/core.js';
-import type { Surface } from '../operations/surface.js';
+import { asksNoCache, type FastPathOptions, JSON_CONTENT_TYPE, jsonBytes, leadingHeaders, sendProblem } from '../http/answers.js';
 
-export interface FastReadsOptions {
-  core: Core;
-  /** REST's surface, for the remedies of any problem. */
-  surface: Surface;
-  /** The literal path of `GET {base_url}/posts`. */
-  path: string;
-  log: Logger;
-  /** The client address of a request when it is known without express (the same peer and X-Forwarded-For seen before). */
-  knownAddress(req: IncomingMessage): string | undefined;
-  /** The request and response as express's (its prototypes and `locals`), for an answer only express writes. */
-  asExpress(req: IncomingMessage, res: ServerResponse): { req: Request; res: Response };
+/** `path` is the literal path of `GET {base_url}/posts`; `surface` REST's. */
+export interface FastReadsOptions extends FastPathOptions {
   /** The app's error handler, for what fails unexpectedly. */
   answerError(error: unknown, req: Request, res: Response): void;
 }

@@ -3,7 +3,7 @@ import { service as healthService } from 'grpc-health-check';
 import { z } from 'zod';
 import { currentContext, REQUEST_ID_HEADER } from '../context.js';
 import type { Dependency } from '../admin.js';
-import { fromServiceError } from './status.js';
+import { connectionLost, fromServiceError } from './status.js';
 
 /**
  * How a call that found its replica gone is sent again (docs/decisions.md §18): on UNAVAILABLE only
@@ -151,11 +151,6 @@ export interface UnaryCallOptions {
   repeatable?: boolean;
 }
 
-/** UNAVAILABLE because the connection went, not because a server answered it (which names its problem, and says not to retry). */
-function connectionLost(error: grpc.ServiceError): boolean {
-  const trailers = error.metadata as grpc.Metadata | undefined;
-  return error.code === grpc.status.UNAVAILABLE && (trailers === undefined || (trailers.get('agentroom-problem-bin').length === 0 && trailers.get('grpc-retry-pushback-ms').length === 0));
-}
 
 export type HealthStatus = 'SERVING' | 'NOT_SERVING' | 'UNKNOWN' | 'SERVICE_UNKNOWN' | 'UNREACHABLE';
 

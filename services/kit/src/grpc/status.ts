@@ -77,6 +77,15 @@ function readTrailer(metadata: grpc.Metadata | undefined): DomainError | undefin
   });
 }
 
+/**
+ * A call that ended UNAVAILABLE because its connection went, rather than because a server answered
+ * it so (which sends its problem and the pushback trailer, {@link toServiceError}).
+ */
+export function connectionLost(error: grpc.ServiceError): boolean {
+  const trailers = error.metadata as grpc.Metadata | undefined;
+  return error.code === grpc.status.UNAVAILABLE && (trailers === undefined || (trailers.get(PROBLEM_TRAILER).length === 0 && trailers.get(NO_RETRY_TRAILER).length === 0));
+}
+
 /** The other side of the hop: a failed call becomes the domain error it carried, or a generic one. */
 export function fromServiceError(error: unknown): DomainError {
   if (error instanceof DomainError) return error;
