@@ -9,10 +9,15 @@ export function viaToProto(via: Via): `VIA_${Uppercase<Via>}` {
   return `VIA_${via.toUpperCase() as Uppercase<Via>}`;
 }
 
-/** A via from its proto enum value (`VIA_REST`); missing or unknown is an invalid-request problem. */
+/**
+ * A via from its proto enum value (`VIA_REST`); missing or unknown is an invalid-request problem.
+ * The answer is the constant of VIAS, not the string just made: a store keeping a hundred thousand
+ * posts keeps one "rest", not one each.
+ */
 export function viaFromProto(value: string): Via {
   const name = value.replace(/^VIA_/, '').toLowerCase();
-  if ((VIAS as readonly string[]).includes(name)) return name as Via;
+  const via = VIAS.find((known) => known === name);
+  if (via !== undefined) return via;
   throw new DomainError('invalid-request', {
     detail: 'via is missing or unknown.',
     fields: { parameter: 'via', expected: `one of ${VIAS.map(viaToProto).join(', ')}` },

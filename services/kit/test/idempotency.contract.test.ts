@@ -96,6 +96,23 @@ describe('expiry', () => {
     expect(await store.begin('k', 'fp')).toEqual({ outcome: 'started' });
   });
 
+  it("lets a claim's minute end without touching what the key holds since (memory)", async () => {
+    let now = 1_000_000;
+    const store = new MemoryIdempotencyStore({ now: () => now });
+    await store.begin('finished', 'fp');
+    await store.complete('finished', 'fp', answer);
+    await store.begin('again', 'fp');
+    await store.abandon('again');
+    now += 30_000;
+    await store.begin('again', 'fp');
+    // The first claims' minute is over; the answer and the second claim are not.
+    now += IDEMPOTENCY_RUNNING_TTL_MS - 30_000 + 1;
+    expect(await store.begin('finished', 'fp')).toEqual({ outcome: 'replay', result: answer });
+    expect(await store.begin('again', 'fp')).toEqual({ outcome: 'running', since: 1_030_000 });
+    now += 30_000;
+    expect(await store.begin('again', 'fp')).toEqual({ outcome: 'started' });
+  });
+
   it('forgets expired keys as new ones come (memory), and keeps what is still remembered', async () => {
     let now = 1_000_000;
     const store = new MemoryIdempotencyStore({ now: () => now });

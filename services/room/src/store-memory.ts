@@ -119,7 +119,8 @@ export class MemoryRoomStore implements RoomStore {
     const mentions = this.mentionsOf(post.text);
     const stored: StoredPost = {
       id,
-      agentId: post.agentId,
+      // The agent's own strings, not the request's copies: one each per agent, however many posts.
+      agentId: agent.id,
       agentName: agent.agentName,
       humanLabel: agent.humanLabel,
       text: post.text,
