@@ -2,7 +2,7 @@ import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_p
 import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { onParentGone } from '@agentroom/kit';
+import { NODE_FLAGS, onParentGone } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The one line a server child prints on stdout once it is ready; logs never look like it. */
@@ -120,7 +120,7 @@ function exitDescription(child: ChildProcess): string | undefined {
 export function startServerChild(name: string, script: string, env: NodeJS.ProcessEnv, readyTimeoutMs: number): Promise<ServerChild> {
   const path = fileURLToPath(new URL(script, import.meta.url));
   // With an IPC channel, unused but for its close: the child stops by itself once we are gone, however we died.
-  const child = spawn(process.execPath, ['--enable-source-maps', path], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }) as ChildProcessByStdio<null, Readable, Readable>;
+  const child = spawn(process.execPath, [...NODE_FLAGS, path], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }) as ChildProcessByStdio<null, Readable, Readable>;
   running.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => running.delete(child));

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@agentroom/kit';
+import { freePort, NODE_FLAGS } from '@agentroom/kit';
 
 /** The built launcher, `npm run cluster` without its build step. */
 const CLUSTER_SCRIPT = fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url));
@@ -49,7 +49,7 @@ export interface RunningCluster {
  */
 export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_000): Promise<RunningCluster> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ['--enable-source-maps', CLUSTER_SCRIPT], {
+  const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, CLUSTER_SCRIPT], {
     env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', LOG_FORMAT: 'json', QUOTA_PER_ADDRESS: '1000000000', QUOTA_PER_TOKEN: '1000000000', SHUTDOWN_GRACE_MS: '1000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

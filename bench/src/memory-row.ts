@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { freePort } from '@agentroom/kit';
+import { freePort, NODE_FLAGS } from '@agentroom/kit';
 import { startCpu, totalCpuMs } from './cpu.js';
 import { approvedToken } from './human.js';
 import { progress } from './progress.js';
@@ -71,14 +71,13 @@ interface Started {
   stop(): Promise<void>;
 }
 
-/** `node --enable-source-maps --max-semi-space-size=16 launcher/dist/start.js`, as `npm start` runs it, on free ports; ready once its admin port answers. */
+/** `node <NODE_FLAGS> launcher/dist/start.js`, as `npm start` runs it, on free ports; ready once its admin port answers. */
 async function startProduct(): Promise<Started> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const origin = `http://127.0.0.1:${port}`;
   const script = fileURLToPath(new URL('../../launcher/dist/start.js', import.meta.url));
-  // The flags of package.json's start script: Node 24's V8 lets the young generation grow to 128 MiB
-  // unless told otherwise, and only on the command line (docs/decisions.md §19).
-  const child = spawn(process.execPath, ['--enable-source-maps', '--max-semi-space-size=16', script], {
+  // The flags of package.json's start script (kit's NODE_FLAGS).
+  const child = spawn(process.execPath, [...NODE_FLAGS, script], {
     env: {
       ...process.env,
       PORT: String(port),

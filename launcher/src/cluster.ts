@@ -20,6 +20,7 @@ import {
   type LocalRedis,
   logEnv,
   newCursorSecret,
+  NODE_FLAGS,
   onParentGone,
   openRedis,
   port,
@@ -138,7 +139,7 @@ async function launch(name: string, script: string, env: Record<string, string>)
   metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
   adminPorts[name] = metricsPort;
   // The same environment on every restart: same ports, same addresses, so peers find it again.
-  return supervise({ name, command: process.execPath, args: ['--enable-source-maps', script], env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, node: true });
+  return supervise({ name, command: process.execPath, args: [...NODE_FLAGS, script], env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, node: true });
 }
 
 function supervise(spec: Pick<Supervised, 'name' | 'command' | 'args' | 'env' | 'node'>): ChildProcess {

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../store/redis-server.js';
+import { NODE_FLAGS } from '../node-flags.js';
 import { HealthChecker } from './client.js';
 
 const READY_TIMEOUT_MS = 20_000;
@@ -37,7 +38,7 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   const script = fileURLToPath(new URL(`../../../${options.service}/dist/main.js`, import.meta.url));
   const port = await freePort();
   const address = `127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(process.execPath, ['--enable-source-maps', script], {
+  const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, script], {
     env: { ...process.env, ...options.env, [options.addressVariable]: address },
     // The IPC channel is unused but for its close: the service stops by itself once this process is gone, however it died.
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
