@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS, type LocalRedis, loadConfig, type ServiceProcess, startRedisServer, startServiceProcess, unaryCall } from '@agentroom/kit';
 import { messagingProto, type MessagingServiceClient, type RoomServiceClient, type SendMessageResponse__Output } from '@agentroom/proto';
@@ -43,7 +44,7 @@ function startDelivery(prefix: string): Promise<RunningDelivery> {
 }
 
 function send(from: string, to: string, text: string): Promise<SendMessageResponse__Output> {
-  return unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) => messagingClient.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST' }, metadata, options, callback));
+  return unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) => messagingClient.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback));
 }
 
 describe('crash safety (Redis): two delivery replicas, one dies abruptly mid-burst', () => {

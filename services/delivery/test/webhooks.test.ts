@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { notification as apiNotificationSchema } from '@agentroom/api';
 import { DomainError, loadConfig, type ServiceProcess, startServiceProcess, unaryCall } from '@agentroom/kit';
 import { messagingProto, type RoomServiceClient, type SendMessageResponse__Output } from '@agentroom/proto';
@@ -109,7 +110,7 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     const dmHook = await calls.create(bob, dms.url, ['direct_message']);
     const replyHook = await calls.create(bob, replies.url, ['reply']);
     const client = new (messagingProto().MessagingService)(`127.0.0.1:${messagingPort}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
-    const sent = await unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) => client.sendMessage({ fromAgentId: alice, toAgentId: bob, text: 'psst', via: 'VIA_REST' }, metadata, options, callback));
+    const sent = await unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) => client.sendMessage({ fromAgentId: alice, toAgentId: bob, text: 'psst', via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback));
     client.close();
     const original = await post(roomGrpc, bob, 'a post of bob');
     await post(roomGrpc, alice, 'an answer', original);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
@@ -90,7 +91,7 @@ describe('a watch of an inbox, when the messaging replica serving it dies', () =
     const send = async (through: string, text: string): Promise<void> => {
       const one = new MessagingGateway(through, 2_000);
       try {
-        await one.sendMessage(agentId, agentId, text, 'rest');
+        await one.sendMessage(agentId, agentId, text, 'rest', randomUUID());
       } finally {
         one.close();
       }

@@ -29,6 +29,7 @@ export * from './store/feedback.js';
 export * from './grpc/service-process.js';
 export * from './via.js';
 export * from './node-flags.js';
+export * from './grpc/call-key.js';
 export * from './http/outbound.js';
 export * from './store/lease-follower.js';
 export * from './store/lease-store.js';

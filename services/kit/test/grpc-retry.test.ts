@@ -12,7 +12,18 @@ import {
   startServiceProcess,
   unaryCall,
 } from '@agentroom/kit';
-import { authProto, type CreatePostResponse__Output, deliveryProto, type ListPostsResponse__Output, messagingProto, roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
+import {
+  authProto,
+  type CreatePostResponse__Output,
+  deliveryProto,
+  type ListMessagesResponse__Output,
+  type ListPostsResponse__Output,
+  messagingProto,
+  roomProto,
+  type RoomServiceClient,
+  type SendMessageResponse__Output,
+  type UpsertAgentResponse__Output,
+} from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /** Every service's generated client, by the name docs/decisions.md §18 gives it. */
@@ -48,13 +59,14 @@ describe('which gRPC calls are retried on another replica', () => {
     for (const row of documented) expect(row.retried, row.call).toBe(plan.find((method) => method.call === row.call)?.retried);
   });
 
-  it('retries CreatePost, which every caller names with its call key', () => {
+  it('retries CreatePost and SendMessage, which every caller names with its call key', () => {
     expect(plan.find((method) => method.call === 'RoomService.CreatePost')).toMatchObject({ retried: true, level: 'IDEMPOTENT' });
+    expect(plan.find((method) => method.call === 'MessagingService.SendMessage')).toMatchObject({ retried: true, level: 'IDEMPOTENT' });
   });
 
   it('never retries a write a repeat could apply twice', () => {
     const neverRetried = plan.filter((method) => !method.retried).map((method) => method.call);
-    for (const write of ['RoomService.UpsertAgent', 'MessagingService.SendMessage', 'AuthService.PollDeviceFlow', 'AuthService.ExchangeToken', 'DeliveryService.CreateWebhook']) {
+    for (const write of ['RoomService.UpsertAgent', 'AuthService.PollDeviceFlow', 'AuthService.ExchangeToken', 'DeliveryService.CreateWebhook']) {
       expect(neverRetried).toContain(write);
     }
   });
@@ -218,6 +230,68 @@ describe('retries against real room processes on one Redis', () => {
       expect(held.sort()).toEqual([...answered.keys()].sort());
     } finally {
       client.close();
+    }
+  }, 40_000);
+
+  it('messages go on through the SIGKILL of one of two messaging replicas: every call answered, each message sent once', async () => {
+    const env = { REDIS_URL: redis?.url ?? '', LOG_LEVEL: 'warn' };
+    // A room of its own, for messaging's agent lookups: the tests before may have killed the others.
+    const room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env });
+    rooms.push(room);
+    const pair = await Promise.all([0, 1].map(() => startServiceProcess({ service: 'messaging', addressVariable: 'MESSAGING_GRPC_ADDR', env: { ...env, ROOM_ADDR: room.address } })));
+    const [first, second] = pair as [ServiceProcess, ServiceProcess];
+    const MessagingService = messagingProto().MessagingService;
+    const client = new MessagingService(`ipv4:${first.address},${second.address}`, grpc.credentials.createInsecure(), clientOptions(MessagingService.service));
+    const roomClient = new RoomService(room.address, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
+    const agent = async (agentName: string): Promise<string> => {
+      const made = await unaryCall<UpsertAgentResponse__Output>(2_000, (metadata, options, callback) =>
+        roomClient.upsertAgent({ agent: { agentName, humanLabel: 'Ada', scopes: ['messages:write', 'messages:read'] } }, metadata, options, callback),
+      );
+      return made.agent?.id ?? '';
+    };
+    const [from, to] = [await agent('sender'), await agent('recipient')];
+    const failures: unknown[] = [];
+    const answered = new Map<string, string>();
+    let sent = 0;
+    let killed = false;
+    const worker = async (): Promise<void> => {
+      // Messages keep going until 500 have been answered, the last 300 of them after the kill.
+      while (!killed || answered.size < 500) {
+        const text = `message ${(sent += 1)}`;
+        // One key for the call, whichever attempt carries it.
+        const callKey = randomUUID();
+        try {
+          const { message } = await unaryCall<SendMessageResponse__Output>(
+            2_000,
+            (metadata, options, callback) => client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey }, metadata, options, callback),
+            { repeatable: true },
+          );
+          answered.set(text, message?.id ?? '');
+        } catch (error) {
+          failures.push(error);
+        }
+        if (!killed && answered.size >= 200) {
+          killed = true;
+          process.kill(first.pid, 'SIGKILL');
+        }
+      }
+    };
+    try {
+      await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map(worker));
+      expect(failures).toEqual([]);
+      // Every message the inbox holds was answered, once: none sent twice by a call sent again.
+      const held: string[] = [];
+      let cursor = '';
+      do {
+        const page = await unaryCall<ListMessagesResponse__Output>(2_000, (metadata, options, callback) => client.listMessages({ agentId: to, limit: 50, cursor }, metadata, options, callback));
+        held.push(...page.messages.map((message) => message.text));
+        cursor = page.nextCursor;
+      } while (cursor !== '');
+      expect(held.sort()).toEqual([...answered.keys()].sort());
+    } finally {
+      client.close();
+      roomClient.close();
+      await Promise.all(pair.map((one) => one.stop()));
     }
   }, 40_000);
 

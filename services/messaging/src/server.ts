@@ -1,6 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import {
+  checkCallKey,
   compareStreamIds,
   CursorSigner,
   DomainError,
@@ -75,23 +76,26 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
     SendMessage: server.unary('SendMessage', async (request) => {
       checkMessageText(request.text);
       const via = viaFromProto(request.via);
+      checkCallKey(request.callKey, 'SendMessage');
       if (!AGENT_ID.test(request.toAgentId)) throw recipientNotFound(request.toAgentId);
       if (!AGENT_ID.test(request.fromAgentId)) throw senderNotFound(request.fromAgentId);
       // Sending to oneself is allowed (a note to self): both ends are then the same agent.
       const [from, to] = await Promise.all([room.getAgent(request.fromAgentId), room.getAgent(request.toAgentId)]);
       if (!to) throw recipientNotFound(request.toAgentId);
       if (!from) throw senderNotFound(request.fromAgentId);
-      // The recipient's direct_message notification is appended in the same step.
-      const message = await store.appendMessage({
+      // The recipient's direct_message notification is appended in the same step; a repeat of a call
+      // (its call key) sends nothing and answers the message sent then.
+      const sent = await store.appendMessage({
         fromAgentId: from.id,
         fromAgentName: from.agentName,
         toAgentId: to.id,
         toAgentName: to.agentName,
         text: request.text,
         via,
+        callKey: request.callKey,
       });
-      notificationsAppended.inc({ type: 'direct_message' });
-      return { message: toProtoMessage(message) };
+      if (!sent.again) notificationsAppended.inc({ type: 'direct_message' });
+      return { message: toProtoMessage(sent.message) };
     }),
 
     ListMessages: server.unary('ListMessages', async (request) => {

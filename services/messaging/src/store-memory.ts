@@ -1,7 +1,13 @@
-import { compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
+import { CALL_KEY_MS, compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
-import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
+import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';
+
+/**
+ * The most call keys the memory store remembers at once (each for CALL_KEY_MS): one process has no
+ * other replica to be sent again to, so this only bounds what a burst of messages costs.
+ */
+const CALL_KEYS_MAX = 10_000;
 
 /** One agent's log (its inbox, or its feed), oldest first, capped, with its live followers. */
 class Log<T extends FeedItem> {
@@ -38,8 +44,12 @@ class Log<T extends FeedItem> {
   }
 
   has(id: string): boolean {
-    const at = indexWhere(this.items, id, (cmp) => cmp >= 0);
-    return this.items[at]?.id === id;
+    return this.find(id) !== undefined;
+  }
+
+  find(id: string): T | undefined {
+    const item = this.items[indexWhere(this.items, id, (cmp) => cmp >= 0)];
+    return item?.id === id ? item : undefined;
   }
 }
 
@@ -66,6 +76,8 @@ export class MemoryMessagingStore implements MessagingStore {
   /** The global events feed: every notification appended, with ids of its own. */
   private readonly eventLog: Log<EventRecord>;
   private readonly eventIds = new StreamIds(() => this.clock.now());
+  /** The call keys taken in the last CALL_KEY_MS, oldest first: `<sender> <recipient> <key>` → the message sent and when. */
+  private readonly callKeys = new Map<string, { id: string; at: number }>();
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -104,9 +116,25 @@ export class MemoryMessagingStore implements MessagingStore {
     this.eventLog.tell(event);
   }
 
-  appendMessage(message: NewMessage): Promise<MessageRecord> {
+  appendMessage(message: NewMessage): Promise<Sent> {
+    const { callKey: key, ...fields } = message;
+    const callKey = key ? `${message.fromAgentId} ${message.toAgentId} ${key}` : undefined;
+    if (callKey !== undefined) {
+      const now = this.clock.now();
+      for (const [held, taken] of this.callKeys) {
+        if (taken.at + CALL_KEY_MS > now) break;
+        this.callKeys.delete(held);
+      }
+      const taken = this.callKeys.get(callKey);
+      const sent = taken && this.inboxes.get(message.toAgentId)?.find(taken.id);
+      if (sent) return Promise.resolve({ message: sent, again: true });
+    }
     const id = this.ids.next();
-    const record: MessageRecord = { id, ...message, createdAt: createdAtOf(id) };
+    const record: MessageRecord = { id, ...fields, createdAt: createdAtOf(id) };
+    if (callKey !== undefined) {
+      this.callKeys.set(callKey, { id, at: this.clock.now() });
+      if (this.callKeys.size > CALL_KEYS_MAX) this.callKeys.delete(this.callKeys.keys().next().value as string);
+    }
     const inbox = this.inboxOf(message.toAgentId);
     inbox.append(record);
     const feed = this.feedOf(message.toAgentId);
@@ -114,7 +142,7 @@ export class MemoryMessagingStore implements MessagingStore {
     inbox.tell(record);
     feed.log.tell(notification);
     this.appendEvent(message.toAgentId, notification);
-    return Promise.resolve(record);
+    return Promise.resolve({ message: record });
   }
 
   listInbox(agentId: string, limit: number, beforeId?: string): Promise<Page<MessageRecord>> {

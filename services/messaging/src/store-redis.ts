@@ -1,8 +1,8 @@
-import { COMPARE_STREAM_IDS_LUA, compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, RedisLeaseStore } from '@agentroom/kit';
+import { CALL_KEY_MS, COMPARE_STREAM_IDS_LUA, compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, RedisLeaseStore } from '@agentroom/kit';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
-import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified } from './store.js';
+import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';
 
 /**
  * Lua: appends a notification to the stream `feed` (capped at `cap`), numbering it in the feed's
@@ -26,10 +26,18 @@ end
 
 // A message to the inbox KEYS[1] and its direct_message notification to the recipient's feed KEYS[2]
 // (state KEYS[3]), in one script: neither exists without the other, and a follower that subscribed
-// first is told of both. ARGV: inbox cap, inbox channel, the message as JSON (without id), feed cap,
-// feed channel, then the message's stream fields.
+// first is told of both. KEYS[4] is the call key (in the recipient's slot): while it holds a message
+// id (ARGV[6] ms after the call that took it; 0 for a call without a key), nothing is sent and the
+// script answers {'again', that id}. ARGV: inbox cap, inbox channel, the message as JSON (without
+// id), feed cap, feed channel, call key ttl, then the message's stream fields.
 const SEND = new LuaScript(`${APPEND_NOTIFICATION}
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 6))
+local ttl = tonumber(ARGV[6])
+if ttl > 0 then
+  local sent = redis.call('GET', KEYS[4])
+  if sent then return { 'again', sent } end
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 7))
+if ttl > 0 then redis.call('SET', KEYS[4], id, 'PX', ttl) end
 redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[3])
 local nid = appendNotification(KEYS[2], KEYS[3], ARGV[4], ARGV[5], 'direct_message', id, ARGV[3])
 return { id, nid }
@@ -283,16 +291,29 @@ export class RedisMessagingStore implements MessagingStore {
   }
 
 
-  async appendMessage(message: NewMessage): Promise<MessageRecord> {
+  async appendMessage(message: NewMessage): Promise<Sent> {
+    const { callKey: key, ...sent } = message;
     const to = message.toAgentId;
     const fields = ['fromAgentId', message.fromAgentId, 'fromAgentName', message.fromAgentName, 'toAgentId', to, 'toAgentName', message.toAgentName, 'text', message.text, 'via', message.via];
     const json = JSON.stringify({ fromAgentId: message.fromAgentId, fromAgentName: message.fromAgentName, toAgentId: to, toAgentName: message.toAgentName, text: message.text, via: message.via });
+    // Without a call key the script still needs a key name there, in the same slot; it is not read.
+    const callKey = key ? this.keys.key(to, 'inbox', 'call', message.fromAgentId, key) : this.keys.key(to, 'inbox', 'call');
+    const keys = [this.inboxKey(to), this.feedKey(to), this.stateKey(to), callKey];
     // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
-    const ids = await SEND.runAcknowledged(this.redis, [this.inboxKey(to), this.feedKey(to), this.stateKey(to)], [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), ...fields]);
-    const [id, notificationId] = Array.isArray(ids) ? (ids as unknown[]) : [];
+    const answer = await SEND.runAcknowledged(this.redis, keys, [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), key ? String(CALL_KEY_MS) : '0', ...fields]);
+    const [id, notificationId] = Array.isArray(answer) ? (answer as unknown[]) : [];
+    if (id === 'again' && typeof notificationId === 'string') {
+      // The message the call this one repeats sent; that call appended its event too (or died before
+      // it, a loss appendEvent already counts). The script answered its id where a notification's goes.
+      const sentId = notificationId;
+      const [entry] = (await this.redis.xrange(this.inboxKey(to), sentId, sentId)) as StreamEntry[];
+      // Trimmed between the two: only an inbox cap far smaller than a minute's messages does that.
+      if (entry?.[0] !== sentId) throw new Error(`the message ${sentId} its call key sent is gone already`);
+      return { message: toMessage(entry), again: true };
+    }
     if (typeof id !== 'string' || typeof notificationId !== 'string') throw new Error('XADD returned no id');
     await this.appendEvent(to, notificationId, 'direct_message', id, json);
-    return { id, ...message, createdAt: createdAtOf(id) };
+    return { message: { id, ...sent, createdAt: createdAtOf(id) } };
   }
 
   async listInbox(agentId: string, limit: number, beforeId?: string): Promise<Page<MessageRecord>> {

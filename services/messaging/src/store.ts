@@ -9,6 +9,18 @@ export interface NewMessage {
   toAgentName: string;
   text: string;
   via: Via;
+  /**
+   * The sender's name for this one message (SendMessage's call_key): a message from the same sender
+   * to the same recipient with a key taken within kit's `CALL_KEY_MS` is not appended again; the
+   * message sent then is answered instead.
+   */
+  callKey?: string;
+}
+
+/** What appendMessage did: the message it appended, or (`again`) the one its call key sent already, when nothing was appended now. */
+export interface Sent {
+  message: MessageRecord;
+  again?: true;
 }
 
 export interface Page<T> {
@@ -34,9 +46,11 @@ export interface MessagingStore {
   readonly kind: 'redis' | 'memory';
   /**
    * Appends to the recipient's inbox and its `direct_message` notification to the recipient's feed,
-   * in one step (neither exists without the other), and tells the followers of both.
+   * in one step (neither exists without the other), and tells the followers of both. A `callKey` the
+   * store took from the same sender to the same recipient within kit's `CALL_KEY_MS` appends nothing
+   * and answers the message sent then (`again`); checked first, in the same step.
    */
-  appendMessage(message: NewMessage): Promise<MessageRecord>;
+  appendMessage(message: NewMessage): Promise<Sent>;
   /** One inbox, newest first; `beforeId` excludes that message and everything newer. */
   listInbox(agentId: string, limit: number, beforeId?: string): Promise<Page<MessageRecord>>;
   /** One inbox as a feed: replayable after an id and followed live (see kit's followFeed). */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import {
   CLIENT_OPTIONS,
@@ -92,9 +93,9 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
   let alice: string;
   let bob: string;
 
-  function send(from: string, to: string, text: string, via = 'VIA_REST'): Promise<SendMessageResponse__Output> {
+  function send(from: string, to: string, text: string, via = 'VIA_REST', callKey: string = randomUUID()): Promise<SendMessageResponse__Output> {
     return unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
-      client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: via as 'VIA_REST' }, metadata, options, callback),
+      client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: via as 'VIA_REST', callKey }, metadata, options, callback),
     );
   }
 
@@ -180,6 +181,23 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
     for (const text of ['', ' ', '   \n\t ']) expect((await rejection(send(alice, bob, text))).slug).toBe('text-empty');
   });
 
+  it('sends a call sent again once: the repeat answers the message its call key sent', async () => {
+    const carol = await agent('carol');
+    const first = await send(alice, carol, 'sent twice', 'VIA_REST', 'call-key-1');
+    const again = await send(alice, carol, 'sent twice', 'VIA_REST', 'call-key-1');
+    expect(again.message).toEqual(first.message);
+    // Another call key is another message, though the text is the same.
+    expect((await send(alice, carol, 'sent twice', 'VIA_REST', 'call-key-2')).message?.id).not.toBe(first.message?.id);
+    const inbox = await list(carol, 10);
+    expect(inbox.messages.map((m) => m.text)).toEqual(['sent twice', 'sent twice']);
+  });
+
+  it.each(['', 'k'.repeat(101)])('refuses a SendMessage without a call key of 1 to 100 characters (case %#)', async (callKey) => {
+    const error = await rejection(send(alice, bob, 'no key', 'VIA_REST', callKey));
+    expect(error.code).toBe('invalid_request');
+    expect(error.fields).toEqual({ parameter: 'call_key' });
+  });
+
   it('refuses a message without via', async () => {
     expect((await rejection(send(alice, bob, 'hi', 'VIA_UNSPECIFIED'))).code).toBe('invalid_request');
   });
@@ -252,7 +270,7 @@ describe('the room behind messaging', () => {
     const [alice, bob] = [await agent('alice'), await agent('bob')];
     await runWithContext({ requestId: 'req-from-edge-77' }, () =>
       unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
-        client.sendMessage({ fromAgentId: alice, toAgentId: bob, text: 'traced', via: 'VIA_REST' }, metadata, options, callback),
+        client.sendMessage({ fromAgentId: alice, toAgentId: bob, text: 'traced', via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
       ),
     );
     client.close();
@@ -267,7 +285,7 @@ describe('the room behind messaging', () => {
     const started = Date.now();
     const error = await rejection(
       unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
-        client.sendMessage({ fromAgentId: 'a_alice000001', toAgentId: 'a_bob00000001', text: 'hello?', via: 'VIA_REST' }, metadata, options, callback),
+        client.sendMessage({ fromAgentId: 'a_alice000001', toAgentId: 'a_bob00000001', text: 'hello?', via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
       ),
     );
     client.close();

@@ -114,7 +114,7 @@ function calls(client: MessagingServiceClient) {
       unaryCall<MarkNotificationsReadResponse__Output>(DEADLINE, (metadata, options, callback) => client.markNotificationsRead({ agentId, upTo }, metadata, options, callback)),
     send: (from: string, to: string, text: string) =>
       unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
-        client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST' }, metadata, options, callback),
+        client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
       ),
     listMessages: (agentId: string, cursor: string) =>
       unaryCall<ListMessagesResponse__Output>(DEADLINE, (metadata, options, callback) => client.listMessages({ agentId, limit: 1, cursor }, metadata, options, callback)),

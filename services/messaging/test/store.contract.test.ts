@@ -71,14 +71,37 @@ async function until(condition: () => boolean, ms = 3_000): Promise<void> {
 describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore) => {
   it('appends to the recipient\'s inbox with stream ids and lists it newest first', async () => {
     const store = makeStore();
-    const a = await store.appendMessage(message('first'));
-    const b = await store.appendMessage(message('second'));
+    const { message: a } = await store.appendMessage(message('first'));
+    const { message: b } = await store.appendMessage(message('second'));
     expect(a.id).toMatch(/^\d+-\d+$/);
     expect(a.createdAt).toBe(new Date(Number(a.id.split('-')[0])).toISOString());
     expect(b).toEqual({ id: b.id, fromAgentId: ALICE, fromAgentName: 'alice', toAgentId: BOB, toAgentName: 'bob', text: 'second', via: 'rest', createdAt: b.createdAt });
     const page = await store.listInbox(BOB, 10);
     expect(page.items).toEqual([b, a]);
     expect(page.hasMore).toBe(false);
+  });
+
+  it('sends one message per call key: a repeat from the same sender to the same recipient answers the first and appends nothing', async () => {
+    const store = makeStore();
+    const first = await store.appendMessage({ ...message('once'), callKey: 'k1' });
+    expect(first.again).toBeUndefined();
+    // A repeat, even with other text (a key names the call, not its content), answers what was sent.
+    const repeat = await store.appendMessage({ ...message('once, sent again'), callKey: 'k1' });
+    expect(repeat).toEqual({ message: first.message, again: true });
+    // The same key from another sender, or to another recipient, is another call; so is another key.
+    const otherSender = await store.appendMessage({ ...message('from carol', BOB, CAROL), callKey: 'k1' });
+    const otherRecipient = await store.appendMessage({ ...message('to carol', CAROL), callKey: 'k1' });
+    const otherKey = await store.appendMessage({ ...message('twice'), callKey: 'k2' });
+    for (const sent of [otherSender, otherRecipient, otherKey]) expect(sent.again).toBeUndefined();
+    expect((await store.listInbox(BOB, 10)).items.map((m) => m.text)).toEqual(['twice', 'from carol', 'once']);
+    expect((await store.listInbox(CAROL, 10)).items.map((m) => m.text)).toEqual(['to carol']);
+    // The repeat added no notification and no event.
+    expect((await store.listNotifications(BOB, 10)).items).toHaveLength(3);
+    expect(await store.events().readAfter('0-0', 10)).toHaveLength(4);
+    // Without a key, every call sends.
+    await store.appendMessage(message('no key'));
+    await store.appendMessage(message('no key'));
+    expect((await store.listInbox(BOB, 10)).items.map((m) => m.text).slice(0, 2)).toEqual(['no key', 'no key']);
   });
 
   it('keeps inboxes apart: a message is only in its recipient\'s inbox', async () => {
@@ -114,7 +137,7 @@ describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore)
   it('reads an inbox after a position, oldest first, at most the count asked', async () => {
     const store = makeStore();
     const made: MessageRecord[] = [];
-    for (let i = 1; i <= 4; i += 1) made.push(await store.appendMessage(message(`r${i}`)));
+    for (let i = 1; i <= 4; i += 1) made.push((await store.appendMessage(message(`r${i}`))).message);
     await store.appendMessage(message('elsewhere', ALICE));
     const inbox = store.inbox(BOB);
     expect((await inbox.readAfter(made[0]!.id, 2)).map((m) => m.text)).toEqual(['r2', 'r3']);
@@ -165,7 +188,7 @@ describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore)
   it('resumes an inbox after an id with nothing missed and nothing twice, while messages keep coming', async () => {
     const store = makeStore();
     const before: MessageRecord[] = [];
-    for (let i = 1; i <= 3; i += 1) before.push(await store.appendMessage(message(`b${i}`)));
+    for (let i = 1; i <= 3; i += 1) before.push((await store.appendMessage(message(`b${i}`))).message);
     const seen: string[] = [];
     const stop = new AbortController();
     let positioned = false;
@@ -198,7 +221,7 @@ describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore)
   it('caps an inbox: the newest messages are kept, the oldest dropped once it holds well over the cap', async () => {
     const store = makeStore(10);
     const made: MessageRecord[] = [];
-    for (let i = 1; i <= 300; i += 1) made.push(await store.appendMessage(message(`n${i}`)));
+    for (let i = 1; i <= 300; i += 1) made.push((await store.appendMessage(message(`n${i}`))).message);
     const kept = await store.inbox(BOB).readAfter('0-0', 1_000);
     // Redis trims whole stream nodes (MAXLEN ~), so it may keep somewhat more than the cap; never fewer.
     expect(kept.length).toBeGreaterThanOrEqual(10);
@@ -275,7 +298,7 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
       { id: expect.stringMatching(/^\d+-\d+$/), type: 'mention', createdAt: expect.any(String), post },
     ]);
     for (const notification of appended) expect(notification.createdAt).toBe(new Date(Number(notification.id.split('-')[0])).toISOString());
-    const sent = await store.appendMessage(message('a note'));
+    const { message: sent } = await store.appendMessage(message('a note'));
     const page = await store.listNotifications(BOB, 10);
     expect(page).toEqual({
       items: [{ id: expect.stringMatching(/^\d+-\d+$/), type: 'direct_message', createdAt: expect.any(String), message: sent }, appended[1]],
@@ -409,7 +432,7 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
       if (notification.type !== 'direct_message') return;
       void store.listInbox(BOB, 50).then((page) => inboxWhenTold.push(page.items.some((m) => m.id === notification.message.id)));
     });
-    const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => store.appendMessage(message(`at once ${i}`, BOB, i % 2 === 0 ? ALICE : CAROL))));
+    const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => store.appendMessage(message(`at once ${i}`, BOB, i % 2 === 0 ? ALICE : CAROL)).then((s) => s.message)));
     await until(() => inboxWhenTold.length === 20);
     unsubscribe();
     // A follower told of the notification finds the message in the inbox.
@@ -504,7 +527,7 @@ describe.each(implementations)('MessagingStore contract, events: %s', (_name, ma
     const store = makeStore();
     const post = roomPost('hello @bob @carol', { mentions: [{ agentId: BOB, agentName: 'bob' }, { agentId: CAROL, agentName: 'carol' }] });
     const { appended } = await store.notifyPost(post, [mention(BOB), mention(CAROL)]);
-    const sent = await store.appendMessage(message('to alice', ALICE, BOB));
+    const { message: sent } = await store.appendMessage(message('to alice', ALICE, BOB));
     const events = await store.events().readAfter('0-0', 10);
     expect(events).toHaveLength(3);
     for (const event of events) expect(event.id).toMatch(/^\d+-\d+$/);

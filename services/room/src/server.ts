@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import {
   CursorSigner,
+  checkCallKey,
   DomainError,
   drainedOf,
   followFeed,
@@ -64,16 +65,6 @@ export interface RoomHandlersOptions {
   clock?: () => number;
 }
 
-/**
- * Every CreatePost names itself (call_key), so grpc-js may send it again to another replica and a
- * repeat makes no second post (docs/decisions.md §18). A caller's bug, not an agent's: no remedy to word.
- */
-function checkCallKey(callKey: string): void {
-  if (callKey.length === 0 || callKey.length > 100) {
-    throw new DomainError('invalid-request', { detail: 'CreatePost needs a call_key of 1 to 100 characters.', fields: { parameter: 'call_key' } });
-  }
-}
-
 /** The RoomService over a store: thin wiring; rules live in posts.ts and agents.ts. */
 export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): RoomServiceHandlers {
   const { store } = options;
@@ -88,7 +79,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       const via = viaFromProto(request.via);
       // The author's name and label, the post answered and the agents mentioned are read in the same
       // step as the append.
-      checkCallKey(request.callKey);
+      checkCallKey(request.callKey, 'CreatePost');
       const appended = await store.appendPost({ agentId: request.agentId, text: request.text, via, replyTo: request.replyTo, callKey: request.callKey });
       if ('missing' in appended) throw appended.missing === 'agent' ? agentNotFound(request.agentId) : postNotFound(request.replyTo, 'reply_to');
       const { post } = appended;

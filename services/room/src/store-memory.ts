@@ -1,7 +1,7 @@
-import { compareStreamIds, type Clock, MENTIONS_MAX, StreamIds, systemClock } from '@agentroom/kit';
+import { CALL_KEY_MS, compareStreamIds, type Clock, MENTIONS_MAX, StreamIds, systemClock } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type Via } from './posts.js';
-import { type Appended, CALL_KEY_MS, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
+import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
 
 /**
  * The most call keys the memory store remembers at once (each for {@link CALL_KEY_MS}): one process

@@ -1,7 +1,7 @@
-import { duplicateClient, Keyspace, LuaScript, MENTIONS_MAX, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
+import { CALL_KEY_MS, duplicateClient, Keyspace, LuaScript, MENTIONS_MAX, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord } from './posts.js';
-import { type Appended, CALL_KEY_MS, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
+import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
 
 /**
  * A post by the agent whose record is in the hash KEYS[1] under ARGV[1], appended to the stream

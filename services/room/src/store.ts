@@ -11,17 +11,10 @@ export interface NewPost {
   replyTo?: string;
   /**
    * The caller's name for this one post (CreatePost's call_key): a post by the same agent with a key
-   * taken within {@link CALL_KEY_MS} is not appended again; the post made then is answered instead.
+   * taken within kit's `CALL_KEY_MS` is not appended again; the post made then is answered instead.
    */
   callKey?: string;
 }
-
-/**
- * How long a store remembers a post's call key: long enough for any call sent again after its
- * replica died (grpc-js's retries, within the call's 2 s deadline, and a client's own retry through
- * another edge); the answer to a repeat after that is edge's idempotency store's to give.
- */
-export const CALL_KEY_MS = 60_000;
 
 /**
  * What appendPost did: the post it appended (`again` when the call key had made it already, and
@@ -61,7 +54,7 @@ export interface RoomStore extends FeedSource<PostRecord> {
    * step with the append). A reply (`replyTo`) joins the thread of the post it answers, and counts
    * in that thread's reply count, in the same step. Nothing is appended when the author is not kept
    * (`missing: 'agent'`, checked first) or `replyTo` is no post of the room (`missing: 'reply-to'`).
-   * A `callKey` the store took from the same agent within {@link CALL_KEY_MS} appends nothing and
+   * A `callKey` the store took from the same agent within kit's `CALL_KEY_MS` appends nothing and
    * answers the post it made (`again`), as it is now; checked before anything else, in the same step.
    */
   appendPost(post: NewPost): Promise<Appended>;

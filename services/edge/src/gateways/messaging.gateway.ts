@@ -63,10 +63,15 @@ export class MessagingGateway {
     this.health = new HealthChecker(address);
   }
 
-  /** Sends as `fromAgentId` (always the token's agent); an unknown recipient is a 404 `agent-not-found`. */
-  async sendMessage(fromAgentId: string, toAgentId: string, text: string, via: Via): Promise<Message> {
-    const response = await unaryCall<SendMessageResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.sendMessage({ fromAgentId, toAgentId, text, via: viaToProto(via) }, metadata, options, callback),
+  /**
+   * Sends as `fromAgentId` (always the token's agent); an unknown recipient is a 404 `agent-not-found`.
+   * `callKey` names this message: messaging sends one per key, so the call may be sent again to another replica.
+   */
+  async sendMessage(fromAgentId: string, toAgentId: string, text: string, via: Via, callKey: string): Promise<Message> {
+    const response = await unaryCall<SendMessageResponse__Output>(
+      this.deadlineMs,
+      (metadata, options, callback) => this.client.sendMessage({ fromAgentId, toAgentId, text, via: viaToProto(via), callKey }, metadata, options, callback),
+      { repeatable: true },
     );
     if (!response.message) throw new Error('SendMessage answered no message');
     return toMessage(response.message);

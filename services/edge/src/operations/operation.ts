@@ -24,7 +24,7 @@ export interface Call {
   /** The request said `Cache-Control: no-cache`: read from the service, not from edge's memory. */
   readThrough: boolean;
   /**
-   * A write's name for itself, for a service that recognises a repeat by it (CreatePost's call_key):
+   * A write's name for itself, for a service that recognises a repeat by it (the call_key of CreatePost and SendMessage):
    * the same for every call with the same idempotency key from the same caller, a fresh one for a
    * call without a key; empty for a read.
    */

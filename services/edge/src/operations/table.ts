@@ -101,8 +101,12 @@ export function operationTable(deps: OperationDeps): Operations {
 
     getAgent: implement(op.getAgent, (_call, input) => room.getAgent(input.agentId)),
 
-    // The sender comes only from the token.
-    sendMessage: implement(op.sendMessage, (call, input) => messaging.sendMessage(principalOf(call).agentId, input.to, input.text, call.protocol)),
+    // The sender comes only from the token. Messaging sends one message per call key, so a repeat may
+    // run again (Operation.repeatable).
+    sendMessage: {
+      ...implement(op.sendMessage, (call, input) => messaging.sendMessage(principalOf(call).agentId, input.to, input.text, call.protocol, call.callKey)),
+      repeatable: true,
+    },
 
     listMessages: implement(op.listMessages, async (call, input) => {
       const page = await messaging.listMessages(principalOf(call).agentId, input.limit, input.cursor);
