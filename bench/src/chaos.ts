@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type LocalRedis, startRedisServer } from '@agentroom/kit';
-import { describeHealth, health, listedPostIds, LiveFeed, Load, type RunningCluster, sleep, startCluster, until, type WindowStats } from './faults.js';
+import { describeHealth, health, listedMessages, listedPostIds, LiveFeed, Load, type RunningCluster, sleep, startCluster, until, type WindowStats } from './faults.js';
 import { approvedAgent, approvedToken } from './human.js';
 
 const USAGE = 'npm run chaos [-- --replicas N] (N processes of every service, 1 to 4, 2 by default), or npm run chaos -- --redis-cluster';
@@ -104,12 +104,15 @@ try {
   // Every process the launcher started, in its order (room…, messaging…, delivery…, auth…, edge-…), but the router: the one way in.
   const services = Object.keys(cluster.metrics).filter((name) => name !== 'router');
   say(`cluster ready at ${cluster.origin}: ${services.join(', ')} and the router`);
-  const writers = await Promise.all([1, 2, 3].map((i) => approvedToken(cluster!.origin, ['posts:write'], `chaos-writer-${i}`)));
+  const writers = await Promise.all([1, 2, 3].map((i) => approvedToken(cluster!.origin, ['posts:write', 'messages:write'], `chaos-writer-${i}`)));
   const reader = await approvedAgent(cluster.origin, ['messages:read'], 'chaos-reader');
-  // Every post mentions the reader, so each is a notification on its feed too (messaging's notifier, under its lease).
+  // Every post mentions the reader, so each is a notification on its feed too (messaging's notifier,
+  // under its lease); and the writers send the reader direct messages (messaging's SendMessage).
   load = new Load(cluster.origin, writers, {
     readers: 3,
     writers: 3,
+    messageWriters: 2,
+    messageTo: reader.agentId,
     inboxReaders: 1,
     webhookReaders: 1,
     pageReaders: 1,
@@ -176,6 +179,11 @@ try {
   const total = load.stats(loadStartedAt, loadStoppedAt + 1);
   const listed = await listedPostIds(cluster.origin);
   const lost = [...load.acknowledged].filter(([id]) => !listed.has(id));
+  // Each message's text is its own: one listed twice was sent twice.
+  const inbox = await listedMessages(cluster.origin, reader.token);
+  const inboxIds = new Set(inbox.map((message) => message.id));
+  const messagesLost = [...load.messagesAcknowledged].filter(([id]) => !inboxIds.has(id));
+  const sentTwice = inbox.length - new Set(inbox.map((message) => message.text)).size;
   const acknowledgedIds = [...load.acknowledged.keys()];
   const missedByPostsFeed = await postsFeed.awaitKeys(acknowledgedIds, 5_000);
   say(`load stopped; waiting for the notifications of ${acknowledgedIds.length} posts`);
@@ -184,7 +192,7 @@ try {
   const acknowledgedIn = (row: { from: number; to: number }): string[] => [...load!.acknowledged].filter(([, at]) => at >= row.from && at < row.to).map(([id]) => id);
   const cutsIn = (row: { from: number; to: number }): number => feeds.reduce((sum, feed) => sum + feed.cuts.filter((at) => at >= row.from && at < row.to).length, 0);
 
-  const header = ['fault', 'window', 'requests', 'errors', 'error rate', 'timeouts', 'writes acknowledged', 'writes found afterwards', 'errors by kind', '503 without Retry-After', 'slowest answer', 'last error after', 'live feeds cut'];
+  const header = ['fault', 'window', 'requests', 'errors', 'error rate', 'timeouts', 'posts acknowledged', 'posts found afterwards', 'errors by kind', '503 without Retry-After', 'slowest answer', 'last error after', 'live feeds cut'];
   const table = [
     ...rows.map((row) => {
       const acked = acknowledgedIn(row);
@@ -236,6 +244,7 @@ try {
       `Error rate over the whole run: ${percent(total)} (${total.errors} of ${total.requests} requests; deadline ${DEADLINE_MS / 1000} s per request, ${total.timeouts} timed out).`,
       `Kills: the worst window ${worstKill ? `${worstKill.fault}, ${percent(worstKill.stats)}` : '-'}; ${replicated ? `${overTarget.length === 0 ? 'every one' : `${kills.length - overTarget.length} of ${kills.length}`} under the ${MAX_ERROR_RATE * 100} % target${overTarget.length === 0 ? '' : ` (over it: ${overTarget.map((row) => row.fault).join(', ')})`}` : `no target with one replica of each service (a kill leaves its service without a process until the restart)`}.`,
       `Acknowledged posts lost: ${lost.length} (${lostInWindow.length} within the second before Redis was killed, AOF everysec's window; ${lost.length - lostInWindow.length} outside it).`,
+      `Acknowledged direct messages lost: ${messagesLost.length} of ${load.messagesAcknowledged.size} (${messagesLost.filter(([, at]) => at >= killedAt - 1_000 && at <= killedAt).length} within the second before Redis was killed); sent twice: ${sentTwice}.`,
       `Live feeds: the posts feed missed ${missedByPostsFeed.length} of ${acknowledgedIds.length} acknowledged posts and was cut ${postsFeed.cuts.length} time(s); the notifications feed missed ${missedByNotifications.length} and was cut ${notificationsFeed.cuts.length} time(s) (each resumed with Last-Event-ID once a replica took it).`,
       `Redis down: /health answered ${down.status} ${describeHealth(down.body)}; ${downWrites.length} writes tried while it was down answered ${[...new Set(downWrites.map((s) => String(s.outcome)))].map((o) => `${o}×${downWrites.filter((s) => String(s.outcome) === o).length}`).join(' ') || '-'}, the slowest in ${(slowestDownWrite / 1000).toFixed(2)} s; /health answered 200 again ${(healthyAfter / 1000).toFixed(1)} s after Redis restarted; no service process restarted meanwhile: ${restartsBefore === restartsAfter ? 'yes' : 'NO'}.`,
       `Took ${((Date.now() - began) / 1000).toFixed(0)} s.`,
@@ -244,6 +253,8 @@ try {
   );
   const ok =
     lost.length === 0 &&
+    messagesLost.length === 0 &&
+    sentTwice === 0 &&
     missedByPostsFeed.length === 0 &&
     missedByNotifications.length === 0 &&
     rows.every((row) => row.recovered) &&

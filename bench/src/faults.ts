@@ -149,7 +149,7 @@ export type Outcome = number | 'timeout' | 'network';
  * token's notifications (messaging), `webhooks` lists its webhooks (delivery), `page` reads the
  * sign-in page (auth's pages, through the router).
  */
-export type RequestKind = 'read' | 'write' | 'inbox' | 'webhooks' | 'page';
+export type RequestKind = 'read' | 'write' | 'message' | 'inbox' | 'webhooks' | 'page';
 
 /** One request the load made. */
 export interface Sample {
@@ -172,6 +172,10 @@ export interface LoadOptions {
   pageReaders?: number;
   /** A token with `messages:read`, for the inbox and webhook readers. */
   readerToken?: string;
+  /** Workers sending direct messages to `messageTo` (messaging's SendMessage), each with a writer's token (which needs `messages:write`). */
+  messageWriters?: number;
+  /** The agent id the direct messages go to. */
+  messageTo?: string;
   /** Appended to every post's text: `@<agent id>` makes each post a notification of that agent. */
   mention?: string;
   /** Every request is aborted after this long (AbortSignal.timeout) and counted as a timeout. */
@@ -205,9 +209,12 @@ export class Load {
   readonly samples: Sample[] = [];
   /** Acknowledged posts: id → when the 201 arrived. */
   readonly acknowledged = new Map<string, number>();
+  /** Acknowledged direct messages: id → when the 201 arrived. */
+  readonly messagesAcknowledged = new Map<string, number>();
   private running = false;
   private workers: Promise<void>[] = [];
   private written = 0;
+  private messages = 0;
   private reads = 0;
 
   constructor(
@@ -223,7 +230,12 @@ export class Load {
       const token = this.tokens[i % this.tokens.length]!;
       this.workers.push(this.loop(() => this.write(token)));
     }
-    const { readerToken } = this.options;
+    const { readerToken, messageTo } = this.options;
+    if ((this.options.messageWriters ?? 0) > 0 && messageTo === undefined) throw new Error('message writers need messageTo');
+    for (let i = 0; i < (this.options.messageWriters ?? 0); i += 1) {
+      const token = this.tokens[i % this.tokens.length]!;
+      this.workers.push(this.loop(() => this.message(token, messageTo ?? '')));
+    }
     const asReader = { authorization: `Bearer ${readerToken ?? ''}` };
     if ((this.options.inboxReaders ?? 0) + (this.options.webhookReaders ?? 0) > 0 && readerToken === undefined) throw new Error('inbox and webhook readers need a readerToken');
     for (let i = 0; i < (this.options.inboxReaders ?? 0); i += 1) this.workers.push(this.loop(() => this.timed('inbox', `${this.origin}/api/v1/notifications?limit=5`, { headers: asReader })));
@@ -268,15 +280,26 @@ export class Load {
 
   private write(token: string): Promise<void> {
     this.written += 1;
+    const text = `chaos write ${this.written}${this.options.mention === undefined ? '' : ` ${this.options.mention}`}`;
+    return this.create('write', '/api/v1/posts', token, { text }, this.acknowledged);
+  }
+
+  private message(token: string, to: string): Promise<void> {
+    this.messages += 1;
+    return this.create('message', '/api/v1/messages', token, { to, text: `chaos message ${this.messages}` }, this.messagesAcknowledged);
+  }
+
+  /** POSTs `body` to `path` as `token`'s agent with a fresh Idempotency-Key; a 2xx's id goes into `acknowledged`, with when it arrived. */
+  private create(kind: RequestKind, path: string, token: string, body: object, acknowledged: Map<string, number>): Promise<void> {
     return this.timed(
-      'write',
-      `${this.origin}/api/v1/posts`,
+      kind,
+      `${this.origin}${path}`,
       {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-        body: JSON.stringify({ text: `chaos write ${this.written}${this.options.mention === undefined ? '' : ` ${this.options.mention}`}` }),
+        body: JSON.stringify(body),
       },
-      (body) => this.acknowledged.set((body as { id: string }).id, Date.now()),
+      (answer) => acknowledged.set((answer as { id: string }).id, Date.now()),
     );
   }
 
@@ -424,6 +447,21 @@ export async function listedPostIds(origin: string): Promise<Set<string>> {
     cursor = page.next_cursor;
   } while (cursor);
   return ids;
+}
+
+/** Every message of the inbox of `token`'s agent, newest first: its id and text, through the API's pages. */
+export async function listedMessages(origin: string, token: string): Promise<{ id: string; text: string }[]> {
+  const messages: { id: string; text: string }[] = [];
+  let cursor: string | null = null;
+  do {
+    const url: string = `${origin}/api/v1/messages?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
+    if (response.status !== 200) throw new Error(`listing messages answered ${response.status}: ${await response.text()}`);
+    const page = (await response.json()) as { data: { id: string; text: string }[]; next_cursor: string | null };
+    messages.push(...page.data.map(({ id, text }) => ({ id, text })));
+    cursor = page.next_cursor;
+  } while (cursor);
+  return messages;
 }
 
 /** What GET /health answers: the health document, or (when it cannot run) a problem. */

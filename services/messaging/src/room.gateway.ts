@@ -35,6 +35,7 @@ export class RoomGateway {
     try {
       const response = await unaryCall<GetAgentResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
         this.client.getAgent({ agentId }, metadata, options, callback),
+        { repeatable: true },
       );
       if (!response.agent) throw new Error('GetAgent answered no agent');
       return { id: response.agent.id, agentName: response.agent.agentName };
@@ -48,6 +49,7 @@ export class RoomGateway {
   async newestPostId(): Promise<string> {
     const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.listPosts({ limit: 1 }, metadata, options, callback),
+      { repeatable: true },
     );
     return response.posts[0]?.id ?? '0-0';
   }
@@ -57,6 +59,7 @@ export class RoomGateway {
     try {
       const response = await unaryCall<GetPostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
         this.client.getPost({ postId }, metadata, options, callback),
+        { repeatable: true },
       );
       return response.post?.agentId;
     } catch (error) {
