@@ -81,5 +81,5 @@ EXPOSE 8080 8081 9090 50051 50052 50053 50054
 # The image's `node` user, by number: Kubernetes can only verify runAsNonRoot for a numeric user.
 USER 1000:1000
 # Node handles SIGTERM itself (each main.js drains, then exits), so it runs as PID 1 directly.
-ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=16"]
+ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=32"]
 CMD ["services/edge/dist/main.js"]

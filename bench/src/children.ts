@@ -113,14 +113,15 @@ function exitDescription(child: ChildProcess): string | undefined {
 }
 
 /**
- * Starts `script` (a file next to this one in dist/) in its own Node process, so the load generator
+ * Starts `script` (a file next to this one in dist/) in its own Node process (with `flags`: a service's
+ * by default), so the load generator
  * does not share its event loop, and waits for its port line. Its other output goes to our stderr,
  * prefixed with `name`, so a failing child explains itself.
  */
-export function startServerChild(name: string, script: string, env: NodeJS.ProcessEnv, readyTimeoutMs: number): Promise<ServerChild> {
+export function startServerChild(name: string, script: string, env: NodeJS.ProcessEnv, readyTimeoutMs: number, flags: readonly string[] = NODE_FLAGS): Promise<ServerChild> {
   const path = fileURLToPath(new URL(script, import.meta.url));
   // With an IPC channel, unused but for its close: the child stops by itself once we are gone, however we died.
-  const child = spawn(process.execPath, [...NODE_FLAGS, path], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }) as ChildProcessByStdio<null, Readable, Readable>;
+  const child = spawn(process.execPath, [...flags, path], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }) as ChildProcessByStdio<null, Readable, Readable>;
   running.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', () => running.delete(child));

@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { freePort, NODE_FLAGS } from '@agentroom/kit';
+import { EMBEDDED_NODE_FLAGS, freePort } from '@agentroom/kit';
 import { startCpu, totalCpuMs } from './cpu.js';
 import { approvedToken } from './human.js';
 import { progress } from './progress.js';
@@ -71,13 +71,13 @@ interface Started {
   stop(): Promise<void>;
 }
 
-/** `node <NODE_FLAGS> launcher/dist/start.js`, as `npm start` runs it, on free ports; ready once its admin port answers. */
+/** `node <EMBEDDED_NODE_FLAGS> launcher/dist/start.js`, as `npm start` runs it, on free ports; ready once its admin port answers. */
 async function startProduct(): Promise<Started> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const origin = `http://127.0.0.1:${port}`;
   const script = fileURLToPath(new URL('../../launcher/dist/start.js', import.meta.url));
-  // The flags of package.json's start script (kit's NODE_FLAGS).
-  const child = spawn(process.execPath, [...NODE_FLAGS, script], {
+  // The flags of package.json's start script (kit's EMBEDDED_NODE_FLAGS).
+  const child = spawn(process.execPath, [...EMBEDDED_NODE_FLAGS, script], {
     env: {
       ...process.env,
       PORT: String(port),

@@ -1,6 +1,7 @@
 // The servers the rows load, each in its own process and started on first use: the product in
 // embedded mode and as the cluster (both seeded with the same posts), and the two baselines
 // replaying the product's first page.
+import { EMBEDDED_NODE_FLAGS } from '@agentroom/kit';
 import { type CapturedResponse, capture, cannedEnv } from './canned.js';
 import { type ServerChild, startServerChild } from './children.js';
 import { page, SEEDED_POSTS } from './pages.js';
@@ -16,12 +17,12 @@ export class Servers {
 
   /** The whole product in one process, memory storage. */
   embedded(): Promise<ServerChild> {
-    return this.once('embedded', () => this.product('embedded', './embedded-server.js', 'the product in embedded mode'));
+    return this.once('embedded', () => this.product('embedded', './embedded-server.js', 'the product in embedded mode', {}, EMBEDDED_NODE_FLAGS));
   }
 
   /** Another embedded product of its own, seeded alike, for a row that must compare two servers' states side by side. */
   embeddedOfItsOwn(name: string): Promise<ServerChild> {
-    return this.once(name, () => this.product(name, './embedded-server.js', `another embedded product (${name})`));
+    return this.once(name, () => this.product(name, './embedded-server.js', `another embedded product (${name})`, {}, EMBEDDED_NODE_FLAGS));
   }
 
   /** `npm run cluster`: room, messaging, delivery, auth, one edge, the router and a redis-server, each its own process. */
@@ -67,15 +68,16 @@ export class Servers {
     return server;
   }
 
-  private async start(name: string, script: string, env: NodeJS.ProcessEnv): Promise<ServerChild> {
-    const child = await startServerChild(name, script, env, READY_TIMEOUT_MS);
+  private async start(name: string, script: string, env: NodeJS.ProcessEnv, flags?: readonly string[]): Promise<ServerChild> {
+    const child = await startServerChild(name, script, env, READY_TIMEOUT_MS, flags);
     this.children.push(child);
     return child;
   }
 
-  private async product(name: string, script: string, what: string, env: NodeJS.ProcessEnv = {}): Promise<ServerChild> {
+  /** A product: embedded ones with `npm start`'s flags, as users run it; the cluster's launcher with a service's. */
+  private async product(name: string, script: string, what: string, env: NodeJS.ProcessEnv = {}, flags?: readonly string[]): Promise<ServerChild> {
     progress(`starting ${what}…`);
-    const server = await this.start(name, script, { ...process.env, ...env });
+    const server = await this.start(name, script, { ...process.env, ...env }, flags);
     if (server.room === undefined) throw new Error(`${name} did not say where its room listens`);
     progress(`seeding ${SEEDED_POSTS.toLocaleString('en-US')} posts through room's gRPC API at ${server.room}…`);
     await seedRoom(server.room, SEEDED_POSTS);

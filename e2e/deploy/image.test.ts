@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { discoveryDocuments } from '@agentroom/gateway';
-import { freePort, HealthChecker, type LocalRedis, NODE_FLAGS, startRedisServer } from '@agentroom/kit';
+import { EMBEDDED_NODE_FLAGS, freePort, HealthChecker, type LocalRedis, NODE_FLAGS, startRedisServer } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readDockerignore, readRuntimeImage, type RuntimeImage } from '../support/image-dockerfile.js';
 import { asImageUser, assembleRuntimeTree, type RuntimeTree } from '../support/image-tree.js';
@@ -187,9 +187,9 @@ describe('the container image', () => {
 
     expect(image.workdir).toBe('/app');
     expect(image.user).toMatch(/^(node|1000)(:(node|1000))?$/);
-    // Every service runs with the flags npm start and npm run cluster give node (kit's NODE_FLAGS).
+    // Every service runs with the flags npm run cluster gives node (kit's NODE_FLAGS); npm start with the embedded default's.
     expect(image.entrypoint).toEqual(['node', ...NODE_FLAGS]);
-    expect(rootPackage.scripts.start).toBe(`node ${NODE_FLAGS.join(' ')} launcher/dist/start.js`);
+    expect(rootPackage.scripts.start).toBe(`node ${EMBEDDED_NODE_FLAGS.join(' ')} launcher/dist/start.js`);
     expect(image.cmd).toEqual(['services/edge/dist/main.js']);
     expect(image.env).toMatchObject({ NODE_ENV: 'production' });
     expect(image.expose.sort()).toEqual([8080, 8081, 9090, 50051, 50052, 50053, 50054].sort());
