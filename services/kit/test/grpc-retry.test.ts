@@ -102,6 +102,35 @@ function attemptsOf(client: RoomServiceClient, method: 'listPosts' | 'upsertAgen
   });
 }
 
+/**
+ * Eight workers make writes, each call with one call key whichever attempt carries it, until 500 have
+ * been answered, and `victim` is killed with SIGKILL once 200 have: the last 300 or so go on through
+ * the kill. Answers the texts answered and the calls that failed.
+ */
+async function writeThroughKill(victim: ServiceProcess, what: string, write: (text: string, callKey: string) => Promise<void>): Promise<{ answered: Set<string>; failures: unknown[] }> {
+  const failures: unknown[] = [];
+  const answered = new Set<string>();
+  let sent = 0;
+  let killed = false;
+  const worker = async (): Promise<void> => {
+    while (!killed || answered.size < 500) {
+      const text = `${what} ${(sent += 1)}`;
+      try {
+        await write(text, randomUUID());
+        answered.add(text);
+      } catch (error) {
+        failures.push(error);
+      }
+      if (!killed && answered.size >= 200) {
+        killed = true;
+        process.kill(victim.pid, 'SIGKILL');
+      }
+    }
+  };
+  await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map(worker));
+  return { answered, failures };
+}
+
 describe('retries against real room processes on one Redis', () => {
   const RoomService = roomProto().RoomService;
   let redis: LocalRedis | undefined;
@@ -190,34 +219,14 @@ describe('retries against real room processes on one Redis', () => {
       client.upsertAgent({ agent: { agentName: 'writer', humanLabel: 'Ada', scopes: ['posts:write'] } }, metadata, options, callback),
     );
     const agentId = made.agent?.id ?? '';
-    const failures: unknown[] = [];
-    const answered = new Map<string, string>();
-    let sent = 0;
-    let killed = false;
-    const worker = async (): Promise<void> => {
-      // Posts keep going until 500 have been answered, the last 300 of them after the kill.
-      while (!killed || answered.size < 500) {
-        const text = `post ${(sent += 1)}`;
-        // One key for the call, whichever attempt carries it.
-        const callKey = randomUUID();
-        try {
-          const { post } = await unaryCall<CreatePostResponse__Output>(
-            2_000,
-            (metadata, options, callback) => client.createPost({ agentId, text, via: 'VIA_REST', callKey }, metadata, options, callback),
-            { repeatable: true },
-          );
-          answered.set(text, post?.id ?? '');
-        } catch (error) {
-          failures.push(error);
-        }
-        if (!killed && answered.size >= 200) {
-          killed = true;
-          process.kill(first.pid, 'SIGKILL');
-        }
-      }
-    };
     try {
-      await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map(worker));
+      const { answered, failures } = await writeThroughKill(first, 'post', async (text, callKey) => {
+        await unaryCall<CreatePostResponse__Output>(
+          2_000,
+          (metadata, options, callback) => client.createPost({ agentId, text, via: 'VIA_REST', callKey }, metadata, options, callback),
+          { repeatable: true },
+        );
+      });
       expect(failures).toEqual([]);
       // Every post the room holds was answered, once: none made twice by a call sent again.
       const held: string[] = [];
@@ -227,7 +236,7 @@ describe('retries against real room processes on one Redis', () => {
         held.push(...page.posts.filter((post) => post.agentId === agentId).map((post) => post.text));
         cursor = page.nextCursor;
       } while (cursor !== '');
-      expect(held.sort()).toEqual([...answered.keys()].sort());
+      expect(held.sort()).toEqual([...answered].sort());
     } finally {
       client.close();
     }
@@ -250,34 +259,14 @@ describe('retries against real room processes on one Redis', () => {
       return made.agent?.id ?? '';
     };
     const [from, to] = [await agent('sender'), await agent('recipient')];
-    const failures: unknown[] = [];
-    const answered = new Map<string, string>();
-    let sent = 0;
-    let killed = false;
-    const worker = async (): Promise<void> => {
-      // Messages keep going until 500 have been answered, the last 300 of them after the kill.
-      while (!killed || answered.size < 500) {
-        const text = `message ${(sent += 1)}`;
-        // One key for the call, whichever attempt carries it.
-        const callKey = randomUUID();
-        try {
-          const { message } = await unaryCall<SendMessageResponse__Output>(
-            2_000,
-            (metadata, options, callback) => client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey }, metadata, options, callback),
-            { repeatable: true },
-          );
-          answered.set(text, message?.id ?? '');
-        } catch (error) {
-          failures.push(error);
-        }
-        if (!killed && answered.size >= 200) {
-          killed = true;
-          process.kill(first.pid, 'SIGKILL');
-        }
-      }
-    };
     try {
-      await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map(worker));
+      const { answered, failures } = await writeThroughKill(first, 'message', async (text, callKey) => {
+        await unaryCall<SendMessageResponse__Output>(
+          2_000,
+          (metadata, options, callback) => client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey }, metadata, options, callback),
+          { repeatable: true },
+        );
+      });
       expect(failures).toEqual([]);
       // Every message the inbox holds was answered, once: none sent twice by a call sent again.
       const held: string[] = [];
@@ -287,7 +276,7 @@ describe('retries against real room processes on one Redis', () => {
         held.push(...page.messages.map((message) => message.text));
         cursor = page.nextCursor;
       } while (cursor !== '');
-      expect(held.sort()).toEqual([...answered.keys()].sort());
+      expect(held.sort()).toEqual([...answered].sort());
     } finally {
       client.close();
       roomClient.close();

@@ -97,8 +97,11 @@ export class RoomGateway {
     return { entries: response.posts.map(toPagedPost), hasMore: response.hasMore, nextCursor: response.nextCursor || null };
   }
 
-  /** Creates a post, or a reply to `replyTo`; the answer carries its cursor, so the edge that took it can list it at once. */
-  /** `callKey` names this post: the room makes one post per key, so grpc-js may send the call again to another replica. */
+  /**
+   * Creates a post, or a reply to `replyTo`; the answer carries its cursor, so the edge that took it
+   * can list it at once. `callKey` names this post: the room makes one post per key, so the call may
+   * be sent again to another replica.
+   */
   async createPost(agentId: string, text: string, via: Via, replyTo: string, callKey: string): Promise<PagedPost> {
     const response = await unaryCall<CreatePostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
       this.client.createPost({ agentId, text, via: viaToProto(via), withCursor: true, replyTo, callKey }, metadata, options, callback),
