@@ -1,13 +1,7 @@
-import { CALL_KEY_MS, compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
+import { compareStreamIds, type Clock, type FeedItem, type FeedSource, MemoryCallKeys, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';
-
-/**
- * The most call keys the memory store remembers at once (each for CALL_KEY_MS): one process has no
- * other replica to be sent again to, so this only bounds what a burst of messages costs.
- */
-const CALL_KEYS_MAX = 10_000;
 
 /** One agent's log (its inbox, or its feed), oldest first, capped, with its live followers. */
 class Log<T extends FeedItem> {
@@ -76,8 +70,8 @@ export class MemoryMessagingStore implements MessagingStore {
   /** The global events feed: every notification appended, with ids of its own. */
   private readonly eventLog: Log<EventRecord>;
   private readonly eventIds = new StreamIds(() => this.clock.now());
-  /** The call keys taken in the last CALL_KEY_MS, oldest first: `<sender> <recipient> <key>` → the message sent and when. */
-  private readonly callKeys = new Map<string, { id: string; at: number }>();
+  /** The call keys of the last minute, as `<sender> <recipient> <key>`, each with the message it sent. */
+  private readonly callKeys = new MemoryCallKeys(() => this.clock.now());
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -119,22 +113,12 @@ export class MemoryMessagingStore implements MessagingStore {
   appendMessage(message: NewMessage): Promise<Sent> {
     const { callKey: key, ...fields } = message;
     const callKey = key ? `${message.fromAgentId} ${message.toAgentId} ${key}` : undefined;
-    if (callKey !== undefined) {
-      const now = this.clock.now();
-      for (const [held, taken] of this.callKeys) {
-        if (taken.at + CALL_KEY_MS > now) break;
-        this.callKeys.delete(held);
-      }
-      const taken = this.callKeys.get(callKey);
-      const sent = taken && this.inboxes.get(message.toAgentId)?.find(taken.id);
-      if (sent) return Promise.resolve({ message: sent, again: true });
-    }
+    const sentId = callKey === undefined ? undefined : this.callKeys.made(callKey);
+    const sent = sentId === undefined ? undefined : this.inboxes.get(message.toAgentId)?.find(sentId);
+    if (sent) return Promise.resolve({ message: sent, again: true });
     const id = this.ids.next();
     const record: MessageRecord = { id, ...fields, createdAt: createdAtOf(id) };
-    if (callKey !== undefined) {
-      this.callKeys.set(callKey, { id, at: this.clock.now() });
-      if (this.callKeys.size > CALL_KEYS_MAX) this.callKeys.delete(this.callKeys.keys().next().value as string);
-    }
+    if (callKey !== undefined) this.callKeys.take(callKey, id);
     const inbox = this.inboxOf(message.toAgentId);
     inbox.append(record);
     const feed = this.feedOf(message.toAgentId);

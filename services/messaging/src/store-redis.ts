@@ -301,19 +301,23 @@ export class RedisMessagingStore implements MessagingStore {
     const keys = [this.inboxKey(to), this.feedKey(to), this.stateKey(to), callKey];
     // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
     const answer = await SEND.runAcknowledged(this.redis, keys, [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), key ? String(CALL_KEY_MS) : '0', ...fields]);
-    const [id, notificationId] = Array.isArray(answer) ? (answer as unknown[]) : [];
-    if (id === 'again' && typeof notificationId === 'string') {
-      // The message the call this one repeats sent; that call appended its event too (or died before
-      // it, a loss appendEvent already counts). The script answered its id where a notification's goes.
-      const sentId = notificationId;
-      const [entry] = (await this.redis.xrange(this.inboxKey(to), sentId, sentId)) as StreamEntry[];
-      // Trimmed between the two: only an inbox cap far smaller than a minute's messages does that.
-      if (entry?.[0] !== sentId) throw new Error(`the message ${sentId} its call key sent is gone already`);
-      return { message: toMessage(entry), again: true };
-    }
+    const reply = Array.isArray(answer) ? (answer as unknown[]) : [];
+    if (reply[0] === 'again' && typeof reply[1] === 'string') return { message: await this.sentBefore(to, reply[1]), again: true };
+    const [id, notificationId] = reply;
     if (typeof id !== 'string' || typeof notificationId !== 'string') throw new Error('XADD returned no id');
     await this.appendEvent(to, notificationId, 'direct_message', id, json);
     return { message: { id, ...sent, createdAt: createdAtOf(id) } };
+  }
+
+  /**
+   * The message a repeated call's first call sent (`sentId`, in `to`'s inbox). That call appended its
+   * event too, or died before it: a loss appendEvent already counts.
+   */
+  private async sentBefore(to: string, sentId: string): Promise<MessageRecord> {
+    const [entry] = (await this.redis.xrange(this.inboxKey(to), sentId, sentId)) as StreamEntry[];
+    // Trimmed between the two: only an inbox cap far smaller than a minute's messages does that.
+    if (entry?.[0] !== sentId) throw new Error(`the message ${sentId} its call key sent is gone already`);
+    return toMessage(entry);
   }
 
   async listInbox(agentId: string, limit: number, beforeId?: string): Promise<Page<MessageRecord>> {

@@ -1,13 +1,7 @@
-import { CALL_KEY_MS, compareStreamIds, type Clock, MENTIONS_MAX, StreamIds, systemClock } from '@agentroom/kit';
+import { compareStreamIds, type Clock, MemoryCallKeys, MENTIONS_MAX, StreamIds, systemClock } from '@agentroom/kit';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type Via } from './posts.js';
 import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
-
-/**
- * The most call keys the memory store remembers at once (each for {@link CALL_KEY_MS}): one process
- * has no other replica to be sent again to, so this only bounds what a burst of posts costs.
- */
-const CALL_KEYS_MAX = 10_000;
 
 /**
  * A post as this store keeps it: what it was made with, in one small object of one shape. What can
@@ -72,8 +66,8 @@ export class MemoryRoomStore implements RoomStore {
   /** The name key each active agent is indexed under. */
   private readonly indexedName = new Map<string, string>();
   private readonly listeners = new Set<(post: PostRecord) => void>();
-  /** The call keys taken in the last {@link CALL_KEY_MS}, oldest first: `<agent id> <key>` → the post made and when. */
-  private readonly callKeys = new Map<string, { id: string; at: number }>();
+  /** The call keys of the last minute, as `<agent id> <key>`, each with the post it made. */
+  private readonly callKeys = new MemoryCallKeys(() => this.clock.now());
   /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
   private readonly ids = new StreamIds(() => this.clock.now());
 
@@ -92,16 +86,9 @@ export class MemoryRoomStore implements RoomStore {
 
   appendPost(post: NewPost): Promise<Appended> {
     const callKey = post.callKey ? `${post.agentId} ${post.callKey}` : undefined;
-    if (callKey !== undefined) {
-      const now = this.clock.now();
-      for (const [key, taken] of this.callKeys) {
-        if (taken.at + CALL_KEY_MS > now) break;
-        this.callKeys.delete(key);
-      }
-      const taken = this.callKeys.get(callKey);
-      const made = taken && this.find(taken.id);
-      if (made) return Promise.resolve({ post: this.withReplyCount(made), again: true });
-    }
+    const madeId = callKey === undefined ? undefined : this.callKeys.made(callKey);
+    const made = madeId === undefined ? undefined : this.find(madeId);
+    if (made) return Promise.resolve({ post: this.withReplyCount(made), again: true });
     const agent = this.agents.get(post.agentId);
     if (!agent) return Promise.resolve({ missing: 'agent' });
     let reply: StoredPost['reply'];
@@ -130,10 +117,7 @@ export class MemoryRoomStore implements RoomStore {
     };
     this.posts.push(stored);
     replies?.push(stored);
-    if (callKey !== undefined) {
-      this.callKeys.set(callKey, { id, at: this.clock.now() });
-      if (this.callKeys.size > CALL_KEYS_MAX) this.callKeys.delete(this.callKeys.keys().next().value as string);
-    }
+    if (callKey !== undefined) this.callKeys.take(callKey, id);
     this.trim();
     const record = recordOf(stored);
     for (const listener of this.listeners) listener(record);

@@ -20,3 +20,34 @@ export function checkCallKey(callKey: string, rpc: string): void {
     throw new DomainError('invalid-request', { detail: `${rpc} needs a call_key of 1 to ${CALL_KEY_MAX_LENGTH} characters.`, fields: { parameter: 'call_key' } });
   }
 }
+
+/**
+ * The call keys a memory store took in the last CALL_KEY_MS, oldest first, each with the id of what
+ * its call made: a store without Redis answers a repeat from here. At most `max` are kept (10,000 by
+ * default): one process has no other replica to be sent again to, so this only bounds what a burst
+ * of writes costs.
+ */
+export class MemoryCallKeys {
+  private readonly taken = new Map<string, { id: string; at: number }>();
+
+  constructor(
+    private readonly now: () => number,
+    private readonly max = 10_000,
+  ) {}
+
+  /** The id the call named `key` made within CALL_KEY_MS, if any; the keys older than that go first. */
+  made(key: string): string | undefined {
+    const now = this.now();
+    for (const [held, taken] of this.taken) {
+      if (taken.at + CALL_KEY_MS > now) break;
+      this.taken.delete(held);
+    }
+    return this.taken.get(key)?.id;
+  }
+
+  /** Notes that the call named `key` made `id` now. */
+  take(key: string, id: string): void {
+    this.taken.set(key, { id, at: this.now() });
+    if (this.taken.size > this.max) this.taken.delete(this.taken.keys().next().value as string);
+  }
+}
