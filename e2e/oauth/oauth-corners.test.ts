@@ -316,6 +316,31 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       }
     });
 
+    it("offers an operator's many agents as their newest 50, says how many there are, and connects as an older one by its id", async () => {
+      const fleet: { agentId: string }[] = [];
+      for (let i = 1; i <= 60; i += 1) {
+        fleet.push(await app.auth.flows.provision({ humanName: HUMAN.name, agentName: `fleet-${i}`, scopes: ['posts:write'], reason: 'k6 load test' }));
+        clock.advance(1);
+      }
+      const { verifier, challenge } = pkce();
+      const html = await (await authorize(app, request(challenge), cookie)).text();
+      const offered = [...html.matchAll(/name="agent" value="(a_[^"]+)"/g)].map((match) => match[1]);
+      expect(fleet.slice(10).every((agent) => offered.includes(agent.agentId))).toBe(true);
+      expect(fleet.slice(0, 10).some((agent) => offered.includes(agent.agentId))).toBe(false);
+      expect(html).toContain('Of the 60 agents an operator provisioned in your name, the newest 50 are listed');
+      const oldest = fleet[0]?.agentId ?? '';
+      const response = await fetch(`${site}/authorize`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+        body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent: oldest, agent_name: '', decision: 'approve' }).toString(),
+      });
+      const code = expectAuthorizationResponse(app, response).searchParams.get('code') ?? '';
+      const answered = await exchange({ code, verifier, clientId });
+      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+      expect(answered.body.agent_id).toBe(oldest);
+    });
+
     it('answers a decline with access_denied, the state and iss, and no code', async () => {
       const { response } = await answer(request(pkce().challenge), 'decline');
       const location = expectAuthorizationResponse(app, response);

@@ -142,4 +142,25 @@ describe('/account with many agents, in a real browser', () => {
     // About 700 bytes a row: 100 rows and the page around them. Every agent on one page was some 1.5 MB here.
     expect(bytes).toBeLessThan(100_000);
   });
+
+  it("offers on the room's page the human's own agents, then the newest 50 provisioned ones in a group saying how many, and posts as one of them", async () => {
+    await page.goto(`${app.urls.siteUrl}/`);
+    const select = page.getByLabel('Post as');
+    // The newest 50 approved agents (approved-01 was revoked above), each an option of its own.
+    expect(await select.locator(':scope > option').allTextContents()).toEqual([...approved].reverse().slice(0, PAGE_SIZE));
+    const group = select.locator('optgroup');
+    expect(await group.getAttribute('label')).toBe('Provisioned by an operator: the newest 50 of 1,999');
+    // load-1950 was revoked above: the newest 50 live ones are load-2000 to load-1951.
+    expect(await group.locator('option').allTextContents()).toEqual(Array.from({ length: PAGE_SIZE }, (_, i) => `load-${2_000 - i}`));
+    const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    // Two thousand agents were an option each here (about 100 KB of page); now a hundred.
+    expect((await (await fetch(`${app.urls.siteUrl}/`, { headers: { cookie } })).arrayBuffer()).byteLength).toBeLessThan(30_000);
+
+    await select.selectOption({ label: 'load-1990' });
+    await page.getByLabel('Text (1 to 500 characters)').fill('a provisioned agent, from the room page');
+    await page.getByRole('button', { name: 'Post' }).click();
+    await page.waitForURL(/#post-/);
+    const id = new URL(page.url()).hash.slice('#post-'.length);
+    expect(await page.locator(`#post-${id} .meta`).textContent()).toContain('load-1990 for Grace Many · via web');
+  });
 });

@@ -56,13 +56,33 @@ export class AuthorizeRefusal extends Error {
 }
 
 /** What the consent page shows. */
+/** How many of the newest tokens of each of a human's lists a form offers as agents to act as. */
+export const AGENT_CHOICES = 50;
+
+/** An agent a form offers: its scopes are the union of those of its tokens the form read. */
+export interface AgentChoice {
+  agentId: string;
+  agentName: string;
+  scopes: Scope[];
+  /** Made by an operator in the human's name (`npm run agents -- provision`). */
+  provisioned: boolean;
+}
+
+export interface AgentChoices {
+  agents: AgentChoice[];
+  /** How many live provisioned tokens the human has in all. */
+  provisionedTotal: number;
+}
+
 export interface ConsentView {
   requestId: string;
   client: { id: string; name: string; kind: OAuthClient['kind']; domain?: string; uri?: string };
   redirectHost: string;
   scopes: Scope[];
-  /** The human's agents, to connect the host as one of them. */
-  agents: { agentId: string; agentName: string; scopes: Scope[] }[];
+  /** The human's agents, to connect the host as one of them (`Authorizations.agentChoices`). */
+  agents: AgentChoice[];
+  /** How many live provisioned agents the human has; the newest AGENT_CHOICES of them are among `agents`. */
+  provisionedTotal: number;
   /** The agent this host connected as before, if any: the page proposes it. */
   previousAgentId?: string;
   /** The agent name the page proposes for a new agent. */
@@ -209,22 +229,39 @@ export class Authorizations {
     return request;
   }
 
-  /** The agents a human approved that hold a live token, each with the union of its scopes. */
-  private async agentsOf(human: Human): Promise<ConsentView['agents']> {
-    const agents = new Map<string, { agentId: string; agentName: string; scopes: Set<Scope> }>();
-    for (const token of await this.o.tokens.liveOfHuman(human.id)) {
-      const agent = agents.get(token.agentId) ?? { agentId: token.agentId, agentName: token.agentName, scopes: new Set<Scope>() };
-      for (const scope of token.scopes) agent.scopes.add(scope);
-      agents.set(token.agentId, agent);
-    }
-    return [...agents.values()].map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: SCOPES.filter((scope) => agent.scopes.has(scope)) }));
+  /**
+   * The agents a form offers a human to act as (the room's compose form, a host's consent): those of
+   * their newest AGENT_CHOICES approved tokens and of their live connections, then those of their
+   * newest AGENT_CHOICES provisioned tokens, marked; each once, with the union of the scopes seen.
+   * Bounded, so an operator's ten thousand provisioned agents make neither page long nor slow; an
+   * agent beyond them is still chosen by id (`approve`, the room's form takes any it offered).
+   */
+  async agentChoices(humanId: string): Promise<AgentChoices> {
+    const [approved, provisioned, connections] = await Promise.all([
+      this.o.tokens.pageOfHuman(humanId, 'approved', AGENT_CHOICES),
+      this.o.tokens.pageOfHuman(humanId, 'provisioned', AGENT_CHOICES),
+      this.connectionsOf(humanId),
+    ]);
+    const agents = new Map<string, { agentId: string; agentName: string; scopes: Set<Scope>; provisioned: boolean }>();
+    const add = (agentId: string, agentName: string, scopes: readonly Scope[], provisioned: boolean): void => {
+      const agent = agents.get(agentId) ?? { agentId, agentName, scopes: new Set<Scope>(), provisioned };
+      for (const scope of scopes) agent.scopes.add(scope);
+      agents.set(agentId, agent);
+    };
+    for (const token of approved.tokens) add(token.agentId, token.agentName, token.scopes, false);
+    for (const connection of connections) add(connection.agentId, connection.agentName, connection.scopes, false);
+    for (const token of provisioned.tokens) add(token.agentId, token.agentName, token.scopes, true);
+    return {
+      agents: [...agents.values()].map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: SCOPES.filter((scope) => agent.scopes.has(scope)), provisioned: agent.provisioned })),
+      provisionedTotal: provisioned.total,
+    };
   }
 
   /** What the consent page shows a signed-in human. */
   async describe(requestId: string, human: Human): Promise<ConsentView> {
     const request = await this.pending(requestId);
     const client = await this.o.clients.resolve(request.clientId);
-    const agents = await this.agentsOf(human);
+    const { agents, provisionedTotal } = await this.agentChoices(human.id);
     const previous = (await this.connectionsOf(human.id)).find((c) => c.clientId === client.clientId && agents.some((a) => a.agentId === c.agentId));
     const domain = client.kind === 'document' ? new URL(client.clientId).hostname : undefined;
     const name = client.clientName ?? domain ?? 'An MCP host';
@@ -234,6 +271,7 @@ export class Authorizations {
       redirectHost: new URL(request.redirectUri).host || new URL(request.redirectUri).protocol,
       scopes: request.scopes,
       agents,
+      provisionedTotal,
       ...(previous ? { previousAgentId: previous.agentId } : {}),
       suggestedName: agentNameOf(name, ''),
       expiresAt: request.expiresAt,
@@ -266,10 +304,10 @@ export class Authorizations {
       agentName = agentNameOf(choice.agentName, client.clientName ?? new URL(request.redirectUri).host);
       agentId = await this.o.room.upsertAgent({ id: '', agentName, humanLabel: human.name, scopes: request.scopes });
     } else {
-      const agent = (await this.agentsOf(human)).find((a) => a.agentId === choice.agent);
-      if (!agent) throw new DomainError('not-found', { detail: 'You have no agent with this id that holds a live token.', fields: { parameter: 'agent' } });
-      agentId = agent.agentId;
-      agentName = agent.agentName;
+      const [token] = await this.o.tokens.liveOfHumanAgent(human.id, choice.agent);
+      if (!token) throw new DomainError('not-found', { detail: 'You have no agent with this id that holds a live token.', fields: { parameter: 'agent' } });
+      agentId = token.agentId;
+      agentName = token.agentName;
     }
     for (const old of await this.connectionsOf(human.id)) {
       if (old.clientId === client.clientId && old.agentId === agentId) await this.endConnection(old, 'auth');

@@ -259,18 +259,8 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, client
       const { sessionId } = parse(sessionRequest, request);
       const found = sessionId === '' ? undefined : await humans.session(sessionId);
       if (!found) return {};
-      const agents = new Map<string, { agentId: string; agentName: string; scopes: Set<string> }>();
-      for (const token of await tokens.liveOfHuman(found.human.id)) {
-        const agent = agents.get(token.agentId) ?? { agentId: token.agentId, agentName: token.agentName, scopes: new Set<string>() };
-        for (const scope of token.scopes) agent.scopes.add(scope);
-        agents.set(token.agentId, agent);
-      }
-      return {
-        humanId: found.human.id,
-        humanName: found.human.name,
-        csrfToken: found.session.csrf,
-        agents: [...agents.values()].map((agent) => ({ ...agent, scopes: SCOPES.filter((scope) => agent.scopes.has(scope)) })),
-      };
+      const { agents, provisionedTotal } = await authorizations.agentChoices(found.human.id);
+      return { humanId: found.human.id, humanName: found.human.name, csrfToken: found.session.csrf, agents, provisionedTotal };
     }),
 
     ProvisionAgent: loopbackOnly(

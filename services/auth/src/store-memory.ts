@@ -6,10 +6,15 @@ import {
   type Bucket,
   drainedLevel,
   nameKey,
+  listOfToken,
+  positionKey,
   REVOCATION_HEARTBEAT_MS,
   type Revocation,
   type RevocationFeedOptions,
   type RevocationWatcher,
+  type TokenList,
+  type TokenPage,
+  type TokenPosition,
 } from './store.js';
 
 interface Expiring<T> {
@@ -44,16 +49,28 @@ class ExpiringMap<T> {
   delete(key: string): void {
     this.entries.delete(key);
   }
-
-  values(): T[] {
-    return [...this.entries.keys()].flatMap((key) => {
-      const value = this.get(key);
-      return value === undefined ? [] : [value];
-    });
-  }
 }
 
 const newestFirst = (a: TokenRecord, b: TokenRecord): number => b.createdAt - a.createdAt;
+
+/** A live token in a human's list: its place (`positionKey`), its record's hash, when it stops working. */
+interface Listed {
+  key: string;
+  hash: string;
+  expiresAt: number;
+}
+
+/** Where `key` goes in `entries` (ordered by key): the first entry at or after it. */
+function lowerBound(entries: readonly Listed[], key: string): number {
+  let low = 0;
+  let high = entries.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((entries[middle] as Listed).key < key) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
 
 /**
  * The embedded default: everything in this process, lost on restart. Every method finishes
@@ -66,6 +83,10 @@ export class MemoryAuthStore implements AuthStore {
   private readonly polls: ExpiringMap<number>;
   private readonly tokens: ExpiringMap<TokenRecord>;
   private readonly tokenIds: ExpiringMap<string>;
+  /** Each agent's tokens (hashes), so its reads do not pass over every other token. */
+  private readonly agentTokens = new Map<string, Set<string>>();
+  /** Each human's live tokens by list (`<list>:<humanId>`), oldest first: a page is a slice. */
+  private readonly lists = new Map<string, Listed[]>();
   private readonly humans = new Map<string, Human>();
   private readonly names = new Map<string, string>();
   private readonly sessions: ExpiringMap<Session>;
@@ -198,12 +219,27 @@ export class MemoryAuthStore implements AuthStore {
   saveToken(token: TokenRecord, keepUntil: number): Promise<void> {
     this.tokens.set(token.hash, structuredClone(token), keepUntil);
     this.tokenIds.set(token.id, token.hash, keepUntil);
+    const ofAgent = this.agentTokens.get(token.agentId) ?? new Set<string>();
+    this.agentTokens.set(token.agentId, ofAgent.add(token.hash));
+    const list = listOfToken(token);
+    if (list !== undefined && token.revokedAt === undefined && token.expiresAt > this.clock.now()) {
+      const entries = this.lists.get(`${list}:${token.humanId}`) ?? [];
+      const key = positionKey(token);
+      entries.splice(lowerBound(entries, key), 0, { key, hash: token.hash, expiresAt: token.expiresAt });
+      this.lists.set(`${list}:${token.humanId}`, entries);
+    }
     return Promise.resolve();
   }
 
   updateToken(token: TokenRecord): Promise<void> {
     const keepUntil = this.tokens.expiryOf(token.hash);
     if (keepUntil !== undefined) this.tokens.set(token.hash, structuredClone(token), keepUntil);
+    const list = listOfToken(token);
+    const entries = list === undefined ? undefined : this.lists.get(`${list}:${token.humanId}`);
+    if (entries !== undefined && token.revokedAt !== undefined) {
+      const at = lowerBound(entries, positionKey(token));
+      if (entries[at]?.hash === token.hash) entries.splice(at, 1);
+    }
     return Promise.resolve();
   }
 
@@ -217,20 +253,40 @@ export class MemoryAuthStore implements AuthStore {
     return hash === undefined ? Promise.resolve(undefined) : this.tokenByHash(hash);
   }
 
-  tokensOfHuman(humanId: string): Promise<TokenRecord[]> {
-    return Promise.resolve(this.tokensWhere((t) => t.humanId === humanId));
+  liveTokensOfHuman(humanId: string, list: TokenList, limit: number, after?: TokenPosition): Promise<TokenPage> {
+    const now = this.clock.now();
+    // Tokens that expired since they were listed leave the list as it is read (their records are
+    // kept a while longer, to answer token-expired).
+    let entries = this.lists.get(`${list}:${humanId}`) ?? [];
+    if (entries.some((entry) => entry.expiresAt <= now)) {
+      entries = entries.filter((entry) => entry.expiresAt > now);
+      this.lists.set(`${list}:${humanId}`, entries);
+    }
+    // Oldest first here: the page is the `limit` entries just before `after`'s place, read backwards.
+    const end = after === undefined ? entries.length : lowerBound(entries, positionKey(after));
+    const start = Math.max(0, end - limit);
+    const tokens = entries
+      .slice(start, end)
+      .reverse()
+      .flatMap((entry) => {
+        const token = this.tokens.get(entry.hash);
+        return token === undefined ? [] : [structuredClone(token)];
+      });
+    return Promise.resolve({ tokens, total: entries.length, offset: entries.length - end, hasMore: start > 0 });
   }
 
   tokensOfAgent(agentId: string): Promise<TokenRecord[]> {
-    return Promise.resolve(this.tokensWhere((t) => t.agentId === agentId));
-  }
-
-  private tokensWhere(test: (token: TokenRecord) => boolean): TokenRecord[] {
-    return this.tokens
-      .values()
-      .filter(test)
-      .sort(newestFirst)
-      .map((t) => structuredClone(t));
+    const hashes = this.agentTokens.get(agentId);
+    if (hashes === undefined) return Promise.resolve([]);
+    const found: TokenRecord[] = [];
+    for (const hash of hashes) {
+      const token = this.tokens.get(hash);
+      // Past its retention: gone from the agent's tokens too.
+      if (token === undefined) hashes.delete(hash);
+      else found.push(structuredClone(token));
+    }
+    if (hashes.size === 0) this.agentTokens.delete(agentId);
+    return Promise.resolve(found.sort(newestFirst));
   }
 
 

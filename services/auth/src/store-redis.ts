@@ -4,17 +4,45 @@ import {
   type AttemptWindow,
   type AuthStore,
   drainedLevel,
+  listOfToken,
   nameKey,
+  positionKey,
   REVOCATION_FEED_LENGTH,
   REVOCATION_HEARTBEAT_MS,
   type Revocation,
   type RevocationFeedOptions,
   type RevocationWatcher,
+  type TokenList,
+  type TokenPage,
+  type TokenPosition,
 } from './store.js';
 
 function parse<T>(json: string | null): T | undefined {
   return json === null ? undefined : (JSON.parse(json) as T);
 }
+
+/**
+ * A page of one of a human's token lists. KEYS[1]: the list (score 0, members `positionKey`, so
+ * their byte order is the list's); KEYS[2]: the same members scored by when each token expires;
+ * KEYS[3]: the mark that the list is whole. ARGV[1]: now (the caller's clock); ARGV[2]: the newest
+ * member the page may hold (`+`, or `(<member>` for the page after it); ARGV[3]: how many members.
+ * Expired tokens leave both sets first. Answers nil while the list is not marked whole (it is then
+ * filled from the index earlier versions kept), else { total, offset, members newest first }.
+ */
+const TOKEN_PAGE = new LuaScript(`
+if redis.call('EXISTS', KEYS[3]) == 0 then return false end
+local gone
+repeat
+  gone = redis.call('ZRANGE', KEYS[2], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, 500)
+  if #gone > 0 then
+    redis.call('ZREM', KEYS[1], unpack(gone))
+    redis.call('ZREM', KEYS[2], unpack(gone))
+  end
+until #gone < 500
+local offset = 0
+if ARGV[2] ~= '+' then offset = redis.call('ZLEXCOUNT', KEYS[1], '[' .. string.sub(ARGV[2], 2), '+') end
+return { redis.call('ZCARD', KEYS[1]), offset, redis.call('ZRANGE', KEYS[1], ARGV[2], '-', 'BYLEX', 'REV', 'LIMIT', 0, ARGV[3]) }
+`);
 
 // Compare-and-set on the flow's status: of two approvals (or an approval and a decline), one wins.
 const TRANSITION = new LuaScript(`
@@ -206,8 +234,18 @@ export class RedisAuthStore implements AuthStore {
     return this.keys.key(`token-id:${id}`);
   }
 
+  /**
+   * The index of every token of a human that versions before the lists kept (every kind, newest
+   * first): read once per human, to fill the lists (`fillLists`), then deleted.
+   */
   private humanTokensKey(humanId: string): string {
     return this.keys.key(`human:${humanId}`, 'tokens');
+  }
+
+  /** A human's live tokens in `list`, by `positionKey`; beside it, when each expires; and the mark that the lists are whole. */
+  private listKeys(humanId: string, list: TokenList): [string, string, string] {
+    const tag = `human:${humanId}`;
+    return [this.keys.key(tag, list), this.keys.key(tag, `${list}-expiry`), this.keys.key(tag, 'lists')];
   }
 
   private agentTokensKey(agentId: string): string {
@@ -266,14 +304,38 @@ export class RedisAuthStore implements AuthStore {
     const ttl = this.ttl(keepUntil);
     await this.redis.set(this.tokenKey(token.hash), JSON.stringify(token), 'PX', ttl);
     await this.redis.set(this.tokenIdKey(token.id), token.hash, 'PX', ttl);
-    for (const key of [this.humanTokensKey(token.humanId), this.agentTokensKey(token.agentId)]) {
-      // An index lives as long as its longest-kept token: NX sets the first TTL, GT only extends it.
-      await this.redis.multi().zadd(key, token.createdAt, token.id).pexpire(key, ttl, 'NX').pexpire(key, ttl, 'GT').exec();
-    }
+    const agentKey = this.agentTokensKey(token.agentId);
+    // An index lives as long as its longest-kept token: NX sets the first TTL, GT only extends it.
+    await this.redis.multi().zadd(agentKey, token.createdAt, token.id).pexpire(agentKey, ttl, 'NX').pexpire(agentKey, ttl, 'GT').exec();
+    await this.listToken(token);
+  }
+
+  /** Puts a live token in its human's list (none for a connection's). */
+  private async listToken(token: TokenRecord): Promise<void> {
+    const list = listOfToken(token);
+    if (list === undefined || token.revokedAt !== undefined) return;
+    const [listKey, expiryKey] = this.listKeys(token.humanId, list);
+    const member = positionKey(token);
+    // The lists hold live tokens only: each leaves them when it expires, so they live as long as the longest-lived.
+    const live = this.ttl(token.expiresAt);
+    await this.redis
+      .multi()
+      .zadd(listKey, 0, member)
+      .zadd(expiryKey, token.expiresAt, member)
+      .pexpire(listKey, live, 'NX')
+      .pexpire(listKey, live, 'GT')
+      .pexpire(expiryKey, live, 'NX')
+      .pexpire(expiryKey, live, 'GT')
+      .exec();
   }
 
   async updateToken(token: TokenRecord): Promise<void> {
     await this.redis.set(this.tokenKey(token.hash), JSON.stringify(token), 'KEEPTTL', 'XX');
+    const list = listOfToken(token);
+    if (list === undefined || token.revokedAt === undefined) return;
+    const [listKey, expiryKey] = this.listKeys(token.humanId, list);
+    const member = positionKey(token);
+    await this.redis.multi().zrem(listKey, member).zrem(expiryKey, member).exec();
   }
 
   async tokenByHash(hash: string): Promise<TokenRecord | undefined> {
@@ -294,8 +356,40 @@ export class RedisAuthStore implements AuthStore {
     return tokens.filter((token): token is TokenRecord => token !== undefined);
   }
 
-  tokensOfHuman(humanId: string): Promise<TokenRecord[]> {
-    return this.tokensIn(this.humanTokensKey(humanId));
+  async liveTokensOfHuman(humanId: string, list: TokenList, limit: number, after?: TokenPosition): Promise<TokenPage> {
+    const keys = this.listKeys(humanId, list);
+    const newest = after === undefined ? '+' : `(${positionKey(after)}`;
+    // A token revoked or expired between the page's read and its records' leaves a page short: read it again.
+    for (let attempt = 1; ; attempt += 1) {
+      let answer = (await TOKEN_PAGE.run(this.redis, keys, [String(this.clock.now()), newest, String(limit + 1)])) as [number, number, string[]] | null;
+      if (answer === null) {
+        await this.fillLists(humanId);
+        answer = (await TOKEN_PAGE.run(this.redis, keys, [String(this.clock.now()), newest, String(limit + 1)])) as [number, number, string[]];
+      }
+      const [total, offset, members] = answer;
+      const shown = members.slice(0, limit);
+      const records = await Promise.all(shown.map((member) => this.tokenById(member.slice(member.indexOf('.') + 1))));
+      const now = this.clock.now();
+      const dead = shown.filter((_, i) => !isLiveRecord(records[i], now));
+      if (dead.length === 0 || attempt === 3) {
+        return { tokens: records.filter((record): record is TokenRecord => isLiveRecord(record, now)), total, offset, hasMore: members.length > limit };
+      }
+      await this.redis.multi().zrem(keys[0], ...dead).zrem(keys[1], ...dead).exec();
+    }
+  }
+
+  /**
+   * Fills a human's lists from the index that versions before them kept, once: its live tokens go in
+   * their list, the lists are marked whole (a mark without a TTL, as the human has none), and the old
+   * index is deleted. Tokens made meanwhile are added by their own save; adding one twice is harmless.
+   */
+  private async fillLists(humanId: string): Promise<void> {
+    const now = this.clock.now();
+    for (const token of await this.tokensIn(this.humanTokensKey(humanId))) {
+      if (isLiveRecord(token, now)) await this.listToken(token);
+    }
+    const [, , mark] = this.listKeys(humanId, 'approved');
+    await this.redis.multi().set(mark, '1').del(this.humanTokensKey(humanId)).exec();
   }
 
   tokensOfAgent(agentId: string): Promise<TokenRecord[]> {
@@ -440,4 +534,9 @@ export class RedisAuthStore implements AuthStore {
   async ping(): Promise<void> {
     await this.redis.ping();
   }
+}
+
+/** A token record that still works: found, not revoked, not expired. */
+function isLiveRecord(token: TokenRecord | undefined, now: number): token is TokenRecord {
+  return token !== undefined && token.revokedAt === undefined && token.expiresAt > now;
 }

@@ -84,8 +84,13 @@ export interface AuthStore {
   updateToken(token: TokenRecord): Promise<void>;
   tokenByHash(hash: string): Promise<TokenRecord | undefined>;
   tokenById(id: string): Promise<TokenRecord | undefined>;
-  /** Every retained token a human approved, newest first (revoked and expired ones included). */
-  tokensOfHuman(humanId: string): Promise<TokenRecord[]>;
+  /**
+   * A page of the human's live tokens (not revoked, not expired) in one of their lists, newest first:
+   * at most `limit`, after the token at `after` (the last of the page before). Read from an index of
+   * that list alone, so the page costs the same for a human with ten agents or ten thousand; a token
+   * leaves the index when it is revoked or expires.
+   */
+  liveTokensOfHuman(humanId: string, list: TokenList, limit: number, after?: TokenPosition): Promise<TokenPage>;
   /** Every retained token of an agent, newest first. */
   tokensOfAgent(agentId: string): Promise<TokenRecord[]>;
 
@@ -143,6 +148,45 @@ export interface AuthStore {
 
   /** Throws when storage cannot be reached. */
   ping(): Promise<void>;
+}
+
+/**
+ * The two lists of a human's tokens on /account: the agents they approved one by one, and those an
+ * operator provisioned in their name (a load test's thousands). A connection's tokens are in neither:
+ * they are shown as their connection.
+ */
+export type TokenList = 'approved' | 'provisioned';
+
+/** The list a token is shown in, or undefined for a connection's. */
+export function listOfToken(token: TokenRecord): TokenList | undefined {
+  if (token.connectionId !== undefined) return undefined;
+  return token.provisioned === undefined ? 'approved' : 'provisioned';
+}
+
+/** Where a token sits in its list, newest first: by when it was made, then by id (so ties have one order). */
+export interface TokenPosition {
+  createdAt: number;
+  id: string;
+}
+
+/** One page of a token list. */
+export interface TokenPage {
+  /** Live tokens, newest first. */
+  tokens: TokenRecord[];
+  /** How many live tokens the list holds. */
+  total: number;
+  /** How many of them come before this page (newer than `after`). */
+  offset: number;
+  /** Whether older live tokens follow the page. */
+  hasMore: boolean;
+}
+
+/**
+ * A token's place in its list as one string whose byte order is the list's order: the creation time
+ * in 15 digits, a dot, the id. Newest first is the reverse of that order.
+ */
+export function positionKey(position: TokenPosition): string {
+  return `${String(position.createdAt).padStart(15, '0')}.${position.id}`;
 }
 
 /** The form under which a human's name is unique: trimmed, NFKC, case-folded. */

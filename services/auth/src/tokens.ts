@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Clock, createLogger, DomainError, hashSecret, isWellFormedToken, type Logger, mintToken, type Scope, SCOPES } from '@agentroom/kit';
 import type { TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
-import type { AuthStore, RevocationWatcher } from './store.js';
+import type { AuthStore, RevocationWatcher, TokenList, TokenPage, TokenPosition } from './store.js';
 
 const DAY_MS = 86_400_000;
 /** An expired token is remembered this long, so it answers token-expired (not token-invalid) a while. */
@@ -193,10 +193,20 @@ export class Tokens {
     return (await this.store.tokensOfAgent(agentId)).filter((t) => isLive(t, now));
   }
 
-  /** What /account lists: the live tokens this human approved, newest first. */
-  async liveOfHuman(humanId: string): Promise<TokenRecord[]> {
-    const now = this.clock.now();
-    return (await this.store.tokensOfHuman(humanId)).filter((t) => isLive(t, now));
+  /** A page of one of the human's lists on /account: its live tokens, newest first, after `after`. */
+  pageOfHuman(humanId: string, list: TokenList, limit: number, after?: TokenPosition): Promise<TokenPage> {
+    return this.store.liveTokensOfHuman(humanId, list, limit, after);
+  }
+
+  /** The live token with this id, if this human approved it. */
+  async liveOfHumanById(humanId: string, tokenId: string): Promise<TokenRecord | undefined> {
+    const record = tokenId === '' ? undefined : await this.store.tokenById(tokenId);
+    return record !== undefined && record.humanId === humanId && isLive(record, this.clock.now()) ? record : undefined;
+  }
+
+  /** The live tokens of one agent that this human approved: none when the agent is not theirs. */
+  async liveOfHumanAgent(humanId: string, agentId: string): Promise<TokenRecord[]> {
+    return (await this.liveOfAgent(agentId)).filter((t) => t.humanId === humanId);
   }
 }
 

@@ -134,7 +134,7 @@ describe('npm run agents -- provision, against a running auth process', () => {
       const inRoom = await unaryCall<GetAgentResponse__Output>(2_000, (metadata, options, callback) => roomClient.getAgent({ agentId: agent.id }, metadata, options, callback));
       expect(inRoom.agent).toMatchObject({ agentName: agent.name, humanLabel: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'] });
     }
-    const records = (await store.tokensOfHuman(ada.id)).filter((t) => file.agents.some((a) => a.id === t.agentId));
+    const records = (await store.liveTokensOfHuman(ada.id, 'provisioned', 50)).tokens.filter((t) => file.agents.some((a) => a.id === t.agentId));
     expect(records.map((t) => t.provisioned?.reason)).toEqual(['k6 load test', 'k6 load test', 'k6 load test']);
 
     // Auth's log: one line per agent, with who asked and why; the tokens appear nowhere in it.
@@ -171,12 +171,12 @@ describe('npm run agents -- provision, against a running auth process', () => {
     const out = join(dir, 'kept.json');
     await writeFile(out, 'keep me\n');
     await chmod(out, 0o644);
-    const before = (await store.tokensOfHuman(ada.id)).length;
+    const before = (await store.liveTokensOfHuman(ada.id, 'provisioned', 1)).total;
     const refused = await provision('--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', out);
     expect(expectOneLine(refused, 2)).toContain(`${out} exists; pass --force to replace it, or choose another --out`);
     expect(await readFile(out, 'utf8')).toBe('keep me\n');
     // Refused before anything was provisioned.
-    expect((await store.tokensOfHuman(ada.id)).length).toBe(before);
+    expect((await store.liveTokensOfHuman(ada.id, 'provisioned', 1)).total).toBe(before);
 
     const forced = await provision('--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', out, '--force');
     expect(forced.code).toBe(0);

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AttemptLimiter } from '../src/attempt-limiter.js';
 import { DeviceFlows, type PollResult } from '../src/device-flow.js';
 import { Humans, PASSWORD_HASH_COST_MIN } from '../src/humans.js';
-import type { Grant, Human } from '../src/records.js';
+import type { Grant, Human, TokenRecord } from '../src/records.js';
 import { RoomGateway } from '../src/room.gateway.js';
 import type { AuthStore } from '../src/store.js';
 import { MemoryAuthStore } from '../src/store-memory.js';
@@ -122,6 +122,11 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
 
   function start(scopes: string[] = ['posts:write'], more: { agentName?: string; clientId?: string; bearerToken?: string } = {}): ReturnType<DeviceFlows['start']> {
     return flows.start({ scopes, agentName: more.agentName ?? 'scout', clientId: more.clientId ?? '', bearerToken: more.bearerToken ?? '' });
+  }
+
+  /** The live tokens the human approved one by one, newest first, as /account lists them. */
+  async function approvedBy(humanId: string): Promise<TokenRecord[]> {
+    return (await tokens.pageOfHuman(humanId, 'approved', 50)).tokens;
   }
 
   /** Polls as a well-behaved agent: one interval after the last poll. */
@@ -269,7 +274,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(answers.filter((a) => a.status === 'fulfilled')).toHaveLength(1);
       for (const a of answers) if (a.status === 'rejected') expect((a.reason as DomainError).slug).toBe('user-code-unknown');
       const grant = completed(await pollLater(deviceCode));
-      const mine = (await tokens.liveOfHuman(ada.id)).filter((t) => t.agentName === 'double clicked');
+      const mine = (await approvedBy(ada.id)).filter((t) => t.agentName === 'double clicked');
       expect(mine.map((t) => t.id)).toEqual([grant.tokenId]);
       const inRoom = (await agentsInRoom()).filter((a) => a.agentName === 'double clicked' && a.id === grant.agentId);
       expect(inRoom).toHaveLength(1);
@@ -284,7 +289,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(await flows.poll(deviceCode)).toEqual({ status: 'pending' });
       await flows.approve(userCode, ada);
       expect(completed(await pollLater(deviceCode)).humanLabel).toBe('Ada Lovelace');
-      expect(await tokens.liveOfHuman(ada.id)).toHaveLength(1);
+      expect(await approvedBy(ada.id)).toHaveLength(1);
     });
 
     it('limits wrong codes to 10 per 15 minutes per session, with Retry-After until the window ends', async () => {
@@ -410,7 +415,8 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(made.token).toMatch(/^agt_[0-9A-Za-z]{49}$/);
       expect(await tokens.authenticate(made.token)).toMatchObject({ agentId: made.agentId, tokenId: made.tokenId, agentName: 'load 001', humanLabel: 'Ada Lovelace' });
       expect(await agentInRoom(made.agentId)).toMatchObject({ agentName: 'load 001', humanLabel: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'] });
-      const [listed] = await tokens.liveOfHuman(ada.id);
+      const [listed] = (await tokens.pageOfHuman(ada.id, 'provisioned', 50)).tokens;
+      expect(await approvedBy(ada.id)).toEqual([]);
       expect(listed).toMatchObject({ id: made.tokenId, provisioned: { reason: 'k6 load test', at: time } });
       expect(JSON.stringify(listed)).not.toContain(made.token);
       // The human revokes it like any agent they approved.
@@ -442,7 +448,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       [{ humanName: '' }, 'invalid-request', 'human_name'],
     ])('refuses %j with %s on %s, before anything is made', async (input, slug, parameter) => {
       expect(await problem(provision(input))).toMatchObject({ slug, fields: { parameter } });
-      expect(await tokens.liveOfHuman(ada.id)).toEqual([]);
+      expect((await tokens.pageOfHuman(ada.id, 'provisioned', 50)).total).toBe(0);
     });
   });
 
@@ -458,7 +464,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       time += 1;
       const expired = await problem(tokens.authenticate(grant.accessToken));
       expect(expired).toMatchObject({ slug: 'token-expired', status: 401 });
-      expect(await tokens.liveOfHuman(ada.id)).toEqual([]);
+      expect(await approvedBy(ada.id)).toEqual([]);
     });
 
     it('stop working once revoked by the agent; revoking again, or revoking an unknown token, succeeds', async () => {
@@ -475,7 +481,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       time += SECOND;
       const newer = await signUp(['agents:read'], ada, { agentName: 'second' });
       await signUp(['agents:read'], grace, { agentName: 'not hers' });
-      expect((await tokens.liveOfHuman(ada.id)).map((t) => [t.agentName, t.scopes])).toEqual([
+      expect((await approvedBy(ada.id)).map((t) => [t.agentName, t.scopes])).toEqual([
         ['second', ['agents:read']],
         ['first', ['posts:write']],
       ]);
@@ -483,7 +489,7 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect((await problem(tokens.revokeForHuman(ada.id, 'tok_nothing'))).slug).toBe('not-found');
       expect((await tokens.revokeForHuman(ada.id, older.tokenId)).revokedAt).toBe(time);
       expect((await problem(tokens.authenticate(older.accessToken))).slug).toBe('token-invalid');
-      expect((await tokens.liveOfHuman(ada.id)).map((t) => t.id)).toEqual([newer.tokenId]);
+      expect((await approvedBy(ada.id)).map((t) => t.id)).toEqual([newer.tokenId]);
     });
 
     it('refuse a token with a wrong checksum before any store lookup', async () => {

@@ -285,7 +285,8 @@ describe('AuthService over a loopback socket', () => {
 
     const resolved = await resolveSession(sessionId);
     expect(resolved).toMatchObject({ humanId: linus.id, humanName: 'Linus Room', csrfToken: session.csrf });
-    expect(resolved.agents).toEqual([{ agentId: poster.agentId, agentName: 'poster', scopes: ['posts:write', 'messages:read'] }]);
+    expect(resolved.agents).toEqual([{ agentId: poster.agentId, agentName: 'poster', scopes: ['posts:write', 'messages:read'], provisioned: false }]);
+    expect(resolved.provisionedTotal).toBe(0);
 
     for (const unknown of ['', 'not-a-session', 'x'.repeat(43)]) expect(await resolveSession(unknown)).toMatchObject({ humanId: '', agents: [] });
     expect((await rejection(resolveSession('x'.repeat(2_000)))).slug).toBe('invalid-request');
@@ -328,8 +329,25 @@ describe('ProvisionAgent', () => {
     expect(Date.parse(made.expiresAt)).toBe(time + 90 * 86_400_000);
     expect(await authenticate(made.accessToken)).toMatchObject({ agentId: made.agentId, tokenId: made.tokenId, humanLabel: 'Grace Hopper', scopes: ['agents:read', 'posts:write'] });
     expect((await getAgent(made.agentId)).agent).toMatchObject({ agentName: 'load-1', humanLabel: 'Grace Hopper' });
-    const record = (await auth.tokens.liveOfHuman(grace.id)).find((t) => t.id === made.tokenId);
+    const record = (await auth.tokens.pageOfHuman(grace.id, 'provisioned', 50)).tokens.find((t) => t.id === made.tokenId);
     expect(record?.provisioned).toEqual({ reason: 'k6 load test', at: time });
+  });
+
+  it("bounds a session's agents: the human's own, then the newest 50 provisioned ones, marked, with how many there are", async () => {
+    const hedy = await auth.humans.register('Hedy Many', 'a long password');
+    const own = await signUp(['posts:write'], hedy, { agentName: 'her own' });
+    const made: string[] = [];
+    for (let i = 1; i <= 60; i += 1) {
+      made.push(((await provisionOn(client, request({ humanName: 'Hedy Many', agentName: `load-${i}` }))) as { agentId: string }).agentId);
+      time += 1;
+    }
+    const { sessionId } = await auth.humans.openSession(hedy.id);
+    const resolved = await resolveSession(sessionId);
+    expect(resolved.provisionedTotal).toBe(60);
+    expect(resolved.agents[0]).toEqual({ agentId: own.agentId, agentName: 'her own', scopes: ['posts:write'], provisioned: false });
+    const provisioned = resolved.agents.slice(1);
+    expect(provisioned.every((agent) => agent.provisioned)).toBe(true);
+    expect(provisioned.map((agent) => agent.agentId)).toEqual(made.slice(10).reverse());
   });
 
   it('fails NOT_FOUND for a human without an account, naming where humans register', async () => {
@@ -349,12 +367,12 @@ describe('ProvisionAgent', () => {
 
   it('refuses callers that are not on the auth process\'s loopback with PERMISSION_DENIED, and makes nothing', async () => {
     const outside = new (authProto().AuthService)(`${outsideAddress()}:${auth.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
-    const before = (await auth.tokens.liveOfHuman(grace.id)).length;
+    const before = (await auth.tokens.pageOfHuman(grace.id, 'provisioned', 1)).total;
     const refused = await new Promise<grpc.ServiceError>((resolve) => outside.provisionAgent(request({ agentName: 'from outside' }), (error) => resolve(error as grpc.ServiceError)));
     outside.close();
     expect(refused.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(refused.details).toMatch(/only callers on the auth process's own loopback.*kubectl exec.*port-forward/);
-    expect((await auth.tokens.liveOfHuman(grace.id)).length).toBe(before);
+    expect((await auth.tokens.pageOfHuman(grace.id, 'provisioned', 1)).total).toBe(before);
   });
 
   it.each([

@@ -252,9 +252,9 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
       await store.saveToken(newer, newer.expiresAt);
       expect(await store.tokenByHash(older.hash)).toEqual(older);
       expect(await store.tokenById(newer.id)).toEqual(newer);
-      expect((await store.tokensOfHuman('h_ada')).map((t) => t.id)).toEqual([newer.id, older.id]);
+      expect((await store.liveTokensOfHuman('h_ada', 'approved', 50)).tokens.map((t) => t.id)).toEqual([newer.id, older.id]);
       expect((await store.tokensOfAgent('a_agent0001')).map((t) => t.id)).toEqual([older.id]);
-      expect(await store.tokensOfHuman('h_nobody')).toEqual([]);
+      expect(await store.liveTokensOfHuman('h_nobody', 'approved', 50)).toEqual({ tokens: [], total: 0, offset: 0, hasMore: false });
       expect(await store.tokenById('tok_nothing')).toBeUndefined();
     });
 
@@ -274,14 +274,59 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
       expect(await store.tokenByHash(provisioned.hash)).toEqual(provisioned);
       expect(await store.tokenById(provisioned.id)).toEqual(provisioned);
       expect((await store.tokensOfAgent('a_load0001'))[0]?.provisioned).toEqual({ reason: 'k6 load test: 200 writers', at: time });
-      const listed = await store.tokensOfHuman('h_ada');
-      expect(listed.map((t) => [t.id, t.provisioned?.reason])).toEqual([
-        [provisioned.id, 'k6 load test: 200 writers'],
-        [approved.id, undefined],
-      ]);
-      expect(listed[1]).not.toHaveProperty('provisioned');
+      // Each in its own list: the operator's agents apart from those the human approved.
+      expect((await store.liveTokensOfHuman('h_ada', 'provisioned', 50)).tokens).toEqual([provisioned]);
+      const [listed] = (await store.liveTokensOfHuman('h_ada', 'approved', 50)).tokens;
+      expect(listed?.id).toBe(approved.id);
+      expect(listed).not.toHaveProperty('provisioned');
       await store.updateToken({ ...provisioned, revokedAt: time });
       expect(await store.tokenById(provisioned.id)).toEqual({ ...provisioned, revokedAt: time });
+    });
+
+    it("pages a human's list newest first, tokens of one millisecond by id, from where the page before ended", async () => {
+      // 7 tokens over 4 milliseconds, saved out of order: the order is the list's, not the saves'.
+      const made = [0, 1, 1, 1, 2, 3, 3].map((ms, i) => token({ id: `tok_${'gcaefbd'[i]}`, createdAt: time - 10 + ms }));
+      for (const t of [...made].reverse()) await store.saveToken(t, t.expiresAt);
+      const newestFirst = [...made].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1)).map((t) => t.id);
+      expect(newestFirst).toEqual(['tok_d', 'tok_b', 'tok_f', 'tok_e', 'tok_c', 'tok_a', 'tok_g']);
+      const pages: string[][] = [];
+      let after: TokenRecord | undefined;
+      for (;;) {
+        const page = await store.liveTokensOfHuman('h_ada', 'approved', 3, after);
+        expect(page.total).toBe(7);
+        expect(page.offset).toBe(pages.flat().length);
+        pages.push(page.tokens.map((t) => t.id));
+        after = page.tokens.at(-1);
+        if (!page.hasMore) break;
+      }
+      expect(pages).toEqual([newestFirst.slice(0, 3), newestFirst.slice(3, 6), newestFirst.slice(6)]);
+      // A page after a token revoked since starts where it was: nothing skipped, nothing twice.
+      const third = made.find((t) => t.id === 'tok_f') as TokenRecord;
+      await store.updateToken({ ...third, revokedAt: time });
+      const next = await store.liveTokensOfHuman('h_ada', 'approved', 3, third);
+      expect(next).toMatchObject({ total: 6, offset: 2, hasMore: true });
+      expect(next.tokens.map((t) => t.id)).toEqual(['tok_e', 'tok_c', 'tok_a']);
+    });
+
+    it('lists live tokens only: a revoked or expired one leaves its list and its count, a connection\'s is in none', async () => {
+      const lasting = token({ expiresAt: time + 90 * DAY });
+      const brief = token({ createdAt: time + 1, expiresAt: time + 1_000 });
+      const revoked = token({ createdAt: time + 2 });
+      const ofConnection = token({ createdAt: time + 3, connectionId: 'con_1' });
+      const loadTest = token({ createdAt: time + 4, provisioned: { reason: 'k6', at: time }, expiresAt: time + 1_000 });
+      for (const t of [lasting, brief, revoked, ofConnection, loadTest]) await store.saveToken(t, t.expiresAt + DAY);
+      await store.updateToken({ ...revoked, revokedAt: time });
+      const approved = await store.liveTokensOfHuman('h_ada', 'approved', 50);
+      expect(approved.tokens.map((t) => t.id)).toEqual([brief.id, lasting.id]);
+      expect(approved.total).toBe(2);
+      expect((await store.liveTokensOfHuman('h_ada', 'provisioned', 50)).total).toBe(1);
+      // Expired, yet kept a while to answer token-expired: off the lists.
+      await elapse(1_000);
+      expect(await store.tokenById(brief.id)).toEqual(brief);
+      expect(await store.liveTokensOfHuman('h_ada', 'approved', 50)).toEqual({ tokens: [lasting], total: 1, offset: 0, hasMore: false });
+      expect(await store.liveTokensOfHuman('h_ada', 'provisioned', 50)).toEqual({ tokens: [], total: 0, offset: 0, hasMore: false });
+      // The connection's token is read as its agent's, never as a row of a list.
+      expect((await store.tokensOfAgent(ofConnection.agentId)).map((t) => t.id)).toContain(ofConnection.id);
     });
   });
 
@@ -492,7 +537,7 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
       expect(await store.createFlow(flow({ userCode: f.userCode }))).toBe(true);
       time = t.expiresAt + 1_000;
       expect(await store.tokenByHash(t.hash)).toBeUndefined();
-      expect(await store.tokensOfHuman(t.humanId)).toEqual([]);
+      expect((await store.liveTokensOfHuman(t.humanId, 'approved', 50)).total).toBe(0);
       await store.updateToken({ ...t, revokedAt: time });
       expect(await store.tokenById(t.id)).toBeUndefined();
     });
@@ -519,7 +564,7 @@ describe('RedisAuthStore', () => {
   it('puts every key under a hash tag, and names no human in a key', async () => {
     const keys = await redis.keys(`${prefix}:*`);
     expect(keys.length).toBeGreaterThanOrEqual(10);
-    for (const key of keys) expect(key).toMatch(/^authkeys:auth:\{[^{}]+\}(:[a-z]+)?$/);
+    for (const key of keys) expect(key).toMatch(/^authkeys:auth:\{[^{}]+\}(:[a-z-]+)?$/);
     expect(keys.join(' ')).not.toMatch(/lovelace/i);
   });
 
@@ -530,9 +575,14 @@ describe('RedisAuthStore', () => {
       expect(await ttl(key)).toBeGreaterThan(4_400_000);
       expect(await ttl(key)).toBeLessThanOrEqual(4_500_000);
     }
-    for (const key of ['{token:th}', '{token-id:tok_1}', '{human:h_ada}:tokens', '{agent:a_1}:tokens']) {
+    for (const key of ['{token:th}', '{token-id:tok_1}', '{agent:a_1}:tokens']) {
       expect(await ttl(key)).toBeGreaterThan(30 * day);
       expect(await ttl(key)).toBeLessThanOrEqual(31 * day);
+    }
+    // A human's list holds live tokens only: it lasts until its last one expires.
+    for (const key of ['{human:h_ada}:approved', '{human:h_ada}:approved-expiry']) {
+      expect(await ttl(key)).toBeGreaterThan(day - 60_000);
+      expect(await ttl(key)).toBeLessThanOrEqual(day);
     }
     expect(await ttl('{session:s}')).toBeGreaterThan(50_000);
     expect(await ttl('{attempts:addr:127.0.0.1}')).toBeGreaterThan(800_000);
@@ -546,7 +596,8 @@ describe('RedisAuthStore', () => {
     await store.saveToken(longer, longer.expiresAt);
     const shorter = token({ id: 'tok_3', hash: 'th3', humanId: 'h_ada', agentId: 'a_1', expiresAt: time + day });
     await store.saveToken(shorter, shorter.expiresAt);
-    expect(await redis.pttl(`${prefix}:auth:{human:h_ada}:tokens`)).toBeGreaterThan(89 * day);
+    expect(await redis.pttl(`${prefix}:auth:{agent:a_1}:tokens`)).toBeGreaterThan(89 * day);
+    expect(await redis.pttl(`${prefix}:auth:{human:h_ada}:approved`)).toBeGreaterThan(89 * day);
     await store.updateToken({ ...shorter, revokedAt: time });
     expect(await redis.pttl(`${prefix}:auth:{token:th3}`)).toBeGreaterThan(day - 60_000);
     expect(await redis.pttl(`${prefix}:auth:{token:th3}`)).toBeLessThanOrEqual(day);
@@ -554,8 +605,34 @@ describe('RedisAuthStore', () => {
 
   it('drops index entries of tokens whose records are gone', async () => {
     await redis.del(`${prefix}:auth:{token-id:tok_1}`);
-    expect((await store.tokensOfHuman('h_ada')).map((t) => t.id)).not.toContain('tok_1');
-    expect(await redis.zrange(`${prefix}:auth:{human:h_ada}:tokens`, '0', '-1')).not.toContain('tok_1');
+    expect((await store.tokensOfAgent('a_1')).map((t) => t.id)).not.toContain('tok_1');
+    expect(await redis.zrange(`${prefix}:auth:{agent:a_1}:tokens`, '0', '-1')).not.toContain('tok_1');
+    expect((await store.liveTokensOfHuman('h_ada', 'approved', 50)).tokens.map((t) => t.id)).not.toContain('tok_1');
+    expect(await redis.zrange(`${prefix}:auth:{human:h_ada}:approved`, '0', '-1')).not.toContain(expect.stringContaining('tok_1'));
+  });
+
+  it("fills a human's lists once from the index earlier versions kept, then deletes it", async () => {
+    const old = new RedisAuthStore(redis, 'authold', clock);
+    const day = 86_400_000;
+    // As an earlier version saved them: each record, and one index of every token of the human.
+    const kept = [
+      token({ id: 'tok_live', hash: 'hl', humanId: 'h_old', createdAt: time - 2 }),
+      token({ id: 'tok_load', hash: 'hp', humanId: 'h_old', createdAt: time - 1, provisioned: { reason: 'k6', at: time - 1 } }),
+      token({ id: 'tok_gone', hash: 'hr', humanId: 'h_old', createdAt: time, revokedAt: time }),
+      token({ id: 'tok_host', hash: 'hc', humanId: 'h_old', createdAt: time, connectionId: 'con_1' }),
+    ];
+    for (const t of kept) {
+      await redis.set(`authold:auth:{token:${t.hash}}`, JSON.stringify(t), 'PX', 30 * day);
+      await redis.set(`authold:auth:{token-id:${t.id}}`, t.hash, 'PX', 30 * day);
+      await redis.zadd('authold:auth:{human:h_old}:tokens', t.createdAt, t.id);
+    }
+    expect((await old.liveTokensOfHuman('h_old', 'approved', 50)).tokens.map((t) => t.id)).toEqual(['tok_live']);
+    expect((await old.liveTokensOfHuman('h_old', 'provisioned', 50)).tokens.map((t) => t.id)).toEqual(['tok_load']);
+    expect(await redis.exists('authold:auth:{human:h_old}:tokens')).toBe(0);
+    expect(await redis.get('authold:auth:{human:h_old}:lists')).toBe('1');
+    // Once: a token in no index now is not brought back.
+    await redis.zadd('authold:auth:{human:h_old}:tokens', time, 'tok_host');
+    expect((await old.liveTokensOfHuman('h_old', 'approved', 50)).total).toBe(1);
   });
 });
 

@@ -321,7 +321,10 @@ export interface ConsentPageView extends Layout {
   /** Where the browser goes after the answer: the host's redirect. */
   redirectHost: string;
   scopes: Scope[];
-  agents: { agentId: string; agentName: string; scopes: Scope[] }[];
+  /** The human's own agents, then the newest of those an operator provisioned in their name. */
+  agents: { agentId: string; agentName: string; scopes: Scope[]; provisioned: boolean }[];
+  /** How many live provisioned agents the human has in all. */
+  provisionedTotal: number;
   /** The agent to propose: this host's earlier one, else a new agent. */
   selected: string;
   suggestedName: string;
@@ -343,9 +346,15 @@ export function consentPage(view: ConsentPageView): string {
   const existing = view.agents
     .map(
       (agent) =>
-        `<label><input type="radio" name="agent" value="${e(agent.agentId)}"${view.selected === agent.agentId ? ' checked' : ''}> As <strong>${e(agent.agentName)}</strong> <small class="id">${e(agent.agentId)} · today: ${agent.scopes.map(e).join(', ') || 'no scopes'}</small></label>`,
+        `<label><input type="radio" name="agent" value="${e(agent.agentId)}"${view.selected === agent.agentId ? ' checked' : ''}> As <strong>${e(agent.agentName)}</strong> <small class="id">${e(agent.agentId)} · today: ${agent.scopes.map(e).join(', ') || 'no scopes'}${agent.provisioned ? ' · provisioned by an operator' : ''}</small></label>`,
     )
     .join('\n');
+  const provisionedShown = view.agents.filter((agent) => agent.provisioned).length;
+  // An operator's thousands are not a list to choose from: the newest are offered, and the page says so.
+  const more =
+    view.provisionedTotal > provisionedShown
+      ? `\n<p class="note">Of the ${view.provisionedTotal.toLocaleString('en-US')} agents an operator provisioned in your name, the newest ${provisionedShown} are listed; <a href="${e(view.siteUrl)}/account#provisioned">your agents</a> lists them all.</p>`
+      : '';
   return page(
     { ...view, title: `Connect ${client.name}` },
     `<h1>Connect ${e(client.name)} to the room?</h1>
@@ -359,7 +368,7 @@ ${hidden('csrf', view.csrf)}${hidden('request', view.requestId)}
 <fieldset><legend>Connect it as</legend>
 <label><input type="radio" name="agent" value="new"${view.selected === 'new' ? ' checked' : ''}> A new agent named</label>
 <input id="agent-name" name="agent_name" type="text" maxlength="100" value="${e(view.suggestedName)}" aria-label="The new agent's name">
-${existing}
+${existing}${more}
 </fieldset>
 <button type="submit" name="decision" value="approve">Approve</button>
 <button type="submit" name="decision" value="decline">Decline</button>

@@ -7,6 +7,7 @@ import type { AttemptClient } from '../attempt-limiter.js';
 import { type AuthorizeParams, AuthorizeRefusal } from '../authorization.js';
 import type { AuthDomain } from '../domain.js';
 import type { Connection, Human, Session, TokenRecord } from '../records.js';
+import type { TokenList, TokenPosition } from '../store.js';
 import {
   type AccountList,
   type AccountRow,
@@ -82,29 +83,15 @@ const accountQuery = z.object({
   revoked: z.string().optional().catch(undefined),
 });
 
-/** Newest first; tokens made in the same millisecond in the order of their ids, so that pages never skip or repeat one. */
-function newestFirst(a: TokenRecord, b: TokenRecord): number {
-  return b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+/** The position a list's cursor names: `<epoch ms>.<token id>`. */
+function positionOf(cursor: string | undefined): TokenPosition | undefined {
+  if (cursor === undefined) return undefined;
+  const dot = cursor.indexOf('.');
+  return { createdAt: Number(cursor.slice(0, dot)), id: cursor.slice(dot + 1) };
 }
 
 function cursorOf(token: TokenRecord): string {
   return `${token.createdAt}.${token.id}`;
-}
-
-/** The page of `sorted` (newest first) that follows `cursor`, its place in the list, and the cursor of the page after it. */
-function pageAfter(sorted: TokenRecord[], cursor: string | undefined): { rows: TokenRecord[]; offset: number; older?: string } {
-  let offset = 0;
-  if (cursor !== undefined) {
-    const dot = cursor.indexOf('.');
-    const at = Number(cursor.slice(0, dot));
-    const id = cursor.slice(dot + 1);
-    // The first token strictly older than the cursor: one revoked since the last page leaves no gap.
-    const found = sorted.findIndex((token) => token.createdAt < at || (token.createdAt === at && token.id < id));
-    offset = found === -1 ? sorted.length : found;
-  }
-  const rows = sorted.slice(offset, offset + ACCOUNT_PAGE_SIZE);
-  const last = rows.at(-1);
-  return { rows, offset, ...(last !== undefined && offset + rows.length < sorted.length ? { older: cursorOf(last) } : {}) };
 }
 
 /** A connection as /account and the revoke question show it. */
@@ -359,6 +346,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
         redirectHost: view.redirectHost,
         scopes: view.scopes,
         agents: view.agents,
+        provisionedTotal: view.provisionedTotal,
         selected: view.previousAgentId ?? 'new',
         suggestedName: view.suggestedName,
       }),
@@ -392,8 +380,6 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
       return;
     }
-    // A connection's tokens are listed as the connection, not one row per hourly token.
-    const tokens = (await domain.tokens.liveOfHuman(who.human.id)).filter((token) => token.connectionId === undefined).sort(newestFirst);
     const query = accountQuery.parse(req.query);
     const at = { approved: query.approved, provisioned: query.provisioned };
     /** This page again, with `list` moved to `cursor` (undefined: its newest page) and the other list where it is. */
@@ -402,17 +388,22 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       const search = params.size > 0 ? `?${params.toString()}` : '';
       return `${sitePath}/account${search}${list === 'provisioned' ? '#provisioned' : ''}`;
     };
-    const listOf = (list: keyof typeof at, of: TokenRecord[]): AccountList => {
-      const { rows, offset, older } = pageAfter(of, at[list]);
+    // Each list is read a page at a time, from an index of that list: a human with ten thousand
+    // provisioned agents costs a page of 50, not ten thousand reads. A connection's tokens are in
+    // neither list: it is listed as the connection, not one row per hourly token.
+    const listOf = async (list: TokenList): Promise<AccountList> => {
+      const page = await domain.tokens.pageOfHuman(who.human.id, list, ACCOUNT_PAGE_SIZE, positionOf(at[list]));
+      const last = page.tokens.at(-1);
       return {
-        rows: rows.map(accountRow),
-        total: of.length,
-        offset,
-        ...(older === undefined ? {} : { older: link(list, older) }),
-        ...(offset === 0 ? {} : { newest: link(list, undefined) }),
+        rows: page.tokens.map(accountRow),
+        total: page.total,
+        offset: page.offset,
+        ...(page.hasMore && last !== undefined ? { older: link(list, cursorOf(last)) } : {}),
+        ...(page.offset === 0 ? {} : { newest: link(list, undefined) }),
       };
     };
-    const connections = (await domain.authorizations.connectionsOf(who.human.id)).map(connectionRow);
+    const [approved, provisioned, connected] = await Promise.all([listOf('approved'), listOf('provisioned'), domain.authorizations.connectionsOf(who.human.id)]);
+    const connections = connected.map(connectionRow);
     const notice = query.revoked === '1' ? 'Revoked. That token no longer works.' : query.revoked === 'connection' ? 'Revoked. That host is no longer connected.' : undefined;
     html(
       res,
@@ -422,8 +413,8 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
         ...layout(who),
         csrf: who.session.csrf,
         human: who.human.name,
-        approved: listOf('approved', tokens.filter((token) => token.provisioned === undefined)),
-        provisioned: listOf('provisioned', tokens.filter((token) => token.provisioned !== undefined)),
+        approved,
+        provisioned,
         provisionedOpen: query.provisioned !== undefined,
         connections: connectionsSection({ siteUrl: urls.siteUrl, csrf: who.session.csrf, connections }),
         ...(notice ? { notice } : {}),
@@ -454,7 +445,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     const tokenId = field(req.body, 'token_id');
     if (field(req.body, 'confirm') !== 'yes') {
       // First the question, naming the agent; only a POST with confirm=yes revokes.
-      const token = tokenId === '' ? undefined : (await domain.tokens.liveOfHuman(who.human.id)).find((t) => t.id === tokenId);
+      const token = await domain.tokens.liveOfHumanById(who.human.id, tokenId);
       if (!token) throw new DomainError('not-found', { detail: 'You approved no live token with this id.', fields: { parameter: 'token_id' } });
       html(res, 200, revokePage({ title: 'Revoke', ...layout(who), csrf: who.session.csrf, human: who.human.name, row: accountRow(token) }));
       return;

@@ -46,8 +46,13 @@ export interface SignedInHuman {
   humanName: string;
   /** The CSRF token every form of this session carries. */
   csrfToken: string;
-  /** The agents the human approved that hold a live token, with the union of its scopes. */
-  agents: { agentId: string; agentName: string; scopes: Scope[] }[];
+  /**
+   * The agents the human may post as from the room's page, with their scopes: those they approved
+   * (the newest 50) and connected, then the newest 50 an operator provisioned in their name, marked.
+   */
+  agents: { agentId: string; agentName: string; scopes: Scope[]; provisioned: boolean }[];
+  /** How many live provisioned agents the human has in all. */
+  provisionedTotal: number;
 }
 
 /** What the revocation stream says: a token was revoked, or (a heartbeat) the stream is still followed. */
@@ -191,7 +196,8 @@ export class AuthGateway {
       humanId: response.humanId,
       humanName: response.humanName,
       csrfToken: response.csrfToken,
-      agents: response.agents.map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: agent.scopes as Scope[] })),
+      agents: response.agents.map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: agent.scopes as Scope[], provisioned: agent.provisioned })),
+      provisionedTotal: response.provisionedTotal,
     };
   }
 

@@ -53,6 +53,11 @@ function postItems(posts: readonly Post[]): string {
     .join('\n');
 }
 
+/** The label of the compose form's group of provisioned agents: it says when only the newest of them are offered. */
+function provisionedLabel(listed: number, total: number): string {
+  return total > listed ? `Provisioned by an operator: the newest ${listed} of ${total.toLocaleString('en-US')}` : 'Provisioned by an operator';
+}
+
 function agentItem(agent: Agent): string {
   return `<li><strong>${escapeHtml(agent.agentName)}</strong>, approved by ${escapeHtml(agent.humanLabel)}</li>`;
 }
@@ -123,9 +128,15 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
       return `<p class="note">To post here, approve an agent that asks for <code>posts:write</code>; <a href="${e(site)}/account">your agents</a> lists what each may do.</p>`;
     }
     const chosen = view.draft?.agentId ?? writers[0]?.agentId;
-    const options = writers
-      .map((agent) => `<option value="${e(agent.agentId)}"${agent.agentId === chosen ? ' selected' : ''}>${e(agent.agentName)}</option>`)
-      .join('');
+    const option = (agent: (typeof writers)[number]): string => `<option value="${e(agent.agentId)}"${agent.agentId === chosen ? ' selected' : ''}>${e(agent.agentName)}</option>`;
+    const own = writers.filter((agent) => !agent.provisioned).map(option).join('');
+    const provisioned = writers.filter((agent) => agent.provisioned);
+    // An operator's agents (a load test's thousands) come after the human's own, the newest few in a group of their own.
+    const group =
+      provisioned.length === 0
+        ? ''
+        : `<optgroup label="${e(provisionedLabel(provisioned.length, who.provisionedTotal))}">${provisioned.map(option).join('')}</optgroup>`;
+    const options = own + group;
     return `<section aria-labelledby="compose-heading">
 <h2 id="compose-heading">Post to the room</h2>
 ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)}</p>`}
