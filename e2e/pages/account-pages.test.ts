@@ -110,14 +110,14 @@ describe('/account with many agents, in a real browser', () => {
     expect(await agentNames(group)).toEqual(Array.from({ length: PAGE_SIZE }, (_, i) => `load-${2_000 - i}`));
     expect(await rows.first().textContent()).toContain('Provisioned by an operator: k6 load test');
     const pager = group.getByRole('navigation', { name: 'Pages of the provisioned agents' });
-    expect(await pager.textContent()).toContain('1 to 50 of 2000, newest first');
+    expect(await pager.textContent()).toContain('1 to 50 of 2,000, newest first');
 
     await pager.getByRole('link', { name: 'Older' }).click();
     await page.waitForURL(/\/account\?provisioned=.*#provisioned$/);
     // Open on its second page; the approved list is still on its first.
     expect(await group.getAttribute('open')).toBe('');
     expect(await agentNames(group)).toEqual(Array.from({ length: PAGE_SIZE }, (_, i) => `load-${1_950 - i}`));
-    expect(await pager.textContent()).toContain('51 to 100 of 2000, newest first');
+    expect(await pager.textContent()).toContain('51 to 100 of 2,000, newest first');
     expect((await agentNames(page.locator('main > table.agents')))[0]).toBe('approved-55');
     // The group and its pager fit the narrowest phone the pages are made for, as the rest of the page does.
     await page.setViewportSize({ width: 360, height: 740 });

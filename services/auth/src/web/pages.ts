@@ -251,7 +251,8 @@ function pager(list: AccountList, label: string): string {
     list.newest === undefined ? '' : `<a href="${e(list.newest)}">Newest</a>`,
     list.older === undefined ? '' : `<a href="${e(list.older)}" rel="next">Older</a>`,
   ].filter((link) => link !== '');
-  return `<nav class="pager" aria-label="${e(label)}"><span>${first} to ${last} of ${list.total}, newest first</span>${links.length > 0 ? ` · ${links.join(' · ')}` : ''}</nav>`;
+  const count = (n: number): string => n.toLocaleString('en-US');
+  return `<nav class="pager" aria-label="${e(label)}"><span>${count(first)} to ${count(last)} of ${count(list.total)}, newest first</span>${links.length > 0 ? ` · ${links.join(' · ')}` : ''}</nav>`;
 }
 
 function agentsCount(count: number): string {
