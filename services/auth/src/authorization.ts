@@ -55,7 +55,6 @@ export class AuthorizeRefusal extends Error {
   }
 }
 
-/** What the consent page shows. */
 /** How many of the newest tokens of each of a human's lists a form offers as agents to act as. */
 export const AGENT_CHOICES = 50;
 
@@ -74,6 +73,7 @@ export interface AgentChoices {
   provisionedTotal: number;
 }
 
+/** What the consent page shows. */
 export interface ConsentView {
   requestId: string;
   client: { id: string; name: string; kind: OAuthClient['kind']; domain?: string; uri?: string };
@@ -235,12 +235,13 @@ export class Authorizations {
    * newest AGENT_CHOICES provisioned tokens, marked; each once, with the union of the scopes seen.
    * Bounded, so an operator's ten thousand provisioned agents make neither page long nor slow; an
    * agent beyond them is still chosen by id (`approve`, the room's form takes any it offered).
+   * `live`: the human's live connections, when the caller has read them already.
    */
-  async agentChoices(humanId: string): Promise<AgentChoices> {
+  async agentChoices(humanId: string, live?: Connection[]): Promise<AgentChoices> {
     const [approved, provisioned, connections] = await Promise.all([
       this.o.tokens.pageOfHuman(humanId, 'approved', AGENT_CHOICES),
       this.o.tokens.pageOfHuman(humanId, 'provisioned', AGENT_CHOICES),
-      this.connectionsOf(humanId),
+      live ?? this.connectionsOf(humanId),
     ]);
     const agents = new Map<string, { agentId: string; agentName: string; scopes: Set<Scope>; provisioned: boolean }>();
     const add = (agentId: string, agentName: string, scopes: readonly Scope[], provisioned: boolean): void => {
@@ -261,8 +262,9 @@ export class Authorizations {
   async describe(requestId: string, human: Human): Promise<ConsentView> {
     const request = await this.pending(requestId);
     const client = await this.o.clients.resolve(request.clientId);
-    const { agents, provisionedTotal } = await this.agentChoices(human.id);
-    const previous = (await this.connectionsOf(human.id)).find((c) => c.clientId === client.clientId && agents.some((a) => a.agentId === c.agentId));
+    const connections = await this.connectionsOf(human.id);
+    const { agents, provisionedTotal } = await this.agentChoices(human.id, connections);
+    const previous = connections.find((c) => c.clientId === client.clientId && agents.some((a) => a.agentId === c.agentId));
     const domain = client.kind === 'document' ? new URL(client.clientId).hostname : undefined;
     const name = client.clientName ?? domain ?? 'An MCP host';
     return {
