@@ -147,9 +147,9 @@ function reportConnectionTrouble(redis: RedisClient, name: string, log?: Logger)
 }
 
 /**
- * Connects and checks that Redis answers, so a service with a wrong REDIS_URL refuses to start
- * with one line that says what is wrong (nothing listens, the password is refused…) and what to
- * do, instead of failing its first requests. Nothing is logged until the first answer.
+ * Connects and checks that Redis answers, and is 7.0 or newer, so a service with a wrong REDIS_URL
+ * refuses to start with one line that says what is wrong (nothing listens, the password is refused,
+ * the server is too old…) and what to do, instead of failing its first requests. Nothing is logged until the first answer.
  */
 export async function openRedis(url: string, name: string, log?: Logger, options: OpenRedisOptions = {}): Promise<RedisClient> {
   let redis: RedisClient;
@@ -170,12 +170,19 @@ export async function openRedis(url: string, name: string, log?: Logger, options
   };
   redis.on('error', remember);
   let replicas = 0;
+  let tooOld: string | undefined;
   try {
     await redis.ping();
+    // A Redis whose ACL refuses INFO does not say its version: it is taken at its word.
+    tooOld = redisVersionProblem(url, await redis.info('server').catch(() => ''));
     if (options.replicaWait) replicas = options.replicaWait.replicas ?? ((await hasReplicas(redis)) ? 1 : 0);
   } catch (error) {
     redis.disconnect(); // `remember` stays: a late error event of this connection must not go unhandled
     throw new StartupError(redisProblem(url, connectionError ?? (error as Error)));
+  }
+  if (tooOld !== undefined) {
+    redis.disconnect();
+    throw new StartupError(tooOld);
   }
   redis.off('error', remember);
   reportConnectionTrouble(redis, name, log);
@@ -259,19 +266,35 @@ class ReplicaWait {
 
 const replicaWaits = new WeakMap<RedisClient, ReplicaWait>();
 
+/** The host and port of a Redis URL, for a message (the URL without its password when it does not parse). */
+function whereOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || '6379'}`;
+  } catch {
+    return withoutPassword(url);
+  }
+}
+
+/** The oldest Redis whose commands the stores use: `PEXPIRE … NX` and `GT` came with 7.0. */
+export const REDIS_MAJOR_MIN = 7;
+
+/**
+ * What is wrong with the Redis at `url` whose `INFO server` answer is `info`, in one line, or
+ * undefined when it is recent enough (or does not say, as some proxies do not).
+ */
+export function redisVersionProblem(url: string, info: string): string | undefined {
+  const version = /^redis_version:(\S+)/m.exec(info)?.[1];
+  if (version === undefined || Number(version.split('.')[0]) >= REDIS_MAJOR_MIN) return undefined;
+  return `Redis at ${whereOf(url)} (REDIS_URL=${withoutPassword(url)}) is version ${version}; Agent Room needs Redis ${REDIS_MAJOR_MIN}.0 or newer: upgrade it, point REDIS_URL at a newer one, or unset REDIS_URL for in-memory storage`;
+}
+
 /** What went wrong reaching the Redis at `url`, and what to do, in one line. */
 export function redisProblem(url: string, error: Error): string {
   const shown = withoutPassword(url);
   const { code } = error as NodeJS.ErrnoException;
   const message = error.message.split('\n')[0] ?? '';
-  const where = (() => {
-    try {
-      const parsed = new URL(url);
-      return `${parsed.hostname}:${parsed.port || '6379'}`;
-    } catch {
-      return shown;
-    }
-  })();
+  const where = whereOf(url);
   if (code === 'ECONNREFUSED') return `nothing listens at ${where} (REDIS_URL=${shown}): start Redis there, point REDIS_URL at a running one, or unset REDIS_URL for in-memory storage`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host of REDIS_URL=${shown} is not found: fix REDIS_URL or unset it for in-memory storage`;
   if (code === 'ETIMEDOUT') return `Redis at ${where} (REDIS_URL=${shown}) did not answer in time: check the address, a firewall, and rediss:// (TLS) against redis:// (plain)`;
