@@ -146,9 +146,11 @@ describe('/account with many agents, in a real browser', () => {
   it("offers on the room's page the human's own agents, then the newest 50 provisioned ones in a group saying how many, and posts as one of them", async () => {
     await page.goto(`${app.urls.siteUrl}/`);
     const select = page.getByLabel('Post as');
-    // The newest 50 approved agents (approved-01 was revoked above), each an option of its own.
-    expect(await select.locator(':scope > option').allTextContents()).toEqual([...approved].reverse().slice(0, PAGE_SIZE));
-    const group = select.locator('optgroup');
+    // The agents of the newest 50 of 54 approvals (approved-01 was revoked above), in a group that says so.
+    const own = select.locator('optgroup').first();
+    expect(await own.getAttribute('label')).toBe('Yours: from your newest 50 approvals of 54');
+    expect(await own.locator('option').allTextContents()).toEqual([...approved].reverse().slice(0, PAGE_SIZE));
+    const group = select.locator('optgroup').last();
     expect(await group.getAttribute('label')).toBe('Provisioned by an operator: the newest 50 of 1,999');
     // load-1950 was revoked above: the newest 50 live ones are load-2000 to load-1951.
     expect(await group.locator('option').allTextContents()).toEqual(Array.from({ length: PAGE_SIZE }, (_, i) => `load-${2_000 - i}`));

@@ -69,6 +69,8 @@ export interface AgentChoice {
 
 export interface AgentChoices {
   agents: AgentChoice[];
+  /** How many live tokens the human approved one by one: more than AGENT_CHOICES, and the oldest are not offered. */
+  approvedTotal: number;
   /** How many live provisioned tokens the human has in all. */
   provisionedTotal: number;
 }
@@ -81,6 +83,8 @@ export interface ConsentView {
   scopes: Scope[];
   /** The human's agents, to connect the host as one of them (`Authorizations.agentChoices`). */
   agents: AgentChoice[];
+  /** How many live tokens the human approved one by one; the agents of the newest AGENT_CHOICES are among `agents`. */
+  approvedTotal: number;
   /** How many live provisioned agents the human has; the newest AGENT_CHOICES of them are among `agents`. */
   provisionedTotal: number;
   /** The agent this host connected as before, if any: the page proposes it. */
@@ -254,6 +258,7 @@ export class Authorizations {
     for (const token of provisioned.tokens) add(token.agentId, token.agentName, token.scopes, true);
     return {
       agents: [...agents.values()].map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: SCOPES.filter((scope) => agent.scopes.has(scope)), provisioned: agent.provisioned })),
+      approvedTotal: approved.total,
       provisionedTotal: provisioned.total,
     };
   }
@@ -263,7 +268,7 @@ export class Authorizations {
     const request = await this.pending(requestId);
     const client = await this.o.clients.resolve(request.clientId);
     const connections = await this.connectionsOf(human.id);
-    const { agents, provisionedTotal } = await this.agentChoices(human.id, connections);
+    const { agents, approvedTotal, provisionedTotal } = await this.agentChoices(human.id, connections);
     const previous = connections.find((c) => c.clientId === client.clientId && agents.some((a) => a.agentId === c.agentId));
     const domain = client.kind === 'document' ? new URL(client.clientId).hostname : undefined;
     const name = client.clientName ?? domain ?? 'An MCP host';
@@ -273,6 +278,7 @@ export class Authorizations {
       redirectHost: new URL(request.redirectUri).host || new URL(request.redirectUri).protocol,
       scopes: request.scopes,
       agents,
+      approvedTotal,
       provisionedTotal,
       ...(previous ? { previousAgentId: previous.agentId } : {}),
       suggestedName: agentNameOf(name, ''),

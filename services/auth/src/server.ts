@@ -259,8 +259,8 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, client
       const { sessionId } = parse(sessionRequest, request);
       const found = sessionId === '' ? undefined : await humans.session(sessionId);
       if (!found) return {};
-      const { agents, provisionedTotal } = await authorizations.agentChoices(found.human.id);
-      return { humanId: found.human.id, humanName: found.human.name, csrfToken: found.session.csrf, agents, provisionedTotal };
+      const { agents, approvedTotal, provisionedTotal } = await authorizations.agentChoices(found.human.id);
+      return { humanId: found.human.id, humanName: found.human.name, csrfToken: found.session.csrf, agents, approvedTotal, provisionedTotal };
     }),
 
     ProvisionAgent: loopbackOnly(

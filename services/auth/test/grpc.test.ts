@@ -287,6 +287,8 @@ describe('AuthService over a loopback socket', () => {
     expect(resolved).toMatchObject({ humanId: linus.id, humanName: 'Linus Room', csrfToken: session.csrf });
     expect(resolved.agents).toEqual([{ agentId: poster.agentId, agentName: 'poster', scopes: ['posts:write', 'messages:read'], provisioned: false }]);
     expect(resolved.provisionedTotal).toBe(0);
+    // Two approvals of poster (the second widened it), one of gone, revoked since.
+    expect(resolved.approvedTotal).toBe(2);
 
     for (const unknown of ['', 'not-a-session', 'x'.repeat(43)]) expect(await resolveSession(unknown)).toMatchObject({ humanId: '', agents: [] });
     expect((await rejection(resolveSession('x'.repeat(2_000)))).slug).toBe('invalid-request');
@@ -344,6 +346,7 @@ describe('ProvisionAgent', () => {
     const { sessionId } = await auth.humans.openSession(hedy.id);
     const resolved = await resolveSession(sessionId);
     expect(resolved.provisionedTotal).toBe(60);
+    expect(resolved.approvedTotal).toBe(1);
     expect(resolved.agents[0]).toEqual({ agentId: own.agentId, agentName: 'her own', scopes: ['posts:write'], provisioned: false });
     const provisioned = resolved.agents.slice(1);
     expect(provisioned.every((agent) => agent.provisioned)).toBe(true);

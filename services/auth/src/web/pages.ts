@@ -1,4 +1,5 @@
 import { escapeHtml, type Scope } from '@agentroom/kit';
+import { AGENT_CHOICES } from '../authorization.js';
 
 /** Each scope in the words a human approves it in. */
 export const SCOPE_WORDS: Record<Scope, string> = {
@@ -324,6 +325,8 @@ export interface ConsentPageView extends Layout {
   scopes: Scope[];
   /** The human's own agents, then the newest of those an operator provisioned in their name. */
   agents: { agentId: string; agentName: string; scopes: Scope[]; provisioned: boolean }[];
+  /** How many live tokens the human approved one by one (the agents of the newest 50 are listed). */
+  approvedTotal: number;
   /** How many live provisioned agents the human has in all. */
   provisionedTotal: number;
   /** The agent to propose: this host's earlier one, else a new agent. */
@@ -352,10 +355,11 @@ export function consentPage(view: ConsentPageView): string {
     .join('\n');
   const provisionedShown = view.agents.filter((agent) => agent.provisioned).length;
   // An operator's thousands are not a list to choose from: the newest are offered, and the page says so.
-  const more =
-    view.provisionedTotal > provisionedShown
-      ? `\n<p class="note">Of the ${view.provisionedTotal.toLocaleString('en-US')} agents an operator provisioned in your name, the newest ${provisionedShown} are listed; <a href="${e(view.siteUrl)}/account#provisioned">your agents</a> lists them all.</p>`
-      : '';
+  const notes = [
+    view.approvedTotal > AGENT_CHOICES ? `Of your ${view.approvedTotal.toLocaleString('en-US')} approvals, the agents of the newest ${AGENT_CHOICES} are listed.` : '',
+    view.provisionedTotal > provisionedShown ? `Of the ${view.provisionedTotal.toLocaleString('en-US')} agents an operator provisioned in your name, the newest ${provisionedShown} are listed.` : '',
+  ].filter((note) => note !== '');
+  const more = notes.length === 0 ? '' : `\n<p class="note">${notes.join(' ')} <a href="${e(view.siteUrl)}/account">Your agents</a> lists them all.</p>`;
   return page(
     { ...view, title: `Connect ${client.name}` },
     `<h1>Connect ${e(client.name)} to the room?</h1>

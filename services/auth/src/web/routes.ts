@@ -346,6 +346,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
         redirectHost: view.redirectHost,
         scopes: view.scopes,
         agents: view.agents,
+        approvedTotal: view.approvedTotal,
         provisionedTotal: view.provisionedTotal,
         selected: view.previousAgentId ?? 'new',
         suggestedName: view.suggestedName,

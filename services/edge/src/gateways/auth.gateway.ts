@@ -51,6 +51,8 @@ export interface SignedInHuman {
    * (the newest 50) and connected, then the newest 50 an operator provisioned in their name, marked.
    */
   agents: { agentId: string; agentName: string; scopes: Scope[]; provisioned: boolean }[];
+  /** How many live tokens the human approved one by one; the agents of the newest 50 are among `agents`. */
+  approvedTotal: number;
   /** How many live provisioned agents the human has in all. */
   provisionedTotal: number;
 }
@@ -197,6 +199,7 @@ export class AuthGateway {
       humanName: response.humanName,
       csrfToken: response.csrfToken,
       agents: response.agents.map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: agent.scopes as Scope[], provisioned: agent.provisioned })),
+      approvedTotal: response.approvedTotal,
       provisionedTotal: response.provisionedTotal,
     };
   }

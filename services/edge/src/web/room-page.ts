@@ -53,6 +53,9 @@ function postItems(posts: readonly Post[]): string {
     .join('\n');
 }
 
+/** How many of a human's newest approvals give the agents the compose form offers (auth's ResolveSession). */
+const APPROVALS_OFFERED = 50;
+
 /** The label of the compose form's group of provisioned agents: it says when only the newest of them are offered. */
 function provisionedLabel(listed: number, total: number): string {
   return total > listed ? `Provisioned by an operator: the newest ${listed} of ${total.toLocaleString('en-US')}` : 'Provisioned by an operator';
@@ -131,12 +134,14 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
     const option = (agent: (typeof writers)[number]): string => `<option value="${e(agent.agentId)}"${agent.agentId === chosen ? ' selected' : ''}>${e(agent.agentName)}</option>`;
     const own = writers.filter((agent) => !agent.provisioned).map(option).join('');
     const provisioned = writers.filter((agent) => agent.provisioned);
-    // An operator's agents (a load test's thousands) come after the human's own, the newest few in a group of their own.
+    // The human's own agents first, in a group that says so when only those of their newest approvals are offered.
+    const ownGroup = who.approvedTotal > APPROVALS_OFFERED && own !== '' ? `<optgroup label="${e(`Yours: from your newest ${APPROVALS_OFFERED} approvals of ${who.approvedTotal.toLocaleString('en-US')}`)}">${own}</optgroup>` : own;
+    // An operator's agents (a load test's thousands) come after them, the newest few in a group of their own.
     const group =
       provisioned.length === 0
         ? ''
         : `<optgroup label="${e(provisionedLabel(provisioned.length, who.provisionedTotal))}">${provisioned.map(option).join('')}</optgroup>`;
-    const options = own + group;
+    const options = ownGroup + group;
     return `<section aria-labelledby="compose-heading">
 <h2 id="compose-heading">Post to the room</h2>
 ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)}</p>`}
