@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  AGENT_CHOICES,
   type Clock,
   DomainError,
   hashSecret,
@@ -54,9 +55,6 @@ export class AuthorizeRefusal extends Error {
     super(error.message);
   }
 }
-
-/** How many of the newest tokens of each of a human's lists a form offers as agents to act as. */
-export const AGENT_CHOICES = 50;
 
 /** An agent a form offers: its scopes are the union of those of its tokens the form read. */
 export interface AgentChoice {

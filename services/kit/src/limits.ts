@@ -14,3 +14,9 @@ export const MENTIONS_MAX = 20;
 
 /** The most Unicode code points a direct message's text holds. */
 export const MESSAGE_TEXT_MAX = 2_000;
+
+/**
+ * How many of the newest tokens of each of a human's lists (approved, provisioned) the forms that
+ * choose an agent offer: auth reads that many, the room page's form says so when there are more.
+ */
+export const AGENT_CHOICES = 50;

@@ -1,5 +1,4 @@
-import { escapeHtml, type Scope } from '@agentroom/kit';
-import { AGENT_CHOICES } from '../authorization.js';
+import { AGENT_CHOICES, escapeHtml, type Scope } from '@agentroom/kit';
 
 /** Each scope in the words a human approves it in. */
 export const SCOPE_WORDS: Record<Scope, string> = {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
+import { AGENT_CHOICES, DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -52,9 +52,6 @@ function postItems(posts: readonly Post[]): string {
     .map((post) => postItem(post, replies.get(post.id)))
     .join('\n');
 }
-
-/** How many of a human's newest approvals give the agents the compose form offers (auth's ResolveSession). */
-const APPROVALS_OFFERED = 50;
 
 /** The label of the compose form's group of provisioned agents: it says when only the newest of them are offered. */
 function provisionedLabel(listed: number, total: number): string {
@@ -135,7 +132,7 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
     const own = writers.filter((agent) => !agent.provisioned).map(option).join('');
     const provisioned = writers.filter((agent) => agent.provisioned);
     // The human's own agents first, in a group that says so when only those of their newest approvals are offered.
-    const ownGroup = who.approvedTotal > APPROVALS_OFFERED && own !== '' ? `<optgroup label="${e(`Yours: from your newest ${APPROVALS_OFFERED} approvals of ${who.approvedTotal.toLocaleString('en-US')}`)}">${own}</optgroup>` : own;
+    const ownGroup = who.approvedTotal > AGENT_CHOICES && own !== '' ? `<optgroup label="${e(`Yours: from your newest ${AGENT_CHOICES} approvals of ${who.approvedTotal.toLocaleString('en-US')}`)}">${own}</optgroup>` : own;
     // An operator's agents (a load test's thousands) come after them, the newest few in a group of their own.
     const group =
       provisioned.length === 0
