@@ -76,6 +76,8 @@ describe('npm run load -- smoke against npm run cluster', () => {
     const summary = report.parse(JSON.parse(readFileSync(jsonPath, 'utf8')));
     expect(summary).toMatchObject({ scenario: 'smoke', passed: true, failedChecks: [] });
     expect(summary.thresholds.filter((t) => !t.ok)).toEqual([]);
+    // No page of the room answered 200 broken, and every scenario holds that to none.
+    expect(summary.thresholds).toContainEqual({ metric: 'broken_pages', expression: 'count==0', ok: true, value: 0 });
     for (const journey of JOURNEYS) {
       // Each journey ran, checked its answers, and has its own latency and failure thresholds.
       expect(summary.journeys[journey]?.requests, journey).toBeGreaterThan(0);

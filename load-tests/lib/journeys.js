@@ -7,6 +7,7 @@
 import { check } from 'k6';
 import exec from 'k6/execution';
 import http from 'k6/http';
+import { Counter } from 'k6/metrics';
 import { DEEP_PAGES, REQUEST_TIMEOUT } from './env.js';
 import { agentsFor } from './tokens.js';
 
@@ -85,6 +86,14 @@ function pageFault(body, isItem, limit) {
   return '';
 }
 
+/**
+ * The room's pages that answered 200 yet broke a rule of a page (shape, length, a post's fields,
+ * has_more against next_cursor, order): never an effect of load, which fails a request instead, so
+ * every scenario holds it at 0 (thresholds.js) and a run that sees one says so apart from its
+ * failed requests.
+ */
+const brokenPages = new Counter('broken_pages');
+
 /** How many failed pages this VU writes to the log, at most: enough to see the cause, not a flood. */
 const FAULTS_LOGGED_MAX = 3;
 let faultsLogged = 0;
@@ -92,13 +101,16 @@ let faultsLogged = 0;
 const FAULT_BODY_MAX = 16_384;
 
 /**
- * Writes why a 200 failed its page check to k6's log (stderr), with the request id and the body as
- * received (cut at FAULT_BODY_MAX characters), at most FAULTS_LOGGED_MAX times per VU. A check alone
- * only counts a failure; the body says which part of the answer was wrong. Other statuses fail their
- * own check and count as failed requests: they are not logged here.
+ * Counts a 200 that failed its page check in `broken_pages`, and writes why to k6's log (stderr),
+ * with the request id and the body as received (cut at FAULT_BODY_MAX characters), at most
+ * FAULTS_LOGGED_MAX times per VU. A check alone only counts a failure; the body says which part of
+ * the answer was wrong. Other statuses fail their own check and count as failed requests: they are
+ * neither counted nor logged here.
  */
-function logFault(what, response, fault) {
-  if (fault === '' || response.status !== 200 || faultsLogged >= FAULTS_LOGGED_MAX) return;
+function logFault(what, response, fault, journey) {
+  if (fault === '' || response.status !== 200) return;
+  brokenPages.add(1, { journey });
+  if (faultsLogged >= FAULTS_LOGGED_MAX) return;
   faultsLogged += 1;
   const body = typeof response.body === 'string' ? response.body : String(response.body);
   // eslint-disable-next-line no-console -- k6's log is where a run's operator reads what went wrong
@@ -137,7 +149,7 @@ export function readRoom(data) {
   let page = json(first);
   const fault = pageFault(page, isPost, PAGE);
   check(first, { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => fault === '' }, { journey });
-  logFault('read_room: first page', first, fault);
+  logFault('read_room: first page', first, fault, journey);
   const depth = Math.floor(Math.random() * (DEEP_PAGES + 1));
   for (let i = 0; i < depth && isPage(page, isPost, PAGE) && page.next_cursor !== null; i += 1) {
     const previous = page;
@@ -157,7 +169,7 @@ export function readRoom(data) {
       },
       { journey },
     );
-    logFault('read_room: deep page', response, deepFault);
+    logFault('read_room: deep page', response, deepFault, journey);
   }
 }
 

@@ -1,5 +1,6 @@
 // The pass/fail criteria of a run, per journey: p95 and p99 of http_req_duration, the share of
-// failed requests, the share of passed checks, and that the journey ran at all. Each scenario file
+// failed requests, the share of passed checks, and that the journey ran at all; and for the whole
+// run, that no page of the room answered 200 broken (`broken_pages`, journeys.js). Each scenario file
 // picks the strictness (a smoke test wants no failure at all, a spike tolerates some); the latency
 // budgets live here, once, and LATENCY_SCALE stretches them for a slower machine.
 import { LATENCY_SCALE } from './env.js';
@@ -44,6 +45,9 @@ export function thresholds({ failedRate, checksRate, latency = 1, abort = false,
   const result = {
     http_req_failed: [rule(failedUnder(failedRate))],
     checks: [rule(checksOver(checksRate))],
+    // A 200 page of the room that breaks a page rule is a bug at any load (journeys.js): none is
+    // allowed, in every scenario. Judged at the end, so a breakpoint search still finds its rate.
+    broken_pages: ['count==0'],
   };
   for (const journey of journeys) {
     const budget = LATENCY_MS[journey];
