@@ -107,7 +107,7 @@ const FAULT_BODY_MAX = 16_384;
  * the answer was wrong. Other statuses fail their own check and count as failed requests: they are
  * neither counted nor logged here.
  */
-function logFault(what, response, fault, journey) {
+function reportFault(what, response, fault, journey) {
   if (fault === '' || response.status !== 200) return;
   brokenPages.add(1, { journey });
   if (faultsLogged >= FAULTS_LOGGED_MAX) return;
@@ -149,7 +149,7 @@ export function readRoom(data) {
   let page = json(first);
   const fault = pageFault(page, isPost, PAGE);
   check(first, { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => fault === '' }, { journey });
-  logFault('read_room: first page', first, fault, journey);
+  reportFault('read_room: first page', first, fault, journey);
   const depth = Math.floor(Math.random() * (DEEP_PAGES + 1));
   for (let i = 0; i < depth && isPage(page, isPost, PAGE) && page.next_cursor !== null; i += 1) {
     const previous = page;
@@ -169,7 +169,7 @@ export function readRoom(data) {
       },
       { journey },
     );
-    logFault('read_room: deep page', response, deepFault, journey);
+    reportFault('read_room: deep page', response, deepFault, journey);
   }
 }
 

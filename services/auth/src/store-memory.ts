@@ -5,8 +5,9 @@ import {
   type AuthStore,
   type Bucket,
   drainedLevel,
-  nameKey,
+  isLiveToken,
   listOfToken,
+  nameKey,
   positionKey,
   REVOCATION_HEARTBEAT_MS,
   type Revocation,
@@ -58,6 +59,11 @@ interface Listed {
   key: string;
   hash: string;
   expiresAt: number;
+}
+
+/** The key of a human's list in `MemoryAuthStore.lists`. */
+function listKey(list: TokenList, humanId: string): string {
+  return `${list}:${humanId}`;
 }
 
 /** Where `key` goes in `entries` (ordered by key): the first entry at or after it. */
@@ -222,11 +228,11 @@ export class MemoryAuthStore implements AuthStore {
     const ofAgent = this.agentTokens.get(token.agentId) ?? new Set<string>();
     this.agentTokens.set(token.agentId, ofAgent.add(token.hash));
     const list = listOfToken(token);
-    if (list !== undefined && token.revokedAt === undefined && token.expiresAt > this.clock.now()) {
-      const entries = this.lists.get(`${list}:${token.humanId}`) ?? [];
+    if (list !== undefined && isLiveToken(token, this.clock.now())) {
+      const entries = this.lists.get(listKey(list, token.humanId)) ?? [];
       const key = positionKey(token);
       entries.splice(lowerBound(entries, key), 0, { key, hash: token.hash, expiresAt: token.expiresAt });
-      this.lists.set(`${list}:${token.humanId}`, entries);
+      this.lists.set(listKey(list, token.humanId), entries);
     }
     return Promise.resolve();
   }
@@ -235,7 +241,7 @@ export class MemoryAuthStore implements AuthStore {
     const keepUntil = this.tokens.expiryOf(token.hash);
     if (keepUntil !== undefined) this.tokens.set(token.hash, structuredClone(token), keepUntil);
     const list = listOfToken(token);
-    const entries = list === undefined ? undefined : this.lists.get(`${list}:${token.humanId}`);
+    const entries = list === undefined ? undefined : this.lists.get(listKey(list, token.humanId));
     if (entries !== undefined && token.revokedAt !== undefined) {
       const at = lowerBound(entries, positionKey(token));
       if (entries[at]?.hash === token.hash) entries.splice(at, 1);
@@ -257,10 +263,10 @@ export class MemoryAuthStore implements AuthStore {
     const now = this.clock.now();
     // Tokens that expired since they were listed leave the list as it is read (their records are
     // kept a while longer, to answer token-expired).
-    let entries = this.lists.get(`${list}:${humanId}`) ?? [];
+    let entries = this.lists.get(listKey(list, humanId)) ?? [];
     if (entries.some((entry) => entry.expiresAt <= now)) {
       entries = entries.filter((entry) => entry.expiresAt > now);
-      this.lists.set(`${list}:${humanId}`, entries);
+      this.lists.set(listKey(list, humanId), entries);
     }
     // Oldest first here: the page is the `limit` entries just before `after`'s place, read backwards.
     const end = after === undefined ? entries.length : lowerBound(entries, positionKey(after));

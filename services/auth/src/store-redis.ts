@@ -4,6 +4,7 @@ import {
   type AttemptWindow,
   type AuthStore,
   drainedLevel,
+  isLiveToken,
   listOfToken,
   nameKey,
   positionKey,
@@ -360,11 +361,13 @@ export class RedisAuthStore implements AuthStore {
     const keys = this.listKeys(humanId, list);
     const newest = after === undefined ? '+' : `(${positionKey(after)}`;
     // A token revoked or expired between the page's read and its records' leaves a page short: read it again.
+    const read = async (): Promise<[number, number, string[]] | null> =>
+      (await TOKEN_PAGE.run(this.redis, keys, [String(this.clock.now()), newest, String(limit + 1)])) as [number, number, string[]] | null;
     for (let attempt = 1; ; attempt += 1) {
-      let answer = (await TOKEN_PAGE.run(this.redis, keys, [String(this.clock.now()), newest, String(limit + 1)])) as [number, number, string[]] | null;
+      let answer = await read();
       if (answer === null) {
         await this.fillLists(humanId);
-        answer = (await TOKEN_PAGE.run(this.redis, keys, [String(this.clock.now()), newest, String(limit + 1)])) as [number, number, string[]];
+        answer = (await read()) as [number, number, string[]];
       }
       const [total, offset, members] = answer;
       const shown = members.slice(0, limit);
@@ -536,7 +539,7 @@ export class RedisAuthStore implements AuthStore {
   }
 }
 
-/** A token record that still works: found, not revoked, not expired. */
+/** A token record that still works: found, and live (`isLiveToken`). */
 function isLiveRecord(token: TokenRecord | undefined, now: number): token is TokenRecord {
-  return token !== undefined && token.revokedAt === undefined && token.expiresAt > now;
+  return token !== undefined && isLiveToken(token, now);
 }

@@ -157,6 +157,11 @@ export interface AuthStore {
  */
 export type TokenList = 'approved' | 'provisioned';
 
+/** A token that still works at `now`: not revoked, not expired. */
+export function isLiveToken(token: TokenRecord, now: number): boolean {
+  return token.revokedAt === undefined && token.expiresAt > now;
+}
+
 /** The list a token is shown in, or undefined for a connection's. */
 export function listOfToken(token: TokenRecord): TokenList | undefined {
   if (token.connectionId !== undefined) return undefined;

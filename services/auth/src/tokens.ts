@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Clock, createLogger, DomainError, hashSecret, isWellFormedToken, type Logger, mintToken, type Scope, SCOPES } from '@agentroom/kit';
 import type { TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
-import type { AuthStore, RevocationWatcher, TokenList, TokenPage, TokenPosition } from './store.js';
+import { type AuthStore, isLiveToken, type RevocationWatcher, type TokenList, type TokenPage, type TokenPosition } from './store.js';
 
 const DAY_MS = 86_400_000;
 /** An expired token is remembered this long, so it answers token-expired (not token-invalid) a while. */
@@ -175,7 +175,7 @@ export class Tokens {
   async syncAgent(agent: { agentId: string; agentName: string; humanLabel: string }): Promise<void> {
     const all = await this.store.tokensOfAgent(agent.agentId);
     const now = this.clock.now();
-    const live = all.filter((t) => isLive(t, now));
+    const live = all.filter((t) => isLiveToken(t, now));
     const held = new Set(live.flatMap((t) => t.scopes));
     const revokedAt = all.length > 0 && all.every((t) => t.revokedAt !== undefined) ? Math.max(...all.map((t) => t.revokedAt ?? 0)) : undefined;
     await this.room.upsertAgent({
@@ -190,7 +190,7 @@ export class Tokens {
   /** Tokens that still work: not revoked, not expired. */
   async liveOfAgent(agentId: string): Promise<TokenRecord[]> {
     const now = this.clock.now();
-    return (await this.store.tokensOfAgent(agentId)).filter((t) => isLive(t, now));
+    return (await this.store.tokensOfAgent(agentId)).filter((t) => isLiveToken(t, now));
   }
 
   /** A page of one of the human's lists on /account: its live tokens, newest first, after `after`. */
@@ -201,17 +201,13 @@ export class Tokens {
   /** The live token with this id, if this human approved it. */
   async liveOfHumanById(humanId: string, tokenId: string): Promise<TokenRecord | undefined> {
     const record = tokenId === '' ? undefined : await this.store.tokenById(tokenId);
-    return record !== undefined && record.humanId === humanId && isLive(record, this.clock.now()) ? record : undefined;
+    return record !== undefined && record.humanId === humanId && isLiveToken(record, this.clock.now()) ? record : undefined;
   }
 
   /** The live tokens of one agent that this human approved: none when the agent is not theirs. */
   async liveOfHumanAgent(humanId: string, agentId: string): Promise<TokenRecord[]> {
     return (await this.liveOfAgent(agentId)).filter((t) => t.humanId === humanId);
   }
-}
-
-function isLive(token: TokenRecord, now: number): boolean {
-  return token.revokedAt === undefined && token.expiresAt > now;
 }
 
 function principalOf(record: TokenRecord): Principal {

@@ -149,7 +149,8 @@ function reportConnectionTrouble(redis: RedisClient, name: string, log?: Logger)
 /**
  * Connects and checks that Redis answers, and is 7.0 or newer, so a service with a wrong REDIS_URL
  * refuses to start with one line that says what is wrong (nothing listens, the password is refused,
- * the server is too old…) and what to do, instead of failing its first requests. Nothing is logged until the first answer.
+ * the server is too old…) and what to do, instead of failing its first requests. Nothing is logged
+ * until the first answer.
  */
 export async function openRedis(url: string, name: string, log?: Logger, options: OpenRedisOptions = {}): Promise<RedisClient> {
   let redis: RedisClient;
