@@ -1,7 +1,6 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { appendFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -13,6 +12,7 @@ import { roomEnv } from '@agentroom/room';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { goTool } from '../support/go-tools.js';
 
 /**
  * The Helm chart as an SRE meets it: `helm lint --strict` and `helm template` with every values
@@ -30,20 +30,6 @@ const FULLNAME = 'room-agent-room';
 const KUBERNETES_VERSIONS = ['1.30', '1.31', '1.32', '1.33', '1.34', '1.35'];
 
 const run = promisify(execFile);
-
-function goBin(): string {
-  try {
-    return join(execFileSync('go', ['env', 'GOPATH'], { encoding: 'utf8' }).trim(), 'bin');
-  } catch {
-    return join(homedir(), 'go', 'bin');
-  }
-}
-
-function tool(name: string): string {
-  const path = join(goBin(), name);
-  if (!existsSync(path)) throw new Error(`${path} is missing: build it with \`bash scripts/install-tools.sh\` (about 15 minutes the first time)`);
-  return path;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The rendered objects, read through schemas of just the fields the checks look at.
@@ -281,14 +267,14 @@ async function render(name: string, values: Record<string, unknown>, chartDir = 
   const valuesFile = join(dir, 'values.json');
   await writeFile(valuesFile, JSON.stringify(values));
   const out = join(dir, 'manifests');
-  await run(tool('helm'), ['template', RELEASE, chartDir, '--namespace', NAMESPACE, '--values', valuesFile, '--output-dir', out]);
+  await run(goTool('helm'), ['template', RELEASE, chartDir, '--namespace', NAMESPACE, '--values', valuesFile, '--output-dir', out]);
   return new Rendered(await readObjects(out), out);
 }
 
 /** `helm template` that must fail; its error output. */
 async function renderFails(args: string[]): Promise<string> {
   try {
-    await run(tool('helm'), ['template', RELEASE, chart, '--namespace', NAMESPACE, ...args]);
+    await run(goTool('helm'), ['template', RELEASE, chart, '--namespace', NAMESPACE, ...args]);
   } catch (error) {
     return String((error as { stderr?: unknown }).stderr ?? error);
   }
@@ -302,8 +288,8 @@ function of(name: string): Rendered {
 }
 
 beforeAll(async () => {
-  tool('helm');
-  tool('kubectl-validate');
+  goTool('helm');
+  goTool('kubectl-validate');
   work = await mkdtemp(join(tmpdir(), 'agentroom-chart-'));
   await Promise.all(Object.entries(COMBINATIONS).map(async ([name, values]) => rendered.set(name, await render(name, values))));
 });
@@ -316,13 +302,13 @@ afterAll(async () => {
 
 describe('helm lint and kubectl-validate', () => {
   it.concurrent.each(Object.keys(COMBINATIONS))('helm lint --strict passes with %s', async (name) => {
-    const { stdout } = await run(tool('helm'), ['lint', '--strict', chart, '--namespace', NAMESPACE, '--values', join(work, name, 'values.json')]);
+    const { stdout } = await run(goTool('helm'), ['lint', '--strict', chart, '--namespace', NAMESPACE, '--values', join(work, name, 'values.json')]);
     expect(stdout).toContain('0 chart(s) failed');
   });
 
   it.concurrent.each(KUBERNETES_VERSIONS)('every manifest of every combination is valid for Kubernetes %s', async (version) => {
     const dirs = Object.keys(COMBINATIONS).map((name) => of(name).dir);
-    const result = await run(tool('kubectl-validate'), [...dirs, '--version', version, '--local-crds', crds, '--output', 'json']).catch(
+    const result = await run(goTool('kubectl-validate'), [...dirs, '--version', version, '--local-crds', crds, '--output', 'json']).catch(
       (error: { stdout?: string }) => ({ stdout: error.stdout ?? String(error) }),
     );
     const report = z.record(z.string(), z.array(z.looseObject({ status: z.string(), message: z.string().optional() }))).parse(JSON.parse(result.stdout));

@@ -3,13 +3,15 @@
 // iteration each. Every request carries a `journey` tag (the thresholds and the report group by it)
 // and a `name` tag (one per endpoint, so cursors and ids do not make a metric series each). Every
 // check asserts what a real client depends on: the status, the shape of the body, that the
-// author is the agent whose token was sent, that a retried write answers the first one.
-import { check } from 'k6';
+// author is the agent whose token was sent, that a retried write answers the first one; each is
+// decided before k6 records it (`judge`, verdicts.js), so a run that stops mid-iteration records
+// no check it did not finish.
 import exec from 'k6/execution';
 import http from 'k6/http';
 import { Counter } from 'k6/metrics';
 import { DEEP_PAGES, REQUEST_TIMEOUT } from './env.js';
 import { agentsFor } from './tokens.js';
+import { judge } from './verdicts.js';
 
 /** The MCP revision the server's SDK speaks, as the conformance tests send it. */
 const MCP_PROTOCOL = '2025-06-18';
@@ -148,7 +150,7 @@ export function readRoom(data) {
   const first = http.get(`${data.rest}/posts?limit=${PAGE}`, params(journey, 'GET {rest}/posts'));
   let page = json(first);
   const fault = pageFault(page, isPost, PAGE);
-  check(first, { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => fault === '' }, { journey });
+  judge(first, { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => fault === '' }, journey);
   reportFault('read_room: first page', first, fault, journey);
   const depth = Math.floor(Math.random() * (DEEP_PAGES + 1));
   for (let i = 0; i < depth && isPage(page, isPost, PAGE) && page.next_cursor !== null; i += 1) {
@@ -157,7 +159,7 @@ export function readRoom(data) {
     page = json(response);
     const seen = new Set(previous.data.map((post) => post.id));
     const deepFault = pageFault(page, isPost, PAGE);
-    check(
+    judge(
       response,
       {
         'read_room: deep page answers 200': (r) => r.status === 200,
@@ -167,7 +169,7 @@ export function readRoom(data) {
           page.data.every((post) => !seen.has(post.id)) &&
           (page.data.length === 0 || previous.data.length === 0 || Date.parse(page.data[0].createdAt) <= Date.parse(previous.data[previous.data.length - 1].createdAt)),
       },
-      { journey },
+      journey,
     );
     reportFault('read_room: deep page', response, deepFault, journey);
   }
@@ -186,25 +188,25 @@ export function sharePost(data) {
   const headers = bearer(me, { ...JSON_BODY, 'Idempotency-Key': key });
   const response = http.post(`${data.rest}/posts`, body, params(journey, 'POST {rest}/posts', headers));
   const post = json(response);
-  check(
+  judge(
     response,
     {
       'share_post: answers 201': (r) => r.status === 201,
       'share_post: answers the post, by this agent, via rest': () => isPost(post) && post.agentId === me.id && post.agentName === me.name && post.text === JSON.parse(body).text && post.via === 'rest',
       'share_post: a first write is not marked replayed': (r) => r.headers['Idempotent-Replayed'] === undefined,
     },
-    { journey },
+    journey,
   );
   if (Math.random() >= data.settings.retryShare) return;
   const retry = http.post(`${data.rest}/posts`, body, params(journey, 'POST {rest}/posts (retry)', headers));
   const again = json(retry);
-  check(
+  judge(
     retry,
     {
       'share_post: the retry answers 201, marked replayed': (r) => r.status === 201 && r.headers['Idempotent-Replayed'] === 'true',
       'share_post: the retry answers the same post': () => isPost(post) && isPost(again) && samePost(again, post),
     },
-    { journey },
+    journey,
   );
 }
 
@@ -215,24 +217,24 @@ export function directMessages(data) {
   const text = uniqueText('message');
   const sent = http.post(`${data.rest}/messages`, JSON.stringify({ to: peer.id, text }), params(journey, 'POST {rest}/messages', bearer(me, { ...JSON_BODY, 'Idempotency-Key': `k6-${crypto.randomUUID()}` })));
   const message = json(sent);
-  check(
+  judge(
     sent,
     {
       'direct_messages: send answers 201': (r) => r.status === 201,
       'direct_messages: send answers the message, from this agent to the peer': () =>
         isMessage(message) && message.fromAgentId === me.id && message.toAgentId === peer.id && message.text === text && message.via === 'rest',
     },
-    { journey },
+    journey,
   );
   const read = http.get(`${data.rest}/messages?limit=${PAGE}`, params(journey, 'GET {rest}/messages', bearer(me)));
   const inbox = json(read);
-  check(
+  judge(
     read,
     {
       'direct_messages: inbox answers 200': (r) => r.status === 200,
       'direct_messages: inbox is a page of messages to this agent, newest first': () => isPage(inbox, isMessage, PAGE) && inbox.data.every((m) => m.toAgentId === me.id) && newestFirst(inbox.data),
     },
-    { journey },
+    journey,
   );
 }
 
@@ -269,39 +271,39 @@ export function mcpClient(data) {
   const { me } = agentsFor(exec.scenario.iterationInTest);
   const init = mcpCall(data, me, 'POST {api}/mcp initialize', { id: 1, method: 'initialize', params: { protocolVersion: MCP_PROTOCOL, capabilities: {}, clientInfo: { name: 'k6-load', version: '1.0.0' } } });
   const result = init.body?.result;
-  const ready = check(
+  const ready = judge(
     init.response,
     {
       'mcp: initialize answers 200': (r) => r.status === 200,
       'mcp: initialize answers the server, its tools capability and a protocol version': () =>
         init.body?.id === 1 && typeof result?.protocolVersion === 'string' && result.serverInfo?.name === 'agent-room' && typeof result.capabilities?.tools === 'object',
     },
-    { journey },
+    journey,
   );
   if (!ready) return;
   const protocol = result.protocolVersion;
   const initialized = mcpCall(data, me, 'POST {api}/mcp notifications/initialized', { method: 'notifications/initialized' }, protocol);
-  check(initialized.response, { 'mcp: the initialized notification answers 202': (r) => r.status === 202 }, { journey });
+  judge(initialized.response, { 'mcp: the initialized notification answers 202': (r) => r.status === 202 }, journey);
 
   const read = mcpCall(data, me, 'POST {api}/mcp room_read_posts', { id: 2, method: 'tools/call', params: { name: 'room_read_posts', arguments: { limit: 10 } } }, protocol);
-  check(
+  judge(
     read.response,
     {
       'mcp: room_read_posts answers 200': (r) => r.status === 200,
       'mcp: room_read_posts answers a page of posts': () => toolAnswered(read, 2, (page) => isPage(page, isPost, 10) && newestFirst(page.data)),
     },
-    { journey },
+    journey,
   );
 
   const text = uniqueText('mcp post');
   const wrote = mcpCall(data, me, 'POST {api}/mcp room_post', { id: 3, method: 'tools/call', params: { name: 'room_post', arguments: { text, idempotency_key: `k6-${crypto.randomUUID()}` } } }, protocol);
-  check(
+  judge(
     wrote.response,
     {
       'mcp: room_post answers 200': (r) => r.status === 200,
       'mcp: room_post answers the post, by this agent, via mcp': () => toolAnswered(wrote, 3, (post) => isPost(post) && post.agentId === me.id && post.text === text && post.via === 'mcp'),
     },
-    { journey },
+    journey,
   );
 }
 
@@ -319,14 +321,14 @@ export function a2aSend(data) {
   const body = json(response);
   const answer = body?.result?.message;
   const post = Array.isArray(answer?.parts) ? answer.parts.find((part) => part.data !== undefined)?.data?.post : undefined;
-  check(
+  judge(
     response,
     {
       'a2a: SendMessage answers 200': (r) => r.status === 200,
       'a2a: SendMessage answers an agent message, not an error': () => body?.jsonrpc === '2.0' && body.id === id && body.error === undefined && answer?.role === 'ROLE_AGENT' && answer.parts.some((part) => typeof part.text === 'string'),
       'a2a: the answer carries the post, by this agent, via a2a': () => isPost(post) && post.agentId === me.id && post.text === text && post.via === 'a2a',
     },
-    { journey },
+    journey,
   );
 }
 
