@@ -16,6 +16,15 @@ export const REDIS_INSTALL_HINT =
 /** Below Linux's ephemeral range (32768-60999), from which every `listen(0)` and outgoing connection draws. */
 const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
 
+/**
+ * The ports `freePort` handed out in the last HANDED_OUT_MS, oldest first: each is free until its
+ * process listens on it, so a second draw of it meanwhile (a test asking six at once for six
+ * services) would make two of them collide. A minute covers any start-up; after it, a port may be
+ * drawn again.
+ */
+const handedOut = new Map<number, number>();
+const HANDED_OUT_MS = 60_000;
+
 function tryListen(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
@@ -31,9 +40,18 @@ function tryListen(port: number, host: string): Promise<boolean> {
  * (a gRPC server on port 0, a client socket), and the listen that comes after would then fail.
  */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const now = Date.now();
+  for (const [port, at] of handedOut) {
+    if (now - at < HANDED_OUT_MS) break;
+    handedOut.delete(port);
+  }
   for (let attempt = 0; attempt < 50; attempt += 1) {
     const port = CHOSEN_PORTS.from + Math.floor(Math.random() * (CHOSEN_PORTS.to - CHOSEN_PORTS.from));
-    if (await tryListen(port, host)) return port;
+    if (handedOut.has(port)) continue;
+    if (await tryListen(port, host)) {
+      handedOut.set(port, Date.now());
+      return port;
+    }
   }
   throw new Error(`no free port between ${CHOSEN_PORTS.from} and ${CHOSEN_PORTS.to} after 50 tries`);
 }
