@@ -13,7 +13,7 @@ const run = promisify(execFile);
 /** What `k6 run --summary-export` writes of the checks: by name, and the rate of each `checks` series. */
 const summary = z.object({
   root_group: z.object({ checks: z.record(z.string(), z.object({ passes: z.number(), fails: z.number() })) }),
-  metrics: z.record(z.string(), z.object({ passes: z.number().optional(), fails: z.number().optional() }).passthrough()),
+  metrics: z.record(z.string(), z.object({ passes: z.number().optional(), fails: z.number().optional() })),
 });
 
 /**
