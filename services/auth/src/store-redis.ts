@@ -120,8 +120,8 @@ class RevocationReading {
   /** Positions the reading: resolves once every entry added from now on will be read. */
   async start(): Promise<void> {
     const [latest] = (await this.redis.xrevrange(this.key, '+', '-', 'COUNT', 1)) as StreamEntry[];
+    // A failed read ends the reading (duplicateClient drops the connection's errors).
     const reader = duplicateClient(this.redis, 'auth-revocations');
-    reader.on('error', () => undefined); // a failed read ends the reading; the main connection reports outages
     this.reader = reader;
     void this.readLoop(reader, latest?.[0] ?? '0-0');
   }

@@ -266,7 +266,6 @@ export class RedisDeliveryStore implements DeliveryStore {
 
   private readerConnection(): RedisClient {
     this.reader ??= duplicateClient(this.redis, 'delivery-queue');
-    this.reader.on('error', () => undefined); // the main connection reports outages
     return this.reader;
   }
 

@@ -258,6 +258,28 @@ describe('RedisDeliveryStore', () => {
     ]);
   });
 
+  it('waits for jobs on one connection, however many times it waits, without a warning', async () => {
+    // A worker waits once every few seconds all day: each wait used to add a listener to the
+    // waiting connection, until Node warned of a leak after the tenth.
+    const warnings: string[] = [];
+    const heard = (warning: Error): void => {
+      warnings.push(`${warning.name}: ${warning.message}`);
+    };
+    process.on('warning', heard);
+    try {
+      for (const [name, client] of [['redis', redis], ['redis cluster', clusterClient]] as const) {
+        const store = track(new RedisDeliveryStore(client, `dswait${(prefixes += 1)}`));
+        await store.claim('worker-a', 1, 60_000, 0); // the group exists
+        for (let i = 0; i < 15; i += 1) expect(await store.claim('worker-a', 1, undefined, 5), name).toEqual([]);
+      }
+      // Node emits its warnings on a later tick.
+      await sleep(50);
+    } finally {
+      process.off('warning', heard);
+    }
+    expect(warnings).toEqual([]);
+  });
+
   it('never stores a secret anywhere but its endpoint', async () => {
     const store = track(new RedisDeliveryStore(redis, 'dssecret'));
     const hook = webhook();

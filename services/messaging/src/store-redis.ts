@@ -490,7 +490,6 @@ export class RedisMessagingStore implements MessagingStore {
     if (this.subscriber) return this.subscriber;
     // Resubscribing is ours to do (refollow), so that each log catches up right after it.
     const subscriber = duplicateClient(this.redis, 'messaging-inboxes', { autoResubscribe: false });
-    subscriber.on('error', () => undefined); // the main connection reports outages; refollow recovers
     subscriber.on('message', (channel: string, payload: string) => {
       const followers = this.followers.get(channel);
       if (!followers) {

@@ -385,10 +385,7 @@ export class RedisRoomStore implements RoomStore {
   private async follow(): Promise<string> {
     const [latest] = (await this.redis.xrevrange(this.postsKey, '+', '-', 'COUNT', 1)) as StreamEntry[];
     const start = latest?.[0] ?? '0-0';
-    if (!this.reader) {
-      this.reader = duplicateClient(this.redis, 'room-feed');
-      this.reader.on('error', () => undefined); // the read loop retries; the main connection reports outages
-    }
+    this.reader ??= duplicateClient(this.redis, 'room-feed');
     void this.readLoop(this.reader, start);
     return start;
   }

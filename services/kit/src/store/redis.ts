@@ -76,15 +76,20 @@ function queueOnlyUntilReady(cluster: Cluster): void {
 
 /**
  * Another connection (or cluster client) like `client`, for blocking reads or pub/sub: ioredis's
- * `Cluster.duplicate` takes startup nodes first and options nested under `redisOptions`.
+ * `Cluster.duplicate` takes startup nodes first and options nested under `redisOptions`. Its
+ * errors are heard and dropped here, once: the main connection reports outages, and what the
+ * duplicate was doing fails (a read, a subscription) for its caller to retry.
  */
 export function duplicateClient<T extends RedisClient>(client: T, name: string, options: { autoResubscribe?: boolean } = {}): T {
+  let duplicate: RedisClient;
   if (client instanceof Cluster) {
-    const duplicate = client.duplicate([], { redisOptions: { ...client.options.redisOptions, connectionName: name, ...options } });
+    duplicate = client.duplicate([], { redisOptions: { ...client.options.redisOptions, connectionName: name, ...options } });
     queueOnlyUntilReady(duplicate);
-    return duplicate as T;
+  } else {
+    duplicate = (client as Redis).duplicate({ connectionName: name, ...options });
   }
-  return (client as Redis).duplicate({ connectionName: name, ...options }) as T;
+  duplicate.on('error', () => undefined);
+  return duplicate as T;
 }
 
 /**
