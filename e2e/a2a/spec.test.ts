@@ -4,7 +4,7 @@ import { PushNotificationNotSupportedError } from '@a2a-js/sdk/errors';
 import { freePort } from '@agentroom/kit';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
 import { a2aClient, rpcFailure, send, textMessage } from '../support/a2a.js';
@@ -154,9 +154,16 @@ describe('A2A 1.0 to the letter of its specification (embedded)', () => {
       expectV1Error(await rpc(endpoint, '1.0', 'GetTaskPushNotificationConfig', { taskId: 'task-1', id: 'config-1' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
       expectV1Error(await rpc(endpoint, '1.0', 'ListTaskPushNotificationConfigs', { taskId: 'task-1' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
       expectV1Error(await rpc(endpoint, '1.0', 'DeleteTaskPushNotificationConfig', { taskId: 'task-1', id: 'config-1' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-      // The card says no streaming and no extended card: A2A answers those methods UnsupportedOperation.
-      expectV1Error(await rpc(endpoint, '1.0', 'SendStreamingMessage', { message: { ...message, messageId: crypto.randomUUID() } }, alice), -32004, 'UNSUPPORTED_OPERATION');
-      expectV1Error(await rpc(endpoint, '1.0', 'SubscribeToTask', { id: 'task-1' }), -32004, 'UNSUPPORTED_OPERATION');
+      // The card says no streaming and no extended card: A2A answers those methods UnsupportedOperation,
+      // and the refusal is an answer, not an error written to the product's stderr.
+      const stderr = vi.spyOn(console, 'error');
+      try {
+        expectV1Error(await rpc(endpoint, '1.0', 'SendStreamingMessage', { message: { ...message, messageId: crypto.randomUUID() } }, alice), -32004, 'UNSUPPORTED_OPERATION');
+        expectV1Error(await rpc(endpoint, '1.0', 'SubscribeToTask', { id: 'task-1' }), -32004, 'UNSUPPORTED_OPERATION');
+        expect(stderr.mock.calls).toEqual([]);
+      } finally {
+        stderr.mockRestore();
+      }
       expectV1Error(await rpc(endpoint, '1.0', 'GetExtendedAgentCard', {}, alice), -32004, 'UNSUPPORTED_OPERATION');
     }
   });
@@ -173,11 +180,19 @@ describe('A2A 1.0 to the letter of its specification (embedded)', () => {
         ['tasks/pushNotificationConfig/get', { id: 'task-1', pushNotificationConfigId: 'config-1' }, -32003],
         ['tasks/pushNotificationConfig/list', { id: 'task-1' }, -32003],
         ['tasks/pushNotificationConfig/delete', { id: 'task-1', pushNotificationConfigId: 'config-1' }, -32003],
+        ['message/stream', { message: { ...message, messageId: crypto.randomUUID() } }, -32004],
+        ['tasks/resubscribe', { id: 'task-1' }, -32004],
       ];
-      for (const [method, params, code] of cases) {
-        const answer = await rpc(endpoint, '0.3', method, params, alice);
-        expectEnvelope(answer);
-        expect(answer.body.error?.code, `${method} ${JSON.stringify(answer.body)}`).toBe(code);
+      const stderr = vi.spyOn(console, 'error');
+      try {
+        for (const [method, params, code] of cases) {
+          const answer = await rpc(endpoint, '0.3', method, params, alice);
+          expectEnvelope(answer);
+          expect(answer.body.error?.code, `${method} ${JSON.stringify(answer.body)}`).toBe(code);
+        }
+        expect(stderr.mock.calls).toEqual([]);
+      } finally {
+        stderr.mockRestore();
       }
     }
   });

@@ -168,12 +168,15 @@ export class RoomA2AHandler implements A2ARequestHandler {
     return Promise.reject(new UnsupportedOperationError('This agent has no extended card.'));
   }
 
+  // Refused as the call is made, not as a stream that fails: the SDK answers a throw here with the
+  // JSON-RPC error at once, where a stream failing before its first event is also written to stderr
+  // (console.error), one unstructured line per such call.
   sendMessageStream(): AsyncGenerator<never> {
-    return refusedStream('Streaming is not supported: send SendMessage and read the answer message.');
+    throw new UnsupportedOperationError('Streaming is not supported: send SendMessage and read the answer message.');
   }
 
   resubscribe(): AsyncGenerator<never> {
-    return refusedStream('There are no tasks to subscribe to: every answer is a message.');
+    throw new UnsupportedOperationError('There are no tasks to subscribe to: every answer is a message.');
   }
 
   getTask(): Promise<Task> {
@@ -204,7 +207,3 @@ function noPush(): Promise<never> {
   return Promise.reject(new PushNotificationNotSupportedError('Push notifications are not supported: every answer is a message, sent back at once.'));
 }
 
-// eslint-disable-next-line require-yield -- a stream that fails before its first event
-async function* refusedStream(message: string): AsyncGenerator<never> {
-  throw new UnsupportedOperationError(message);
-}
