@@ -191,6 +191,28 @@ describe('npm run cluster -- --envoy', () => {
     expect(JSON.parse(line as string)).toMatchObject({ http: { method: 'GET', path: '/.well-known/ai-agent.json', status: 200 }, route: 'document /.well-known/ai-agent.json' });
   });
 
+  it('writes every log line whole while Envoy and the edges log at once', async () => {
+    // Envoy writes its access log out in blocks far larger than a pipe takes in one write: passed on
+    // as they came, a block could be cut mid-line by a line of an edge writing to the same output.
+    const from = lines.length;
+    const url = `${ready.api}/posts?limit=1`;
+    for (let round = 0; round < 30; round += 1) {
+      await Promise.all(Array.from({ length: 100 }, () => fetchBefore(url).then((response) => response.arrayBuffer())));
+    }
+    // Envoy writes its access log out every second or so.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const logged = lines.slice(from).filter((line) => line.includes('"service":'));
+    const broken = logged.filter((line) => {
+      try {
+        return typeof JSON.parse(line) !== 'object';
+      } catch {
+        return true;
+      }
+    });
+    expect(logged.filter((line) => line.includes('"service":"envoy"')).length).toBeGreaterThan(2_500);
+    expect(broken.slice(0, 3)).toEqual([]);
+  }, 60_000);
+
   it('stops Envoy and every process on SIGTERM and exits 0', async () => {
     expect(await cluster.stop()).toBe(0);
     expect(existsSync(ready.envoy.bootstrap)).toBe(false);

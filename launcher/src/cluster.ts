@@ -7,6 +7,8 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import {
   assertPortFree,
@@ -127,10 +129,23 @@ const processes: Supervised[] = [];
 function spawnChild(spec: Pick<Supervised, 'command' | 'args' | 'env' | 'node'>): ChildProcess {
   if (spec.node) return spawn(spec.command, spec.args, { env: spec.env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const program = exitingWithParent(spec.command, spec.args);
-  const child = spawn(program.command, program.args, { env: spec.env, stdio: ['pipe', 'inherit', 'inherit'] });
+  const child = spawn(program.command, program.args, { env: spec.env, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin?.on('error', () => undefined); // nothing is written to it; its end is what counts
   child.once('exit', () => child.stdin?.destroy());
+  relayLines(child.stdout, process.stdout);
+  relayLines(child.stderr, process.stderr);
   return child;
+}
+
+/**
+ * A program's output passed on a whole line at a time. Envoy writes its access log out in blocks of
+ * many lines, larger than a pipe takes in one write: written straight to the output our Node
+ * processes share, a block was cut mid-line by their lines, and the cluster's log stopped being one
+ * JSON object per line. A line (well under the 4 KiB a pipe writes whole) is written at once.
+ */
+function relayLines(from: Readable | null, to: Writable): void {
+  if (!from) return;
+  createInterface({ input: from, crlfDelay: Infinity }).on('line', (line) => to.write(`${line}\n`));
 }
 
 /** Starts one Node process of ours. */
