@@ -324,7 +324,7 @@ export interface ConsentPageView extends Layout {
   scopes: Scope[];
   /** The human's own agents, then the newest of those an operator provisioned in their name. */
   agents: { agentId: string; agentName: string; scopes: Scope[]; provisioned: boolean }[];
-  /** How many live tokens the human approved one by one (the agents of the newest 50 are listed). */
+  /** How many live tokens the human approved one by one (the agents of the newest AGENT_CHOICES are listed). */
   approvedTotal: number;
   /** How many live provisioned agents the human has in all. */
   provisionedTotal: number;

@@ -47,11 +47,12 @@ export interface SignedInHuman {
   /** The CSRF token every form of this session carries. */
   csrfToken: string;
   /**
-   * The agents the human may post as from the room's page, with their scopes: those they approved
-   * (the newest 50) and connected, then the newest 50 an operator provisioned in their name, marked.
+   * The agents the human may post as from the room's page, with their scopes: those of their newest
+   * AGENT_CHOICES approvals and their connections, then the newest AGENT_CHOICES an operator
+   * provisioned in their name, marked.
    */
   agents: { agentId: string; agentName: string; scopes: Scope[]; provisioned: boolean }[];
-  /** How many live tokens the human approved one by one; the agents of the newest 50 are among `agents`. */
+  /** How many live tokens the human approved one by one; the agents of the newest AGENT_CHOICES are among `agents`. */
   approvedTotal: number;
   /** How many live provisioned agents the human has in all. */
   provisionedTotal: number;
