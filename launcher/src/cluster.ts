@@ -28,6 +28,7 @@ import {
   port,
   publicUrls,
   publicUrlsEnv,
+  reservePort,
   startRedisServer,
   startupProblem,
   storageEnv,
@@ -391,6 +392,9 @@ onParentGone(() => {
 // Redis at REDIS_URL that does not answer or refuses us.
 try {
   await assertPortFree(config.PORT);
+  // The router (or Envoy) listens on PORT last, after every other process has drawn its ports: none may draw it.
+  reservePort(config.PORT);
+  if (config.ROOM_GRPC_PORT !== undefined) reservePort(config.ROOM_GRPC_PORT);
   if (config.REDIS_URL !== undefined) await (await openRedis(config.REDIS_URL, 'cluster')).quit();
 } catch (error) {
   exitOnStartupFailure('cluster', error, log, { ports: { PORT: config.PORT } });

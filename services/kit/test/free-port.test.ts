@@ -1,6 +1,11 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../src/index.js';
+import type * as redisServer from '../src/store/redis-server.js';
+
+type FreePortModule = Pick<typeof redisServer, 'freePort' | 'reservePort'>;
+/** The module of `freePort`, by path: imported again under a query, it is an instance of its own. */
+const MODULE = new URL('../src/store/redis-server.ts', import.meta.url).pathname;
 
 describe('freePort', () => {
   it('never hands out the same port twice while its owner may still be starting', async () => {
@@ -11,6 +16,22 @@ describe('freePort', () => {
     for (let i = 0; i < 2_000; i += 1) ports.push(await freePort());
     expect(new Set(ports).size).toBe(ports.length);
   });
+
+  it('never hands out a port reserved for this process, such as the PORT a launcher was given', async () => {
+    // A launcher is given PORT by whoever started it, draws ports for its other processes, and only
+    // then listens on PORT: a clean-clone run once gave delivery's gRPC server the router's PORT.
+    // Three instances of the module of their own (a query each: nothing handed out yet, and no other
+    // import touched), each asked for 8,000 of its 12,000 ports: without the reservation, the given
+    // port would be among them two times in three.
+    for (const copy of [1, 2, 3]) {
+      const fresh = (await import(/* @vite-ignore */ `${MODULE}?copy=${copy}`)) as FreePortModule;
+      const given = 20_000 + Math.floor(Math.random() * 12_000);
+      fresh.reservePort(given);
+      const ports = new Set<number>();
+      for (let i = 0; i < 8_000; i += 1) ports.add(await fresh.freePort());
+      expect(ports.has(given), `port ${given}`).toBe(false);
+    }
+  }, 60_000);
 
   it('answers a port the caller can listen on', async () => {
     const port = await freePort();

@@ -24,6 +24,16 @@ const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
  */
 const handedOut = new Map<number, number>();
 const HANDED_OUT_MS = 60_000;
+/** Ports this process will listen on that it did not draw (`reservePort`): never handed out. */
+const reserved = new Set<number>();
+
+/**
+ * Tells `freePort` never to hand out `port`: this process was given it (a launcher's PORT, chosen
+ * by whoever started it) and listens on it only after drawing ports for its other processes.
+ */
+export function reservePort(port: number): void {
+  reserved.add(port);
+}
 
 function tryListen(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -47,7 +57,7 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   }
   for (let attempt = 0; attempt < 50; attempt += 1) {
     const port = CHOSEN_PORTS.from + Math.floor(Math.random() * (CHOSEN_PORTS.to - CHOSEN_PORTS.from));
-    if (handedOut.has(port)) continue;
+    if (handedOut.has(port) || reserved.has(port)) continue;
     if (await tryListen(port, host)) {
       handedOut.set(port, Date.now());
       return port;
