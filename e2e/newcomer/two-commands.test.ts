@@ -1,6 +1,7 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { freePort } from '@agentroom/kit';
@@ -65,9 +66,8 @@ describe('the README\'s two commands on a machine whose Node.js is older than 24
     };
   }, 5 * MINUTE);
 
-  afterAll(() => {
-    rmSync(work, { recursive: true, force: true });
-  });
+  // A clone with its node_modules, .venv and Node.js: thousands of files to remove.
+  afterAll(() => rm(work, { recursive: true, force: true }), 5 * MINUTE);
 
   function npm(args: string[], timeout: number): { status: number | null; output: string } {
     const result = spawnSync('npm', args, { cwd: clone, env, encoding: 'utf8', timeout, maxBuffer: 64 * 1024 * 1024 });
