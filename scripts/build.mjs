@@ -41,7 +41,7 @@ function fail(line, code = 1) {
 const engines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines?.node ?? '';
 const minimum = /^>=\s*(\d+(?:\.\d+){0,2})$/.exec(engines.trim())?.[1];
 if (minimum !== undefined && isOlderThan(process.versions.node, minimum)) {
-  fail(`Agent Room needs Node.js ${minimum} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\`, then run \`npm ci\` again`);
+  fail(`Agent Room needs Node.js ${minimum} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: run it through npm (\`npm start\`, \`npm test\`, \`npm run cluster\`), which finds or installs Node.js 24 itself, or put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\``);
 }
 
 /** True when version `a` (`20.18.1`) is older than `b` (`20.19`). */
@@ -100,7 +100,7 @@ if (toBuild.length > 0) {
   const cached = tasks.length - toBuild.length;
   say(
     `Build: ${toBuild.length} of ${tasks.length} workspaces to compile${cached > 0 ? ` (${cached} from turbo's cache)` : ''}; ` +
-      (toBuild.length === tasks.length ? 'a first build takes from 15 s to a minute, later starts reuse the cache' : 'this takes a few seconds to a minute'),
+      (toBuild.length === tasks.length ? 'a first build takes about a minute on two free cores and several on a busy machine; later starts reuse the cache' : 'this takes a few seconds to a minute'),
   );
 }
 
@@ -110,7 +110,23 @@ if (toBuild.length > 0) {
 // cores for all of them). turbo's tasks then find their projects up to date and do the rest (the
 // proto types first, which tsc needs, then the browser bundle and the API reference's assets),
 // and keep it all in their cache as before. A failure here is reported as the build's.
-if (toBuild.length > 1) await compileTogether();
+if (toBuild.length > 1) {
+  restoreCached();
+  await compileTogether();
+}
+
+/**
+ * The cached workspaces' outputs, put back before tsc reads them: turbo restores them only in its
+ * own run, after tsc, and a cache shared by git worktrees holds proto's generated types that a new
+ * worktree lacks.
+ */
+function restoreCached() {
+  const cached = tasks.filter((task) => task.cached);
+  if (cached.length === 0) return;
+  const filters = cached.map((task) => `--filter=${task.id.split('#')[0]}`);
+  const restored = spawnSync(turbo, ['run', 'build', '--only', '--output-logs=none', ...filters], { cwd: root, encoding: 'utf8' });
+  if (restored.status !== 0) fail(`${restored.stdout}${restored.stderr}\nBuild failed: restoring ${cached.map((task) => task.name).join(', ')} from turbo's cache failed (above)`, restored.status ?? 1);
+}
 
 /** The one `tsc -b` over the workspaces to build, saying which project it is on (`--verbose`). */
 async function compileTogether() {

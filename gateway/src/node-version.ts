@@ -19,7 +19,7 @@ export function isOlderThan(version: string, minimum: string): boolean {
 
 if (isOlderThan(process.versions.node, MINIMUM_NODE)) {
   process.stderr.write(
-    `Agent Room needs Node.js ${MINIMUM_NODE} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\`, then run \`npm ci\` again\n`,
+    `Agent Room needs Node.js ${MINIMUM_NODE} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: run it through npm (\`npm start\`, \`npm test\`, \`npm run cluster\`), which finds or installs Node.js 24 itself, or put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\`\n`,
   );
   process.exit(1);
 }

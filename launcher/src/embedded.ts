@@ -1,4 +1,4 @@
-import { type Clock, closeHttpServer, createLogger, loadConfig, type Logger, MemoryQuotaStore, newCursorSecret, Probes, publicUrls, type PublicUrls, systemClock } from '@agentroom/kit';
+import { type Clock, closeHttpServer, createLogger, type DestinationStream, loadConfig, type Logger, type LogFormat, MemoryQuotaStore, newCursorSecret, Probes, publicUrls, type PublicUrls, systemClock } from '@agentroom/kit';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { deliveryEnv, start as startDelivery } from '@agentroom/delivery';
@@ -26,6 +26,8 @@ export interface Embedded {
 export interface EmbeddedOptions {
   /** Time for auth's rules (poll interval, flow expiry, sessions) and the quota day; tests pass their own instead of sleeping. */
   clock?: Clock;
+  /** Where the services log, in place of LOG_FORMAT (`npm start` holds their start-up lines back in a terminal). */
+  output?: LogFormat | DestinationStream;
 }
 
 /**
@@ -35,31 +37,32 @@ export interface EmbeddedOptions {
 export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: Logger, options: EmbeddedOptions = {}): Promise<Embedded> {
   const config = loadConfig(embeddedEnv, env);
   const clock = options.clock ?? systemClock;
+  const output = options.output ?? config.LOG_FORMAT;
   // In memory, edge and auth share one quota store: one count per address across the API and the
   // auth pages, as in Redis, where both count under the same keys (docs/decisions.md §6).
   const quota = config.REDIS_URL === undefined ? new MemoryQuotaStore(clock) : undefined;
-  const logger = log ?? createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
+  const logger = log ?? createLogger('gateway', config.LOG_LEVEL, output);
   // One cursor secret for the services that sign cursors: CURSOR_SECRET, or one drawn for this start (docs/decisions.md §6).
   const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
-  const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0', CURSOR_SECRET }), createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT));
+  const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0', CURSOR_SECRET }), createLogger('room', config.LOG_LEVEL, output));
   const messaging = await startMessaging(
     loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
-    createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT),
+    createLogger('messaging', config.LOG_LEVEL, output),
   );
   const delivery = await startDelivery(
     loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }),
-    createLogger('delivery', config.LOG_LEVEL, config.LOG_FORMAT),
+    createLogger('delivery', config.LOG_LEVEL, output),
   );
   const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), {
     listen: false,
-    log: createLogger('auth', config.LOG_LEVEL, config.LOG_FORMAT),
+    log: createLogger('auth', config.LOG_LEVEL, output),
     clock,
     ...(quota ? { quota } : {}),
   });
   const edgeConfig = loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}`, DELIVERY_ADDR: `127.0.0.1:${delivery.port}` });
   const edge = await startEdge(edgeConfig, {
     listen: false,
-    log: createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT),
+    log: createLogger('edge', config.LOG_LEVEL, output),
     ...(quota ? { quota } : {}),
   });
   const urls = publicUrls(config);

@@ -187,6 +187,86 @@ describe('npm run cluster when it cannot start', () => {
   });
 });
 
+describe('npm start when it runs', () => {
+  /**
+   * Runs `npm start`'s launcher until its block is out (stdout in a terminal, stderr with JSON
+   * logs), hands it to `use` while it runs, then stops it.
+   */
+  async function startOnce(env: Record<string, string>, args: string[] = [], use?: (site: string, stdout: string) => Promise<void>): Promise<{ port: number; stdout: string; stderr: string }> {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['launcher/dist/start.js', ...args], { cwd: root, env: cleanEnv({ PORT: String(port), ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!`${stdout}${stderr}`.includes('The log follows.')) {
+        if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}:\n${stdout}${stderr}`);
+        if (Date.now() > deadline) throw new Error(`no block in time:\n${stdout}${stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await use?.(`http://127.0.0.1:${port}`, stdout);
+      return { port, stdout, stderr };
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }
+
+  it('in a terminal: one plain block with the room, the portal, the MCP URL and what memory storage means, and no start-up lines above it', async () => {
+    const { port, stdout } = await startOnce({ LOG_FORMAT: 'pretty' });
+    const site = `http://localhost:${port}`;
+    const before = stdout.slice(0, stdout.indexOf('Agent Room is running.'));
+    expect(before.trim(), 'nothing above the block').toBe('');
+    expect(stdout).toContain(`The room          ${site}/`);
+    expect(stdout).toContain(`Developer portal  ${site}/developers`);
+    expect(stdout).toMatch(new RegExp(`MCP server URL {4}${site}/api/mcp {3}\\(paste it into`));
+    expect(stdout).toContain('Storage: in memory. Humans, agents, tokens and posts go when this process stops');
+  });
+
+  it('with JSON logs: the block on stderr, and stdout one JSON object a line', async () => {
+    const { port, stdout, stderr } = await startOnce({});
+    expect(stderr).toContain(`The room          http://localhost:${port}/`);
+    const lines = stdout.split('\n').filter((line) => line !== '');
+    expect(lines.length).toBeGreaterThan(3);
+    for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
+    expect(lines.some((line) => line.includes('room service ready')), 'JSON keeps the start-up lines').toBe(true);
+  });
+
+  it('--demo (npm run demo): a human whose printed sign-in works, three agents and a thread with replies and mentions', async () => {
+    await startOnce({ LOG_FORMAT: 'pretty' }, ['--demo'], async (site, stdout) => {
+      const [, human = '', password = ''] = /sign in at \S+\/signin as "([^"]+)" with the password (\S+)/.exec(stdout) ?? [];
+      expect(password, stdout).not.toBe('');
+      expect(stdout).toContain('scout, atlas, quill');
+      const posts = (await (await fetch(`${site}/api/v1/posts?limit=50`)).json()) as { data: { agentName: string; replyTo?: string; mentions?: unknown[] }[] };
+      expect(posts.data.map((post) => post.agentName).sort()).toEqual(['atlas', 'quill', 'quill', 'scout', 'scout']);
+      expect(posts.data.filter((post) => post.replyTo !== undefined)).toHaveLength(3);
+      expect(posts.data.filter((post) => (post.mentions ?? []).length > 0).length).toBeGreaterThanOrEqual(3);
+      const agents = (await (await fetch(`${site}/api/v1/agents`)).json()) as { data: { agentName: string; humanLabel: string }[] };
+      expect(agents.data.map((agent) => `${agent.agentName} for ${agent.humanLabel}`).sort()).toEqual([`atlas for ${human}`, `quill for ${human}`, `scout for ${human}`]);
+      // The printed sign-in opens a session: the sign-in form answers a redirect with the session cookie.
+      const form = await fetch(`${site}/signin`);
+      const cookie = (form.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+      const signedIn = await fetch(`${site}/signin`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+        body: new URLSearchParams({ csrf, next: '/account', action: 'signin', name: human, password }).toString(),
+      });
+      expect(signedIn.status).toBe(303);
+      expect(signedIn.headers.get('set-cookie')).toContain('ar_session=');
+    });
+  });
+
+  it('--demo with REDIS_URL: one line saying the demo runs in memory only', async () => {
+    const line = oneLine(await run(['launcher/dist/start.js', '--demo'], { PORT: String(await freePort()), REDIS_URL: 'redis://127.0.0.1:6379' }));
+    expect(line).toContain('the demo runs on in-memory storage only');
+  });
+});
+
 describe('request logs', () => {
   let child: ChildProcess | undefined;
   afterEach(async () => {

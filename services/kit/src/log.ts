@@ -2,7 +2,7 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import { currentContext } from './context.js';
 
-export type { Logger } from 'pino';
+export type { DestinationStream, Logger } from 'pino';
 
 /** `json`: one JSON object per line, for machines. `pretty`: one readable line, for people. */
 export const LOG_FORMATS = ['json', 'pretty'] as const;
@@ -41,6 +41,28 @@ function prettyDestination(): DestinationStream {
     },
   };
   return prettyStdout;
+}
+
+/** pino's number for `warn`: lines at or above it pass a quiet start-up. */
+const WARN = 40;
+
+/**
+ * Readable lines, held to warnings and errors until `open()`: `npm start` in a terminal shows its
+ * block of addresses first and the log below it, without every service's start-up lines.
+ */
+export function quietStartup(): { output: DestinationStream; open(): void } {
+  let opened = false;
+  const pretty = prettyDestination();
+  return {
+    output: {
+      write(line: string) {
+        if (opened || Number(/^\{"level":(\d+)/.exec(line)?.[1] ?? WARN) >= WARN) pretty.write(line);
+      },
+    },
+    open() {
+      opened = true;
+    },
+  };
 }
 
 let jsonStdoutStream: DestinationStream | undefined;
