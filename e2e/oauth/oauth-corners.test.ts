@@ -366,11 +366,64 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expect(created).toMatchObject({ agentId: tokens.agent_id, humanLabel: HUMAN.name });
     });
 
-    it('refuses a wrong code_verifier with invalid_grant, and the code is spent by the attempt', async () => {
-      const grant = await approved();
+    it('checks client, redirect_uri, verifier and resource before spending a code: each refusal leaves it good for the corrected request', async () => {
+      const grant = await approved({ resource: `${app.urls.apiUrl}/mcp` });
+      const other = await register(app, { redirect_uris: [REDIRECT], client_name: 'Another Host' });
+      const otherId = ((await other.json()) as { client_id: string }).client_id;
+      // A host's honest mistakes, and a bystander who saw the code without its verifier: none spends it.
       expectOAuthError(await exchange({ ...grant, verifier: pkce().verifier }), 400, 'invalid_grant');
-      // A code answers one exchange: a verifier cannot be guessed at on it.
-      expectOAuthError(await exchange(grant), 400, 'invalid_grant');
+      expectOAuthError(await exchange({ ...grant, clientId: otherId }), 400, 'invalid_grant');
+      expectOAuthError(await exchange(grant, { redirect_uri: 'http://127.0.0.1:8976/elsewhere' }), 400, 'invalid_grant');
+      expectOAuthError(await tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: clientId }), 400, 'invalid_request');
+      expectOAuthError(await exchange(grant, { resource: 'https://elsewhere.example/mcp' }), 400, 'invalid_target');
+      expectOAuthError(await exchange(grant, { resource: app.urls.apiUrl }), 400, 'invalid_target');
+      const answered = await exchange(grant, { resource: `${app.urls.apiUrl}/mcp` });
+      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+      await postViaMcp(app, (answered.body as IssuedTokens).access_token, 'after five refused exchanges of the same code');
+    });
+
+    it('refuses a spent code sent without its verifier or by another client, revoking nothing; sent again whole, it is a replay and the connection ends', async () => {
+      const grant = await approved();
+      const first = await exchange(grant);
+      expect(first.status).toBe(200);
+      const tokens = first.body as IssuedTokens;
+      const other = await register(app, { redirect_uris: [REDIRECT], client_name: 'Another Host' });
+      const otherId = ((await other.json()) as { client_id: string }).client_id;
+      // Whoever saw the code in a log or a browser's history cannot end the host's connection with it.
+      expectOAuthError(await exchange({ ...grant, verifier: pkce().verifier }), 400, 'invalid_grant');
+      expectOAuthError(await exchange({ ...grant, clientId: otherId }), 400, 'invalid_grant');
+      await postViaMcp(app, tokens.access_token, 'still connected after two bad replays');
+      // The code with its verifier, again: what the first exchange gave is withdrawn.
+      const replay = await exchange(grant);
+      expectOAuthError(replay, 400, 'invalid_grant');
+      expect(replay.body.error_description).toMatch(/used already/);
+      expect(await refusal(app, tokens.access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+      expectOAuthError(await refresh(tokens.refresh_token), 400, 'invalid_grant');
+    });
+
+    it('takes two exchanges of one code at once for a replay: at most one answers tokens, and they are revoked', async () => {
+      const grant = await approved();
+      const answers = await Promise.all([exchange(grant), exchange(grant)]);
+      const issued = answers.filter((answered) => answered.status === 200);
+      expect(issued.length).toBeLessThanOrEqual(1);
+      for (const refused of answers.filter((answered) => answered.status !== 200)) expectOAuthError(refused, 400, 'invalid_grant');
+      // The winner's tokens may have been revoked before they were answered: then both were refused.
+      for (const answered of issued) expect(await refusal(app, (answered.body as IssuedTokens).access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+    });
+
+    it('requires redirect_uri when the authorization request named it (RFC 6749 §4.1.3), and not when the client\'s one registered URI stood in for it', async () => {
+      const named = await approved();
+      const without = (grant: { code: string; verifier: string; clientId: string }): Promise<TokenAnswer> =>
+        tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: grant.clientId });
+      const refused = await without(named);
+      expectOAuthError(refused, 400, 'invalid_request');
+      expect(refused.body.error_description).toMatch(/redirect_uri is missing/);
+      expect((await exchange(named)).status).toBe(200);
+      // Left out of the authorization request: the client registered REDIRECT alone, and the code went there.
+      const unnamed = await approved({ redirect_uri: undefined });
+      const answered = await without(unnamed);
+      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+      await postViaMcp(app, (answered.body as IssuedTokens).access_token, 'exchanged without redirect_uri, as it was authorized');
     });
 
     it('refuses a code older than 60 seconds with invalid_grant', async () => {
@@ -757,4 +810,5 @@ describe('the OAuth endpoints with a method they do not take', () => {
     const head = await fetch(url, { method: 'HEAD' });
     expect(head.status).toBe(405);
   });
+
 });
