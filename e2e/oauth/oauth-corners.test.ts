@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
-import { freePort } from '@agentroom/kit';
+import { freePort, HOST_CONNECTIONS_MAX } from '@agentroom/kit';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
@@ -174,8 +174,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
     return { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: STATE, ...overrides };
   }
 
-  /** Signed in, the human reads the consent page of `query` and answers it; answers the 303 of the answer. */
-  async function answer(query: Query, decision: 'approve' | 'decline', agentName?: string): Promise<{ response: Response; page: Response; html: string }> {
+  /**
+   * Signed in, the human reads the consent page of `query` and answers it, as a new agent or as the
+   * agent `agent` names; answers the 303 of the answer.
+   */
+  async function answer(query: Query, decision: 'approve' | 'decline', agentName?: string, agent = 'new'): Promise<{ response: Response; page: Response; html: string }> {
     const page = await authorize(app, query, cookie);
     expect(page.status).toBe(200);
     const html = await page.clone().text();
@@ -183,15 +186,15 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       method: 'POST',
       redirect: 'manual',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-      body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent: 'new', agent_name: agentName ?? `corner-${(agents += 1)}`, decision }).toString(),
+      body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent, agent_name: agentName ?? `corner-${(agents += 1)}`, decision }).toString(),
     });
     return { response, page, html };
   }
 
-  /** Approves a request and answers the code with its verifier. */
-  async function approved(overrides: Query = {}, agentName?: string): Promise<{ code: string; verifier: string; clientId: string }> {
+  /** Approves a request (as a new agent, or as the agent `agent` names) and answers the code with its verifier. */
+  async function approved(overrides: Query = {}, agentName?: string, agent?: string): Promise<{ code: string; verifier: string; clientId: string }> {
     const { verifier, challenge } = pkce();
-    const { response } = await answer(request(challenge, overrides), 'approve', agentName);
+    const { response } = await answer(request(challenge, overrides), 'approve', agentName, agent);
     const location = expectAuthorizationResponse(app, response, overrides.state ?? STATE);
     const code = location.searchParams.get('code');
     expect(code).toMatch(/^[A-Za-z0-9_-]{20,}$/);
@@ -204,8 +207,8 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
   }
 
   /** A whole connection: approved, exchanged; answers the tokens. */
-  async function connected(overrides: Query = {}, extra: Record<string, string> = {}, agentName?: string): Promise<IssuedTokens> {
-    const answered = await exchange(await approved(overrides, agentName), extra);
+  async function connected(overrides: Query = {}, extra: Record<string, string> = {}, agentName?: string, agent?: string): Promise<IssuedTokens> {
+    const answered = await exchange(await approved(overrides, agentName, agent), extra);
     expect(answered.status, JSON.stringify(answered.body)).toBe(200);
     return answered.body as IssuedTokens;
   }
@@ -554,6 +557,55 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expect(after).not.toContain(connectionId);
       // A second confirmation finds nothing to revoke.
       expect((await revoke({ connection_id: connectionId, confirm: 'yes' })).status).toBe(404);
+    });
+  });
+
+  describe('several connections of one host as one agent (one client_id, installed on several machines)', () => {
+    it(`keeps ${HOST_CONNECTIONS_MAX}, each listed on /account: the exchange of one more revokes the oldest approved`, async () => {
+      const connections: IssuedTokens[] = [await connected({}, {}, 'fleet-host')];
+      const agentId = connections[0]?.agent_id ?? '';
+      for (let i = 1; i <= HOST_CONNECTIONS_MAX; i += 1) {
+        clock.advance(60_000);
+        connections.push(await connected({}, {}, undefined, agentId));
+      }
+      expect(new Set(connections.map((tokens) => tokens.agent_id))).toEqual(new Set([agentId]));
+      const [oldest, ...kept] = connections as [IssuedTokens, ...IssuedTokens[]];
+      expect(await refusal(app, oldest.access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+      expectOAuthError(await refresh(oldest.refresh_token), 400, 'invalid_grant');
+      for (const tokens of kept) {
+        const mcp = await mcpPost(app, tokens.access_token, 'one of ten');
+        expect(mcp.status).toBe(200);
+        await mcp.body?.cancel();
+      }
+      // Ten rows as fleet-host, told apart by their approval minutes, each with its own Revoke.
+      const account = await (await fetch(`${site}/account`, { headers: { cookie } })).text();
+      const table = /<table[^>]*data-testid="connections"[^>]*>([\s\S]*?)<\/table>/.exec(account)?.[1] ?? '';
+      const rows = table.split('<tr').filter((row) => row.includes('as fleet-host'));
+      expect(rows).toHaveLength(HOST_CONNECTIONS_MAX);
+      const approvedAt = rows.map((row) => /data-label="Approved">([^<]*)</.exec(row)?.[1]);
+      expect(new Set(approvedAt).size).toBe(HOST_CONNECTIONS_MAX);
+      expect(new Set(rows.map((row) => inputValue(row, 'connection_id'))).size).toBe(HOST_CONNECTIONS_MAX);
+    });
+
+    it('revokes one of them on /account and leaves the others working', async () => {
+      const first = await connected({}, {}, 'twice-host');
+      clock.advance(60_000);
+      const second = await connected({}, {}, undefined, first.agent_id);
+      const account = await (await fetch(`${site}/account`, { headers: { cookie } })).text();
+      const rows = (/<table[^>]*data-testid="connections"[^>]*>([\s\S]*?)<\/table>/.exec(account)?.[1] ?? '').split('<tr').filter((row) => row.includes('as twice-host'));
+      expect(rows).toHaveLength(2);
+      // The human tells the two apart by when each was approved.
+      const approvedOf = (row: string): string => /data-label="Approved">([^<]*)</.exec(row)?.[1] ?? '';
+      const olderRow = [...rows].sort((a, b) => approvedOf(a).localeCompare(approvedOf(b)))[0] ?? '';
+      expect(approvedOf(olderRow)).not.toBe(approvedOf(rows.find((row) => row !== olderRow) ?? ''));
+      const revoke = (fields: Record<string, string>): Promise<Response> =>
+        fetch(`${site}/account/revoke`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams({ csrf: inputValue(account, 'csrf'), ...fields }).toString() });
+      const question = await (await revoke({ connection_id: inputValue(olderRow, 'connection_id') })).text();
+      expect(question).toContain('Other connections of this host stay.');
+      expect((await revoke({ connection_id: inputValue(olderRow, 'connection_id'), confirm: 'yes' })).status).toBe(303);
+      expect(await refusal(app, first.access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+      await postViaMcp(app, second.access_token, 'the other connection still works');
+      expect((await refresh(second.refresh_token)).status).toBe(200);
     });
   });
 

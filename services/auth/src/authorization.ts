@@ -4,6 +4,7 @@ import {
   type Clock,
   DomainError,
   hashSecret,
+  HOST_CONNECTIONS_MAX,
   isWellFormedRefreshToken,
   type Logger,
   mintRefreshToken,
@@ -301,7 +302,8 @@ export class Authorizations {
   /**
    * The human approves: the host becomes a connection of a new agent or of one of theirs (the same
    * identity, a new grant with frozen scopes), and the client gets a single-use code at its redirect URI.
-   * A host that connected as the same agent before is replaced: its old connection ends.
+   * Earlier connections of the host stay (another installation of it holds them): the exchange of the
+   * code ends the oldest past HOST_CONNECTIONS_MAX (docs/decisions.md §22).
    */
   async approve(requestId: string, human: Human, choice: ConsentChoice): Promise<string> {
     const request = await this.take(requestId);
@@ -316,9 +318,6 @@ export class Authorizations {
       if (!token) throw new DomainError('not-found', { detail: 'You have no agent with this id that holds a live token.', fields: { parameter: 'agent' } });
       agentId = token.agentId;
       agentName = token.agentName;
-    }
-    for (const old of await this.connectionsOf(human.id)) {
-      if (old.clientId === client.clientId && old.agentId === agentId) await this.endConnection(old, 'auth');
     }
     const now = this.now();
     const connection: Connection = {
@@ -398,13 +397,34 @@ export class Authorizations {
     if (!used) throw invalidGrant('The code is unknown or expired.');
     // Two exchanges at once that both passed the checks: the one that lost is a replay too.
     if (!used.first) return this.replayed(record.connectionId);
-    return this.issue(connection, resource);
+    const issued = await this.issue(connection, resource);
+    try {
+      await this.keepNewest(connection);
+    } catch (error) {
+      // The host has its tokens either way: the next exchange of this host and agent trims again.
+      this.o.log.warn({ err: error, connectionId: connection.id }, 'the oldest connections of a host past HOST_CONNECTIONS_MAX were not revoked');
+    }
+    return issued;
   }
 
   /** RFC 6749 §4.1.2: a code exchanged twice was stolen or replayed; what it granted is withdrawn. */
   private async replayed(connectionId: string): Promise<never> {
     await this.revokeConnectionById(connectionId, 'auth');
     throw invalidGrant('The code was used already; the connection it made is revoked. Connect again.');
+  }
+
+  /**
+   * Ends the oldest approved connections of a host (one client_id) as one agent past
+   * HOST_CONNECTIONS_MAX, keeping the one just exchanged (docs/decisions.md §22).
+   */
+  private async keepNewest(kept: Connection): Promise<void> {
+    const others = (await this.connectionsOf(kept.humanId))
+      .filter((c) => c.clientId === kept.clientId && c.agentId === kept.agentId && c.id !== kept.id)
+      .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1));
+    for (const old of others.slice(HOST_CONNECTIONS_MAX - 1)) {
+      this.o.log.info({ connectionId: old.id, clientId: old.clientId, agentId: old.agentId, limit: HOST_CONNECTIONS_MAX }, 'the oldest connection of a host as this agent makes way for a new one');
+      await this.endConnection(old, 'auth');
+    }
   }
 
   /**
