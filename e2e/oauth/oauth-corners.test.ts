@@ -863,4 +863,21 @@ describe('the OAuth endpoints with a method they do not take', () => {
     expect(head.status).toBe(405);
   });
 
+  // The metadata names it beside the others: the methods it does not take are answered the same way.
+  it('answers PUT, DELETE and PATCH on {site_url}/authorize with a 405 problem and Allow: GET, HEAD, POST, OPTIONS with 204', async () => {
+    const url = `${app.urls.siteUrl}/authorize`;
+    for (const method of ['PUT', 'DELETE', 'PATCH']) {
+      const response = await fetch(url, { method });
+      expect(response.status, method).toBe(405);
+      expect(response.headers.get('allow')).toBe('GET, HEAD, POST');
+      expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      const problem = (await response.json()) as Problem;
+      expect(problem).toMatchObject({ status: 405, code: 'invalid_request', type: `${app.urls.siteUrl}/problems/method-not-allowed` });
+      expect(problem.remedy).toContain('GET, HEAD, POST');
+    }
+    const options = await fetch(url, { method: 'OPTIONS' });
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('GET, HEAD, POST');
+    expect(await options.text()).toBe('');
+  });
 });
