@@ -61,7 +61,7 @@ export const tokenRequestForm = z.object({
   device_code: z.string().max(200).optional().describe(`with ${DEVICE_CODE_GRANT}: the device_code of the signup`),
   code: z.string().max(200).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the code the authorization endpoint sent to redirect_uri`),
   code_verifier: z.string().max(200).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the PKCE verifier (RFC 7636) whose S256 challenge the authorization request carried`),
-  redirect_uri: z.string().max(CLIENT_URL_MAX).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the redirect_uri of the authorization request, exactly`),
+  redirect_uri: z.string().max(CLIENT_URL_MAX).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the redirect_uri of the authorization request, exactly; required when that request named one`),
   refresh_token: z.string().max(200).optional().describe(`with ${REFRESH_TOKEN_GRANT}: the newest refresh token; each is good once`),
   resource: z.string().max(CLIENT_URL_MAX).optional().describe('RFC 8707: the resource the token is for, as the authorization request named it'),
   scope: z.string().max(500).optional().describe(`with ${REFRESH_TOKEN_GRANT}: ignored; a refreshed token keeps the scopes the human approved`),

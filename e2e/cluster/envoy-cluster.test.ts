@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,6 +24,19 @@ interface Post {
   agentName: string;
   text: string;
   via: string;
+}
+
+/** One request by Node's HTTP client, which sends TRACE (fetch() refuses to): its status and headers. */
+function rawStatus(url: string, method: string): Promise<{ status: number; allow: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const sent = request(url, { method }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow }));
+      res.on('error', reject);
+    });
+    sent.on('error', reject);
+    sent.end();
+  });
 }
 
 /**
@@ -97,6 +111,11 @@ describe('npm run cluster -- --envoy', () => {
     expect(refused.status).toBe(405);
     expect(refused.headers.get('allow')).toBe('GET, HEAD');
     expect(((await refused.json()) as Problem).code).toBe('invalid_request');
+  });
+
+  it("passes TRACE and OPTIONS on to auth's authorization endpoint, which answers 405 and 204 with Allow", async () => {
+    for (const method of ['TRACE', 'PUT']) expect(await rawStatus(`${ready.site}/authorize`, method), method).toEqual({ status: 405, allow: 'GET, HEAD, POST' });
+    expect(await rawStatus(`${ready.site}/authorize`, 'OPTIONS')).toEqual({ status: 204, allow: 'GET, HEAD, POST' });
   });
 
   it("sends what it does not serve to edge, which answers the 404 problem, counted against the caller's quota", async () => {

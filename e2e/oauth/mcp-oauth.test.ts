@@ -83,21 +83,26 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
   let browser: Browser;
   let page: Page;
   let callback: Awaited<ReturnType<typeof callbackServer>>;
-  /** A client metadata document, served on loopback (OAUTH_CIMD_ALLOW_LOOPBACK), as a host publishes it. */
+  /** Client metadata documents, served on loopback (OAUTH_CIMD_ALLOW_LOOPBACK), as hosts publish them: each names its own URL. */
   let documents: Server;
   let documentUrl: string;
+  /** The document of a host the human installs on two machines. */
+  let twiceUrl: string;
   const human = { name: 'Ada Lovelace', password: 'correct horse battery' };
 
   beforeAll(async () => {
     app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', OAUTH_CIMD_ALLOW_LOOPBACK: 'true' });
     callback = await callbackServer();
     documents = createServer((req, res) => {
+      const clientId = `${origin}${req.url ?? ''}`;
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' }).end(
-        JSON.stringify({ client_id: documentUrl, client_name: 'Metadata Host', client_uri: 'https://host.example/', redirect_uris: [callback.url], token_endpoint_auth_method: 'none' }),
+        JSON.stringify({ client_id: clientId, client_name: clientId === twiceUrl ? 'Code Host' : 'Metadata Host', client_uri: 'https://host.example/', redirect_uris: [callback.url], token_endpoint_auth_method: 'none' }),
       );
     });
     await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
-    documentUrl = `http://127.0.0.1:${(documents.address() as AddressInfo).port}/oauth/client.json`;
+    const origin = `http://127.0.0.1:${(documents.address() as AddressInfo).port}`;
+    documentUrl = `${origin}/oauth/client.json`;
+    twiceUrl = `${origin}/oauth/code-host.json`;
     browser = await launchChromium();
     page = await (await browser.newContext()).newPage();
   });
@@ -203,9 +208,11 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
     const message = (await client.callTool({ name: 'room_send_message', arguments: { to: me, text: 'a note to self, after a step-up' } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
     expect(message.isError).toBeFalsy();
     expect(message.structuredContent).toMatchObject({ fromAgentId: me, toAgentId: me, via: 'mcp' });
-    // The same agent still posts: the new connection holds both scopes, and replaced the old one.
+    // The same agent still posts: the new connection holds both scopes. The narrower one stays until it
+    // expires or the human revokes it on /account: another installation of the host could hold it.
     expect((await client.callTool({ name: 'room_post', arguments: { text: 'still me' } })).structuredContent).toMatchObject({ agentId: me });
-    expect(await app.auth.authorizations.connectionsOf((await app.auth.humans.verify(human.name, human.password))?.id ?? '')).toHaveLength(1);
+    const connections = await app.auth.authorizations.connectionsOf((await app.auth.humans.verify(human.name, human.password))?.id ?? '');
+    expect(connections.map((connection) => connection.scopes)).toEqual([['posts:write', 'messages:write'], ['posts:write']]);
     await client.close();
   });
 
@@ -224,6 +231,59 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
     expect(result.structuredContent).toMatchObject({ via: 'mcp', humanLabel: human.name, agentName: 'Metadata Host' });
     expect((provider.authorizations[0] as URL).searchParams.get('client_id')).toBe(documentUrl);
     await client.close();
+  });
+
+  it('one host installed on two machines (one client_id) connects as the same agent twice: both keep working, each listed and revoked on its own', async () => {
+    const machines = ['laptop', 'desktop'].map((machine) => {
+      const provider = new HostProvider(callback.url, 'Code Host', { client_id: twiceUrl });
+      return { machine, provider, transport: new StreamableHTTPClientTransport(new URL(`${app.urls.apiUrl}/mcp`), { authProvider: provider }), client: new Client({ name: `code-host-${machine}`, version: '1.0.0' }) };
+    });
+    const [laptop, desktop] = machines as [(typeof machines)[0], (typeof machines)[0]];
+    const posted: Record<string, unknown>[] = [];
+    for (const { provider, transport, client, machine } of machines) {
+      await client.connect(transport);
+      const result = await callOrAuthorize(client, transport, provider, 'room_post', { text: `Hello from the ${machine}` }, async (consent) => {
+        // The second machine's consent page proposes the agent the host connected as on the first.
+        if (machine === 'desktop') expect(await consent.getByRole('radio', { name: /As Code Host/ }).isChecked()).toBe(true);
+      });
+      expect(result.isError).toBeFalsy();
+      posted.push(result.structuredContent as Record<string, unknown>);
+    }
+    const agentId = posted[0]?.agentId;
+    expect(posted[1]).toMatchObject({ agentId, agentName: 'Code Host', text: 'Hello from the desktop' });
+    // The laptop's connection outlived the desktop's approval: it posts without asking the human again.
+    expect((await laptop.client.callTool({ name: 'room_post', arguments: { text: 'the laptop, still connected' } })).structuredContent).toMatchObject({ agentId });
+    expect(laptop.provider.authorizations).toHaveLength(1);
+
+    // /account lists both, told apart by when each was approved; the human revokes one of them.
+    await page.goto(`${app.urls.siteUrl}/account`);
+    const rows = page.getByTestId('connections').getByRole('row').filter({ hasText: 'Code Host' });
+    await expect.poll(() => rows.count()).toBe(2);
+    const approved = await rows.locator('[data-label="Approved"]').allTextContents();
+    expect(approved.every((text) => /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/.test(text))).toBe(true);
+    await rows.nth(1).getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('button', { name: 'Revoke' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('no longer connected');
+    expect(await page.getByTestId('connections').getByRole('row').filter({ hasText: 'Code Host' }).count()).toBe(1);
+
+    // Exactly one of the two machines lost its connection (within the second a revocation takes to
+    // reach every edge): the other still posts with the token it holds.
+    const accepted = async (): Promise<string[]> => {
+      const still: string[] = [];
+      for (const { machine, provider } of machines) {
+        const response = await fetch(`${app.urls.apiUrl}/mcp`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${provider.saved?.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'room_post', arguments: { text: `the ${machine}, after a revocation` } } }),
+        });
+        await response.body?.cancel();
+        if (response.status === 200) still.push(machine);
+      }
+      return still;
+    };
+    await expect.poll(async () => (await accepted()).length, { timeout: 1_000, interval: 50 }).toBe(1);
+    await laptop.client.close();
+    await desktop.client.close();
   });
 
   it('the human can decline: the host hears access_denied, and nothing is connected', async () => {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
-import { freePort } from '@agentroom/kit';
+import { freePort, HOST_CONNECTIONS_MAX } from '@agentroom/kit';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
@@ -174,8 +174,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
     return { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: STATE, ...overrides };
   }
 
-  /** Signed in, the human reads the consent page of `query` and answers it; answers the 303 of the answer. */
-  async function answer(query: Query, decision: 'approve' | 'decline', agentName?: string): Promise<{ response: Response; page: Response; html: string }> {
+  /**
+   * Signed in, the human reads the consent page of `query` and answers it, as a new agent or as the
+   * agent `agent` names; answers the 303 of the answer.
+   */
+  async function answer(query: Query, decision: 'approve' | 'decline', agentName?: string, agent = 'new'): Promise<{ response: Response; page: Response; html: string }> {
     const page = await authorize(app, query, cookie);
     expect(page.status).toBe(200);
     const html = await page.clone().text();
@@ -183,15 +186,15 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       method: 'POST',
       redirect: 'manual',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-      body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent: 'new', agent_name: agentName ?? `corner-${(agents += 1)}`, decision }).toString(),
+      body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent, agent_name: agentName ?? `corner-${(agents += 1)}`, decision }).toString(),
     });
     return { response, page, html };
   }
 
-  /** Approves a request and answers the code with its verifier. */
-  async function approved(overrides: Query = {}, agentName?: string): Promise<{ code: string; verifier: string; clientId: string }> {
+  /** Approves a request (as a new agent, or as the agent `agent` names) and answers the code with its verifier. */
+  async function approved(overrides: Query = {}, agentName?: string, agent?: string): Promise<{ code: string; verifier: string; clientId: string }> {
     const { verifier, challenge } = pkce();
-    const { response } = await answer(request(challenge, overrides), 'approve', agentName);
+    const { response } = await answer(request(challenge, overrides), 'approve', agentName, agent);
     const location = expectAuthorizationResponse(app, response, overrides.state ?? STATE);
     const code = location.searchParams.get('code');
     expect(code).toMatch(/^[A-Za-z0-9_-]{20,}$/);
@@ -204,8 +207,8 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
   }
 
   /** A whole connection: approved, exchanged; answers the tokens. */
-  async function connected(overrides: Query = {}, extra: Record<string, string> = {}, agentName?: string): Promise<IssuedTokens> {
-    const answered = await exchange(await approved(overrides, agentName), extra);
+  async function connected(overrides: Query = {}, extra: Record<string, string> = {}, agentName?: string, agent?: string): Promise<IssuedTokens> {
+    const answered = await exchange(await approved(overrides, agentName, agent), extra);
     expect(answered.status, JSON.stringify(answered.body)).toBe(200);
     return answered.body as IssuedTokens;
   }
@@ -366,11 +369,64 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expect(created).toMatchObject({ agentId: tokens.agent_id, humanLabel: HUMAN.name });
     });
 
-    it('refuses a wrong code_verifier with invalid_grant, and the code is spent by the attempt', async () => {
-      const grant = await approved();
+    it('checks client, redirect_uri, verifier and resource before spending a code: each refusal leaves it good for the corrected request', async () => {
+      const grant = await approved({ resource: `${app.urls.apiUrl}/mcp` });
+      const other = await register(app, { redirect_uris: [REDIRECT], client_name: 'Another Host' });
+      const otherId = ((await other.json()) as { client_id: string }).client_id;
+      // A host's honest mistakes, and a bystander who saw the code without its verifier: none spends it.
       expectOAuthError(await exchange({ ...grant, verifier: pkce().verifier }), 400, 'invalid_grant');
-      // A code answers one exchange: a verifier cannot be guessed at on it.
-      expectOAuthError(await exchange(grant), 400, 'invalid_grant');
+      expectOAuthError(await exchange({ ...grant, clientId: otherId }), 400, 'invalid_grant');
+      expectOAuthError(await exchange(grant, { redirect_uri: 'http://127.0.0.1:8976/elsewhere' }), 400, 'invalid_grant');
+      expectOAuthError(await tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: clientId }), 400, 'invalid_request');
+      expectOAuthError(await exchange(grant, { resource: 'https://elsewhere.example/mcp' }), 400, 'invalid_target');
+      expectOAuthError(await exchange(grant, { resource: app.urls.apiUrl }), 400, 'invalid_target');
+      const answered = await exchange(grant, { resource: `${app.urls.apiUrl}/mcp` });
+      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+      await postViaMcp(app, (answered.body as IssuedTokens).access_token, 'after five refused exchanges of the same code');
+    });
+
+    it('refuses a spent code sent without its verifier or by another client, revoking nothing; sent again whole, it is a replay and the connection ends', async () => {
+      const grant = await approved();
+      const first = await exchange(grant);
+      expect(first.status).toBe(200);
+      const tokens = first.body as IssuedTokens;
+      const other = await register(app, { redirect_uris: [REDIRECT], client_name: 'Another Host' });
+      const otherId = ((await other.json()) as { client_id: string }).client_id;
+      // Whoever saw the code in a log or a browser's history cannot end the host's connection with it.
+      expectOAuthError(await exchange({ ...grant, verifier: pkce().verifier }), 400, 'invalid_grant');
+      expectOAuthError(await exchange({ ...grant, clientId: otherId }), 400, 'invalid_grant');
+      await postViaMcp(app, tokens.access_token, 'still connected after two bad replays');
+      // The code with its verifier, again: what the first exchange gave is withdrawn.
+      const replay = await exchange(grant);
+      expectOAuthError(replay, 400, 'invalid_grant');
+      expect(replay.body.error_description).toMatch(/used already/);
+      expect(await refusal(app, tokens.access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+      expectOAuthError(await refresh(tokens.refresh_token), 400, 'invalid_grant');
+    });
+
+    it('takes two exchanges of one code at once for a replay: at most one answers tokens, and they are revoked', async () => {
+      const grant = await approved();
+      const answers = await Promise.all([exchange(grant), exchange(grant)]);
+      const issued = answers.filter((answered) => answered.status === 200);
+      expect(issued.length).toBeLessThanOrEqual(1);
+      for (const refused of answers.filter((answered) => answered.status !== 200)) expectOAuthError(refused, 400, 'invalid_grant');
+      // The winner's tokens may have been revoked before they were answered: then both were refused.
+      for (const answered of issued) expect(await refusal(app, (answered.body as IssuedTokens).access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+    });
+
+    it('requires redirect_uri when the authorization request named it (RFC 6749 §4.1.3), and not when the client\'s one registered URI stood in for it', async () => {
+      const named = await approved();
+      const without = (grant: { code: string; verifier: string; clientId: string }): Promise<TokenAnswer> =>
+        tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: grant.clientId });
+      const refused = await without(named);
+      expectOAuthError(refused, 400, 'invalid_request');
+      expect(refused.body.error_description).toMatch(/redirect_uri is missing/);
+      expect((await exchange(named)).status).toBe(200);
+      // Left out of the authorization request: the client registered REDIRECT alone, and the code went there.
+      const unnamed = await approved({ redirect_uri: undefined });
+      const answered = await without(unnamed);
+      expect(answered.status, JSON.stringify(answered.body)).toBe(200);
+      await postViaMcp(app, (answered.body as IssuedTokens).access_token, 'exchanged without redirect_uri, as it was authorized');
     });
 
     it('refuses a code older than 60 seconds with invalid_grant', async () => {
@@ -501,6 +557,55 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expect(after).not.toContain(connectionId);
       // A second confirmation finds nothing to revoke.
       expect((await revoke({ connection_id: connectionId, confirm: 'yes' })).status).toBe(404);
+    });
+  });
+
+  describe('several connections of one host as one agent (one client_id, installed on several machines)', () => {
+    it(`keeps ${HOST_CONNECTIONS_MAX}, each listed on /account: the exchange of one more revokes the oldest approved`, async () => {
+      const connections: IssuedTokens[] = [await connected({}, {}, 'fleet-host')];
+      const agentId = connections[0]?.agent_id ?? '';
+      for (let i = 1; i <= HOST_CONNECTIONS_MAX; i += 1) {
+        clock.advance(60_000);
+        connections.push(await connected({}, {}, undefined, agentId));
+      }
+      expect(new Set(connections.map((tokens) => tokens.agent_id))).toEqual(new Set([agentId]));
+      const [oldest, ...kept] = connections as [IssuedTokens, ...IssuedTokens[]];
+      expect(await refusal(app, oldest.access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+      expectOAuthError(await refresh(oldest.refresh_token), 400, 'invalid_grant');
+      for (const tokens of kept) {
+        const mcp = await mcpPost(app, tokens.access_token, 'one of ten');
+        expect(mcp.status).toBe(200);
+        await mcp.body?.cancel();
+      }
+      // Ten rows as fleet-host, told apart by their approval minutes, each with its own Revoke.
+      const account = await (await fetch(`${site}/account`, { headers: { cookie } })).text();
+      const table = /<table[^>]*data-testid="connections"[^>]*>([\s\S]*?)<\/table>/.exec(account)?.[1] ?? '';
+      const rows = table.split('<tr').filter((row) => row.includes('as fleet-host'));
+      expect(rows).toHaveLength(HOST_CONNECTIONS_MAX);
+      const approvedAt = rows.map((row) => /data-label="Approved">([^<]*)</.exec(row)?.[1]);
+      expect(new Set(approvedAt).size).toBe(HOST_CONNECTIONS_MAX);
+      expect(new Set(rows.map((row) => inputValue(row, 'connection_id'))).size).toBe(HOST_CONNECTIONS_MAX);
+    });
+
+    it('revokes one of them on /account and leaves the others working', async () => {
+      const first = await connected({}, {}, 'twice-host');
+      clock.advance(60_000);
+      const second = await connected({}, {}, undefined, first.agent_id);
+      const account = await (await fetch(`${site}/account`, { headers: { cookie } })).text();
+      const rows = (/<table[^>]*data-testid="connections"[^>]*>([\s\S]*?)<\/table>/.exec(account)?.[1] ?? '').split('<tr').filter((row) => row.includes('as twice-host'));
+      expect(rows).toHaveLength(2);
+      // The human tells the two apart by when each was approved.
+      const approvedOf = (row: string): string => /data-label="Approved">([^<]*)</.exec(row)?.[1] ?? '';
+      const olderRow = [...rows].sort((a, b) => approvedOf(a).localeCompare(approvedOf(b)))[0] ?? '';
+      expect(approvedOf(olderRow)).not.toBe(approvedOf(rows.find((row) => row !== olderRow) ?? ''));
+      const revoke = (fields: Record<string, string>): Promise<Response> =>
+        fetch(`${site}/account/revoke`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams({ csrf: inputValue(account, 'csrf'), ...fields }).toString() });
+      const question = await (await revoke({ connection_id: inputValue(olderRow, 'connection_id') })).text();
+      expect(question).toContain('Other connections of this host stay.');
+      expect((await revoke({ connection_id: inputValue(olderRow, 'connection_id'), confirm: 'yes' })).status).toBe(303);
+      expect(await refusal(app, first.access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+      await postViaMcp(app, second.access_token, 'the other connection still works');
+      expect((await refresh(second.refresh_token)).status).toBe(200);
     });
   });
 
@@ -756,5 +861,23 @@ describe('the OAuth endpoints with a method they do not take', () => {
     expect(options.headers.get('allow')).toBe('POST');
     const head = await fetch(url, { method: 'HEAD' });
     expect(head.status).toBe(405);
+  });
+
+  // The metadata names it beside the others: the methods it does not take are answered the same way.
+  it('answers PUT, DELETE and PATCH on {site_url}/authorize with a 405 problem and Allow: GET, HEAD, POST, OPTIONS with 204', async () => {
+    const url = `${app.urls.siteUrl}/authorize`;
+    for (const method of ['PUT', 'DELETE', 'PATCH']) {
+      const response = await fetch(url, { method });
+      expect(response.status, method).toBe(405);
+      expect(response.headers.get('allow')).toBe('GET, HEAD, POST');
+      expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      const problem = (await response.json()) as Problem;
+      expect(problem).toMatchObject({ status: 405, code: 'invalid_request', type: `${app.urls.siteUrl}/problems/method-not-allowed` });
+      expect(problem.remedy).toContain('GET, HEAD, POST');
+    }
+    const options = await fetch(url, { method: 'OPTIONS' });
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('GET, HEAD, POST');
+    expect(await options.text()).toBe('');
   });
 });

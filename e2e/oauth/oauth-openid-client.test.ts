@@ -171,6 +171,12 @@ describe('openid-client as an MCP host: discovery, PKCE, a human approving in ch
     const wrongState = await rejection(oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: oidc.randomState() }, { resource: mcpResource }));
     expect(((wrongState as Error).cause as Error).message).toMatch(/"state"/);
 
+    // A host's honest mistake at the token endpoint (the API for the resource it authorized with the
+    // MCP URL) is refused before the code is spent: the corrected request gets the tokens.
+    const wrongResource = await rejection(oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state }, { resource: app.urls.apiUrl }));
+    expect(wrongResource).toBeInstanceOf(oidc.ResponseBodyError);
+    expect(wrongResource).toMatchObject({ error: 'invalid_target', status: 400 });
+
     const tokens = await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state }, { resource: mcpResource });
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
     expect(tokens.access_token).toMatch(/^agt_/);

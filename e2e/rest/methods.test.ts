@@ -156,6 +156,41 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
     });
   });
 
+  // The authorization endpoint and the human pages (auth) answer as the API does: they answered 404,
+  // and OPTIONS 200 text/plain, before.
+  it.each([
+    ['/authorize', 'GET, HEAD, POST'],
+    ['/signin', 'GET, HEAD, POST'],
+    ['/signout', 'POST'],
+    ['/device', 'GET, HEAD, POST'],
+    ['/account', 'GET, HEAD'],
+    ['/account/revoke', 'POST'],
+  ])('answers TRACE, PUT, DELETE, PATCH and an extension method on {site_url}%s with a 405 problem and Allow: %s; OPTIONS 204', async (path, allow) => {
+    for (const method of ['TRACE', 'PUT', 'DELETE', 'PATCH', 'PROPFIND']) {
+      const answer = await raw(`${site}${path}`, method);
+      expect(answer.status, method).toBe(405);
+      expect(answer.headers.allow, method).toBe(allow);
+      expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
+      const problem = JSON.parse(answer.body) as Problem;
+      expect(problem).toMatchObject({ status: 405, code: 'invalid_request', type: `${site}/problems/method-not-allowed` });
+      expect(problem.remedy).toContain(allow);
+    }
+    const options = await raw(`${site}${path}`, 'OPTIONS');
+    expect(options).toMatchObject({ status: 204, body: '' });
+    expect(options.headers.allow).toBe(allow);
+  });
+
+  it('answers TRACE and GET on {api_url}/agent/signup/complete with a 405 problem and Allow: POST; OPTIONS 204', async () => {
+    for (const method of ['TRACE', 'GET']) {
+      const answer = await raw(`${api}/agent/signup/complete`, method);
+      expect(answer.status, method).toBe(405);
+      expect(answer.headers.allow).toBe('POST');
+    }
+    const options = await raw(`${api}/agent/signup/complete`, 'OPTIONS');
+    expect(options).toMatchObject({ status: 204, body: '' });
+    expect(options.headers.allow).toBe('POST');
+  });
+
   describe("REST's 401 challenge", () => {
     it('names the metadata of {api_url} where RFC 9728 §3.1 puts it, and that document names {api_url} as its resource', async () => {
       const metadata = `${new URL(api).origin}/.well-known/oauth-protected-resource${new URL(api).pathname}`;

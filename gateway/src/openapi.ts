@@ -419,7 +419,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
     summary: 'Get a token: authorization code, refresh or device code',
     description: [
       'The token endpoint (RFC 6749) of standard OAuth clients, which are public: no client secret. Three grant types:',
-      `\`${AUTHORIZATION_CODE_GRANT}\` (MCP hosts and other clients with a browser): \`code\`, \`code_verifier\` (PKCE, S256), \`redirect_uri\`, \`client_id\` and \`resource\` (RFC 8707, ${urls.apiUrl}/mcp) as the authorization request at ${urls.siteUrl}/authorize had them; answers an access token and a refresh token.`,
+      `\`${AUTHORIZATION_CODE_GRANT}\` (MCP hosts and other clients with a browser): \`code\`, \`code_verifier\` (PKCE, S256), \`redirect_uri\`, \`client_id\` and \`resource\` (RFC 8707, ${urls.apiUrl}/mcp) as the authorization request at ${urls.siteUrl}/authorize had them (\`redirect_uri\` is required when that request named one); answers an access token and a refresh token. A code works within 60 seconds, once: a request refused for its client, \`redirect_uri\`, verifier or \`resource\` does not spend it, and a code exchanged twice revokes the connection it made.`,
       `\`${REFRESH_TOKEN_GRANT}\`: \`refresh_token\` and \`client_id\`; answers a new access token and the next refresh token. Each refresh token is good once: one used again revokes the whole connection.`,
       `\`${DEVICE_CODE_GRANT}\` (RFC 8628, headless agents): \`device_code\`; the same flow as pollSignup, answering \`authorization_pending\` until the human approves, then the token, once.`,
     ].join('\n\n'),

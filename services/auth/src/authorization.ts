@@ -4,6 +4,7 @@ import {
   type Clock,
   DomainError,
   hashSecret,
+  HOST_CONNECTIONS_MAX,
   isWellFormedRefreshToken,
   type Logger,
   mintRefreshToken,
@@ -21,7 +22,7 @@ import type { Tokens } from './tokens.js';
 
 /** Access tokens of a connection live an hour by default (OAUTH_ACCESS_TOKEN_TTL_SECONDS). */
 export const ACCESS_TOKEN_TTL_SECONDS = 3_600;
-/** A code is good for one exchange within a minute; it is remembered ten, so a replay is recognised. */
+/** A code is good for one exchange within a minute; it is remembered ten, so a replay is recognised (docs/decisions.md §21). */
 export const CODE_TTL_MS = 60_000;
 const CODE_MEMORY_MS = 600_000;
 /** The human has ten minutes to answer a consent page. */
@@ -187,6 +188,7 @@ export class Authorizations {
       throw error;
     }
     let redirectUri = params.redirect_uri;
+    const redirectUriOmitted = redirectUri === undefined || redirectUri === '';
     if (redirectUri === undefined || redirectUri === '') {
       if (client.redirectUris.length !== 1) {
         throw new AuthorizeRefusal(new DomainError('invalid-redirect-uri', { detail: 'redirect_uri is missing, and the client registered more than one.', fields: { parameter: 'redirect_uri' } }));
@@ -214,6 +216,7 @@ export class Authorizations {
       id: randomBytes(24).toString('base64url'),
       clientId: client.clientId,
       redirectUri,
+      ...(redirectUriOmitted ? { redirectUriOmitted: true as const } : {}),
       ...(state === undefined ? {} : { state }),
       codeChallenge: params.code_challenge,
       scopes: SCOPES.filter((scope) => asked.includes(scope)),
@@ -299,7 +302,8 @@ export class Authorizations {
   /**
    * The human approves: the host becomes a connection of a new agent or of one of theirs (the same
    * identity, a new grant with frozen scopes), and the client gets a single-use code at its redirect URI.
-   * A host that connected as the same agent before is replaced: its old connection ends.
+   * Earlier connections of the host stay (another installation of it holds them): the exchange of the
+   * code ends the oldest past HOST_CONNECTIONS_MAX (docs/decisions.md §22).
    */
   async approve(requestId: string, human: Human, choice: ConsentChoice): Promise<string> {
     const request = await this.take(requestId);
@@ -314,9 +318,6 @@ export class Authorizations {
       if (!token) throw new DomainError('not-found', { detail: 'You have no agent with this id that holds a live token.', fields: { parameter: 'agent' } });
       agentId = token.agentId;
       agentName = token.agentName;
-    }
-    for (const old of await this.connectionsOf(human.id)) {
-      if (old.clientId === client.clientId && old.agentId === agentId) await this.endConnection(old, 'auth');
     }
     const now = this.now();
     const connection: Connection = {
@@ -339,7 +340,15 @@ export class Authorizations {
     await this.o.store.putRecord(
       'code',
       hashSecret(code),
-      { hash: hashSecret(code), clientId: client.clientId, redirectUri: request.redirectUri, codeChallenge: request.codeChallenge, connectionId: connection.id, expiresAt: now + CODE_TTL_MS },
+      {
+        hash: hashSecret(code),
+        clientId: client.clientId,
+        redirectUri: request.redirectUri,
+        ...(request.redirectUriOmitted ? { redirectUriOmitted: true as const } : {}),
+        codeChallenge: request.codeChallenge,
+        connectionId: connection.id,
+        expiresAt: now + CODE_TTL_MS,
+      },
       now + CODE_MEMORY_MS,
     );
     await this.o.clients.touch(client);
@@ -354,26 +363,68 @@ export class Authorizations {
     return this.redirectTo(request.redirectUri, { error: 'access_denied', error_description: 'The human declined the connection.' }, request.state);
   }
 
-  /** RFC 6749 §4.1.3 with PKCE: a code, once, for the client and redirect URI it was issued to. */
+  /**
+   * RFC 6749 §4.1.3 with PKCE: a code, once, for the client and redirect URI it was issued to. Every
+   * check runs before the code is spent, so a refused request leaves it good for a corrected one
+   * within its minute; only a request that passes the client, redirect URI and verifier checks with a
+   * spent code is a replay, and ends the connection (docs/decisions.md §21).
+   */
   async exchangeCode(input: { code: string; codeVerifier: string; redirectUri: string; clientId: string; resource: string }): Promise<IssuedTokens> {
     if (input.code === '') throw invalidGrant('code is missing.');
     if (input.clientId === '') throw new DomainError('invalid-client', { detail: 'client_id is missing: public clients name themselves in the token request.', fields: { parameter: 'client_id' } });
-    const used = await this.o.store.useRecord('code', hashSecret(input.code), this.now());
-    if (!used) throw invalidGrant('The code is unknown or expired.');
-    const { record, first } = used;
-    if (!first) {
-      // RFC 6749 §4.1.2: a code used twice was stolen or replayed; what it granted is withdrawn.
-      await this.revokeConnectionById(record.connectionId, 'auth');
-      throw invalidGrant('The code was used already; the connection it made is revoked. Connect again.');
-    }
-    if (record.expiresAt <= this.now()) throw invalidGrant('The code expired: codes are good for 60 seconds.');
+    const hash = hashSecret(input.code);
+    const record = await this.o.store.record('code', hash);
+    if (!record) throw invalidGrant('The code is unknown or expired.');
     if (record.clientId !== input.clientId) throw invalidGrant('The code was issued to another client.');
-    if (input.redirectUri !== '' && input.redirectUri !== record.redirectUri) throw invalidGrant('redirect_uri differs from the one of the authorization request.');
+    if (input.redirectUri === '') {
+      if (record.redirectUriOmitted !== true) {
+        throw new DomainError('invalid-request', {
+          detail: 'redirect_uri is missing: the authorization request named one, so the token request must name the same (RFC 6749 §4.1.3).',
+          fields: { parameter: 'redirect_uri', expected: 'the redirect_uri of the authorization request, exactly' },
+        });
+      }
+    } else if (input.redirectUri !== record.redirectUri) {
+      throw invalidGrant('redirect_uri differs from the one of the authorization request.');
+    }
     if (!PKCE_VALUE.test(input.codeVerifier) || !(await verifyChallenge(input.codeVerifier, record.codeChallenge))) {
       throw invalidGrant('code_verifier does not match the code_challenge of the authorization request.');
     }
+    if (record.usedAt !== undefined) return this.replayed(record.connectionId);
+    if (record.expiresAt <= this.now()) throw invalidGrant('The code expired: codes are good for 60 seconds.');
     const connection = await this.liveConnection(record.connectionId);
-    return this.issue(connection, this.boundResource(connection, input.resource));
+    const resource = this.boundResource(connection, input.resource);
+    const used = await this.o.store.useRecord('code', hash, this.now());
+    if (!used) throw invalidGrant('The code is unknown or expired.');
+    // Two exchanges at once that both passed the checks: the one that lost is a replay too.
+    if (!used.first) return this.replayed(record.connectionId);
+    const issued = await this.issue(connection, resource);
+    try {
+      await this.keepNewest(connection);
+    } catch (error) {
+      // The host has its tokens either way: the next exchange of this host and agent trims again.
+      this.o.log.warn({ err: error, connectionId: connection.id }, 'the oldest connections of a host past HOST_CONNECTIONS_MAX were not revoked');
+    }
+    return issued;
+  }
+
+  /** RFC 6749 §4.1.2: a code exchanged twice was stolen or replayed; what it granted is withdrawn. */
+  private async replayed(connectionId: string): Promise<never> {
+    await this.revokeConnectionById(connectionId, 'auth');
+    throw invalidGrant('The code was used already; the connection it made is revoked. Connect again.');
+  }
+
+  /**
+   * Ends the oldest approved connections of a host (one client_id) as one agent past
+   * HOST_CONNECTIONS_MAX, keeping the one just exchanged (docs/decisions.md §22).
+   */
+  private async keepNewest(kept: Connection): Promise<void> {
+    const others = (await this.connectionsOf(kept.humanId))
+      .filter((c) => c.clientId === kept.clientId && c.agentId === kept.agentId && c.id !== kept.id)
+      .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1));
+    for (const old of others.slice(HOST_CONNECTIONS_MAX - 1)) {
+      this.o.log.info({ connectionId: old.id, clientId: old.clientId, agentId: old.agentId, limit: HOST_CONNECTIONS_MAX }, 'the oldest connection of a host as this agent makes way for a new one');
+      await this.endConnection(old, 'auth');
+    }
   }
 
   /**

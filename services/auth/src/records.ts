@@ -83,6 +83,11 @@ export interface AuthorizationRequest {
   id: string;
   clientId: string;
   redirectUri: string;
+  /**
+   * Set when the request left redirect_uri out and the client's one registered URI was used: only
+   * then may the token request leave it out too (RFC 6749 §4.1.3).
+   */
+  redirectUriOmitted?: true;
   state?: string;
   codeChallenge: string;
   scopes: Scope[];
@@ -93,11 +98,16 @@ export interface AuthorizationRequest {
   usedAt?: number;
 }
 
-/** An authorization code, keyed by its hash; single-use, and remembered after use so a replay ends its connection. */
+/**
+ * An authorization code, keyed by its hash; spent by the exchange that succeeds, and remembered
+ * after it so a replay ends its connection (docs/decisions.md §21).
+ */
 export interface AuthorizationCode {
   hash: string;
   clientId: string;
   redirectUri: string;
+  /** As the authorization request's: the token request must name redirect_uri unless this is set. */
+  redirectUriOmitted?: true;
   codeChallenge: string;
   connectionId: string;
   expiresAt: number;

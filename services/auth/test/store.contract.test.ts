@@ -458,6 +458,19 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
       expect(await store.recordsOf('connection', 'h_ada')).toEqual([revoked, oldest]);
     });
 
+    it('lists a record put again under its owner once, where its newest put places it (a refreshed connection)', async () => {
+      // A human's connections of one host as one agent are counted from this list (docs/decisions.md §22).
+      const first = connection();
+      await store.putRecord('connection', first.id, first, first.expiresAt, 'h_ada');
+      time += 1_000;
+      const second = connection();
+      await store.putRecord('connection', second.id, second, second.expiresAt, 'h_ada');
+      time += 1_000;
+      const refreshed = { ...first, refreshHash: 'hash2', lastUsedAt: time };
+      await store.putRecord('connection', first.id, refreshed, refreshed.expiresAt + DAY, 'h_ada');
+      expect(await store.recordsOf('connection', 'h_ada')).toEqual([refreshed, second]);
+    });
+
     it('drops records past their retention from the list, and keeps the others', async () => {
       const lasting = connection();
       await store.putRecord('connection', lasting.id, lasting, time + DAY, 'h_ada');

@@ -20,3 +20,10 @@ export const MESSAGE_TEXT_MAX = 2_000;
  * choose an agent offer: auth reads that many, the room page's form says so when there are more.
  */
 export const AGENT_CHOICES = 50;
+
+/**
+ * How many live connections one human keeps of one MCP host (one client_id) as one agent: each
+ * installation of a host is a connection of its own, and past this many the oldest approved is
+ * revoked (docs/decisions.md §22).
+ */
+export const HOST_CONNECTIONS_MAX = 10;

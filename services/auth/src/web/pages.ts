@@ -402,18 +402,31 @@ export interface ConnectionRow {
   lastUsedAt: string;
 }
 
-/** The MCP hosts connected by OAuth, for /account beside the device-flow tokens. */
+/** An ISO time to the minute, as the connections list shows it (UTC). */
+function minute(iso: string): string {
+  return iso.slice(0, 16).replace('T', ' ');
+}
+
+/** An ISO time to the second: two installations of a host are approved moments apart. */
+function second(iso: string): string {
+  return iso.slice(0, 19).replace('T', ' ');
+}
+
+/**
+ * The MCP hosts connected by OAuth, for /account beside the device-flow tokens. A host installed
+ * twice (one client_id) is two rows as the same agent: approval time and last use tell them apart.
+ */
 export function connectionsSection(view: { siteUrl: string; csrf: string; connections: ConnectionRow[] }): string {
   const e = escapeHtml;
   if (view.connections.length === 0) return '';
   const rows = view.connections
     .map(
-      (c) => `<tr role="row"><td role="cell"><strong>${e(c.clientName)}</strong>${c.clientKind === 'document' ? ` <small class="id">${e(c.clientDomain ?? '')}</small>` : ' <small class="id">(unverified)</small>'}<br>as ${e(c.agentName)} <small class="id">${e(c.agentId)}</small></td><td role="cell" class="scopes" data-label="Scopes">${c.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(c.approvedAt.slice(0, 10))}</td><td role="cell" data-label="Last used">${e(c.lastUsedAt.slice(0, 16).replace('T', ' '))}</td>
-<td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('connection_id', c.connectionId)}<button type="submit" aria-label="Revoke the connection of ${e(c.clientName)}">Revoke</button></form></td></tr>`,
+      (c) => `<tr role="row"><td role="cell"><strong>${e(c.clientName)}</strong>${c.clientKind === 'document' ? ` <small class="id">${e(c.clientDomain ?? '')}</small>` : ' <small class="id">(unverified)</small>'}<br>as ${e(c.agentName)} <small class="id">${e(c.agentId)}</small></td><td role="cell" class="scopes" data-label="Scopes">${c.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(second(c.approvedAt))}</td><td role="cell" data-label="Last used">${e(minute(c.lastUsedAt))}</td>
+<td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('connection_id', c.connectionId)}<button type="submit" aria-label="Revoke the connection of ${e(c.clientName)} as ${e(c.agentName)} approved ${e(second(c.approvedAt))} UTC">Revoke</button></form></td></tr>`,
     )
     .join('\n');
   return `<h2 id="connections">Connected MCP hosts</h2>
-<table class="agents" role="table" data-testid="connections"><caption class="visually-hidden">The MCP hosts you connected, as which agent, with what each may do</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Host</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved</th><th scope="col" role="columnheader">Last used (UTC)</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
+<table class="agents" role="table" data-testid="connections"><caption class="visually-hidden">The MCP hosts you connected, as which agent, with what each may do</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Host</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved (UTC)</th><th scope="col" role="columnheader">Last used (UTC)</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
 ${rows}
 </tbody></table>`;
 }
@@ -426,6 +439,7 @@ export function revokeConnectionPage(view: Layout & { csrf: string; human: strin
     { ...view, title: `Revoke ${row.clientName}?` },
     `<h1 id="revoke-heading">Revoke ${e(row.clientName)}?</h1>
 <p>The host stops working as ${e(row.agentName)} at once: its access and refresh tokens are refused on their next use. To let it back in, connect it again from the host.</p>
+<p><small class="id">Approved ${e(second(row.approvedAt))} UTC · last used ${e(minute(row.lastUsedAt))} UTC · ${row.scopes.map(e).join(', ')}. Other connections of this host stay.</small></p>
 <form method="post" action="${e(view.siteUrl)}/account/revoke" aria-labelledby="revoke-heading">
 ${hidden('csrf', view.csrf)}${hidden('connection_id', row.connectionId)}${hidden('confirm', 'yes')}
 <button type="submit">Revoke</button>

@@ -29,6 +29,8 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
       return fields.parameter === 'token_id'
         ? `See the agents you approved, and revoke them, at ${urls.siteUrl}/account.`
         : `Humans sign in at ${urls.siteUrl}/signin and approve agents at ${device}.`;
+    case 'method-not-allowed':
+      return `Use ${fields.expected ?? 'a method the Allow header names'} on this URL, as its Allow header says; every URL is listed at ${urls.siteUrl}/.well-known/ai-agent.json (${page}).`;
     case 'payload-too-large':
       return `Send a body of at most ${fields.max_bytes ?? 65_536} bytes (64 KiB, the limit of every request: ${page}).`;
     case 'parse-error':

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
 import { parseCookie, stringifySetCookie } from 'cookie';
-import { type Request, type Response, Router } from 'express';
+import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { AttemptClient } from '../attempt-limiter.js';
 import { type AuthorizeParams, AuthorizeRefusal } from '../authorization.js';
@@ -146,6 +146,23 @@ function refuseBearer(req: Request): void {
   if (req.headers.authorization !== undefined) {
     throw new DomainError('agent-cannot-approve', { detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.' });
   }
+}
+
+/**
+ * The answer of one of these URLs to a method it does not take, as edge's OAuth endpoints answer
+ * (RFC 9110 §9.3.7, §15.5.6): OPTIONS 204 with `Allow` (a CORS preflight never gets here), anything
+ * else, TRACE included, a 405 problem with `Allow`. Mounted with `all` after the URL's own routes.
+ */
+function otherMethods(methods: readonly string[]): RequestHandler {
+  const allow = methods.join(', ');
+  return (req, res) => {
+    res.setHeader('Allow', allow);
+    if (req.method === 'OPTIONS') {
+      res.status(204).end();
+      return;
+    }
+    throw new DomainError('method-not-allowed', { detail: `${req.method} is not served here; this URL takes ${allow}.`, fields: { expected: allow } });
+  };
 }
 
 function csrfRefused(): DomainError {
@@ -479,6 +496,18 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       throw error;
     }
   });
+
+  // Every other method, on each URL above: 405 with Allow, and OPTIONS 204 (GET routes take HEAD too).
+  const pageMethods: [Router, string, readonly string[]][] = [
+    [site, '/signin', ['GET', 'HEAD', 'POST']],
+    [site, '/signout', ['POST']],
+    [site, '/device', ['GET', 'HEAD', 'POST']],
+    [site, '/authorize', ['GET', 'HEAD', 'POST']],
+    [site, '/account', ['GET', 'HEAD']],
+    [site, '/account/revoke', ['POST']],
+    [api, '/agent/signup/complete', ['POST']],
+  ];
+  for (const [router, path, methods] of pageMethods) router.all(path, otherMethods(methods));
 
   return { site, api };
 }
