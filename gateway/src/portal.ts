@@ -271,8 +271,11 @@ const SCALAR_CONFIGURATION = {
   documentDownloadType: 'json',
 };
 
-/** `/developers/reference`: the interactive API reference, rendered in the browser from `/openapi.json`. */
-export function referencePage(urls: PublicUrls): string {
+/**
+ * `/developers/reference`: the interactive API reference, rendered in the browser from
+ * `/openapi.json`. The bundle is linked with its digest, so browsers keep it (docs/decisions.md §25).
+ */
+export function referencePage(urls: PublicUrls, bundleDigest: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -284,7 +287,7 @@ export function referencePage(urls: PublicUrls): string {
 <body>
 <noscript><p>The interactive reference needs JavaScript. The same content: <a href="${e(urls.siteUrl)}/openapi.json">openapi.json</a>, <a href="${e(urls.siteUrl)}/llms.txt">llms.txt</a>, <a href="${e(urls.siteUrl)}/developers">the portal</a>.</p></noscript>
 <script id="api-reference" data-url="${e(urls.siteUrl)}/openapi.json" data-configuration="${e(JSON.stringify(SCALAR_CONFIGURATION))}"></script>
-<script src="${e(urls.siteUrl)}/developers/assets/scalar.js"></script>
+<script src="${e(urls.siteUrl)}/developers/assets/scalar.js?v=${e(bundleDigest)}"></script>
 </body>
 </html>
 `;
