@@ -5,6 +5,7 @@ import { type CachePolicy, type Compressed, digestOf, PROBLEM_TYPES, type Proble
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
 import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
+import { staticReferencePage } from './reference.js';
 
 /** One document the gateway answers itself: its bytes and how to send them. */
 export interface Document {
@@ -192,15 +193,18 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
   const mcpMetadata = json(mcpResourceMetadata(urls));
   const apiMetadata = json(protectedResourceMetadata(urls));
   const scalar = scalarBundle();
+  const openapi = openApiDocument(urls, version);
   const documents = new Map<string, Document>([
     ['/.well-known/ai-agent.json', json(agentManifest(urls, version))],
     ['/.well-known/oauth-authorization-server', asMetadata],
     ['/.well-known/oauth-protected-resource', apiMetadata],
-    ['/openapi.json', json(openApiDocument(urls, version))],
+    ['/openapi.json', json(openapi)],
     ['/llms.txt', text('text/plain; charset=utf-8', llmsTxt(urls))],
     ['/auth.md', text('text/markdown; charset=utf-8', authMd(urls))],
     ['/developers', html(developersPage(urls))],
-    ['/developers/reference', html(referencePage(urls, digestOf(scalar.body)), referenceCsp(urls))],
+    // The reference as HTML, at once; the interactive renderer takes seconds to start (docs/decisions.md §25).
+    ['/developers/reference', html(staticReferencePage(urls, openapi))],
+    ['/developers/reference/interactive', html(referencePage(urls, digestOf(scalar.body)), referenceCsp(urls))],
     ['/developers/webhooks', html(webhooksPage(urls))],
     ['/developers/assets/portal.css', text('text/css; charset=utf-8', PORTAL_CSS)],
     ['/developers/assets/scalar.js', scalar],

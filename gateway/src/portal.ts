@@ -25,7 +25,8 @@ th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #e3e3e3;verti
 /** The CSP of the portal's pages: everything from this origin, nothing inline. */
 export const PORTAL_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-function page(urls: PublicUrls, title: string, body: string): string {
+/** A page of the portal: its header, navigation and footer around `body`. */
+export function page(urls: PublicUrls, title: string, body: string): string {
   const site = urls.siteUrl;
   return `<!doctype html>
 <html lang="en">
@@ -272,8 +273,9 @@ const SCALAR_CONFIGURATION = {
 };
 
 /**
- * `/developers/reference`: the interactive API reference, rendered in the browser from
- * `/openapi.json`. The bundle is linked with its digest, so browsers keep it (docs/decisions.md §25).
+ * `/developers/reference/interactive`: the interactive API reference, rendered in the browser from
+ * `/openapi.json`; `/developers/reference` is the same content as plain HTML, shown at once. The
+ * bundle is linked with its digest, so browsers keep it (docs/decisions.md §25).
  */
 export function referencePage(urls: PublicUrls, bundleDigest: string): string {
   return `<!doctype html>
@@ -281,7 +283,7 @@ export function referencePage(urls: PublicUrls, bundleDigest: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>API reference · Agent Room</title>
+<title>Interactive API reference · Agent Room</title>
 <link rel="icon" href="data:,">
 </head>
 <body>

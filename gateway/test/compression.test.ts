@@ -21,7 +21,7 @@ describe('the documents, compressed once', () => {
       expect(document.asset.cache, path).toBe(path === '/developers/assets/scalar.js' ? 'immutable' : 'revalidate');
     }
     const scalar = documents.get('/developers/assets/scalar.js')!;
-    expect(documents.get('/developers/reference')!.body.toString('utf8')).toContain(`/developers/assets/scalar.js?v=${scalar.asset.digest}"`);
+    expect(documents.get('/developers/reference/interactive')!.body.toString('utf8')).toContain(`/developers/assets/scalar.js?v=${scalar.asset.digest}"`);
     // The build's forms, at Brotli's best: about a fifth of the bundle.
     expect(scalar.asset.compressed!.br.length).toBeLessThan(scalar.body.length / 4);
   });
