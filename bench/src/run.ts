@@ -10,6 +10,7 @@ import { LOAD } from './load.js';
 import { memoryRow } from './memory-row.js';
 import { mentionRow } from './mention-row.js';
 import { PAGE_SIZE, SEEDED_POSTS } from './pages.js';
+import { referenceRow } from './reference-row.js';
 import { elapsedSeconds, progress } from './progress.js';
 import { describeMachine, machine, writeReport } from './report.js';
 import { type Benchmark, type Key, KEYS, type Row } from './row.js';
@@ -26,6 +27,7 @@ const BENCHMARKS: readonly Benchmark[] = [
   { id: 'mentions-20', key: 'mentions', label: 'a post mentioning 20 agents, to each one\'s notification feed, cluster', comparesToBare: false, run: mentionRow },
   { id: 'webhooks-20', key: 'webhooks', label: 'webhooks: posts naming 20 agents, each one\'s endpoint, cluster', comparesToBare: false, run: webhookRow },
   { id: 'memory-200k', key: 'memory', label: 'memory: 200,000 posts to the embedded default, RSS', comparesToBare: false, run: memoryRow },
+  { id: 'reference-shown', key: 'reference', label: 'API reference: navigation to its first operation shown, chromium', comparesToBare: false, run: referenceRow },
 ];
 
 /** The benchmarks `argv` names by key (all for none), and the baselines if any of them needs bare's rate. */
@@ -55,6 +57,8 @@ const NOTES = [
   '  SSE: per delivery, over the measured rounds. Mentions: one post naming 20 agents by id, 20 rounds after a warm-up, each agent on its own notification stream; per notification.',
   `  Webhooks: ${WEBHOOKS.agents} agents with an endpoint each on a receiver in the bench (127.0.0.1, 204, every ${WEBHOOKS.verifyEvery}th delivery verified), posts naming all ${WEBHOOKS.agents} at a steady rate`,
   `  (${WEBHOOKS.offeredPerSecond} deliveries/s offered), ${WEBHOOKS.warmupSeconds} s warm-up, then ${WEBHOOKS.measureSeconds} s measured: deliveries/s arrived in the window; p50/p99 from when each post was due to each of its deliveries; per delivery.`,
+  '  API reference: chromium (headless) against the embedded product, a fresh context per load (nothing cached), the median of 5 loads from the navigation to the first frame',
+  '  with the first operation laid out; p50 is /developers/reference (HTML), the interactive one (Scalar) is in the measured column, also with its bundle cached.',
 ];
 
 async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]> {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvedToken } from '../../bench/src/human.js';
 import { a2aClient, partsOf, send, textMessage } from '../support/a2a.js';
 import type { Problem } from '../support/agent.js';
+import { decoded, rawRequest } from '../support/compression.js';
 import { callTool } from '../support/mcp.js';
 import { type ClusterProcess, root, startClusterProcess } from '../support/processes.js';
 import { SseClient } from '../support/sse.js';
@@ -98,12 +99,16 @@ describe('npm run cluster -- --envoy', () => {
     expect(await problem.text()).toContain('The daily quota is spent');
     const scalar = await fetch(`${ready.site}/developers/assets/scalar.js`);
     expect(scalar.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
-    expect(scalar.headers.get('cache-control')).toBe('public, max-age=86400');
+    expect(scalar.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
     expect((await scalar.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000);
 
-    const head = await fetch(`${ready.site}/openapi.json`, { method: 'HEAD' });
+    const head = await fetch(`${ready.site}/openapi.json`, { method: 'HEAD', headers: { 'accept-encoding': 'identity' } });
     expect(head.status).toBe(200);
     expect(Number(head.headers.get('content-length'))).toBeGreaterThan(10_000);
+    // Compressed, as the documents were written for this deployment (docs/decisions.md §25).
+    const compressed = await rawRequest(`${ready.site}/openapi.json`, { 'accept-encoding': 'br' });
+    expect(compressed.headers['content-encoding']).toBe('br');
+    expect(JSON.parse(decoded(compressed).toString('utf8'))).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
     const preflight = await fetch(`${ready.site}/openapi.json`, { method: 'OPTIONS', headers: { origin: 'https://tools.example', 'access-control-request-method': 'GET' } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
@@ -207,7 +212,8 @@ describe('npm run cluster -- --envoy', () => {
       if (line === undefined) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(line, 'an access log line for envoy-journey-1').toBeDefined();
-    expect(JSON.parse(line as string)).toMatchObject({ http: { method: 'GET', path: '/.well-known/ai-agent.json', status: 200 }, route: 'document /.well-known/ai-agent.json' });
+    // fetch() accepts Brotli and gzip: the route of the coding Envoy chose.
+    expect(JSON.parse(line as string)).toMatchObject({ http: { method: 'GET', path: '/.well-known/ai-agent.json', status: 200 }, route: expect.stringMatching(/^document \/\.well-known\/ai-agent\.json \((br|gzip)\)$/) });
   });
 
   it('writes every log line whole while Envoy and the edges log at once', async () => {

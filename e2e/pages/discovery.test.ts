@@ -83,7 +83,7 @@ describe('discovery: from the site address to everything else', () => {
       for (const link of next) if (link.startsWith(site) && !link.includes('#')) queue.push(link);
     }
     // The crawl reached every kind of document.
-    for (const path of ['/openapi.json', '/llms.txt', '/auth.md', '/developers', '/developers/reference', '/problems', '/problems/scope-required', '/.well-known/agent-card.json', '/.well-known/oauth-protected-resource/api/mcp', '/authorize']) {
+    for (const path of ['/openapi.json', '/llms.txt', '/auth.md', '/developers', '/developers/reference', '/developers/reference/interactive', '/problems', '/problems/scope-required', '/.well-known/agent-card.json', '/.well-known/oauth-protected-resource/api/mcp', '/authorize']) {
       expect(seen, path).toContain(`${site}${path}`);
     }
     // The authorization endpoint is auth's page (HTML), not edge's 404 problem, even asked without a client.
@@ -265,7 +265,7 @@ describe('the portal in a real browser', () => {
     await app.stop();
   });
 
-  it.each(['/developers', '/developers/reference', '/developers/webhooks', '/problems/scope-required', '/problems'])('loads %s with no console error and no request to another origin', async (path) => {
+  it.each(['/developers', '/developers/reference', '/developers/reference/interactive', '/developers/webhooks', '/problems/scope-required', '/problems'])('loads %s with no console error and no request to another origin', async (path) => {
     const page = await browser.newPage();
     const errors: string[] = [];
     const foreign: string[] = [];
@@ -278,11 +278,18 @@ describe('the portal in a real browser', () => {
       const url = request.url();
       if (!url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')) foreign.push(url);
     });
+    const failed: string[] = [];
+    page.on('requestfailed', (request) => failed.push(`${request.url()} ${request.failure()?.errorText ?? ''}`));
+    page.on('response', (answer) => {
+      if (answer.status() >= 400) failed.push(`${answer.url()} ${answer.status()}`);
+    });
     const response = await page.goto(`${app.urls.siteUrl}${path}`, { waitUntil: 'networkidle' });
     expect(response?.status()).toBe(200);
-    if (path === '/developers/reference') {
-      // The renderer read /openapi.json and shows its operations.
+    if (path.startsWith('/developers/reference')) {
+      // Both references show the operations: the plain one in its HTML, the interactive one once its renderer read /openapi.json.
+      await page.locator(path.endsWith('/interactive') ? 'h3.section-header-label' : 'section.operation h3').first().waitFor({ timeout: 15_000 });
       await page.getByText('Post to the room').first().waitFor({ timeout: 15_000 });
+      expect(failed).toEqual([]);
     } else {
       expect(await page.locator('h1').first().textContent()).toBeTruthy();
     }

@@ -97,6 +97,7 @@ describe('human pages against a hostile web', () => {
       ['/account', true],
       ['/developers', false],
       ['/developers/reference', false],
+      ['/developers/reference/interactive', false],
       ['/problems', false],
       ['/problems/not-found', false],
     ];

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { freePort } from '@agentroom/kit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -5,6 +6,7 @@ import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
 import { signUp } from '../support/agent.js';
 import { launchChromium } from '../support/browser.js';
+import { expectCompressedAsset, rawRequest } from '../support/compression.js';
 import { type TcpProxy, tcpProxy } from '../support/tcp-proxy.js';
 
 interface PostBody {
@@ -224,5 +226,12 @@ describe('the room page in a real browser', () => {
     expect(script.status).toBe(200);
     expect(script.headers.get('content-type')).toContain('javascript');
     expect(await script.text()).toContain('EventSource');
+  });
+
+  it('sends its script compressed by Accept-Encoding, with an ETag per coding and 304, revalidated (docs/decisions.md §25)', async () => {
+    const file = readFileSync(new URL('../../services/edge/dist/assets/room.js', import.meta.url));
+    await expectCompressedAsset(`${app.urls.siteUrl}/assets/room.js`, file, 'public, no-cache');
+    const answer = await rawRequest(`${app.urls.siteUrl}/assets/room.js`, { 'accept-encoding': 'br' });
+    expect(answer.headers).toMatchObject({ 'content-type': 'text/javascript; charset=utf-8', 'x-content-type-options': 'nosniff' });
   });
 });

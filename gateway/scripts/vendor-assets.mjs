@@ -1,16 +1,19 @@
 #!/usr/bin/env node
 // Part of the gateway's `npm run build`: copies the API reference renderer's standalone bundle
 // (@scalar/api-reference, a build-time dependency) to dist/assets/scalar.js, which the gateway
-// serves at /developers/assets/scalar.js. The running gateway reads that one file, so the
-// package and the ~200 MB of Vue, icon and AI-SDK packages it depends on stay out of the
-// production install and the container image.
+// serves at /developers/assets/scalar.js, with its Brotli and gzip forms beside it (scalar.js.br,
+// scalar.js.gz), compressed once here at the strongest settings: Brotli's best takes seconds on
+// these 5 MB, too long for every start-up (docs/decisions.md §25). The running gateway reads these
+// files, so the package and the ~200 MB of Vue, icon and AI-SDK packages it depends on stay out of
+// the production install and the container image.
 //
 // Plain JavaScript on purpose: it runs as a build step, beside tsc.
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import process from 'node:process';
 import { URL } from 'node:url';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 
 const require = createRequire(import.meta.url);
 const target = new URL('../dist/assets/scalar.js', import.meta.url);
@@ -28,4 +31,14 @@ if (!existsSync(source)) {
   process.exit(1);
 }
 mkdirSync(new URL('.', target), { recursive: true });
-copyFileSync(source, target);
+const brotli = new URL(`${target.href}.br`);
+const gzip = new URL(`${target.href}.gz`);
+// The forms are made again only when the bundle changed (a new version of the package): a rebuild
+// of the gateway alone costs no compression.
+const fresh = [target, brotli, gzip].every((file) => existsSync(file)) && readFileSync(target).equals(readFileSync(source)) && statSync(brotli).mtimeMs >= statSync(target).mtimeMs;
+if (!fresh) {
+  copyFileSync(source, target);
+  const body = readFileSync(target);
+  writeFileSync(brotli, brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY, [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }));
+  writeFileSync(gzip, gzipSync(body, { level: 9 }));
+}

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { apiResourceMetadataUrl, LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
-import { PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES } from '@agentroom/kit';
+import { type CachePolicy, type Compressed, digestOf, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, staticAsset, type StaticAsset } from '@agentroom/kit';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
 import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
+import { staticReferencePage } from './reference.js';
 
 /** One document the gateway answers itself: its bytes and how to send them. */
 export interface Document {
@@ -12,10 +13,16 @@ export interface Document {
   body: Buffer;
   /** Extra headers (a page's Content-Security-Policy). */
   headers?: Record<string, string>;
-  /** Seconds caches may keep it. */
-  maxAge: number;
+  /** How caches keep it (docs/decisions.md §25): revalidated, unless it is linked by a version of its content. */
+  cache?: CachePolicy;
+  /** Compressed forms made at build time (the reference's bundle); the others are compressed with the documents. */
+  compressed?: Compressed;
 }
 
+/** A document as served: compressed once, by its type, with the digest its ETags are made from. */
+export interface ServedDocument extends Document {
+  asset: StaticAsset;
+}
 /**
  * RFC 8414 metadata; `issuer` is `{site_url}` exactly, as clients check it. MCP hosts (the MCP
  * authorization spec) read it for the authorization code flow with PKCE, dynamic registration and
@@ -136,25 +143,42 @@ const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 /**
  * The reference renderer's standalone bundle, served from our own origin (nothing loads from
  * another). The build copies it from @scalar/api-reference (a build-time dependency) to
- * dist/assets/scalar.js, which is all the running gateway needs of that package; the path is the
- * same from the sources and from dist/.
+ * dist/assets/scalar.js, with its Brotli and gzip forms beside it (compressed once, at the
+ * strongest settings, too slow for a start-up), which is all the running gateway needs of that
+ * package; the path is the same from the sources and from dist/.
  */
 const SCALAR_BUNDLE = new URL('../dist/assets/scalar.js', import.meta.url);
 
-function scalarBundle(): Buffer {
+function scalarBundle(): Document {
+  const read = (suffix: string): Buffer => readFileSync(new URL(`${SCALAR_BUNDLE.href}${suffix}`));
   try {
-    return readFileSync(SCALAR_BUNDLE);
+    // Linked with its digest (referencePage), so browsers keep it without asking again.
+    return { contentType: 'text/javascript; charset=utf-8', body: read(''), compressed: { br: read('.br'), gzip: read('.gz') }, cache: 'immutable' };
   } catch (error) {
-    throw new Error(`the API reference bundle ${fileURLToPath(SCALAR_BUNDLE)} is missing: run \`npm run build\` (the gateway's build copies it there)`, { cause: error });
+    throw new Error(`the API reference bundle ${fileURLToPath(SCALAR_BUNDLE)} or its compressed forms are missing: run \`npm run build\` (the gateway's build writes them)`, { cause: error });
   }
 }
 
-function json(value: unknown, maxAge = 300): Document {
-  return { contentType: 'application/json', body: Buffer.from(`${JSON.stringify(value, null, 2)}\n`), maxAge };
+function json(value: unknown): Document {
+  return { contentType: 'application/json', body: Buffer.from(`${JSON.stringify(value, null, 2)}\n`) };
 }
 
-function text(contentType: string, body: string, headers?: Record<string, string>, maxAge = 300): Document {
-  return { contentType, body: Buffer.from(body), maxAge, ...(headers === undefined ? {} : { headers }) };
+function text(contentType: string, body: string, headers?: Record<string, string>): Document {
+  return { contentType, body: Buffer.from(body), ...(headers === undefined ? {} : { headers }) };
+}
+
+/** Every document, compressed once by its type (a document served at two paths, once). */
+function served(documents: Map<string, Document>): Map<string, ServedDocument> {
+  const done = new Map<Document, ServedDocument>();
+  const serve = (document: Document): ServedDocument => {
+    let ready = done.get(document);
+    if (ready === undefined) {
+      const asset = staticAsset(document.body, document.contentType, { ...(document.cache === undefined ? {} : { cache: document.cache }), ...(document.compressed === undefined ? {} : { compressed: document.compressed }) });
+      done.set(document, (ready = { ...document, asset }));
+    }
+    return ready;
+  };
+  return new Map([...documents].map(([path, document]) => [path, serve(document)]));
 }
 
 /**
@@ -162,24 +186,28 @@ function text(contentType: string, body: string, headers?: Record<string, string
  * addresses, the operation table and the problem catalogue with this deployment's URLs. The local
  * router serves these bytes; a proxy in front (Envoy) can serve the same files.
  */
-export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<string, Document> {
+export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<string, ServedDocument> {
   const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
   const html = (body: string, csp = PORTAL_CSP): Document => text('text/html; charset=utf-8', body, { 'content-security-policy': csp, 'referrer-policy': 'strict-origin-when-cross-origin' });
   const asMetadata = json(authorizationServerMetadata(urls));
   const mcpMetadata = json(mcpResourceMetadata(urls));
   const apiMetadata = json(protectedResourceMetadata(urls));
+  const scalar = scalarBundle();
+  const openapi = openApiDocument(urls, version);
   const documents = new Map<string, Document>([
     ['/.well-known/ai-agent.json', json(agentManifest(urls, version))],
     ['/.well-known/oauth-authorization-server', asMetadata],
     ['/.well-known/oauth-protected-resource', apiMetadata],
-    ['/openapi.json', json(openApiDocument(urls, version))],
+    ['/openapi.json', json(openapi)],
     ['/llms.txt', text('text/plain; charset=utf-8', llmsTxt(urls))],
     ['/auth.md', text('text/markdown; charset=utf-8', authMd(urls))],
     ['/developers', html(developersPage(urls))],
-    ['/developers/reference', html(referencePage(urls), referenceCsp(urls))],
+    // The reference as HTML, at once; the interactive renderer takes seconds to start (docs/decisions.md §25).
+    ['/developers/reference', html(staticReferencePage(urls, openapi))],
+    ['/developers/reference/interactive', html(referencePage(urls, digestOf(scalar.body)), referenceCsp(urls))],
     ['/developers/webhooks', html(webhooksPage(urls))],
     ['/developers/assets/portal.css', text('text/css; charset=utf-8', PORTAL_CSS)],
-    ['/developers/assets/scalar.js', { contentType: 'text/javascript; charset=utf-8', body: scalarBundle(), maxAge: 86_400 }],
+    ['/developers/assets/scalar.js', scalar],
     ['/problems', html(problemsIndexPage(urls))],
     ...(Object.keys(PROBLEM_TYPES) as ProblemSlug[]).map((slug): [string, Document] => [`/problems/${slug}`, html(problemPage(urls, slug))]),
   ]);
@@ -201,5 +229,5 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
     if (there !== undefined && !there.body.equals(document.body)) throw new Error(`two documents would be served at ${path}: the site's path and the API's clash`);
     placed.set(path, document);
   }
-  return placed;
+  return served(placed);
 }

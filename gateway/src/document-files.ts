@@ -1,7 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PublicUrls } from '@agentroom/kit';
-import type { Document } from './discovery.js';
+import { compress, type ContentCoding, isCompressible } from '@agentroom/kit';
+import type { ServedDocument } from './discovery.js';
 
 /**
  * The file a discovery document is written to, named after its path below the site's root
@@ -22,24 +23,39 @@ export function documentFileName(urls: PublicUrls, path: string): string {
   return name;
 }
 
-/** Every document's file name, refusing two documents that would share one. */
+/** The suffix of a coding's file beside the document's own (`openapi.json.br`, `openapi.json.gz`). */
+export const CODING_SUFFIX: Record<Exclude<ContentCoding, 'identity'>, string> = { br: '.br', gzip: '.gz' };
+
+/** Every document's file name, refusing two documents that would share one (their compressed forms' included). */
 export function documentFileNames(urls: PublicUrls, paths: Iterable<string>): Map<string, string> {
   const names = new Map<string, string>();
   const taken = new Map<string, string>();
   for (const path of paths) {
     const name = documentFileName(urls, path);
-    const other = taken.get(name);
-    if (other !== undefined) throw new Error(`documents ${other} and ${path} would both be written to ${name}`);
-    taken.set(name, path);
+    for (const file of [name, ...Object.values(CODING_SUFFIX).map((suffix) => `${name}${suffix}`)]) {
+      const other = taken.get(file);
+      if (other !== undefined) throw new Error(`documents ${other} and ${path} would both be written to ${file}`);
+      taken.set(file, path);
+    }
     names.set(path, name);
   }
   return names;
 }
 
-/** Writes every document's bytes under `dir` (created if missing); answers path -> file name. */
-export async function writeDocuments(urls: PublicUrls, documents: ReadonlyMap<string, Document>, dir: string): Promise<Map<string, string>> {
+/**
+ * Writes every document's bytes under `dir` (created if missing), and beside them the compressed
+ * forms of every document of a type that gains from it, whatever its size: a bootstrap rendered for
+ * other addresses (the chart's) may send a document compressed that is smaller here.
+ */
+export async function writeDocuments(urls: PublicUrls, documents: ReadonlyMap<string, ServedDocument>, dir: string): Promise<Map<string, string>> {
   const names = documentFileNames(urls, documents.keys());
   await mkdir(dir, { recursive: true });
-  await Promise.all([...documents].map(([path, document]) => writeFile(join(dir, names.get(path) as string), document.body)));
+  await Promise.all(
+    [...documents].flatMap(([path, document]) => {
+      const name = join(dir, names.get(path) as string);
+      const compressed = document.asset.compressed ?? (isCompressible(document.contentType) ? compress(document.body) : undefined);
+      return [writeFile(name, document.body), ...(compressed === undefined ? [] : [writeFile(`${name}${CODING_SUFFIX.br}`, compressed.br), writeFile(`${name}${CODING_SUFFIX.gzip}`, compressed.gzip)])];
+    }),
+  );
   return names;
 }

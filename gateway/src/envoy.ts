@@ -2,10 +2,10 @@
 // what the local router (router.ts) does for `npm run cluster`, with the same routes, the same
 // documents and headers, the same client address rules and the same problem documents.
 import { isIP } from 'node:net';
-import { corsHeaders, corsPreflightHeaders, type PublicUrls, publicUrls } from '@agentroom/kit';
+import { cacheControlOf, CONTENT_CODINGS, type ContentCoding, corsHeaders, corsPreflightHeaders, etagOf, type PublicUrls, publicUrls } from '@agentroom/kit';
 import { Document as YamlDocument, isScalar, visit } from 'yaml';
-import { discoveryDocuments, type Document } from './discovery.js';
-import { documentFileNames } from './document-files.js';
+import { discoveryDocuments, type ServedDocument } from './discovery.js';
+import { CODING_SUFFIX, documentFileNames } from './document-files.js';
 import { CATCH_ALL, matchRoute, resolveRoutes, type ResolvedRoute, ROUTES, type Route } from './routes.js';
 
 /** A JSON value: what the bootstrap is made of. */
@@ -23,9 +23,14 @@ export interface Endpoint {
 export interface EnvoyOptions {
   urls: PublicUrls;
   /** The gateway's documents by full path (`discoveryDocuments(urls)`): Envoy answers these itself. */
-  documents: ReadonlyMap<string, Document>;
+  documents: ReadonlyMap<string, ServedDocument>;
   /** Where `render.js docs` wrote the documents' bytes, as Envoy sees it. */
   docsDir: string;
+  /**
+   * Added to every document's ETag: the chart's placeholder for what the pod's documents are made
+   * of (its image and addresses), since the chart's bootstrap is rendered before them.
+   */
+  etagTag?: string;
   listen: { address: string; port: number };
   /** Envoy's admin interface (`/ready` for probes, stats); reachable by anyone who reaches this address. */
   admin: { address: string; port: number };
@@ -78,6 +83,8 @@ const UPSTREAM_IDLE_SECONDS = 4;
 const RETRY_AFTER_SECONDS = 5;
 /** A header set before anything else runs, carrying a fresh id in case the client's must be replaced. */
 const FRESH_ID_HEADER = 'x-gateway-fresh-request-id';
+/** The coding the Lua filter chose for a document request, which the document's routes match on. */
+const CODING_HEADER = 'x-gateway-content-coding';
 
 const TYPE = {
   hcm: 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
@@ -125,10 +132,51 @@ const READS = '^(GET|HEAD)$';
  *   which counted no call: it shows the full daily allowance, reset at the next UTC midnight, as the
  *   router's own answers do (docs/decisions.md §6).
  */
-function luaSource(quotaLimit: number | string): string {
+function luaSource(quotaLimit: number | string, documentPaths: readonly string[]): string {
   return `-- Rendered by gateway/src/envoy.ts.
 local FRESH = "${FRESH_ID_HEADER}"
 local LIMIT = "${quotaLimit}"
+local CODING = "${CODING_HEADER}"
+-- The documents' paths: only their requests are negotiated (docs/decisions.md §25).
+local DOCUMENTS = {
+${documentPaths.map((path) => `  [${JSON.stringify(path)}] = true,`).join('\n')}
+}
+
+-- The q-value of each coding in an Accept-Encoding, as the router's negotiateCoding (negotiator)
+-- reads it: an exact entry before "*", identity at the lowest q listed unless named or "*"; the highest
+-- q wins, br before gzip before identity on a tie; identity when nothing is acceptable.
+local function negotiate(accept)
+  if accept == nil then return "identity" end
+  local exact, any, lowest = {}, nil, 1
+  for entry in string.gmatch(accept, "[^,]+") do
+    local name, params = string.match(entry, "^%s*([^;%s]+)%s*(.*)$")
+    if name ~= nil then
+      name = string.lower(name)
+      local q = 1
+      local value = string.match(params, ";%s*[qQ]%s*=%s*([^;%s]+)")
+      if value ~= nil then q = tonumber(value) or 0 end
+      -- As negotiator: an entry refused (q=0) leaves identity's implicit q alone.
+      if q > 0 and q < lowest then lowest = q end
+      if name == "*" then
+        if any == nil or q > any then any = q end
+      elseif exact[name] == nil or q > exact[name] then
+        exact[name] = q
+      end
+    end
+  end
+  local function weight(coding)
+    if exact[coding] ~= nil then return exact[coding] end
+    if any ~= nil then return any end
+    if coding == "identity" then return lowest end
+    return 0
+  end
+  local best, chosen = 0, "identity"
+  for _, coding in ipairs({ "br", "gzip", "identity" }) do
+    local q = weight(coding)
+    if q > best then best, chosen = q, coding end
+  end
+  return chosen
+end
 
 function envoy_on_request(handle)
   local headers = handle:headers()
@@ -137,6 +185,14 @@ function envoy_on_request(handle)
   headers:remove(FRESH)
   if fresh ~= nil and (id == nil or #id > 128 or string.find(id, "^[A-Za-z0-9._:%-]+$") == nil) then
     headers:replace("x-request-id", fresh)
+  end
+  local path = string.match(headers:get(":path") or "", "^[^?]*")
+  if DOCUMENTS[path] then
+    headers:replace(CODING, negotiate(headers:get("accept-encoding")))
+    -- The route was chosen before this filter ran: choose again, by the coding.
+    handle:clearRouteCache()
+  else
+    headers:remove(CODING)
   end
 end
 
@@ -265,15 +321,37 @@ function matchOf(route: Pick<ResolvedRoute, 'match' | 'path'>): JsonObject {
   return route.match === 'exact' ? { path: route.path } : { prefix: route.path };
 }
 
-/** The headers of every document answer, as the router's serveDocument sends them (RateLimit ones come from the Lua filter). */
-function documentHeaders(document: Document): Json[] {
-  return headers({
-    'content-type': document.contentType,
-    'cache-control': `public, max-age=${document.maxAge}`,
-    'x-content-type-options': 'nosniff',
+/**
+ * The headers of a document's answer in one coding, as the router's serveDocument sends them
+ * (RateLimit ones come from the Lua filter); a 304 carries only CORS and the validator and caching ones.
+ */
+function documentHeaders(document: ServedDocument, coding: ContentCoding, etagTag: string | undefined, unchanged: boolean): Record<string, string> {
+  const { asset } = document;
+  return {
     ...corsHeaders(),
-    ...document.headers,
-  });
+    ...(unchanged ? {} : { 'content-type': document.contentType, 'x-content-type-options': 'nosniff', ...document.headers }),
+    etag: documentEtag(asset.digest, coding, etagTag),
+    'cache-control': cacheControlOf(asset.cache),
+    ...(asset.compressed === undefined ? {} : { vary: 'Accept-Encoding' }),
+    ...(coding === 'identity' || unchanged ? {} : { 'content-encoding': coding }),
+  };
+}
+
+/** A document's ETag in one coding: the router's, with the chart's tag in the digest when given. */
+function documentEtag(digest: string, coding: ContentCoding, etagTag: string | undefined): string {
+  return etagOf(etagTag === undefined ? digest : `${digest}.${etagTag}`, coding);
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * An If-None-Match that names this ETag (weakly or not) among others, or is `*` (RFC 9110 §13.1.2);
+ * Envoy matches a regex against the whole value.
+ */
+function noneMatchRegex(etag: string): string {
+  return `^\\s*\\*\\s*$|^(.*,)?\\s*(W/)?${escapeRegex(etag)}\\s*(,.*)?$`;
 }
 
 /**
@@ -287,28 +365,59 @@ function gatewayRoutes(route: ResolvedRoute, context: RenderContext): JsonObject
   const methodNotAllowed = JSON.stringify(
     ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.', 'invalid_request'),
   );
-  const rendered = paths.flatMap((path): JsonObject[] => [
-    {
-      name: `document ${path}`,
-      match: { path, headers: methods(READS) },
-      direct_response: { status: 200, body: { filename: `${context.options.docsDir.replace(/\/$/, '')}/${context.files.get(path) as string}` } },
-      response_headers_to_add: documentHeaders(context.options.documents.get(path) as Document),
-    },
-    {
-      name: `document ${path} preflight`,
-      match: { path, headers: methods('^OPTIONS$') },
-      direct_response: { status: 204 },
-      response_headers_to_add: headers({ ...corsHeaders(), ...corsPreflightHeaders(), ...allow }),
-    },
-    {
-      name: `document ${path} other methods`,
-      match: { path },
-      direct_response: { status: 405, body: { inline_string: methodNotAllowed } },
-      response_headers_to_add: headers({ ...corsHeaders(), ...allow, 'content-type': 'application/problem+json' }),
-    },
-  ]);
+  const docsDir = context.options.docsDir.replace(/\/$/, '');
+  const rendered = paths.flatMap((path) => codingRoutes(path, context.options.documents.get(path) as ServedDocument, `${docsDir}/${context.files.get(path) as string}`, context.options.etagTag));
+  if (paths.length > 0) {
+    // One route for every document's preflight and one for its other methods, the answers being the
+    // same: a document's path is known by the coding the Lua filter sets on its requests alone.
+    const documentsOnly = { ...matchOf(route), headers: [{ name: CODING_HEADER, present_match: true }] };
+    rendered.push(
+      {
+        name: `documents at ${route.path} preflight`,
+        match: { ...documentsOnly, headers: [...documentsOnly.headers, ...methods('^OPTIONS$')] },
+        direct_response: { status: 204 },
+        response_headers_to_add: headers({ ...corsHeaders(), ...corsPreflightHeaders(), ...allow }),
+      },
+      {
+        name: `documents at ${route.path} other methods`,
+        match: documentsOnly,
+        direct_response: { status: 405, body: { inline_string: methodNotAllowed } },
+        response_headers_to_add: headers({ ...corsHeaders(), ...allow, 'content-type': 'application/problem+json' }),
+      },
+    );
+  }
   if (route.match === 'prefix' || paths.length === 0) rendered.push(forward(`${CATCH_ALL} ${route.path} (no document)`, matchOf(route), CATCH_ALL, false, context));
   return rendered;
+}
+
+/**
+ * A document's GET and HEAD, in each coding it is sent in (the Lua filter's choice, by the request's
+ * Accept-Encoding): 304 when If-None-Match names that coding's ETag, else its file. Identity last,
+ * whatever the header says.
+ */
+function codingRoutes(path: string, document: ServedDocument, file: string, etagTag: string | undefined): JsonObject[] {
+  const codings = document.asset.compressed === undefined ? (['identity'] as const) : CONTENT_CODINGS;
+  return codings.flatMap((coding): JsonObject[] => {
+    const chosen: Json[] = coding === 'identity' ? [] : [{ name: CODING_HEADER, string_match: { exact: coding } }];
+    const label = coding === 'identity' ? '' : ` (${coding})`;
+    const etag = documentEtag(document.asset.digest, coding, etagTag);
+    return [
+      {
+        name: `document ${path} unchanged${label}`,
+        match: { path, headers: [...methods(READS), ...chosen, { name: 'if-none-match', string_match: { safe_regex: { regex: noneMatchRegex(etag) } } }] },
+        direct_response: { status: 304 },
+        response_headers_to_add: headers(documentHeaders(document, coding, etagTag, true)),
+        // Envoy gives a direct 3xx a Location of the request's own URL: a 304 redirects nowhere.
+        response_headers_to_remove: ['location'],
+      },
+      {
+        name: `document ${path}${label}`,
+        match: { path, headers: [...methods(READS), ...chosen] },
+        direct_response: { status: 200, body: { filename: coding === 'identity' ? file : `${file}${CODING_SUFFIX[coding]}` } },
+        response_headers_to_add: headers(documentHeaders(document, coding, etagTag, false)),
+      },
+    ];
+  });
 }
 
 function routesFor(routes: readonly ResolvedRoute[], context: RenderContext): JsonObject[] {
@@ -381,7 +490,10 @@ function httpConnectionManager(context: RenderContext): JsonObject {
     access_log: accessLog(),
     local_reply_config: localReplies(),
     http_filters: [
-      { name: 'envoy.filters.http.lua', typed_config: { '@type': TYPE.lua, default_source_code: { inline_string: luaSource(options.quotaLimit ?? ENVOY_DEFAULTS.quotaLimit) } } },
+      {
+        name: 'envoy.filters.http.lua',
+        typed_config: { '@type': TYPE.lua, default_source_code: { inline_string: luaSource(options.quotaLimit ?? ENVOY_DEFAULTS.quotaLimit, [...options.documents.keys()].sort()) } },
+      },
       {
         name: 'envoy.filters.http.local_ratelimit',
         typed_config: {
@@ -403,7 +515,7 @@ function httpConnectionManager(context: RenderContext): JsonObject {
       // is dropped, not appended to), so edge and auth, trusting the proxy hop they get it from, see
       // the real client, and no client can claim another address.
       request_headers_to_add: [header('x-forwarded-for', '%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%', 'OVERWRITE_IF_EXISTS_OR_ADD'), header('x-forwarded-host', '%REQ(:AUTHORITY)%', 'OVERWRITE_IF_EXISTS_OR_ADD')],
-      request_headers_to_remove: ['x-envoy-external-address'],
+      request_headers_to_remove: ['x-envoy-external-address', CODING_HEADER],
       virtual_hosts: virtualHosts(context),
     },
   };
@@ -412,7 +524,7 @@ function httpConnectionManager(context: RenderContext): JsonObject {
 const MIB = 1024 * 1024;
 
 /** Twice the largest document, in whole MiB: room for a deployment whose longer URLs make documents grow. */
-function directResponseLimit(documents: ReadonlyMap<string, Document>): number {
+function directResponseLimit(documents: ReadonlyMap<string, ServedDocument>): number {
   const largest = Math.max(0, ...[...documents.values()].map((document) => document.body.length));
   return Math.max(1, Math.ceil((2 * largest) / MIB)) * MIB;
 }
@@ -543,6 +655,11 @@ export const CHART_AUTH_HOST = '__AUTH_HOST__';
 /** What the chart's ConfigMap replaces with edge's `QUOTA_PER_ADDRESS` and `envoy.trustedProxyHops`. */
 export const CHART_QUOTA_LIMIT = '__QUOTA_PER_ADDRESS__';
 export const CHART_TRUSTED_PROXY_HOPS = '__TRUSTED_PROXY_HOPS__';
+/**
+ * What the chart's ConfigMap replaces with a digest of the image and the public URLs, what the pod's
+ * documents are made of: added to every document's ETag (docs/decisions.md §25).
+ */
+export const CHART_DOCS_TAG = '__DOCS_TAG__';
 /** Where the chart's init container writes the documents, in the Envoy pod. */
 export const CHART_DOCS_DIR = '/etc/agent-room/docs';
 
@@ -563,12 +680,14 @@ export function chartBootstrap(): JsonObject {
     auth: [{ host: CHART_AUTH_HOST, port: 8081, healthCheckPort: 9090 }],
     quotaLimit: CHART_QUOTA_LIMIT,
     trustedProxyHops: CHART_TRUSTED_PROXY_HOPS,
+    etagTag: CHART_DOCS_TAG,
   });
 }
 
 /** The chart's bootstrap with its placeholders filled as the ConfigMap fills them (for checks). */
-export function fillChartPlaceholders(yaml: string, values: { edgeHost: string; authHost: string; quotaLimit: number; trustedProxyHops: number }): string {
+export function fillChartPlaceholders(yaml: string, values: { edgeHost: string; authHost: string; quotaLimit: number; trustedProxyHops: number; docsTag?: string }): string {
   return yaml
+    .replaceAll(CHART_DOCS_TAG, values.docsTag ?? 'a1b2c3d4e5f6')
     .replaceAll(CHART_EDGE_HOST, values.edgeHost)
     .replaceAll(CHART_AUTH_HOST, values.authHost)
     .replaceAll(CHART_QUOTA_LIMIT, String(values.quotaLimit))
@@ -586,7 +705,8 @@ export function chartEnvoyYaml(): string {
       'Envoy bootstrap of the Agent Room chart: the public gateway, rendered from the route table',
       '(gateway/src/routes.ts) by gateway/src/envoy.ts. Do not edit: run `npm run render:envoy`.',
       'The ConfigMap fills the upper-case placeholders: the edge and auth Services, edge\'s per-address',
-      'quota (for Envoy\'s own RateLimit headers) and how many proxies in front of Envoy are trusted;',
+      'quota (for Envoy\'s own RateLimit headers), how many proxies in front of Envoy are trusted and a',
+      'digest of the image and addresses the documents are made of (in their ETags);',
       `the documents are files in ${CHART_DOCS_DIR}, written by \`node gateway/dist/render.js docs\`.`,
     ].join('\n'),
   );

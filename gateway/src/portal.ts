@@ -25,7 +25,8 @@ th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #e3e3e3;verti
 /** The CSP of the portal's pages: everything from this origin, nothing inline. */
 export const PORTAL_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-function page(urls: PublicUrls, title: string, body: string): string {
+/** A page of the portal: its header, navigation and footer around `body`. */
+export function page(urls: PublicUrls, title: string, body: string): string {
   const site = urls.siteUrl;
   return `<!doctype html>
 <html lang="en">
@@ -271,20 +272,24 @@ const SCALAR_CONFIGURATION = {
   documentDownloadType: 'json',
 };
 
-/** `/developers/reference`: the interactive API reference, rendered in the browser from `/openapi.json`. */
-export function referencePage(urls: PublicUrls): string {
+/**
+ * `/developers/reference/interactive`: the interactive API reference, rendered in the browser from
+ * `/openapi.json`; `/developers/reference` is the same content as plain HTML, shown at once. The
+ * bundle is linked with its digest, so browsers keep it (docs/decisions.md §25).
+ */
+export function referencePage(urls: PublicUrls, bundleDigest: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>API reference · Agent Room</title>
+<title>Interactive API reference · Agent Room</title>
 <link rel="icon" href="data:,">
 </head>
 <body>
 <noscript><p>The interactive reference needs JavaScript. The same content: <a href="${e(urls.siteUrl)}/openapi.json">openapi.json</a>, <a href="${e(urls.siteUrl)}/llms.txt">llms.txt</a>, <a href="${e(urls.siteUrl)}/developers">the portal</a>.</p></noscript>
 <script id="api-reference" data-url="${e(urls.siteUrl)}/openapi.json" data-configuration="${e(JSON.stringify(SCALAR_CONFIGURATION))}"></script>
-<script src="${e(urls.siteUrl)}/developers/assets/scalar.js"></script>
+<script src="${e(urls.siteUrl)}/developers/assets/scalar.js?v=${e(bundleDigest)}"></script>
 </body>
 </html>
 `;

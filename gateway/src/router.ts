@@ -1,8 +1,8 @@
 import { type ClientRequest, createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { corsHeaders, corsPreflightHeaders, REQUEST_ID_HEADER, requestIdFrom, type Logger, uncountedQuota } from '@agentroom/kit';
+import { corsHeaders, corsPreflightHeaders, REQUEST_ID_HEADER, requestIdFrom, type Logger, sendStatic, uncountedQuota } from '@agentroom/kit';
 import { CATCH_ALL, matchRoute, type ResolvedRoute, type Upstream } from './routes.js';
-import type { Document } from './discovery.js';
+import type { ServedDocument } from './discovery.js';
 
 /** An upstream is served in this process (embedded mode) or by replicas over HTTP (cluster mode). */
 export type Target = { kind: 'local'; handler: RequestListener } | { kind: 'remote'; urls: URL[] };
@@ -11,7 +11,7 @@ export interface RouterOptions {
   routes: readonly ResolvedRoute[];
   targets: Record<Exclude<Upstream, 'gateway'>, Target>;
   /** The gateway's own answers (discovery documents, the portal), by full path. */
-  documents: ReadonlyMap<string, Document>;
+  documents: ReadonlyMap<string, ServedDocument>;
   log: Logger;
   /**
    * The daily quota of a client without a token (`QUOTA_PER_ADDRESS`, default 5,000). The router's
@@ -129,8 +129,11 @@ class Replicas {
 /** Methods a replica may safely receive twice; a write is repeated only with an Idempotency-Key. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** The gateway's documents are public: any origin may read them, and their preflight is answered. */
-function serveDocument(req: IncomingMessage, res: ServerResponse, document: Document, limit: number): void {
+/**
+ * The gateway's documents are public: any origin may read them, and their preflight is answered.
+ * Each is sent in the coding the client accepts, made once, with its ETag (docs/decisions.md §25).
+ */
+function serveDocument(req: IncomingMessage, res: ServerResponse, document: ServedDocument, limit: number): void {
   const headers = { ...ownHeaders(limit, requestIdFrom(req.headers[REQUEST_ID_HEADER])), ...corsHeaders() };
   if (req.method === 'OPTIONS') {
     res.writeHead(204, { ...headers, ...corsPreflightHeaders(), allow: 'GET, HEAD' });
@@ -142,15 +145,7 @@ function serveDocument(req: IncomingMessage, res: ServerResponse, document: Docu
     res.end(ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.'));
     return;
   }
-  res.writeHead(200, {
-    'content-type': document.contentType,
-    'content-length': String(document.body.length),
-    'cache-control': `public, max-age=${document.maxAge}`,
-    'x-content-type-options': 'nosniff',
-    ...headers,
-    ...document.headers,
-  });
-  res.end(req.method === 'HEAD' ? undefined : document.body);
+  sendStatic(req, res, document.asset, { always: headers, content: { 'content-type': document.contentType, 'x-content-type-options': 'nosniff', ...document.headers } });
 }
 
 /** Errors of Node's HTTP parser, by their code: what the raw answer says. */

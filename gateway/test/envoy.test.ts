@@ -3,9 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, type PublicUrls, publicUrls, uncountedQuota } from '@agentroom/kit';
+import { cacheControlOf, freePort, negotiateCoding, type PublicUrls, publicUrls, uncountedQuota } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { expectCompressedAsset, expectUncompressedAsset, NEGOTIATIONS, rawRequest } from '../../e2e/support/compression.js';
 import { discoveryDocuments } from '../src/discovery.js';
 import { documentFileName, writeDocuments } from '../src/document-files.js';
 import { CHART_DOCS_DIR, CHART_ENVOY_FILE, chartEnvoyYaml, envoyBootstrap, envoyYaml, fillChartPlaceholders, type Json } from '../src/envoy.js';
@@ -32,7 +33,7 @@ function validate(file: string): void {
 
 interface RouteEntry {
   name: string;
-  match: { path?: string; prefix?: string; headers?: unknown[] };
+  match: { path?: string; prefix?: string; headers?: { name: string; string_match?: { exact?: string } }[] };
   route?: { cluster: string; timeout: string; idle_timeout?: string };
   direct_response?: { status: number; body?: { filename?: string; inline_string?: string } };
 }
@@ -50,6 +51,11 @@ type Bootstrap = {
   };
   admin: { address: { socket_address: { address: string; port_value: number } } };
 };
+
+/** The coding a document's route answers in, by the header the Lua filter sets; undefined for identity. */
+function codingOf(entry: RouteEntry): string | undefined {
+  return entry.match.headers?.find((header) => header.name === 'x-gateway-content-coding')?.string_match?.exact;
+}
 
 function virtualHostsOf(bootstrap: Json | Bootstrap): VirtualHost[] {
   return (bootstrap as Bootstrap).static_resources.listeners[0]!.filter_chains[0]!.filters[0]!.typed_config.route_config.virtual_hosts;
@@ -70,10 +76,14 @@ function expectEveryRoute(bootstrap: Json | Bootstrap, urls: PublicUrls, docsDir
     if (route.upstream === 'gateway') {
       const paths = [...documents.keys()].filter((path) => matchRoute(resolved, route.host, path) === route);
       for (const path of paths) {
-        const served = vhost!.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200);
-        expect(served?.direct_response?.body?.filename, path).toBe(`${docsDir}/${documentFileName(urls, path)}`);
+        const file = `${docsDir}/${documentFileName(urls, path)}`;
+        const served = (coding?: string) => vhost!.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200 && codingOf(entry) === coding)?.direct_response?.body?.filename;
+        expect(served(), path).toBe(file);
+        // A compressed document has a route per coding, each to its own file.
+        const compressed = documents.get(path)!.asset.compressed !== undefined;
+        expect([served('br'), served('gzip')], path).toEqual(compressed ? [`${file}.br`, `${file}.gz`] : [undefined, undefined]);
       }
-      if (route.match === 'prefix') expect(vhost!.routes.find((entry) => entry.match.prefix === route.path)?.route?.cluster).toBe('edge');
+      if (route.match === 'prefix') expect(vhost!.routes.find((entry) => entry.match.prefix === route.path && entry.route !== undefined)?.route?.cluster).toBe('edge');
       continue;
     }
     const entry = vhost!.routes.find((candidate) => candidate.match[key] === route.path && candidate.route !== undefined);
@@ -166,7 +176,8 @@ describe('the Envoy bootstrap', () => {
     validate(file);
     expectEveryRoute(bootstrap, urls, docsDir);
     const [site, api] = virtualHostsOf(bootstrap);
-    const served = (vhost: VirtualHost, path: string): string | undefined => vhost.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200)?.direct_response?.body?.filename;
+    const served = (vhost: VirtualHost, path: string): string | undefined =>
+      vhost.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200 && codingOf(entry) === undefined)?.direct_response?.body?.filename;
     expect(served(site!, '/.well-known/oauth-authorization-server/room')).toBe(`${docsDir}/origin--well-known--oauth-authorization-server--room`);
     expect(served(site!, '/room/.well-known/oauth-authorization-server')).toBe(`${docsDir}/well-known--oauth-authorization-server`);
     expect(served(site!, '/room/.well-known/oauth-protected-resource/agents/mcp')).toBe(`${docsDir}/well-known--oauth-protected-resource--agents--mcp`);
@@ -212,7 +223,13 @@ describe('render.js', () => {
     const docs = run(['docs', '--out', docsDir], env);
     expect(docs.status, docs.stderr).toBe(0);
     const urls = publicUrls({ PORT: 8080, ...env });
-    for (const [path, document] of discoveryDocuments(urls)) expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(document.body), path).toBe(true);
+    for (const [path, document] of discoveryDocuments(urls)) {
+      expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(document.body), path).toBe(true);
+      // Every text document's compressed forms too, whatever its size: another layout's bootstrap may send them.
+      const text = /^(text\/|application\/json)/.test(document.contentType);
+      expect(existsSync(join(docsDir, `${documentFileName(urls, path)}.br`)), path).toBe(text);
+      if (document.asset.compressed) expect(readFileSync(join(docsDir, `${documentFileName(urls, path)}.gz`)).equals(document.asset.compressed.gzip), path).toBe(true);
+    }
 
     const file = join(scratch, 'cli.yaml');
     const envoy = run(['envoy', '--out', file, '--docs-dir', docsDir, '--edge', '127.0.0.1:8081:9091,127.0.0.1:8082:9092', '--auth', 'auth.internal:8081', '--admin-port', '19901'], env);
@@ -297,14 +314,14 @@ describe('Envoy on the rendered bootstrap', () => {
       expect(response.status, path).toBe(200);
       expect(Buffer.from(await response.arrayBuffer()).equals(document.body), path).toBe(true);
       expect(response.headers.get('content-type')).toBe(document.contentType);
-      expect(response.headers.get('cache-control')).toBe(`public, max-age=${document.maxAge}`);
+      expect(response.headers.get('cache-control')).toBe(cacheControlOf(document.asset.cache));
       expect(response.headers.get('x-content-type-options')).toBe('nosniff');
       expect(response.headers.get('access-control-allow-origin')).toBe('*');
       for (const [name, value] of Object.entries(document.headers ?? {})) expect(response.headers.get(name), `${path} ${name}`).toBe(value);
       expect(response.headers.get('server')).toBeNull();
       expectOwnHeaders(response);
     }
-    const head = await fetch(`${envoy.origin}/llms.txt`, { method: 'HEAD' });
+    const head = await fetch(`${envoy.origin}/llms.txt`, { method: 'HEAD', headers: { 'accept-encoding': 'identity' } });
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe(String(documents.get('/llms.txt')!.body.length));
     expect(await head.text()).toBe('');
@@ -319,6 +336,29 @@ describe('Envoy on the rendered bootstrap', () => {
     expect(refused.headers.get('content-type')).toBe('application/problem+json');
     expect(await refused.json()).toMatchObject({ status: 405, code: 'invalid_request', remedy: expect.stringContaining('/.well-known/ai-agent.json') });
     expectOwnHeaders(refused);
+  });
+
+  it('sends the documents compressed as the router does: Brotli or gzip by Accept-Encoding, ETag and 304, Vary, Cache-Control, HEAD as GET', async () => {
+    const documents = discoveryDocuments(envoy.urls);
+    for (const path of ['/openapi.json', '/llms.txt', '/developers']) await expectCompressedAsset(`${envoy.origin}${path}`, documents.get(path)!.body, 'public, no-cache');
+    const scalar = documents.get('/developers/assets/scalar.js')!;
+    await expectCompressedAsset(`${envoy.origin}/developers/assets/scalar.js?v=${scalar.asset.digest}`, scalar.body, 'public, max-age=31536000, immutable');
+    await expectUncompressedAsset(`${envoy.origin}/problems/not-found`, documents.get('/problems/not-found')!.body, 'public, no-cache');
+    // The 304 is Envoy's own answer: a request id and RateLimit headers, no Location.
+    const first = await rawRequest(`${envoy.origin}/openapi.json`, { 'accept-encoding': 'gzip' });
+    const again = await fetch(`${envoy.origin}/openapi.json`, { headers: { 'accept-encoding': 'gzip', 'if-none-match': first.headers.etag ?? '' } });
+    expect(again.status).toBe(304);
+    expect(again.headers.get('location')).toBeNull();
+    expectOwnHeaders(again);
+  });
+
+  it("chooses each coding as the router's negotiateCoding does", async () => {
+    const chosen: [string | undefined, string][] = [];
+    for (const [accept] of NEGOTIATIONS) {
+      const answer = await rawRequest(`${envoy.origin}/openapi.json`, accept === undefined ? {} : { 'accept-encoding': accept }, 'HEAD');
+      chosen.push([accept, answer.headers['content-encoding'] ?? 'identity']);
+    }
+    expect(chosen).toEqual(NEGOTIATIONS.map(([accept]) => [accept, negotiateCoding(accept)]));
   });
 
   it('keeps a valid client request id, and replaces one the services would refuse', async () => {

@@ -15,6 +15,7 @@ export * from './grpc/client.js';
 export * from './http/problem.js';
 export * from './http/paging.js';
 export * from './http/contract.js';
+export * from './http/static-asset.js';
 export * from './store/clock.js';
 export * from './store/redis.js';
 export * from './store/quota.js';

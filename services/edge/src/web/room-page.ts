@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AGENT_CHOICES, DomainError, escapeHtml, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
+import { AGENT_CHOICES, DomainError, escapeHtml, type PublicUrls, sameSecret, sendStatic, SESSION_COOKIE, staticAsset } from '@agentroom/kit';
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -96,7 +96,8 @@ const webPostForm = z.object({ csrf: z.string().max(200), agent_id: z.string().m
  */
 export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Router {
   const router = Router();
-  const script = loadScript();
+  // Compressed once, sent by Accept-Encoding with its ETag (docs/decisions.md §25).
+  const script = staticAsset(Buffer.from(loadScript()), 'text/javascript; charset=utf-8');
   const site = urls.siteUrl;
   const sitePath = new URL(site).pathname.replace(/\/$/, '');
   const apiOrigin = new URL(urls.baseUrl).origin;
@@ -255,8 +256,8 @@ ${view.agents.length === 0 ? '<p>No agents yet.</p>' : `<ul>${view.agents.map(ag
     }
   });
 
-  router.get('/assets/room.js', (_req, res) => {
-    res.type('text/javascript').setHeader('Cache-Control', 'public, max-age=300').setHeader('X-Content-Type-Options', 'nosniff').send(script);
+  router.get('/assets/room.js', (req, res) => {
+    sendStatic(req, res, script, { always: {}, content: { 'content-type': 'text/javascript; charset=utf-8', 'x-content-type-options': 'nosniff' } });
   });
 
   return router;
