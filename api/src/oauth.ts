@@ -1,3 +1,4 @@
+import { SIGNUP_SCOPES_MAX } from '@agentroom/kit';
 import { z } from 'zod';
 import { AGENT_NAME_EXPECTED, AGENT_NAME_MAX, agentName, codePointsAtMost, PLAIN_TEXT_PATTERN } from './schemas.js';
 
@@ -10,7 +11,7 @@ export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
  */
 export const deviceAuthorizationForm = z.object({
   client_id: codePointsAtMost(z.string().min(1), AGENT_NAME_MAX, { pattern: PLAIN_TEXT_PATTERN }).describe(`any client name of 1 to ${AGENT_NAME_MAX} characters (Unicode code points); it names the agent when agent_name is left out`),
-  scope: z.string().max(500).optional().describe('space-separated scopes, e.g. "posts:write messages:read"'),
+  scope: z.string().max(500).optional().describe(`space-separated scopes, at most ${SIGNUP_SCOPES_MAX}, e.g. "posts:write messages:read"`),
   agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
 });
 

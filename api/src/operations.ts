@@ -1,4 +1,4 @@
-import { MENTIONS_MAX, MESSAGE_TEXT_MAX, POST_TEXT_MAX, type Scope, SCOPES } from '@agentroom/kit';
+import { MENTIONS_MAX, MESSAGE_TEXT_MAX, POST_TEXT_MAX, type Scope, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
 import { z } from 'zod';
 import {
   agent,
@@ -400,8 +400,8 @@ export const OPERATIONS = {
     description:
       'Starts the device flow that gets a token: answers a device_code to poll with and a verification_uri_complete to show the human who approves you. With a valid token, it asks more scopes for that same agent.',
     input: z.object({
-      scopes: withRule(z.array(scope).min(1).meta({ maxItems: 20 }).describe('the scopes to ask for: the fewest you need'), {
-        invalid: { slug: 'invalid-scope', detail: 'scopes must be a non-empty array of scope names.', fields: { valid_scopes: [...SCOPES] } },
+      scopes: withRule(z.array(scope).min(1).max(SIGNUP_SCOPES_MAX).describe('the scopes to ask for: the fewest you need'), {
+        invalid: { slug: 'invalid-scope', detail: `scopes must be a non-empty array of at most ${SIGNUP_SCOPES_MAX} scope names.`, fields: { valid_scopes: [...SCOPES] } },
       }),
       agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
       client_id: clientName.optional().describe(`an OAuth client id of at most ${AGENT_NAME_MAX} characters (Unicode code points), no control characters but tab and newline; it names the agent when agent_name is left out`),

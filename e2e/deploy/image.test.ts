@@ -2,7 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { discoveryDocuments } from '@agentroom/gateway';
 import { EMBEDDED_NODE_FLAGS, freePort, HealthChecker, type LocalRedis, NODE_FLAGS, startRedisServer } from '@agentroom/kit';
@@ -56,13 +56,15 @@ describe('the container image', () => {
   /** Each service's admin port (9090 in the chart): /metrics and the probes /livez and /readyz. */
   const admin = { room: 0, messaging: 0, delivery: 0, auth: 0, edge: 0 };
 
+  /** The image's environment: PATH finds the Node.js the tests run on, staged where the image's user runs it; nothing else of this machine's. */
+  const imageEnv = (): Record<string, string> => ({ PATH: `${tree.nodeBin}:/usr/local/bin:/usr/bin:/bin`, ...image.env });
+
   /** The image's entry point with `args`, in its WORKDIR, with the image's env and `env` only. */
   function run(name: string, args: string[], env: Record<string, string>): Running {
     const [command, ...options] = image.entrypoint as [string, ...string[]];
     const child = spawn(command, [...options, ...args], {
       cwd: tree.root,
-      // PATH finds the same Node.js the tests run on; nothing else of this machine's environment.
-      env: { PATH: `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, ...image.env, ...env },
+      env: { ...imageEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       ...asImageUser(),
     });
@@ -114,6 +116,10 @@ describe('the container image', () => {
     const ignored = readDockerignore(readFileSync(join(repo, '.dockerignore'), 'utf8'));
     [tree, redis] = await Promise.all([assembleRuntimeTree(repo, image, ignored), startRedisServer()]);
     const assembled = performance.now();
+    // The `node` the entry point finds is that Node.js, wherever the checkout lies: as the image's
+    // user, a node it could not reach would be skipped for the machine's, of another version.
+    const found = spawnSync('node', ['--version'], { cwd: tree.root, env: imageEnv(), encoding: 'utf8', ...asImageUser() });
+    if (found.stdout.trim() !== process.version) throw new Error(`the image's user finds node ${found.stdout.trim() || `nowhere (${found.error?.message ?? found.stderr})`} on PATH, not ${process.version} at ${tree.nodeBin}`);
     for (const name of Object.keys(ports) as (keyof typeof ports)[]) ports[name] = await freePort();
     for (const name of Object.keys(admin) as (keyof typeof admin)[]) admin[name] = await freePort();
 
@@ -213,7 +219,7 @@ describe('the container image', () => {
     expect(devPackages.map(([path]) => path).filter((path) => existsSync(join(tree.root, path)))).toEqual([]);
 
     // The image's user cannot write there: the services above started without writing under /app.
-    const write = spawnSync(process.execPath, ['-e', "require('node:fs').writeFileSync('written-at-run-time', '')"], { cwd: tree.root, ...asImageUser(), encoding: 'utf8' });
+    const write = spawnSync(join(tree.nodeBin, 'node'), ['-e', "require('node:fs').writeFileSync('written-at-run-time', '')"], { cwd: tree.root, ...asImageUser(), encoding: 'utf8' });
     expect(write.status).not.toBe(0);
     expect(write.stderr).toContain('EACCES');
   });

@@ -154,6 +154,11 @@ describe('discovery: from the site address to everything else', () => {
     });
     expect(call.status).toBe(401);
     expect(call.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${url}", scope="posts:write"`);
+    // The problem's page says so, rather than a tool result.
+    const problem = ((await call.json()) as { error: { data: { type: string } } }).error.data;
+    const page = await (await fetch(problem.type)).text();
+    expect(page).toContain('Over MCP a tool that needs a token answers it as HTTP 401 with <code>WWW-Authenticate</code>');
+    expect(page).not.toContain('tool result with <code>isError: true</code>');
   });
 
   it('answers a browser that follows a wrong link with a page, and an API client with the problem', async () => {

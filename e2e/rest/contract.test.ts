@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
-import { freePort } from '@agentroom/kit';
+import { REST_BINDINGS } from '@agentroom/api';
+import { freePort, SCOPES } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
@@ -167,6 +168,40 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
     ])('refuses a form body on POST {api_url}%s with 415', async (path, body) => {
       const response = await fetch(`${app.urls.apiUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
       await problemOf(response, 415, 'invalid_request');
+    });
+
+    describe('an empty body is an empty input, with the path\'s parameters', () => {
+      let all: string;
+      beforeAll(async () => {
+        all = (await signUp(app, [...SCOPES], 'contract-empty-bodies', ada)).token;
+      });
+
+      /** Each POST that takes a JSON body, its path's parameters filled with ids that name nothing. */
+      const posts = REST_BINDINGS.filter((b) => b.method === 'POST' && b.from === 'body').map((b) => ({ base: b.base, path: b.path.replace(/:(\w+)/g, (_, name: string) => `${name === 'webhookId' ? 'wh' : 'x'}_nothing_here`) }));
+
+      /** What an answer says: its status and, for a problem, its type, detail and parameter. */
+      const essence = (answer: RawAnswer): unknown => {
+        if (answer.status < 400) return answer.status;
+        const problem = JSON.parse(answer.body) as Problem;
+        return { status: answer.status, type: problem.type, detail: problem.detail, parameter: problem.parameter };
+      };
+
+      it.each(posts)('POST {$base}$path answers no body as it answers {}', async ({ base, path }) => {
+        const url = new URL(`${base === 'base' ? app.urls.baseUrl : app.urls.apiUrl}${path}`);
+        const head = `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${all}\r\nConnection: close\r\n`;
+        const object = essence(await raw(app.port, `${head}Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`));
+        // As curl -X POST sends it, as fetch and proxies send it, and as a chunked client sends it.
+        expect(essence(await raw(app.port, `${head}\r\n`)), 'no body at all').toEqual(object);
+        expect(essence(await raw(app.port, `${head}Content-Length: 0\r\n\r\n`)), 'Content-Length: 0, no Content-Type').toEqual(object);
+        expect(essence(await raw(app.port, `${head}Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n`)), 'an empty chunked body').toEqual(object);
+      });
+
+      it('names the body, not a path parameter, when the body is a JSON array', async () => {
+        const response = await fetch(`${app.urls.baseUrl}/webhooks/wh_nothing_here/test`, { method: 'POST', headers: { authorization: `Bearer ${all}`, 'content-type': 'application/json' }, body: '[]' });
+        const problem = await problemOf(response, 400, 'invalid_request');
+        expect(problem).toMatchObject({ parameter: 'body', type: `${app.urls.siteUrl}/problems/invalid-request` });
+        expect(problem.remedy).toContain('JSON object');
+      });
     });
 
     it('still takes form bodies on the OAuth endpoints', async () => {

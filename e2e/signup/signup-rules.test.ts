@@ -1,4 +1,4 @@
-import { freePort } from '@agentroom/kit';
+import { freePort, SCOPES } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
@@ -132,6 +132,34 @@ describe('signup rules (embedded)', () => {
       expect(((await token.json()) as { error: string }).error).toBe('invalid_grant');
     }
     expect((await poll(flow)).status).toBe(202);
+  });
+
+  it('states the limit of scopes a signup asks, in the JSON and the form bodies of /openapi.json alike, and refuses one more on both', async () => {
+    interface Schema {
+      properties: Record<string, { maxItems?: number; pattern?: string; description?: string }>;
+    }
+    const openapi = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, { post: { requestBody: { content: Record<string, { schema: Schema }> } } }> };
+    const json = openapi.paths['/agent/signup/start']?.post.requestBody.content['application/json']?.schema.properties.scopes;
+    const form = openapi.paths['/oauth/device_authorization']?.post.requestBody.content['application/x-www-form-urlencoded']?.schema.properties.scope;
+    const limit = json?.maxItems ?? 0;
+    expect(limit).toBeGreaterThan(SCOPES.length);
+    // The form's list is one string: its pattern takes `limit` names and no more, and its description says so.
+    const names = (count: number): string => Array.from({ length: count }, (_, i) => SCOPES[i % SCOPES.length]).join(' ');
+    const pattern = new RegExp(form?.pattern ?? '');
+    expect(pattern.test(names(limit)), 'the form pattern takes the limit').toBe(true);
+    expect(pattern.test(names(limit + 1)), 'the form pattern refuses one more').toBe(false);
+    expect(form?.description).toContain(`at most ${limit}`);
+
+    const device = (count: number): Promise<Response> =>
+      fetch(`${app.urls.apiUrl}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: 'scope-counter', scope: names(count) }) });
+    expect((await device(limit)).status).toBe(200);
+    const tooMany = await device(limit + 1);
+    expect(tooMany.status).toBe(400);
+    expect(await tooMany.json()).toMatchObject({ error: 'invalid_scope' });
+    expect((await start({ scopes: names(limit).split(' ') })).status).toBe(200);
+    const refused = await start({ scopes: names(limit + 1).split(' ') });
+    expect(refused.status).toBe(400);
+    expect((await refused.json()) as Problem).toMatchObject({ parameter: 'scopes', detail: expect.stringContaining(`at most ${limit}`) });
   });
 
   it("names the new agent's id in the completed poll answer (and in the OAuth token answer)", async () => {

@@ -6,7 +6,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, type Hash } from 'node:crypto';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,11 @@ export function asImageUser(): { uid?: number; gid?: number } {
 export interface RuntimeTree {
   /** The folder that stands for the image's WORKDIR. */
   root: string;
+  /**
+   * The folder that stands for the base image's /usr/local/bin: the Node.js running these tests,
+   * put where the image's user can run it (see `stageNode`). The services' PATH starts with it.
+   */
+  nodeBin: string;
   /** How long `npm ci` took, in milliseconds (or copying its layer from the cache). */
   installMs: number;
   /** Whether the `npm ci` layer came from the layer cache, as `docker build` reuses it when nothing before it changed. */
@@ -101,6 +106,28 @@ function npmCi(root: string, flags: string[], line: number): Promise<void> {
 }
 
 /**
+ * The Node.js running these tests, in a folder of its own that the image's user can enter, as the
+ * base image holds its Node.js in /usr/local/bin: the project's Node.js often lies in the checkout
+ * (.tools/node24, from scripts/install-node.sh), and a checkout under a folder only its owner enters
+ * (root's home, a `mktemp -d`) would leave the image's user to find another node on PATH, or none.
+ * Hard-linked where it can be (the same file, no copy), its bytes copied otherwise.
+ */
+function stageNode(): { bin: string; folder: string } {
+  const folder = mkdtempSync(join(tmpdir(), 'agentroom-image-node-'));
+  const bin = join(folder, 'bin');
+  mkdirSync(bin);
+  for (const path of [folder, bin]) chmodSync(path, 0o755);
+  const node = join(bin, 'node');
+  try {
+    linkSync(process.execPath, node);
+  } catch {
+    copyFileSync(process.execPath, node);
+    chmodSync(node, 0o755);
+  }
+  return { bin, folder };
+}
+
+/**
  * Assembles the runtime tree, then makes all of it read-only: a service that needs to write
  * under its WORKDIR fails to start from it, as it would on a read-only root filesystem.
  */
@@ -108,10 +135,12 @@ export async function assembleRuntimeTree(repo: string, image: RuntimeImage, ign
   const root = mkdtempSync(join(tmpdir(), 'agentroom-image-'));
   // The image's user must be able to enter it, as it can enter /app.
   chmodSync(root, 0o755);
+  const node = stageNode();
   const remove = (): void => {
     // Root removes read-only files as they are; another user gives its folders write access back first.
     if (process.getuid?.() !== 0) spawnSync('find', [root, '-type', 'd', '-exec', 'chmod', 'u+w', '{}', '+']);
     rmSync(root, { recursive: true, force: true });
+    rmSync(node.folder, { recursive: true, force: true });
   };
   let installMs = 0;
   let cached = false;
@@ -135,7 +164,7 @@ export async function assembleRuntimeTree(repo: string, image: RuntimeImage, ign
     remove();
     throw error;
   }
-  return { root, installMs, cached, remove };
+  return { root, nodeBin: node.bin, installMs, cached, remove };
 }
 
 /**

@@ -116,6 +116,29 @@ describe('webhooks: an agent\'s own server hears of what concerns it, signed', (
     await client.close();
   });
 
+  it('takes test, rotate-secret and enable sent with no body (fetch sends Content-Length: 0 and no type), as with {}', async () => {
+    const [hook] = ((await (await api('GET', '/webhooks', listener)).json()) as { data: WebhookBody[] }).data;
+    const before = target.deliveries.length;
+    const tested = await api('POST', `/webhooks/${hook?.id}/test`, listener);
+    expect(tested.status).toBe(202);
+    const { message_id: messageId } = (await tested.json()) as { message_id: string };
+    await expect.poll(() => target.deliveries.length, { timeout: 2_000 }).toBe(before + 1);
+    expect(target.deliveries.at(-1)?.headers['webhook-id']).toBe(messageId);
+
+    const rotated = await api('POST', `/webhooks/${hook?.id}/rotate-secret`, listener);
+    expect(rotated.status).toBe(200);
+    const { secret } = (await rotated.json()) as WebhookBody;
+    expect(secret).toMatch(/^whsec_/);
+    expect((await api('POST', `/webhooks/${hook?.id}/test`, listener)).status).toBe(202);
+    await expect.poll(() => target.deliveries.length, { timeout: 2_000 }).toBe(before + 2);
+    const last = target.deliveries.at(-1) as Delivery;
+    expect(() => new Webhook(secret ?? '').verify(last.body, signatureHeaders(last.headers))).not.toThrow();
+
+    const enabled = await api('POST', `/webhooks/${hook?.id}/enable`, listener);
+    expect(enabled.status).toBe(200);
+    expect(await enabled.json()).toMatchObject({ id: hook?.id, enabled: true, failures_in_a_row: 0 });
+  });
+
   it('keeps at most five endpoints per agent, and deleting one stops its deliveries', async () => {
     for (let i = 0; i < 4; i += 1) expect((await api('POST', '/webhooks', listener, { url: `${target.url}/${i}`, events: ['reply'] })).status).toBe(201);
     const sixth = await api('POST', '/webhooks', listener, { url: `${target.url}/6`, events: ['reply'] });

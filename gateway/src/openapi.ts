@@ -41,7 +41,7 @@ import {
   signupPoll,
   tokenRequestForm,
 } from '@agentroom/api';
-import { PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES } from '@agentroom/kit';
+import { PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The problem document every error answers with (RFC 9457, plus `code` and `remedy`). */
@@ -291,13 +291,13 @@ const SCOPE_NAME = `(?:${SCOPES.join('|')})`;
 /**
  * The OAuth forms as the endpoints take them. Edge parses them loosely so that each mistake gets
  * RFC 6749's own error (invalid_scope, unsupported_grant_type, invalid_request naming the field);
- * the document says what succeeds: a non-empty list of scope names, and a device_code.
+ * the document says what succeeds: a list of 1 to SIGNUP_SCOPES_MAX scope names, and a device_code.
  */
 const deviceAuthorizationDocumented = deviceAuthorizationForm.extend({
   scope: z
     .string()
     .max(500)
-    .regex(new RegExp(`^ *${SCOPE_NAME}(?: +${SCOPE_NAME})* *$`))
+    .regex(new RegExp(`^ *${SCOPE_NAME}(?: +${SCOPE_NAME}){0,${SIGNUP_SCOPES_MAX - 1}} *$`))
     .describe(deviceAuthorizationForm.shape.scope.description ?? ''),
 });
 const revokeDocumented = revokeForm.extend({

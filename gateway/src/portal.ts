@@ -174,6 +174,18 @@ const EXAMPLE_FIELDS: Partial<Record<ProblemSlug, Record<string, unknown>>> = {
   'idempotency-key-invalid': { parameter: 'Idempotency-Key' },
 };
 
+/**
+ * Where MCP and A2A put a problem of `slug`, as HTML. MCP refuses a token tool without its token or
+ * scope at the HTTP level, so that a host can authorize (docs/decisions.md §9), and a bad token on
+ * any request.
+ */
+function overOtherProtocols(slug: ProblemSlug, status: number): string {
+  const a2a = 'over A2A, as the <code>data</code> of a JSON-RPC error.';
+  if (slug === 'no-token' || slug === 'scope-required') return `Over MCP a tool that needs a token answers it as HTTP ${status} with <code>WWW-Authenticate</code>, the same document as the <code>data</code> of a JSON-RPC error, never as a tool result; ${a2a}`;
+  if (slug === 'token-invalid' || slug === 'token-expired') return `Over MCP the request is refused as HTTP ${status} with <code>WWW-Authenticate</code> and this document; ${a2a}`;
+  return `Over MCP the same document comes back as a tool result with <code>isError: true</code>; ${a2a}`;
+}
+
 /** `/problems/<slug>`: what causes one problem, what fixes it, and an example answer. */
 export function problemPage(urls: PublicUrls, slug: ProblemSlug): string {
   const type = PROBLEM_TYPES[slug];
@@ -199,7 +211,7 @@ export function problemPage(urls: PublicUrls, slug: ProblemSlug): string {
 <p class="note">Each answer's <code>remedy</code> says it for the call at hand, worded for the protocol that made it: REST names the method and URL, MCP the tool and argument, A2A the method.</p>
 <h2>Example</h2>
 ${pre(`HTTP/1.1 ${status}\nContent-Type: application/problem+json\n\n${JSON.stringify(example, null, 2)}`)}
-<p class="note">Over MCP the same document comes back as a tool result with <code>isError: true</code>; over A2A, as the <code>data</code> of a JSON-RPC error.</p>`,
+<p class="note">${overOtherProtocols(slug, status)}</p>`,
   );
 }
 

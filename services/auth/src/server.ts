@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { DomainError, GrpcServer, isWellFormedRefreshToken, type Logger, SCOPES, unavailable } from '@agentroom/kit';
+import { DomainError, GrpcServer, isWellFormedRefreshToken, type Logger, SCOPES, SIGNUP_SCOPES_MAX, unavailable } from '@agentroom/kit';
 import { authProto, type AuthServiceHandlers, type WatchRevocationsResponse } from '@agentroom/proto';
 import { z } from 'zod';
 import type { Authorizations } from './authorization.js';
@@ -13,7 +13,7 @@ export const AUTH_SERVICE_NAME = 'agentroom.auth.v1.AuthService';
 
 // gRPC fields are outside data too: typed and bounded here, judged by the domain.
 const startRequest = z.object({
-  scopes: z.array(z.string().max(64)).max(20),
+  scopes: z.array(z.string().max(64)).max(SIGNUP_SCOPES_MAX),
   agentName: z.string().max(1_000),
   clientId: z.string().max(1_000),
   bearerToken: z.string().max(1_000),
@@ -51,7 +51,7 @@ function given(value: string): string | undefined {
 const provisionRequest = z.object({
   humanName: z.string().max(1_000),
   agentName: z.string().max(1_000),
-  scopes: z.array(z.string().max(64)).max(20),
+  scopes: z.array(z.string().max(64)).max(SIGNUP_SCOPES_MAX),
   reason: z.string().max(1_000),
 });
 

@@ -16,6 +16,13 @@ export const MENTIONS_MAX = 20;
 export const MESSAGE_TEXT_MAX = 2_000;
 
 /**
+ * The most scope names one signup (or provisioning) asks for, repeats counted: startSignup's JSON
+ * array, the OAuth device authorization form's space-separated list. Edge's schemas and auth's gRPC
+ * boundary enforce it, the OpenAPI document states it.
+ */
+export const SIGNUP_SCOPES_MAX = 20;
+
+/**
  * How many of the newest tokens of each of a human's lists (approved, provisioned) the forms that
  * choose an agent offer: auth reads that many, the room page's form says so when there are more.
  */

@@ -36,7 +36,7 @@ export interface McpEndpoint {
 }
 
 const INSTRUCTIONS =
-  'Agent Room is a shared room where agents approved by humans post short messages and send each other direct messages. Call room_overview first. Reading the room needs no token; posting and direct messages need a bearer token a human approved (room_how_to_connect gives the steps). A failed tool call answers isError with a problem document whose remedy says what to do next.';
+  'Agent Room is a shared room where agents approved by humans post short messages and send each other direct messages. Call room_overview first. Reading the room needs no token; posting and direct messages need a bearer token a human approved (room_how_to_connect gives the steps). A failed tool call answers isError with a problem document whose remedy says what to do next; a token tool called without its token or scope is refused with HTTP 401 or 403 instead, for the host to authorize.';
 
 /** The JSON-RPC error code of a token tool refused at the HTTP level (server errors are -32000 to -32099). */
 const AUTHORIZATION_ERROR = -32001;

@@ -438,7 +438,11 @@ function invalidInput(op: Operation, error: z.ZodError): DomainError {
       fields: { parameter: issue.keys[0] ?? '', expected: `${onlyTakes(Object.keys(shape))}${rule}` },
     });
   }
-  // A body that is not an object at all names the first field it should have held.
+  // A body that is not an object at all (a JSON array) is named itself: not the first field, which
+  // may be a path's parameter the request got right.
+  if (issue?.code === 'invalid_type' && issue.path.length === 0) {
+    return new DomainError('invalid-request', { detail: 'The body is not a JSON object; this operation takes its input as one.', fields: { parameter: 'body', expected: 'a JSON object' } });
+  }
   const parameter = typeof issue?.path[0] === 'string' ? issue.path[0] : (Object.keys(shape)[0] ?? 'body');
   // The field's own problem when its schema names one: a bad cursor, a malformed id that names nothing.
   const own = fieldRuleOf(shape[parameter])?.invalid;

@@ -34,7 +34,8 @@ export function inputOf(binding: RestBinding, core: Core, req: Request): unknown
   const params = req.params as Record<string, string>;
   if (binding.from === 'query') return { ...queryInput(binding, core, req.query as Record<string, unknown>), ...params };
   const body: unknown = req.body;
-  // A JSON object is the input; anything else (no body, a JSON string, a raw body) fails validation as sent.
+  // No body (or one of no bytes: kit's parsers leave none) is an empty input, with the path's
+  // parameters; a JSON object is the input; anything else (a JSON array) fails validation as sent.
   if (body === undefined) return { ...params };
   if (typeof body === 'object' && body !== null && !Array.isArray(body) && !Buffer.isBuffer(body)) return { ...(body as Record<string, unknown>), ...params };
   return body;
@@ -104,8 +105,7 @@ export function restRoutes(core: Core, surface: Surface, base: RestBase): Router
 
 /** Whether a request's body, if it has one, is JSON. A POST without a body (or with an empty one) is left to validation. */
 function isJsonBody(req: Request): boolean {
-  const length = req.headers['content-length'];
-  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) > 0);
-  if (!hasBody) return true;
+  // Untyped bytes read to none (chunked or not) leave no body (kit's parsers); a typed one says `Content-Length: 0`.
+  if (req.body === undefined || req.headers['content-length'] === '0') return true;
   return typeof req.is(['application/json', 'application/*+json']) === 'string';
 }

@@ -106,6 +106,16 @@ export function parseJsonBytes(bytes: Buffer): unknown {
   }
 }
 
+/**
+ * A body of no bytes that no parser made a value of (`Content-Length: 0` without a JSON or form
+ * type, as fetch and proxies send a POST without a body) is no body, as when nothing was sent at all
+ * (curl's `-X POST`): not zero raw bytes that a route would take for a body that is not an object.
+ */
+const emptyBodyIsNone: RequestHandler = (req, _res, next) => {
+  if (Buffer.isBuffer(req.body) && req.body.length === 0) req.body = undefined;
+  next();
+};
+
 export interface HttpApp {
   app: Express;
   /** Adds the 404 problem for unknown routes and the error handler; call after the routes. */
@@ -151,6 +161,7 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
     express.urlencoded({ limit: BODY_LIMIT_BYTES, extended: false, parameterLimit: 50 }),
     // Any other body still counts against the limit, so 413 holds whatever the content type.
     express.raw({ limit: BODY_LIMIT_BYTES, type: () => true }),
+    emptyBodyIsNone,
   );
   if (options.idempotency) app.use(idempotency(options.idempotency, options.log));
   const answerError = errorHandler(options);
