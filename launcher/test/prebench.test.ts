@@ -23,7 +23,7 @@ describe("npm run bench's preparation", () => {
     const steps = (scripts.prebench ?? '').split('&&').map((step) => step.trim());
     // The build comes last; every step before it installs, and runs here in a folder with the
     // project's scripts and nothing installed, as a fresh clone has them.
-    expect(steps.at(-1)).toBe('npm run build --silent');
+    expect(steps.at(-1)).toBe("bash scripts/with-node.sh 'npm run build --silent'");
     const clone = mkdtempSync(join(tmpdir(), 'agentroom-prebench-'));
     folders.push(clone);
     cpSync(join(root, 'scripts'), join(clone, 'scripts'), { recursive: true });
