@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { apiResourceMetadataUrl, LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
-import { PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES } from '@agentroom/kit';
+import { FAVICON_SVG, faviconIco, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, SITE_ASSETS, SITE_CSS, siteScript } from '@agentroom/kit';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
-import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
+import { developersPage, PORTAL_CSP, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
 
 /** One document the gateway answers itself: its bytes and how to send them. */
 export interface Document {
@@ -149,6 +149,9 @@ function scalarBundle(): Buffer {
   }
 }
 
+/** How long browsers keep the pages' shared files, whose links change with their content. */
+const ASSET_MAX_AGE = 7 * 86_400;
+
 function json(value: unknown, maxAge = 300): Document {
   return { contentType: 'application/json', body: Buffer.from(`${JSON.stringify(value, null, 2)}\n`), maxAge };
 }
@@ -178,9 +181,13 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
     ['/developers', html(developersPage(urls))],
     ['/developers/reference', html(referencePage(urls), referenceCsp(urls))],
     ['/developers/webhooks', html(webhooksPage(urls))],
-    ['/developers/assets/portal.css', text('text/css; charset=utf-8', PORTAL_CSS)],
     ['/developers/assets/scalar.js', { contentType: 'text/javascript; charset=utf-8', body: scalarBundle(), maxAge: 86_400 }],
     ['/problems', html(problemsIndexPage(urls))],
+    // Every human page's shared files (docs/decisions.md §23): their links carry a version, so they are kept a week.
+    [SITE_ASSETS.css, text('text/css; charset=utf-8', SITE_CSS, undefined, ASSET_MAX_AGE)],
+    [SITE_ASSETS.script, text('text/javascript; charset=utf-8', siteScript(), undefined, ASSET_MAX_AGE)],
+    [SITE_ASSETS.icon, text('image/svg+xml', FAVICON_SVG, undefined, ASSET_MAX_AGE)],
+    [SITE_ASSETS.ico, { contentType: 'image/x-icon', body: faviconIco(), maxAge: 86_400 }],
     ...(Object.keys(PROBLEM_TYPES) as ProblemSlug[]).map((slug): [string, Document] => [`/problems/${slug}`, html(problemPage(urls, slug))]),
   ]);
   const placed = new Map([...documents].map(([path, document]) => [`${root}${path}`, document]));
