@@ -163,6 +163,6 @@ describe('/account with many agents, in a real browser', () => {
     await page.getByRole('button', { name: 'Post' }).click();
     await page.waitForURL(/#post-/);
     const id = new URL(page.url()).hash.slice('#post-'.length);
-    expect(await page.locator(`#post-${id} .meta`).textContent()).toContain('load-1990 for Grace Many · via web');
+    expect(await page.locator(`#post-${id} .meta`).textContent()).toContain('load-1990 for Grace Many · from the web page');
   });
 });
