@@ -803,8 +803,8 @@ function egressFlows(r: Rendered, from?: string): string[] {
 }
 
 describe("auth's egress", () => {
-  it('auth reaches exactly what it calls: DNS, room, Redis, and HTTPS on public addresses for client metadata documents', () => {
-    expect(egressFlows(of('defaults'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> public:443', 'auth -> redis:6379', 'auth -> room:50051']);
+  it('auth reaches exactly what it calls: DNS, room, delivery, Redis, and HTTPS on public addresses for client metadata documents', () => {
+    expect(egressFlows(of('defaults'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> delivery:50054', 'auth -> public:443', 'auth -> redis:6379', 'auth -> room:50051']);
     // Both address families, each without its private, loopback, link-local and shared ranges.
     const policy = networkPolicy.parse(of('defaults').find('NetworkPolicy', `${FULLNAME}-auth-egress`));
     expect(policy.spec.egress.find((rule) => rule.ports.some((p) => p.port === 443))?.to).toEqual([{ ipBlock: PUBLIC_V4 }, { ipBlock: PUBLIC_V6 }]);
@@ -816,8 +816,15 @@ describe("auth's egress", () => {
     expect(egressFlows(r, 'auth')).toContain(`auth -> room:${port}`);
   });
 
+  it('the delivery it may reach, for the webhooks /account shows, is where DELIVERY_ADDR leads, and delivery admits it there', () => {
+    const r = of('defaults');
+    const [, port] = dialTarget(r.deployment('auth').spec.template.spec.containers[0]!.env.find((v) => v.name === 'DELIVERY_ADDR')!.value!);
+    expect(egressFlows(r, 'auth')).toContain(`auth -> delivery:${port}`);
+    expect(r.flows()).toContain(`auth -> delivery:${port}`);
+  });
+
   it('an external Redis is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
-    expect(egressFlows(of('external-secret'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> any:6379', 'auth -> public:443', 'auth -> room:50051']);
+    expect(egressFlows(of('external-secret'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> any:6379', 'auth -> delivery:50054', 'auth -> public:443', 'auth -> room:50051']);
     const ports = await render('egress-redis-ports', { redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } }, auth: { egress: { externalRedisPorts: [7000, 7001] } } });
     expect(egressFlows(ports, 'auth').filter((flow) => flow.startsWith('auth -> any:7'))).toEqual(['auth -> any:7000', 'auth -> any:7001']);
     expect(of('external-url').find('NetworkPolicy', `${FULLNAME}-auth-egress`)).toBeUndefined();
@@ -825,7 +832,7 @@ describe("auth's egress", () => {
 
   it('auth.egress.clientMetadata.enabled=false leaves auth no way out to the internet', async () => {
     const off = await render('egress-no-metadata', { auth: { egress: { clientMetadata: { enabled: false } } } });
-    expect(egressFlows(off, 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> redis:6379', 'auth -> room:50051']);
+    expect(egressFlows(off, 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> delivery:50054', 'auth -> redis:6379', 'auth -> room:50051']);
   });
 });
 
@@ -864,11 +871,11 @@ describe("delivery's egress", () => {
     expect(r.flows()).toContain('delivery -> redis:6379');
   });
 
-  it('only edge calls delivery, on the port DELIVERY_ADDR names', () => {
+  it('only edge and auth call delivery, on the port DELIVERY_ADDR names', () => {
     const r = of('defaults');
     const [, port] = dialTarget(r.deployment('edge').spec.template.spec.containers[0]!.env.find((v) => v.name === 'DELIVERY_ADDR')!.value!);
-    expect(r.flows().filter((flow) => / -> delivery:/.test(flow))).toEqual([`edge -> delivery:${port}`, 'prometheus -> delivery:9090']);
-    for (const svc of SERVICES.filter((name) => name !== 'edge')) {
+    expect(r.flows().filter((flow) => / -> delivery:/.test(flow))).toEqual([`auth -> delivery:${port}`, `edge -> delivery:${port}`, 'prometheus -> delivery:9090']);
+    for (const svc of SERVICES.filter((name) => name !== 'edge' && name !== 'auth')) {
       expect(r.deployment(svc).spec.template.spec.containers[0]!.env.map((v) => v.name), svc).not.toContain('DELIVERY_ADDR');
     }
   });
@@ -910,6 +917,7 @@ describe('NetworkPolicies', () => {
     'delivery -> messaging:50052',
     'prometheus -> messaging:9090',
     'edge -> delivery:50054',
+    'auth -> delivery:50054',
     'prometheus -> delivery:9090',
     'room -> redis:6379',
     'messaging -> redis:6379',

@@ -532,9 +532,9 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
     it('asks first, then revokes: the access token is refused within a second and the refresh token is invalid_grant', async () => {
       const tokens = await connected({}, {}, 'revoke-me');
       const account = await (await fetch(`${site}/account`, { headers: { cookie } })).text();
-      const table = /<table[^>]*data-testid="connections"[^>]*>([\s\S]*?)<\/table>/.exec(account)?.[1] ?? '';
-      const row = table.split('<tr').find((r) => r.includes('as revoke-me'));
-      expect(row, 'a row of the connections table names the agent').toBeDefined();
+      // Each connection is listed under its agent, with its own revoke form.
+      const row = account.split('<li class="grant connection">').find((r) => r.includes('connected as revoke-me'));
+      expect(row, 'a connection of the list names the agent').toBeDefined();
       const connectionId = inputValue(row ?? '', 'connection_id');
       const csrf = inputValue(account, 'csrf');
       const revoke = (fields: Record<string, string>): Promise<Response> =>
@@ -561,6 +561,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
   });
 
   describe('several connections of one host as one agent (one client_id, installed on several machines)', () => {
+    /** The connections /account lists as `agentName`, each item's markup up to the next. */
+    const connectionItems = (account: string, agentName: string): string[] => account.split('<li class="grant connection">').slice(1).filter((item) => item.includes(`connected as ${agentName}<`));
+    /** When a listed connection was approved: the first time of its item. */
+    const approvedOf = (item: string): string => /<time datetime="([^"]+)"/.exec(item)?.[1] ?? '';
+
     it(`keeps ${HOST_CONNECTIONS_MAX}, each listed on /account: the exchange of one more revokes the oldest approved`, async () => {
       const connections: IssuedTokens[] = [await connected({}, {}, 'fleet-host')];
       const agentId = connections[0]?.agent_id ?? '';
@@ -577,12 +582,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
         expect(mcp.status).toBe(200);
         await mcp.body?.cancel();
       }
-      // Ten rows as fleet-host, told apart by their approval minutes, each with its own Revoke.
+      // Ten connections as fleet-host, told apart by their approval times, each with its own Revoke.
       const account = await (await fetch(`${site}/account`, { headers: { cookie } })).text();
-      const table = /<table[^>]*data-testid="connections"[^>]*>([\s\S]*?)<\/table>/.exec(account)?.[1] ?? '';
-      const rows = table.split('<tr').filter((row) => row.includes('as fleet-host'));
+      const rows = connectionItems(account, 'fleet-host');
       expect(rows).toHaveLength(HOST_CONNECTIONS_MAX);
-      const approvedAt = rows.map((row) => /data-label="Approved">([^<]*)</.exec(row)?.[1]);
+      const approvedAt = rows.map(approvedOf);
       expect(new Set(approvedAt).size).toBe(HOST_CONNECTIONS_MAX);
       expect(new Set(rows.map((row) => inputValue(row, 'connection_id'))).size).toBe(HOST_CONNECTIONS_MAX);
     });
@@ -592,10 +596,9 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       clock.advance(60_000);
       const second = await connected({}, {}, undefined, first.agent_id);
       const account = await (await fetch(`${site}/account`, { headers: { cookie } })).text();
-      const rows = (/<table[^>]*data-testid="connections"[^>]*>([\s\S]*?)<\/table>/.exec(account)?.[1] ?? '').split('<tr').filter((row) => row.includes('as twice-host'));
+      const rows = connectionItems(account, 'twice-host');
       expect(rows).toHaveLength(2);
       // The human tells the two apart by when each was approved.
-      const approvedOf = (row: string): string => /data-label="Approved">([^<]*)</.exec(row)?.[1] ?? '';
       const olderRow = [...rows].sort((a, b) => approvedOf(a).localeCompare(approvedOf(b)))[0] ?? '';
       expect(approvedOf(olderRow)).not.toBe(approvedOf(rows.find((row) => row !== olderRow) ?? ''));
       const revoke = (fields: Record<string, string>): Promise<Response> =>
@@ -730,7 +733,7 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       const { response, html } = await answer(request(challenge, { client_id: client }), 'approve', 'documented-host');
       expect(requests).toContain('/good.json');
       expect(html).toContain('Loopback Test Host');
-      expect(html).toContain('(from 127.0.0.1)');
+      expect(html).toContain('<span class="badge">from 127.0.0.1</span>');
       expect(html).not.toContain('data-testid="unverified"');
       const location = expectAuthorizationResponse(app, response);
       const answered = await exchange({ code: location.searchParams.get('code') ?? '', verifier, clientId: client });

@@ -150,7 +150,8 @@ describe('openid-client as an MCP host: discovery, PKCE, a human approving in ch
     await page.waitForURL(/\/authorize\?/);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Connect OIDC Client Host to the room?');
     expect(await page.getByTestId('unverified').count()).toBe(1);
-    expect(await page.locator('ul.scopes li').allTextContents()).toEqual([expect.stringMatching(/^agents:read/), expect.stringMatching(/^posts:write/)]);
+    // Each scope in plain words, then its name.
+    expect(await page.locator('ul.scopes li').allTextContents()).toEqual([expect.stringMatching(/ agents:read$/), expect.stringMatching(/ posts:write$/)]);
     await page.getByLabel("The new agent's name").fill('oidc-host');
     await page.getByRole('button', { name: 'Approve' }).click();
     // The browser follows the 303 to the host's loopback redirect URI (the page's CSP form-action lets it).
@@ -195,8 +196,8 @@ describe('openid-client as an MCP host: discovery, PKCE, a human approving in ch
 
     // /account lists the connection.
     await page.goto(`${site}/account`);
-    const connections = page.getByTestId('connections');
-    expect(await connections.getByRole('row').filter({ hasText: 'OIDC Client Host' }).textContent()).toContain('as oidc-host');
+    const connection = page.locator('li.agent', { has: page.getByRole('heading', { name: 'oidc-host' }) }).locator('li.grant.connection');
+    expect(await connection.filter({ hasText: 'OIDC Client Host' }).textContent()).toContain('connected as oidc-host');
 
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token as string);
     expect(refreshed.access_token).toMatch(/^agt_/);

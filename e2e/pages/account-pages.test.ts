@@ -28,9 +28,9 @@ describe('/account with many agents, in a real browser', () => {
   /** Auth's clock, moved on a millisecond after each agent, so that "newest first" is one order the test can name. */
   const clock = new MovableClock();
 
-  /** The rows of agents (those with a Revoke button) in `scope`, by their visible name. */
+  /** The agents listed in `scope`, by their visible name. */
   async function agentNames(scope: ReturnType<Page['locator']>): Promise<string[]> {
-    return scope.locator('tbody tr td:first-child strong').allTextContents();
+    return scope.locator('li.agent h3').allTextContents();
   }
 
   beforeAll(async () => {
@@ -59,7 +59,7 @@ describe('/account with many agents, in a real browser', () => {
 
   it('lists the approved agents 50 to a page, newest first, with a link to the older ones and back to the newest', async () => {
     await page.goto(`${app.urls.siteUrl}/account`);
-    const list = page.locator('main > table.agents');
+    const list = page.locator('#approved');
     expect(await agentNames(list)).toEqual([...approved].reverse().slice(0, PAGE_SIZE));
     const pager = page.getByRole('navigation', { name: 'Pages of the agents you approved' });
     expect(await pager.textContent()).toContain('1 to 50 of 55, newest first');
@@ -72,7 +72,7 @@ describe('/account with many agents, in a real browser', () => {
     expect(await pager.getByRole('link', { name: 'Older' }).count()).toBe(0);
 
     // Revoking from the second page works as on the first: the question, the CSRF token, the answer.
-    await page.getByRole('row').filter({ hasText: 'approved-01' }).getByRole('button', { name: 'Revoke the token of approved-01' }).click();
+    await page.locator('li.agent').filter({ hasText: 'approved-01' }).getByRole('button', { name: 'Revoke the token of approved-01' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Revoke approved-01?');
     await page.getByRole('button', { name: 'Revoke', exact: true }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Revoked');
@@ -95,17 +95,17 @@ describe('/account with many agents, in a real browser', () => {
     }
     await page.goto(`${app.urls.siteUrl}/account`);
     // The approved agents stay where they were, the first thing on the page.
-    expect(await agentNames(page.locator('main > table.agents'))).toEqual([...approved].reverse().slice(0, PAGE_SIZE));
+    expect(await agentNames(page.locator('#approved'))).toEqual([...approved].reverse().slice(0, PAGE_SIZE));
     const group = page.locator('details#provisioned');
     const summary = group.locator('summary');
     expect(await summary.textContent()).toBe('Provisioned by an operator: 2,000 agents');
     // Folded: its rows are not shown until the human opens it.
     expect(await group.getAttribute('open')).toBeNull();
-    expect(await group.locator('tbody tr').count()).toBe(PAGE_SIZE);
-    expect(await group.locator('tbody tr').first().isVisible()).toBe(false);
+    expect(await group.locator('li.agent').count()).toBe(PAGE_SIZE);
+    expect(await group.locator('li.agent').first().isVisible()).toBe(false);
 
     await summary.click();
-    const rows = group.locator('tbody tr');
+    const rows = group.locator('li.agent');
     expect(await rows.count()).toBe(PAGE_SIZE);
     expect(await agentNames(group)).toEqual(Array.from({ length: PAGE_SIZE }, (_, i) => `load-${2_000 - i}`));
     expect(await rows.first().textContent()).toContain('Provisioned by an operator: k6 load test');
@@ -118,7 +118,7 @@ describe('/account with many agents, in a real browser', () => {
     expect(await group.getAttribute('open')).toBe('');
     expect(await agentNames(group)).toEqual(Array.from({ length: PAGE_SIZE }, (_, i) => `load-${1_950 - i}`));
     expect(await pager.textContent()).toContain('51 to 100 of 2,000, newest first');
-    expect((await agentNames(page.locator('main > table.agents')))[0]).toBe('approved-55');
+    expect((await agentNames(page.locator('#approved')))[0]).toBe('approved-55');
     // The group and its pager fit the narrowest phone the pages are made for, as the rest of the page does.
     await page.setViewportSize({ width: 360, height: 740 });
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
@@ -163,6 +163,6 @@ describe('/account with many agents, in a real browser', () => {
     await page.getByRole('button', { name: 'Post' }).click();
     await page.waitForURL(/#post-/);
     const id = new URL(page.url()).hash.slice('#post-'.length);
-    expect(await page.locator(`#post-${id} .meta`).textContent()).toContain('load-1990 for Grace Many · via web');
+    expect(await page.locator(`#post-${id} .meta`).textContent()).toContain('load-1990 for Grace Many · from the web page');
   });
 });

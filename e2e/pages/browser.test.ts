@@ -84,6 +84,47 @@ describe('a human approves an agent in a real browser', () => {
     expect(problem.type).toMatch(/\/problems\/signup-declined$/);
   });
 
+  it('says so kindly when the human who answered a link opens it again, approved or declined; anyone else reads the usual refusal', async () => {
+    const flow = await startSignup(['posts:write'], 'again');
+    await page.goto(flow.verification_uri_complete);
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Approved');
+    // The agent takes its token: the signup itself is gone.
+    clock.advance(INTERVAL_SECONDS * 1000);
+    expect((await poll(flow)).status).toBe(200);
+    const reopened = await page.goto(flow.verification_uri_complete);
+    expect(reopened?.status()).toBe(200);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('You already approved again');
+    expect(await page.getByRole('status').textContent()).toContain('you approved again');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    // The approval's form sent again (from the history) reads the same, and approves nothing twice.
+    const resent = await page.evaluate(async (userCode) => {
+      const csrf = document.querySelector<HTMLInputElement>('input[name=csrf]')?.value ?? '';
+      const response = await fetch('/device', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, user_code: userCode, decision: 'approve' }).toString() });
+      return { status: response.status, text: await response.text() };
+    }, flow.user_code);
+    expect(resent.status).toBe(200);
+    expect(resent.text).toContain('You already approved again');
+
+    const declined = await startSignup(['posts:write'], 'refused');
+    await page.goto(declined.verification_uri_complete);
+    await page.getByRole('button', { name: 'Decline' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Declined');
+    await page.goto(declined.verification_uri_complete);
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('You already declined refused');
+    expect(await page.textContent('main')).toContain('refused gets no token');
+
+    // Another human learns nothing about a code someone else answered.
+    const stranger = await (await browser.newContext()).newPage();
+    await stranger.goto(declined.verification_uri_complete);
+    await stranger.getByLabel('Your name, as agents you approve will show it').fill('Someone Else');
+    await stranger.getByLabel('Password (8 characters or more)').fill('correct horse battery');
+    await stranger.getByRole('button', { name: 'Create account' }).click();
+    await stranger.waitForURL(/\/device\?user_code=/);
+    expect(await stranger.getByRole('alert').textContent()).toContain('No signup waits for this code');
+    await stranger.context().close();
+  });
+
   it('says a mistyped code is wrong without telling anything about other codes', async () => {
     await page.goto(`${app.urls.siteUrl}/device`);
     await page.getByLabel('Code').fill('BBBB-BBBB');
@@ -101,7 +142,7 @@ describe('a human approves an agent in a real browser', () => {
     expect((await post(app, token, { text: 'still trusted' })).status).toBe(201);
 
     await page.goto(`${app.urls.siteUrl}/account`);
-    const row = page.getByRole('row').filter({ hasText: 'short-lived' });
+    const row = page.locator('li.agent').filter({ hasText: 'short-lived' });
     expect(await row.textContent()).toContain('posts:write');
     await row.getByRole('button', { name: /Revoke/ }).click();
     // Revoking asks first; only the confirmation revokes.

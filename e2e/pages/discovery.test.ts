@@ -26,6 +26,8 @@ function expectedType(url: string): RegExp {
   if (url.endsWith('.md')) return /^text\/markdown/;
   if (url.endsWith('.css')) return /^text\/css/;
   if (url.endsWith('.js')) return /^text\/javascript/;
+  if (url.endsWith('.svg')) return /^image\/svg\+xml/;
+  if (url.endsWith('.ico')) return /^image\/x-icon/;
   return /^text\/html/;
 }
 
@@ -77,7 +79,7 @@ describe('discovery: from the site address to everything else', () => {
       const response = await fetch(url);
       expect(response.status, url).toBe(200);
       expect(response.headers.get('content-type'), url).toMatch(expectedType(pathname));
-      if (pathname.endsWith('.js') || pathname.endsWith('.css')) continue;
+      if (/\.(js|css|svg|ico)$/.test(pathname)) continue;
       const body = await response.text();
       const next = expectedType(pathname).source.includes('json') ? [...urlsIn(JSON.parse(body))] : linksIn(body, url);
       for (const link of next) if (link.startsWith(site) && !link.includes('#')) queue.push(link);
@@ -86,6 +88,8 @@ describe('discovery: from the site address to everything else', () => {
     for (const path of ['/openapi.json', '/llms.txt', '/auth.md', '/developers', '/developers/reference', '/developers/reference/interactive', '/problems', '/problems/scope-required', '/.well-known/agent-card.json', '/.well-known/oauth-protected-resource/api/mcp', '/authorize']) {
       expect(seen, path).toContain(`${site}${path}`);
     }
+    // The pages' shared files, linked from every page with their version.
+    for (const path of ['/assets/site.css', '/favicon.svg']) expect([...seen].some((url) => url.startsWith(`${site}${path}?v=`)), path).toBe(true);
     // The authorization endpoint is auth's page (HTML), not edge's 404 problem, even asked without a client.
     const page = await fetch(authorize, { headers: { accept: 'text/html' } });
     expect(page.status, authorize).not.toBe(404);
@@ -114,7 +118,23 @@ describe('discovery: from the site address to everything else', () => {
     const manifest = JSON.stringify(await (await fetch(`${site}/.well-known/ai-agent.json`)).json());
     // Human pages and the human step of the signup are reached from links a human follows, not by agents;
     // assets are loaded by the pages that need them; OAuth endpoints are in the OAuth metadata.
-    const PRIVATE = new Set(['/signin', '/signout', '/device', '/account', '/account/revoke', '/assets/', '/api/agent/signup/complete', '/api/oauth/', '/developers/', '/problems/', '/api/a2a/']);
+    const PRIVATE = new Set([
+      '/signin',
+      '/signout',
+      '/device',
+      '/account',
+      '/account/revoke',
+      '/assets/',
+      '/assets/site.css',
+      '/assets/site.js',
+      '/favicon.svg',
+      '/favicon.ico',
+      '/api/agent/signup/complete',
+      '/api/oauth/',
+      '/developers/',
+      '/problems/',
+      '/api/a2a/',
+    ]);
     const resolved = resolveRoutes(app.urls);
     for (const route of resolved) {
       const url = `${site}${route.path}`;
@@ -168,6 +188,10 @@ describe('discovery: from the site address to everything else', () => {
     const html = await page.text();
     expect(html).toContain(`href="${site}/developers"`);
     expect(html).toContain(`href="${site}/"`);
+    // In the look of every other page: the shared stylesheet and icon, which its policy allows.
+    expect(html).toMatch(new RegExp(`<link rel="stylesheet" href="${site}/assets/site\\.css\\?v=[\\w-]+">`));
+    expect(html).toMatch(new RegExp(`<link rel="icon" href="${site}/favicon\\.svg\\?v=[\\w-]+" type="image/svg\\+xml">`));
+    expect(page.headers.get('content-security-policy')).toContain("style-src 'self'");
     const api = await fetch(`${site}/no-such-page`);
     expect(api.status).toBe(404);
     expect(api.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -201,7 +225,8 @@ describe('discovery documents follow the deployment addresses', () => {
       const rootPath = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
       expect([...documents.keys()]).toContain(`${rootPath}/.well-known/ai-agent.json`);
       for (const [path, document] of documents) {
-        if (path.endsWith('.js') || path.endsWith('.css')) continue;
+        // Code and images: the pages' script and stylesheet, the icon (its SVG namespace is a URL).
+        if (/\.(js|css|svg|ico)$/.test(path)) continue;
         const body = document.body.toString('utf8');
         const hosts = new Set([...body.matchAll(/https?:\/\/([a-z0-9.-]+(?::\d+)?)/gi)].map((m) => m[1] as string));
         for (const host of hosts) {

@@ -45,6 +45,18 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     expect(measured.scrollWidth, `${what}: ${page.url()}`).toBeLessThanOrEqual(PHONE.width);
   }
 
+  /**
+   * The ids and times of the page that a line break cuts in two, or that fill more than a line: none
+   * should (an id too long for its line is cut with an ellipsis, and whole in its title).
+   */
+  function unbroken(): Promise<string[]> {
+    return page.evaluate(() =>
+      Array.from(document.querySelectorAll<HTMLElement>('main .id, main time'))
+        .filter((element) => element.getClientRects().length !== 1 || element.getBoundingClientRect().height > Number.parseFloat(getComputedStyle(element).fontSize) * 2)
+        .map((element) => element.outerHTML),
+    );
+  }
+
   beforeAll(async () => {
     app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     browser = await launchChromium();
@@ -62,11 +74,13 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     expect(await page.evaluate(() => window.innerWidth)).toBe(PHONE.width);
     await expectNoOverflow('/signin');
 
-    // A wrong password shows the sign-in page again with its error.
+    // A wrong password shows the sign-in page again with its error, the name as typed, the password empty.
     await page.getByLabel('Name', { exact: true }).fill('nobody-here');
     await page.getByLabel('Password', { exact: true }).fill('not the password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('do not match');
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('nobody-here');
+    expect(await page.getByLabel('Password', { exact: true }).inputValue()).toBe('');
     await expectNoOverflow('/signin with an error');
 
     const flow = await startSignup(['posts:write', 'agents:read', 'messages:read', 'messages:write'], LONG_NAME);
@@ -97,10 +111,11 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     }
     await page.goto(`${app.urls.siteUrl}/account`);
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Your agents');
-    const rows = page.getByRole('row').filter({ has: page.getByRole('button', { name: /Revoke/ }) });
+    const rows = page.locator('li.agent').filter({ has: page.getByRole('button', { name: /Revoke/ }) });
     expect(await rows.count()).toBe(4);
     expect(await rows.filter({ hasText: LONG_NAME }).textContent()).toContain('messages:write');
     await expectNoOverflow('/account');
+    expect(await unbroken(), 'ids and times on /account').toEqual([]);
 
     await rows.filter({ hasText: LONG_NAME }).getByRole('button', { name: /Revoke/ }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(`Revoke ${LONG_NAME}?`);
@@ -114,7 +129,7 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     expect((await post(app, token, { text: 'before anything' })).status).toBe(201);
 
     await page.goto(`${app.urls.siteUrl}/account`);
-    const row = page.getByRole('row').filter({ hasText: 'careful' });
+    const row = page.locator('li.agent').filter({ hasText: 'careful' });
     const revoke = row.getByRole('button', { name: 'Revoke the token of careful' });
     await revoke.focus();
     await page.keyboard.press('Enter');
@@ -131,15 +146,15 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     expect(await keep.evaluate((element) => element === document.activeElement)).toBe(true);
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/account$/);
-    expect(await page.getByRole('row').filter({ hasText: 'careful' }).count()).toBe(1);
+    expect(await page.locator('li.agent').filter({ hasText: 'careful' }).count()).toBe(1);
     expect((await post(app, token, { text: 'kept' })).status).toBe(201);
 
-    await page.getByRole('row').filter({ hasText: 'careful' }).getByRole('button', { name: /Revoke/ }).click();
+    await page.locator('li.agent').filter({ hasText: 'careful' }).getByRole('button', { name: /Revoke/ }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Revoke careful?');
     await page.getByRole('button', { name: 'Revoke', exact: true }).focus();
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Revoked');
-    expect(await page.getByRole('row').filter({ hasText: 'careful' }).count()).toBe(0);
+    expect(await page.locator('li.agent').filter({ hasText: 'careful' }).count()).toBe(0);
     await expectNoOverflow('/account after revoking');
     const refused = await post(app, token, { text: 'not any more' });
     expect(refused.status).toBe(401);
@@ -150,7 +165,7 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     const { token } = await signUp(app, ['posts:write'], 'guarded', human);
     await page.goto(`${app.urls.siteUrl}/account`);
     const tokenId = await page
-      .getByRole('row')
+      .locator('li.agent')
       .filter({ hasText: 'guarded' })
       .locator('input[name=token_id]')
       .getAttribute('value');
@@ -168,7 +183,7 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     expect((await post(app, token, { text: 'still here' })).status).toBe(201);
 
     // The confirmation form carries the session's CSRF token; asking about a token of nobody's is not found.
-    await page.getByRole('row').filter({ hasText: 'guarded' }).getByRole('button', { name: /Revoke/ }).click();
+    await page.locator('li.agent').filter({ hasText: 'guarded' }).getByRole('button', { name: /Revoke/ }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Revoke guarded?');
     const form = page.locator('main form');
     expect(await form.locator('input[name=csrf]').getAttribute('value')).toBe(await page.locator('header input[name=csrf]').getAttribute('value'));

@@ -14,6 +14,7 @@ interface PostBody {
   agentName: string;
   text: string;
   via: string;
+  createdAt: string;
 }
 
 const ada = { name: 'Ada Room', password: 'correct horse battery' };
@@ -29,7 +30,7 @@ describe('the room page in a real browser', () => {
   /** Dialogs (alert) any page opened: injected script would show here. */
   const dialogs: string[] = [];
 
-  async function open(options: { javaScriptEnabled?: boolean; viewport?: { width: number; height: number } } = {}): Promise<Page> {
+  async function open(options: { javaScriptEnabled?: boolean; viewport?: { width: number; height: number }; timezoneId?: string; locale?: string } = {}): Promise<Page> {
     const context = await browser.newContext(options);
     contexts.push(context);
     const page = await context.newPage();
@@ -91,7 +92,10 @@ describe('the room page in a real browser', () => {
     await page.locator(`#post-${created.id}`).waitFor({ timeout: 1_000 });
     const elapsed = Date.now() - started;
     expect(elapsed).toBeLessThan(1_000);
-    expect(await page.locator(`#post-${created.id} .meta`).textContent()).toMatch(/^herald for Grace Room · via rest · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    // Where it came from in plain words, and when, in the reader's time zone (the page's script rewrites the UTC text).
+    const meta = page.locator(`#post-${created.id} .meta`);
+    expect(await meta.locator('time').getAttribute('datetime')).toBe(created.createdAt);
+    await expect.poll(() => meta.textContent()).toBe(`herald for Grace Room · through the API · ${await page.evaluate((iso) => new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(iso)), created.createdAt)}`);
     // Newest first, like the server-rendered list.
     expect((await postTexts(page))[0]).toBe('fresh from the API');
   });
@@ -119,12 +123,59 @@ describe('the room page in a real browser', () => {
     expect(await page.getByRole('link', { name: 'Sign in' }).first().getAttribute('href')).toBe(`${app.urls.siteUrl}/signin?next=%2F`);
   });
 
-  it('fits a phone screen: long words wrap instead of scrolling sideways', async () => {
+  it('fits a phone screen: long words wrap instead of scrolling sideways, and no time is cut by a line break', async () => {
     await rest(`a${'very'.repeat(100)}longword`);
     const page = await open({ viewport: { width: 360, height: 740 } });
     await page.goto(`${app.urls.siteUrl}/`);
     const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
     expect(widths.scroll).toBeLessThanOrEqual(widths.client);
+    const times = page.locator('#posts time');
+    expect(await times.count()).toBeGreaterThan(0);
+    const cut = await page.evaluate(() => Array.from(document.querySelectorAll('#posts time')).filter((time) => time.getClientRects().length !== 1).map((time) => time.outerHTML));
+    expect(cut).toEqual([]);
+  });
+
+  it("shows times in the reader's time zone, shorter on a phone, and in UTC without JavaScript", async () => {
+    const created = await rest('what time is it?');
+    const at = new Date(created.createdAt);
+    const inTokyo = (options: Intl.DateTimeFormatOptions): string => new Intl.DateTimeFormat('en-US', { timeZone: 'Asia/Tokyo', ...options }).format(at);
+    const wide = await open({ timezoneId: 'Asia/Tokyo', locale: 'en-US' });
+    await wide.goto(`${app.urls.siteUrl}/`);
+    const time = (page: Page) => page.locator(`#post-${created.id} time`);
+    await expect.poll(() => time(wide).textContent()).toBe(inTokyo({ dateStyle: 'medium', timeStyle: 'short' }));
+    expect(await time(wide).getAttribute('title')).toContain(inTokyo({ dateStyle: 'full' }));
+    // On a phone, a post of today reads as its hour alone.
+    const phone = await open({ timezoneId: 'Asia/Tokyo', locale: 'en-US', viewport: { width: 360, height: 740 } });
+    await phone.goto(`${app.urls.siteUrl}/`);
+    const today = inTokyo({ dateStyle: 'short' }) === new Intl.DateTimeFormat('en-US', { timeZone: 'Asia/Tokyo', dateStyle: 'short' }).format(new Date());
+    await expect.poll(() => time(phone).textContent()).toBe(today ? inTokyo({ timeStyle: 'short' }) : inTokyo({ month: 'short', day: 'numeric' }));
+    const plain = await open({ javaScriptEnabled: false, timezoneId: 'Asia/Tokyo' });
+    await plain.goto(`${app.urls.siteUrl}/`);
+    expect(await time(plain).textContent()).toBe(`${created.createdAt.slice(0, 16).replace('T', ' ')} UTC`);
+  });
+
+  it('says in plain words where a post came from, which post a reply answers, and whom it mentions, live and server-rendered', async () => {
+    const page = await openLive();
+    const root = await rest('a question for the room');
+    const { token: second } = await signUp(app, ['posts:write'], 'answerer', grace);
+    const reply = await fetch(`${app.urls.baseUrl}/posts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${second}` },
+      body: JSON.stringify({ text: 'an answer, @herald', reply_to: root.id }),
+    });
+    expect(reply.status).toBe(201);
+    const { id } = (await reply.json()) as PostBody;
+    for (const shown of [page, await open()]) {
+      if (shown !== page) await shown.goto(`${app.urls.siteUrl}/`);
+      const item = shown.locator(`#post-${id}`);
+      await item.waitFor();
+      // Under the post it answers, saying whose post that is, and whom it mentions.
+      expect(await shown.locator(`#post-${root.id} > ul.replies > #post-${id}`).count()).toBe(1);
+      expect(await item.locator('.meta').textContent()).toMatch(/^answerer for Grace Room · through the API · /);
+      expect(await item.locator('.context').textContent()).toBe('replying to herald · mentions @herald');
+      expect(await item.locator('.context a.reply-to').getAttribute('href')).toBe(`#post-${root.id}`);
+      expect(await item.textContent()).not.toMatch(/\bvia\b|in reply/);
+    }
   });
 
   it('resumes after the connection drops: posts made meanwhile arrive once each, in order', async () => {
@@ -158,7 +209,7 @@ describe('the room page in a real browser', () => {
     expect(refused).toBeGreaterThanOrEqual(2);
   });
 
-  it('lets a signed-in human post as an agent they approved with posts:write; the post says via web and reaches other pages live', async () => {
+  it('lets a signed-in human post as an agent they approved with posts:write; the post says it came from the web page and reaches other pages live', async () => {
     await signUp(app, ['posts:write', 'agents:read'], 'scribe', ada);
     await signUp(app, ['messages:read'], 'listener', ada);
     const watcher = await openLive();
@@ -177,7 +228,7 @@ describe('the room page in a real browser', () => {
     await page.waitForURL(/#post-/);
     const id = new URL(page.url()).hash.slice('#post-'.length);
     expect(await page.locator(`#post-${id} .text`).textContent()).toBe('written by a human, as scribe');
-    expect(await page.locator(`#post-${id} .meta`).textContent()).toContain('scribe for Ada Room · via web');
+    expect(await page.locator(`#post-${id} .meta`).textContent()).toContain('scribe for Ada Room · from the web page');
 
     const listed = (await (await fetch(`${app.urls.baseUrl}/posts?limit=5`)).json()) as { data: PostBody[] };
     expect(listed.data.find((p) => p.id === id)).toMatchObject({ agentName: 'scribe', via: 'web', text: 'written by a human, as scribe' });

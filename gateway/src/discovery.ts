@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { apiResourceMetadataUrl, LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
-import { type CachePolicy, type Compressed, digestOf, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, staticAsset, type StaticAsset } from '@agentroom/kit';
+import { type CachePolicy, type Compressed, digestOf, FAVICON_SVG, faviconIco, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, SITE_ASSETS, SITE_CSS, siteScript, staticAsset, type StaticAsset } from '@agentroom/kit';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
-import { developersPage, PORTAL_CSP, PORTAL_CSS, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
+import { developersPage, PORTAL_CSP, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
 import { staticReferencePage } from './reference.js';
 
 /** One document the gateway answers itself: its bytes and how to send them. */
@@ -206,9 +206,14 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
     ['/developers/reference', html(staticReferencePage(urls, openapi))],
     ['/developers/reference/interactive', html(referencePage(urls, digestOf(scalar.body)), referenceCsp(urls))],
     ['/developers/webhooks', html(webhooksPage(urls))],
-    ['/developers/assets/portal.css', text('text/css; charset=utf-8', PORTAL_CSS)],
     ['/developers/assets/scalar.js', scalar],
     ['/problems', html(problemsIndexPage(urls))],
+    // Every human page's shared files (docs/decisions.md §23): linked by the digest of their content, so kept a year.
+    [SITE_ASSETS.css, { ...text('text/css; charset=utf-8', SITE_CSS), cache: 'immutable' }],
+    [SITE_ASSETS.script, { ...text('text/javascript; charset=utf-8', siteScript()), cache: 'immutable' }],
+    [SITE_ASSETS.icon, { ...text('image/svg+xml', FAVICON_SVG), cache: 'immutable' }],
+    // What browsers ask for by themselves, unversioned.
+    [SITE_ASSETS.ico, { contentType: 'image/x-icon', body: faviconIco() }],
     ...(Object.keys(PROBLEM_TYPES) as ProblemSlug[]).map((slug): [string, Document] => [`/problems/${slug}`, html(problemPage(urls, slug))]),
   ]);
   const placed = new Map([...documents].map(([path, document]) => [`${root}${path}`, document]));

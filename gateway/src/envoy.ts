@@ -325,13 +325,13 @@ function matchOf(route: Pick<ResolvedRoute, 'match' | 'path'>): JsonObject {
  * The headers of a document's answer in one coding, as the router's serveDocument sends them
  * (RateLimit ones come from the Lua filter); a 304 carries only CORS and the validator and caching ones.
  */
-function documentHeaders(document: ServedDocument, coding: ContentCoding, etagTag: string | undefined, unchanged: boolean): Record<string, string> {
+function documentHeaders(document: ServedDocument, coding: ContentCoding, etagTag: string | undefined, unchanged: boolean, versioned: boolean): Record<string, string> {
   const { asset } = document;
   return {
     ...corsHeaders(),
     ...(unchanged ? {} : { 'content-type': document.contentType, 'x-content-type-options': 'nosniff', ...document.headers }),
     etag: documentEtag(asset.digest, coding, etagTag),
-    'cache-control': cacheControlOf(asset.cache),
+    'cache-control': cacheControlOf(asset.cache, versioned ? asset.digest : undefined, asset.digest),
     ...(asset.compressed === undefined ? {} : { vary: 'Accept-Encoding' }),
     ...(coding === 'identity' || unchanged ? {} : { 'content-encoding': coding }),
   };
@@ -397,27 +397,32 @@ function gatewayRoutes(route: ResolvedRoute, context: RenderContext): JsonObject
  */
 function codingRoutes(path: string, document: ServedDocument, file: string, etagTag: string | undefined): JsonObject[] {
   const codings = document.asset.compressed === undefined ? (['identity'] as const) : CONTENT_CODINGS;
-  return codings.flatMap((coding): JsonObject[] => {
-    const chosen: Json[] = coding === 'identity' ? [] : [{ name: CODING_HEADER, string_match: { exact: coding } }];
-    const label = coding === 'identity' ? '' : ` (${coding})`;
-    const etag = documentEtag(document.asset.digest, coding, etagTag);
-    return [
-      {
-        name: `document ${path} unchanged${label}`,
-        match: { path, headers: [...methods(READS), ...chosen, { name: 'if-none-match', string_match: { safe_regex: { regex: noneMatchRegex(etag) } } }] },
-        direct_response: { status: 304 },
-        response_headers_to_add: headers(documentHeaders(document, coding, etagTag, true)),
-        // Envoy gives a direct 3xx a Location of the request's own URL: a 304 redirects nowhere.
-        response_headers_to_remove: ['location'],
-      },
-      {
-        name: `document ${path}${label}`,
-        match: { path, headers: [...methods(READS), ...chosen] },
-        direct_response: { status: 200, body: { filename: coding === 'identity' ? file : `${file}${CODING_SUFFIX[coding]}` } },
-        response_headers_to_add: headers(documentHeaders(document, coding, etagTag, false)),
-      },
-    ];
-  });
+  // An immutable document is kept a year only when asked for under its own digest (?v=), as the router does.
+  const versions = document.asset.cache === 'immutable' ? [true, false] : [false];
+  return versions.flatMap((versioned) =>
+    codings.flatMap((coding): JsonObject[] => {
+      const chosen: Json[] = coding === 'identity' ? [] : [{ name: CODING_HEADER, string_match: { exact: coding } }];
+      const asked: JsonObject = versioned ? { query_parameters: [{ name: 'v', string_match: { exact: document.asset.digest } }] } : {};
+      const label = `${coding === 'identity' ? '' : ` (${coding})`}${versioned ? ' (its version)' : ''}`;
+      const etag = documentEtag(document.asset.digest, coding, etagTag);
+      return [
+        {
+          name: `document ${path} unchanged${label}`,
+          match: { path, headers: [...methods(READS), ...chosen, { name: 'if-none-match', string_match: { safe_regex: { regex: noneMatchRegex(etag) } } }], ...asked },
+          direct_response: { status: 304 },
+          response_headers_to_add: headers(documentHeaders(document, coding, etagTag, true, versioned)),
+          // Envoy gives a direct 3xx a Location of the request's own URL: a 304 redirects nowhere.
+          response_headers_to_remove: ['location'],
+        },
+        {
+          name: `document ${path}${label}`,
+          match: { path, headers: [...methods(READS), ...chosen], ...asked },
+          direct_response: { status: 200, body: { filename: coding === 'identity' ? file : `${file}${CODING_SUFFIX[coding]}` } },
+          response_headers_to_add: headers(documentHeaders(document, coding, etagTag, false, versioned)),
+        },
+      ];
+    }),
+  );
 }
 
 function routesFor(routes: readonly ResolvedRoute[], context: RenderContext): JsonObject[] {

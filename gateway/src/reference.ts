@@ -177,7 +177,7 @@ export function staticReferencePage(urls: PublicUrls, document: Record<string, u
     .join('\n');
   return page(
     urls,
-    'API reference · Agent Room',
+    'API reference',
     `<h1>${e(api.info.title)} <span class="note">${e(api.info.version)}</span></h1>
 ${prose(api.info.description)}
 <p>Base URL <code>${e(base)}</code>. From <a href="${e(urls.siteUrl)}/openapi.json">openapi.json</a> (OpenAPI 3.1); to send requests from the browser, open the <a href="${e(urls.siteUrl)}/developers/reference/interactive">interactive reference</a>.</p>
@@ -189,5 +189,6 @@ ${schemas.length === 0 ? '' : '<li><a href="#schemas">Schemas</a></li>'}
 ${byTag.map((group) => `<h2 id="tag-${e(group.tag.name.replace(/[^A-Za-z0-9]+/g, '-'))}">${e(group.tag.name)}</h2>\n${prose(group.tag.description)}\n${group.entries.map(({ method, path, operation }) => operationSection(method, path, operation, base)).join('\n')}`).join('\n')}
 ${webhooks.length === 0 ? '' : `<h2 id="webhooks">Webhooks</h2>\n${webhooks.map(({ method, path, operation }) => operationSection(method, path, operation, undefined)).join('\n')}`}
 ${schemas.length === 0 ? '' : `<h2 id="schemas">Schemas</h2>\n${schemas.map(([name, schema]) => `<section id="schema-${e(name)}"><h3>${e(name)}</h3>\n${prose(schema.description)}\n${fieldsTable(schema)}</section>`).join('\n')}`}`,
+    `${e(urls.siteUrl)}/developers/reference`,
   );
 }

@@ -13,12 +13,12 @@ describe('negotiating a coding', () => {
 });
 
 describe('the documents, compressed once', () => {
-  it('compresses every document of a text type from 4 KiB, links the reference bundle by its digest, and lets caches keep only that for long', () => {
+  it('compresses every document of a text type from 4 KiB, links the reference bundle and the pages\' shared files by their digests, and lets caches keep only those for long', () => {
     const documents = discoveryDocuments({ siteUrl: 'http://localhost:8080', apiUrl: 'http://localhost:8080/api', baseUrl: 'http://localhost:8080/api/v1' });
     for (const [path, document] of documents) {
       const text = /^(text\/|application\/json)/.test(document.contentType);
       expect(document.asset.compressed !== undefined, path).toBe(text && document.body.length >= MIN_COMPRESSED_BYTES);
-      expect(document.asset.cache, path).toBe(path === '/developers/assets/scalar.js' ? 'immutable' : 'revalidate');
+      expect(document.asset.cache, path).toBe(['/developers/assets/scalar.js', '/assets/site.css', '/assets/site.js', '/favicon.svg'].includes(path) ? 'immutable' : 'revalidate');
     }
     const scalar = documents.get('/developers/assets/scalar.js')!;
     expect(documents.get('/developers/reference/interactive')!.body.toString('utf8')).toContain(`/developers/assets/scalar.js?v=${scalar.asset.digest}"`);
@@ -58,6 +58,15 @@ describe('the router sends the documents compressed, cacheable and revalidated',
   it('the reference bundle, under its versioned link: compressed at build time, kept a year', async () => {
     const scalar = documents.get('/developers/assets/scalar.js')!;
     await expectCompressedAsset(`${urls.siteUrl}/developers/assets/scalar.js?v=${scalar.asset.digest}`, scalar.body, 'public, max-age=31536000, immutable');
+  });
+
+  it('an immutable file asked for without its digest, or under another (an older copy behind a newer link, mid-deploy), is only revalidated', async () => {
+    const scalar = documents.get('/developers/assets/scalar.js')!;
+    await expectCompressedAsset(`${urls.siteUrl}/developers/assets/scalar.js`, scalar.body, 'public, no-cache');
+    await expectCompressedAsset(`${urls.siteUrl}/developers/assets/scalar.js?v=another`, scalar.body, 'public, no-cache');
+    const css = documents.get('/assets/site.css')!;
+    await expectCompressedAsset(`${urls.siteUrl}/assets/site.css?v=${css.asset.digest}`, css.body, 'public, max-age=31536000, immutable');
+    await expectCompressedAsset(`${urls.siteUrl}/assets/site.css?v=older`, css.body, 'public, no-cache');
   });
 
   it('a small problem page as it is, with its ETag', async () => {

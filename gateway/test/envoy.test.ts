@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheControlOf, freePort, negotiateCoding, type PublicUrls, publicUrls, uncountedQuota } from '@agentroom/kit';
+import { cacheControlOf, freePort, isCompressible, negotiateCoding, type PublicUrls, publicUrls, uncountedQuota } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { expectCompressedAsset, expectUncompressedAsset, NEGOTIATIONS, rawRequest } from '../../e2e/support/compression.js';
@@ -226,7 +226,7 @@ describe('render.js', () => {
     for (const [path, document] of discoveryDocuments(urls)) {
       expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(document.body), path).toBe(true);
       // Every text document's compressed forms too, whatever its size: another layout's bootstrap may send them.
-      const text = /^(text\/|application\/json)/.test(document.contentType);
+      const text = isCompressible(document.contentType);
       expect(existsSync(join(docsDir, `${documentFileName(urls, path)}.br`)), path).toBe(text);
       if (document.asset.compressed) expect(readFileSync(join(docsDir, `${documentFileName(urls, path)}.gz`)).equals(document.asset.compressed.gzip), path).toBe(true);
     }
@@ -343,6 +343,10 @@ describe('Envoy on the rendered bootstrap', () => {
     for (const path of ['/openapi.json', '/llms.txt', '/developers']) await expectCompressedAsset(`${envoy.origin}${path}`, documents.get(path)!.body, 'public, no-cache');
     const scalar = documents.get('/developers/assets/scalar.js')!;
     await expectCompressedAsset(`${envoy.origin}/developers/assets/scalar.js?v=${scalar.asset.digest}`, scalar.body, 'public, max-age=31536000, immutable');
+    // Kept a year only under its own digest, as the router does.
+    await expectCompressedAsset(`${envoy.origin}/developers/assets/scalar.js?v=another`, scalar.body, 'public, no-cache');
+    const css = documents.get('/assets/site.css')!;
+    await expectCompressedAsset(`${envoy.origin}/assets/site.css?v=${css.asset.digest}`, css.body, 'public, max-age=31536000, immutable');
     await expectUncompressedAsset(`${envoy.origin}/problems/not-found`, documents.get('/problems/not-found')!.body, 'public, no-cache');
     // The 304 is Envoy's own answer: a request id and RateLimit headers, no Location.
     const first = await rawRequest(`${envoy.origin}/openapi.json`, { 'accept-encoding': 'gzip' });

@@ -24,8 +24,9 @@ describe('the API reference as HTML', () => {
     for (const schema of Object.keys(openapi.components.schemas)) expect(html, schema).toContain(`id="schema-${schema}"`);
   });
 
-  it('needs no script, and links to the interactive reference, whose bundle it does not load', () => {
-    expect(html).not.toContain('<script');
+  it('needs no script of its own (only the shared one every page has, for local times), and links to the interactive reference, whose bundle it does not load', () => {
+    expect([...html.matchAll(/<script[^>]*src="([^"]+)"/g)].map((match) => new URL(match[1] ?? '').pathname)).toEqual(['/assets/site.js']);
+    expect(html).not.toContain('scalar.js');
     expect(html).toContain('href="https://room.example/developers/reference/interactive"');
     expect(documents.get('/developers/reference')!.headers?.['content-security-policy']).toContain("script-src 'self'");
     expect(documents.get('/developers/reference/interactive')!.body.toString('utf8')).toContain('/developers/assets/scalar.js?v=');

@@ -422,7 +422,7 @@ try {
   }));
   const messagingTarget = grpcTargetOf(messagings);
 
-  // Delivery follows messaging's events and POSTs webhooks; only edge calls it.
+  // Delivery follows messaging's events and POSTs webhooks; edge calls it, and auth reads the webhooks for /account.
   const deliveries = await startGrpcReplicas('delivery', config.DELIVERY_REPLICAS, entry('@agentroom/delivery', './main.js'), async ({ addr }) => ({
     ...common,
     DELIVERY_GRPC_ADDR: addr,
@@ -436,7 +436,7 @@ try {
   const authReplicas = await startGrpcReplicas('auth', config.AUTH_REPLICAS, entry('@agentroom/auth', './main.js'), async ({ name, addr }) => {
     const httpPort = await freePort();
     authHttpPorts.set(name, httpPort);
-    return { ...common, AUTH_GRPC_ADDR: addr, ROOM_ADDR: roomTarget, AUTH_HTTP_PORT: String(httpPort), AUTH_HTTP_HOST: '127.0.0.1' };
+    return { ...common, AUTH_GRPC_ADDR: addr, ROOM_ADDR: roomTarget, DELIVERY_ADDR: deliveryTarget, AUTH_HTTP_PORT: String(httpPort), AUTH_HTTP_HOST: '127.0.0.1' };
   });
   const auths = authReplicas.map((replica) => ({ ...replica, httpPort: authHttpPorts.get(replica.name) ?? 0 }));
   const authAddr = auths[0]?.addr ?? '';

@@ -53,7 +53,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }),
     createLogger('delivery', config.LOG_LEVEL, output),
   );
-  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }), {
+  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, DELIVERY_ADDR: `127.0.0.1:${delivery.port}` }), {
     listen: false,
     log: createLogger('auth', config.LOG_LEVEL, output),
     clock,

@@ -10,6 +10,8 @@ export const authEnv = z.object({
   AUTH_GRPC_ADDR: address.default('0.0.0.0:50052'),
   /** The room service, where approval creates the agent record. */
   ROOM_ADDR: grpcTarget.default('127.0.0.1:50051'),
+  /** The delivery service, whose webhooks /account shows each agent's human. */
+  DELIVERY_ADDR: grpcTarget.default('127.0.0.1:50054'),
   /** Token lifetime (docs/decisions.md §4). */
   TOKEN_TTL_DAYS: z.coerce.number().int().min(1).max(3650).default(90),
   /** How long an MCP host's access token lives; its refresh token gets the next one (docs/decisions.md §4). */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type Clock, codePointLength, createLogger, DomainError, hashSecret, type Logger, type Scope, SCOPES } from '@agentroom/kit';
-import type { DeviceFlow, Grant, Human, TokenRecord } from './records.js';
+import type { DeviceAnswer, DeviceFlow, Grant, Human, TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { AuthStore } from './store.js';
 import type { Tokens } from './tokens.js';
@@ -11,6 +11,11 @@ export const EXPIRES_IN_SECONDS = 900;
 export const INTERVAL_SECONDS = 3;
 /** A flow is kept this long past expiry, so a late poll learns "expired" rather than "unknown". */
 const RETAIN_AFTER_EXPIRY_MS = 3_600_000;
+
+/** The key of a human's answer to a code (docs/decisions.md §23). */
+function answerKey(humanId: string, userCode: string): string {
+  return `${humanId}:${userCode}`;
+}
 export const AGENT_NAME_MAX = 100;
 /** What the approval page calls an agent that gave neither agent_name nor client_id. */
 export const DEFAULT_AGENT_NAME = 'an agent';
@@ -296,6 +301,7 @@ export class DeviceFlows {
       // Fails only when the flow lapsed meanwhile: then nobody could ever poll the token.
       if (!(await this.store.transitionFlow('approving', { ...flow, status: 'approved', grant }))) throw this.codeUnknown();
       this.log.info({ agentId, tokenId: record.id, humanId: human.id, scopes: record.scopes, widening: flow.widen !== undefined }, 'device flow approved');
+      await this.remember(flow, human, true);
       return this.view(flow);
     } catch (error) {
       await this.undoApproval(flow, minted?.record);
@@ -374,6 +380,26 @@ export class DeviceFlows {
     this.checkHuman(flow, human);
     if (!(await this.store.transitionFlow('pending', { ...flow, status: 'declined' }))) throw this.codeUnknown();
     this.log.info({ humanId: human.id, widening: flow.widen !== undefined }, 'device flow declined');
+    await this.remember(flow, human, false);
     return this.view(flow);
+  }
+
+  /** Keeps this human's answer to the link while the flow's record would last (docs/decisions.md §23). */
+  private async remember(flow: DeviceFlow, human: Human, approved: boolean): Promise<void> {
+    try {
+      await this.store.putRecord('answer', answerKey(human.id, flow.userCode), { agentName: flow.agentName, approved, at: this.clock.now() }, flow.retainUntil);
+    } catch (error) {
+      // The answer stands; the link opened again would only read as unknown.
+      this.log.warn({ err: error }, 'could not keep the answer to a device link');
+    }
+  }
+
+  /**
+   * What this human already answered to the code they typed, if they answered it: asked only after
+   * the code waits for no answer, so a code nobody answered, or another human's, tells nothing.
+   */
+  async answerOf(userCodeInput: string, human: Human): Promise<DeviceAnswer | undefined> {
+    const code = normalizeUserCode(userCodeInput);
+    return code === undefined ? undefined : this.store.record('answer', answerKey(human.id, code));
   }
 }

@@ -1,5 +1,6 @@
 import { addressAdmission, createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
 import type { Express } from 'express';
+import type { WebhookReader } from './delivery.gateway.js';
 import type { AuthDomain } from './domain.js';
 import { humanAnswer } from './web/remedies.js';
 import { humanPages } from './web/routes.js';
@@ -13,6 +14,8 @@ export interface AuthAppOptions {
   quotaPerAddress: number;
   trustProxy: string;
   selfRegistration: boolean;
+  /** The agents' webhooks, shown on /account (the delivery service). */
+  webhooks: WebhookReader;
 }
 
 /** Auth's HTTP side: the human pages and the human step of the signup, inside the HTTP contract. */
@@ -27,7 +30,7 @@ export function createAuthApp(options: AuthAppOptions): Express {
     idempotency: options.idempotency,
     trustProxy: options.trustProxy,
   });
-  const pages = humanPages({ domain: options.domain, urls, selfRegistration: options.selfRegistration });
+  const pages = humanPages({ domain: options.domain, urls, selfRegistration: options.selfRegistration, webhooks: options.webhooks, log: options.log });
   app.use(new URL(urls.siteUrl).pathname.replace(/\/$/, '') || '/', pages.site);
   app.use(new URL(urls.apiUrl).pathname.replace(/\/$/, '') || '/', pages.api);
   finish();

@@ -21,6 +21,7 @@ import { AttemptLimiter } from './attempt-limiter.js';
 import { Authorizations } from './authorization.js';
 import { OAuthClients } from './clients.js';
 import type { AuthConfig } from './config.js';
+import { DeliveryGateway } from './delivery.gateway.js';
 import { DeviceFlows } from './device-flow.js';
 import type { AuthDomain } from './domain.js';
 import { createAuthApp } from './http.js';
@@ -85,6 +86,7 @@ export {
 } from './clients.js';
 export { AttemptLimiter, type AttemptClient, type AttemptLimiterOptions } from './attempt-limiter.js';
 export { RoomGateway, type AgentUpsert } from './room.gateway.js';
+export { DeliveryGateway, type AgentWebhook, type WebhookReader } from './delivery.gateway.js';
 export {
   nameKey,
   drainedLevel,
@@ -98,7 +100,7 @@ export {
 } from './store.js';
 export { MemoryAuthStore } from './store-memory.js';
 export { RedisAuthStore } from './store-redis.js';
-export type { AuthorizationCode, AuthorizationRequest, Connection, DeviceFlow, DeviceFlowStatus, Grant, Human, OAuthClient, OAuthRecords, RefreshTokenRecord, Session, TokenRecord } from './records.js';
+export type { AuthorizationCode, AuthorizationRequest, Connection, DeviceAnswer, DeviceFlow, DeviceFlowStatus, Grant, Human, OAuthClient, OAuthRecords, RefreshTokenRecord, Session, TokenRecord } from './records.js';
 export { formatUserCode, normalizeUserCode, newUserCode, USER_CODE_ALPHABET } from './user-code.js';
 
 export type { AuthDomain } from './domain.js';
@@ -142,6 +144,8 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
   const store: AuthStore = redis ? new RedisAuthStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryAuthStore(clock);
   const urls = publicUrls(config);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
+  // Read for /account only: the pages answer without it (each agent's webhooks then say so), so it is no dependency of readiness.
+  const delivery = new DeliveryGateway(config.DELIVERY_ADDR, config.GRPC_DEADLINE_MS);
   const tokens = new Tokens({ store, room, ttlDays: config.TOKEN_TTL_DAYS, clock, log });
   const flows = new DeviceFlows({ store, tokens, room, clock, log, signinUrl: `${urls.siteUrl}/signin` });
   const humans = new Humans({ store, clock, passwordHashCost: config.PASSWORD_HASH_COST });
@@ -171,6 +175,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
     trustProxy: config.TRUST_PROXY,
     selfRegistration: config.AUTH_SELF_REGISTRATION,
+    webhooks: delivery,
   });
   let http: Server | undefined;
   let httpPort: number | undefined;
@@ -205,6 +210,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
       if (http) await closeHttpServer(http, config.SHUTDOWN_GRACE_MS);
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       room.close();
+      delivery.close();
       await redis?.quit();
     },
   };

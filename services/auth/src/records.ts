@@ -147,8 +147,21 @@ export interface Connection {
   expiresAt: number;
 }
 
-/** The records auth keeps for OAuth, by kind, each under its own key. */
+/**
+ * A human's answer to a device link, kept as long as the flow's record would be: the same human
+ * opening the link again reads what they decided, not an error (docs/decisions.md §23). Keyed by
+ * the human and the code, so nobody else learns anything about a code.
+ */
+export interface DeviceAnswer {
+  agentName: string;
+  approved: boolean;
+  /** Epoch ms. */
+  at: number;
+}
+
+/** The records auth keeps for OAuth (and a human's answers to device links), by kind, each under its own key. */
 export interface OAuthRecords {
+  answer: DeviceAnswer;
   client: OAuthClient;
   authorization: AuthorizationRequest;
   code: AuthorizationCode;

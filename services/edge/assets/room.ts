@@ -35,26 +35,49 @@ function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: strin
   return node;
 }
 
-/** The same markup the server renders for a post (services/edge/src/web/room-page.ts). */
-function render(post: LivePost): HTMLLIElement {
+/** Where a post came from in the page's words ("over MCP"), as the server gave them in the list's data-via. */
+function viaWords(list: HTMLElement): Record<string, string> {
+  try {
+    const parsed: unknown = JSON.parse(list.dataset.via ?? '{}');
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The same markup the server renders for a post (services/edge/src/web/room-page.ts). The time is
+ * written in UTC, as the server writes it; the pages' script shows it in the reader's time zone.
+ */
+function render(post: LivePost, via: Record<string, string>): HTMLLIElement {
   const item = element('li', 'post');
   item.id = `post-${post.id}`;
   item.dataset.id = post.id;
   if (post.threadId !== undefined) item.dataset.thread = post.threadId;
   const meta = element('p', 'meta');
-  const time = element('time', '', `${post.createdAt.replace('T', ' ').slice(0, 19)} UTC`);
+  const time = element('time', '', `${post.createdAt.slice(0, 16).replace('T', ' ')} UTC`);
   time.dateTime = post.createdAt;
-  meta.append(element('strong', '', post.agentName), ` for ${post.humanLabel} · via ${post.via} · `, time);
+  meta.append(element('strong', '', post.agentName), ` for ${post.humanLabel} · ${via[post.via] ?? post.via} · `, time);
+  item.append(meta, element('p', 'text', post.text));
+  const context: (string | Node)[] = [];
   if (post.replyTo !== undefined) {
-    const link = element('a', 'reply-to', 'in reply');
-    link.href = `#post-${post.replyTo}`;
-    meta.append(' · ', link);
+    // The post it answers, by the agent that wrote it, when the page shows that post.
+    const target = document.getElementById(`post-${post.replyTo}`);
+    const name = target?.querySelector(':scope > .meta > strong')?.textContent ?? null;
+    const link = element(target === null ? 'span' : 'a', 'reply-to', name ?? 'an earlier post');
+    if (link instanceof HTMLAnchorElement) link.href = `#post-${post.replyTo}`;
+    context.push('replying to ', link);
   }
   if (post.mentions !== undefined && post.mentions.length > 0) {
-    meta.append(' · mentions ');
-    post.mentions.forEach((mention, i) => meta.append(...(i > 0 ? [', '] : []), element('span', 'mention', `@${mention.agentName}`)));
+    if (context.length > 0) context.push(' · ');
+    context.push('mentions ');
+    post.mentions.forEach((mention, i) => context.push(...(i > 0 ? [', '] : []), element('span', 'mention', `@${mention.agentName}`)));
   }
-  item.append(element('p', 'text', post.text), meta);
+  if (context.length > 0) {
+    const line = element('p', 'context');
+    line.append(...context);
+    item.append(line);
+  }
   return item;
 }
 
@@ -67,8 +90,10 @@ function follow(list: HTMLElement, status: HTMLElement): void {
   const seen = new Set<string>();
   for (const item of list.querySelectorAll<HTMLElement>('li[data-id]')) seen.add(item.dataset.id ?? '');
 
-  const say = (text: string): void => {
+  const via = viaWords(list);
+  const say = (text: string, live = false): void => {
     if (status.textContent !== text) status.textContent = text;
+    status.classList.toggle('live', live);
   };
 
   const add = (post: LivePost): void => {
@@ -84,10 +109,10 @@ function follow(list: HTMLElement, status: HTMLElement): void {
         replies = element('ul', 'replies');
         root.append(replies);
       }
-      replies.append(render(post));
+      replies.append(render(post, via));
       return;
     }
-    list.prepend(render(post));
+    list.prepend(render(post, via));
     while (list.children.length > KEEP) list.lastElementChild?.remove();
   };
 
@@ -99,7 +124,7 @@ function follow(list: HTMLElement, status: HTMLElement): void {
     const current = new EventSource(url);
     current.addEventListener('open', () => {
       retryMs = FIRST_RETRY_MS;
-      say('Live: new posts appear at the top as they are made.');
+      say('Live: new posts appear at the top as they are made.', true);
     });
     current.addEventListener('post', (event: MessageEvent<string>) => {
       let data: unknown;

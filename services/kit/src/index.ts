@@ -34,3 +34,6 @@ export * from './grpc/call-key.js';
 export * from './http/outbound.js';
 export * from './store/lease-follower.js';
 export * from './store/lease-store.js';
+export * from './web/shell.js';
+export * from './web/favicon.js';
+export * from './web/site-css.js';

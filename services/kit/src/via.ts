@@ -23,3 +23,11 @@ export function viaFromProto(value: string): Via {
     fields: { parameter: 'via', expected: `one of ${VIAS.map(viaToProto).join(', ')}` },
   });
 }
+
+/** Where a post came from, in the words of the pages (docs/decisions.md §23): "scout for Ada · over MCP". */
+export const VIA_WORDS: Record<Via, string> = {
+  rest: 'through the API',
+  mcp: 'over MCP',
+  a2a: 'over A2A',
+  web: 'from the web page',
+};

@@ -1,4 +1,4 @@
-import { AGENT_CHOICES, escapeHtml, type Scope } from '@agentroom/kit';
+import { AGENT_CHOICES, escapeHtml, idHtml, pageShell, type Scope, timeHtml } from '@agentroom/kit';
 
 /** Each scope in the words a human approves it in. */
 export const SCOPE_WORDS: Record<Scope, string> = {
@@ -16,52 +16,22 @@ export interface Layout {
   siteUrl: string;
 }
 
-function page(layout: Layout, body: string): string {
-  const e = escapeHtml;
-  const signOut =
-    layout.human !== undefined && layout.csrf !== undefined
-      ? `<form method="post" action="${e(layout.siteUrl)}/signout" class="inline"><input type="hidden" name="csrf" value="${e(layout.csrf)}"><span>Signed in as <strong>${e(layout.human)}</strong></span> · <a href="${e(layout.siteUrl)}/account">Your agents</a> · <button type="submit" class="link">Sign out</button></form>`
-      : `<a href="${e(layout.siteUrl)}/signin">Sign in</a>`;
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${e(layout.title)} · Agent Room</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:0 auto;padding:1rem;color:#1b1b1b}
-h1,h2,p,li,nav,table.agents td:first-child{overflow-wrap:anywhere}
-header{display:flex;justify-content:space-between;flex-wrap:wrap;gap:.5rem;border-bottom:1px solid #ddd;padding-bottom:.5rem}
-header a.home{font-weight:700;color:inherit;text-decoration:none}
-label{display:block;margin:.6rem 0 .2rem}input[type=text],input[type=password]{font:inherit;padding:.4rem;width:100%;max-width:20rem;box-sizing:border-box}
-button,a.button{font:inherit;line-height:1.25;padding:.4rem .9rem;margin:.6rem .4rem 0 0;border:1px solid #767676;border-radius:3px;background:#f3f3f3;color:inherit;cursor:pointer}
-a.button{display:inline-block;text-decoration:none}
-button.link{background:none;border:none;padding:0;margin:0;color:#0645ad;text-decoration:underline}
-.inline{display:inline}details.group{margin:1rem 0}details.group summary{cursor:pointer}details.group summary h2{font-size:1.1rem}nav.pager{margin:.6rem 0}.error{color:#a40000;font-weight:600}.ok{color:#05620b;font-weight:600}.id,.provisioned{color:#555}
-.code{font:700 1.4rem ui-monospace,monospace;letter-spacing:.1em}
-ul.scopes li{margin:.3rem 0}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #eee;vertical-align:top}
-td.action button{margin:0}table.agents th,table.agents td[data-label],table.agents td.scopes span{white-space:nowrap}
-.visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;border:0;overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap}
-@media (max-width:36rem){
-h1{font-size:1.6rem}
-table.agents,table.agents tbody,table.agents tr,table.agents td{display:block}
-table.agents thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%)}
-table.agents tr{border-bottom:1px solid #ddd;padding:.6rem 0}
-table.agents td{border:none;padding:.1rem 0}
-table.agents td[data-label]{white-space:normal}table.agents td[data-label]::before{content:attr(data-label) ": ";font-weight:600}
-table.agents td.scopes br{display:none}table.agents td.scopes span:not(:last-of-type)::after{content:","}
-table.agents td.action button{margin-top:.4rem}
+interface Frame {
+  current?: 'account' | 'signin';
+  /** Forms and questions read in a narrow column. */
+  narrow?: boolean;
 }
-:focus-visible{outline:3px solid #1a73e8;outline-offset:2px}
-</style>
-</head>
-<body>
-<header><a class="home" href="${e(layout.siteUrl)}/">Agent Room</a><nav>${signOut}</nav></header>
-<main>
-${body}
-</main>
-</body>
-</html>`;
+
+/** A page of auth's in the shell every human page shares (docs/decisions.md §23). */
+function page(layout: Layout, body: string, frame: Frame = {}): string {
+  return pageShell({
+    siteUrl: layout.siteUrl,
+    title: layout.title,
+    body,
+    reader: layout.human !== undefined && layout.csrf !== undefined ? { name: layout.human, csrf: layout.csrf } : { signIn: `${layout.siteUrl}/signin` },
+    ...(frame.current === undefined ? {} : { current: frame.current }),
+    ...(frame.narrow === true ? { narrow: true } : {}),
+  });
 }
 
 function hidden(name: string, value: string): string {
@@ -72,42 +42,59 @@ function message(kind: 'error' | 'ok', text: string | undefined): string {
   return text === undefined ? '' : `<p class="${kind}" role="${kind === 'error' ? 'alert' : 'status'}">${escapeHtml(text)}</p>`;
 }
 
+/** What an agent will be able to do, each scope in plain words with its name beside it. */
+function scopeList(scopes: readonly Scope[]): string {
+  return `<ul class="scopes">${scopes.map((scope) => `<li><span>${escapeHtml(SCOPE_WORDS[scope])}</span> <code>${escapeHtml(scope)}</code></li>`).join('')}</ul>`;
+}
+
+/** Scopes as small tags, for lists. */
+function chips(scopes: readonly Scope[]): string {
+  return scopes.length === 0 ? '<p class="when">No scopes</p>' : `<ul class="chips" aria-label="Scopes">${scopes.map((scope) => `<li>${escapeHtml(scope)}</li>`).join('')}</ul>`;
+}
+
 export interface SignInView extends Layout {
   next: string;
   formCsrf: string;
   selfRegistration: boolean;
   error?: string;
+  /** What was typed in the sign-in form's name, kept when the password was wrong. */
+  name?: string;
+  /** What was typed in the registration form's name, kept when registration was refused. */
+  registerName?: string;
 }
 
 export function signInPage(view: SignInView): string {
   const e = escapeHtml;
   const register = view.selfRegistration
-    ? `<section aria-labelledby="register-heading">
+    ? `<section class="panel" aria-labelledby="register-heading">
 <h2 id="register-heading">New here? Create an account</h2>
 <form method="post" action="${e(view.siteUrl)}/signin">
 ${hidden('csrf', view.formCsrf)}${hidden('next', view.next)}${hidden('action', 'register')}
 <label for="register-name">Your name, as agents you approve will show it</label>
-<input id="register-name" name="name" type="text" autocomplete="name" required maxlength="100">
+<input id="register-name" name="name" type="text" autocomplete="name" required maxlength="100" value="${e(view.registerName ?? '')}">
 <label for="register-password">Password (8 characters or more)</label>
 <input id="register-password" name="password" type="password" autocomplete="new-password" required minlength="8">
-<div><button type="submit">Create account</button></div>
+<div class="actions"><button type="submit">Create account</button></div>
 </form>
 </section>`
-    : '<p>New accounts are made by the operator of this room.</p>';
+    : '<p class="note">New accounts are made by the operator of this room.</p>';
   return page(
     { ...view, title: 'Sign in' },
-    `<h1>Sign in</h1>
-<p>Humans approve the agents that join the room. Sign in to approve one.</p>
+    `<section class="panel" aria-labelledby="signin-heading">
+<h1 id="signin-heading">Sign in</h1>
+<p class="muted">People approve the agents that join the room. Sign in to approve one, or to see yours.</p>
 ${message('error', view.error)}
 <form method="post" action="${e(view.siteUrl)}/signin">
 ${hidden('csrf', view.formCsrf)}${hidden('next', view.next)}${hidden('action', 'signin')}
 <label for="signin-name">Name</label>
-<input id="signin-name" name="name" type="text" autocomplete="username" required maxlength="100">
+<input id="signin-name" name="name" type="text" autocomplete="username" required maxlength="100" value="${e(view.name ?? '')}">
 <label for="signin-password">Password</label>
-<input id="signin-password" name="password" type="password" autocomplete="current-password" required>
-<div><button type="submit">Sign in</button></div>
+<input id="signin-password" name="password" type="password" autocomplete="current-password" required${view.name === undefined || view.name === '' ? '' : ' autofocus'}>
+<div class="actions"><button type="submit" class="primary">Sign in</button></div>
 </form>
+</section>
 ${register}`,
+    { current: 'signin', narrow: true },
   );
 }
 
@@ -122,14 +109,17 @@ export function enterCodePage(view: EnterCodeView): string {
   const e = escapeHtml;
   return page(
     { ...view, title: 'Approve an agent' },
-    `<h1>Approve an agent</h1>
-<p>Enter the code the agent showed you.</p>
+    `<section class="panel" aria-labelledby="code-heading">
+<h1 id="code-heading">Approve an agent</h1>
+<p class="muted">Enter the code the agent showed you. You will see what it asks for before anything is approved.</p>
 ${message('error', view.error)}
 <form method="get" action="${e(view.siteUrl)}/device">
 <label for="user-code">Code</label>
-<input id="user-code" name="user_code" type="text" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="20" value="${e(view.userCode ?? '')}" placeholder="XXXX-XXXX">
-<div><button type="submit">Continue</button></div>
-</form>`,
+<input id="user-code" class="code-input" name="user_code" type="text" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="20" value="${e(view.userCode ?? '')}" placeholder="XXXX-XXXX">
+<div class="actions"><button type="submit" class="primary">Continue</button></div>
+</form>
+</section>`,
+    { narrow: true },
   );
 }
 
@@ -146,21 +136,24 @@ export interface ConfirmView extends Layout {
 export function confirmPage(view: ConfirmView): string {
   const e = escapeHtml;
   const intro = view.widening
-    ? `<p><strong>${e(view.agentName)}</strong>, approved by you on ${e(view.widening.approvedAt.slice(0, 10))}, asks for these additional scopes. Its current token keeps the scopes it has until you revoke it.</p>`
-    : `<p>The agent <strong>${e(view.agentName)}</strong> asks to join the room in your name. Check that the code below is the one the agent shows.</p>`;
+    ? `<p><strong>${e(view.agentName)}</strong>, approved by you on ${timeHtml(view.widening.approvedAt, 'date')}, asks for these additional scopes. Its current token keeps the scopes it has until you revoke it.</p>`
+    : `<p>The agent <strong>${e(view.agentName)}</strong> asks to join the room in your name. Check that this code is the one the agent shows.</p>`;
   return page(
     { ...view, title: `Approve ${view.agentName}` },
-    `<h1>Approve ${e(view.agentName)}?</h1>
+    `<section class="panel" aria-labelledby="approve-heading">
+<h1 id="approve-heading">Approve ${e(view.agentName)}?</h1>
 ${intro}
-<p>Code: <span class="code" data-testid="user-code">${e(view.userCode)}</span></p>
+<p class="codebox"><span class="muted">Code</span> <span class="code" data-testid="user-code">${e(view.userCode)}</span></p>
 <h2>It will be able to</h2>
-<ul class="scopes">${view.scopes.map((scope) => `<li><strong>${e(scope)}</strong>: ${e(SCOPE_WORDS[scope])}</li>`).join('')}</ul>
-<p>Nothing else. The token lives 90 days; you can revoke it any time from <a href="${e(view.siteUrl)}/account">your agents</a>.</p>
+${scopeList(view.scopes)}
+<p class="note">Nothing else. The token lives 90 days; you can revoke it any time from <a href="${e(view.siteUrl)}/account">your agents</a>.</p>
 <form method="post" action="${e(view.siteUrl)}/device">
 ${hidden('csrf', view.csrf)}${hidden('user_code', view.userCode)}
-<button type="submit" name="decision" value="approve">Approve</button>
-<button type="submit" name="decision" value="decline">Decline</button>
-</form>`,
+<div class="actions"><button type="submit" name="decision" value="approve" class="primary">Approve</button>
+<button type="submit" name="decision" value="decline">Decline</button></div>
+</form>
+</section>`,
+    { narrow: true },
   );
 }
 
@@ -173,11 +166,41 @@ export interface DoneView extends Layout {
 
 export function donePage(view: DoneView): string {
   const e = escapeHtml;
+  const account = `<a href="${e(view.siteUrl)}/account">your agents</a>`;
   return page(
     { ...view, title: view.approved ? 'Approved' : 'Declined' },
-    view.approved
-      ? `${message('ok', `Approved. ${view.agentName} receives its token on its next poll.`)}<p>You can close this page. See <a href="${e(view.siteUrl)}/account">your agents</a>.</p>`
-      : `${message('ok', `Declined. ${view.agentName} gets no token.`)}<p>You can close this page.</p>`,
+    `<section class="panel" aria-labelledby="done-heading">
+<h1 id="done-heading">${view.approved ? `${e(view.agentName)} is approved` : `${e(view.agentName)} is declined`}</h1>
+${view.approved ? message('ok', `Approved. ${view.agentName} receives its token on its next poll.`) : message('ok', `Declined. ${view.agentName} gets no token.`)}
+<p>You can close this page${view.approved ? `, or see what it may do among ${account}` : ''}.</p>
+</section>`,
+    { narrow: true },
+  );
+}
+
+export interface AnsweredView extends Layout {
+  csrf: string;
+  human: string;
+  agentName: string;
+  approved: boolean;
+  /** RFC 3339: when this human answered. */
+  at: string;
+}
+
+/** A device link this human already answered, opened again: what they decided, not an error. */
+export function answeredPage(view: AnsweredView): string {
+  const e = escapeHtml;
+  const next = view.approved
+    ? `<p>${e(view.agentName)} gets its token when it next asks, if it has not already. Nothing more to do here; <a href="${e(view.siteUrl)}/account">your agents</a> shows what it may do, and lets you revoke it.</p>`
+    : `<p>${e(view.agentName)} gets no token. If that was a mistake, ask the agent to start a new signup and open the link it gives you.</p>`;
+  return page(
+    { ...view, title: view.approved ? 'Already approved' : 'Already declined' },
+    `<section class="panel" aria-labelledby="answered-heading">
+<h1 id="answered-heading">You already ${view.approved ? 'approved' : 'declined'} ${e(view.agentName)}</h1>
+<p class="ok" role="status">This link was answered on ${timeHtml(view.at)}: you ${view.approved ? 'approved' : 'declined'} ${e(view.agentName)}.</p>
+${next}
+</section>`,
+    { narrow: true },
   );
 }
 
@@ -192,20 +215,61 @@ export interface AccountRow {
   provisioned?: { reason: string; at: string };
 }
 
-/** The line under a provisioned agent's name: the human did not approve it, and can see why it exists. */
-function provisionedNote(row: AccountRow): string {
-  if (!row.provisioned) return '';
-  const { reason, at } = row.provisioned;
-  return `<br><small class="provisioned">Provisioned by an operator: ${escapeHtml(reason)}, ${escapeHtml(at.slice(0, 10))}</small>`;
+export interface ConnectionRow {
+  connectionId: string;
+  clientName: string;
+  clientKind: 'registered' | 'document';
+  clientDomain?: string;
+  agentName: string;
+  agentId: string;
+  scopes: Scope[];
+  approvedAt: string;
+  lastUsedAt: string;
+}
+
+/** One attempt to deliver to a webhook, newest first. */
+export interface AttemptRow {
+  eventType: string;
+  /** The HTTP status answered; null when none was. */
+  status: number | null;
+  error: string | null;
+  at: string;
+}
+
+/** A webhook of an agent, as delivery keeps it: where it posts, what, whether it works. */
+export interface WebhookRow {
+  url: string;
+  events: string[];
+  enabled: boolean;
+  disabledReason: string | null;
+  failuresInARow: number;
+  createdAt: string;
+  attempts: AttemptRow[];
+}
+
+/**
+ * One agent of the human on /account, however it joined: the tokens that let it act (approved with
+ * a code, or provisioned), the MCP host connections that act as it (several may), and the
+ * webhooks its notifications go to (`unavailable` when the delivery service did not answer).
+ */
+export interface AgentCard {
+  agentId: string;
+  agentName: string;
+  tokens: AccountRow[];
+  connections: ConnectionRow[];
+  webhooks: WebhookRow[] | 'unavailable';
 }
 
 /** One page of a list on /account, newest first, and the links around it. */
 export interface AccountList {
-  rows: AccountRow[];
-  /** How many there are on every page together. */
+  /** The agents of the page's tokens, in the order of their newest token. */
+  cards: AgentCard[];
+  /** How many live tokens there are on every page together. */
   total: number;
-  /** The place of this page's first row in the whole list (0 for the newest page). */
+  /** The place of this page's first token in the whole list (0 for the newest page). */
   offset: number;
+  /** How many tokens this page shows. */
+  shown: number;
   /** The link to the next, older page; absent on the last one. */
   older?: string;
   /** The link back to the newest page; absent on that page. */
@@ -217,36 +281,96 @@ export interface AccountView extends Layout {
   human: string;
   /** The agents the human approved one by one. */
   approved: AccountList;
+  /** The agents an MCP host's connection made, which hold no token of their own. */
+  connected: AgentCard[];
   /** The agents an operator made in the human's name (`npm run agents -- provision`), folded into one group. */
   provisioned: AccountList;
   /** Unfolds the provisioned group: the human is paging through it. */
   provisionedOpen: boolean;
-  /** The MCP hosts connected by OAuth: rendered beside the tokens. */
-  connections?: string;
   notice?: string;
 }
 
-/** A table of agents on wide screens; under 36rem each agent is a block of its own, labelled (see the style). */
-function agentsTable(view: AccountView, rows: AccountRow[], caption: string): string {
+function revokeButton(view: { siteUrl: string; csrf: string }, field: 'token_id' | 'connection_id', id: string, label: string): string {
+  return `<form method="post" action="${escapeHtml(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden(field, id)}<button type="submit" class="quiet-danger compact" aria-label="${escapeHtml(label)}">Revoke</button></form>`;
+}
+
+function tokenGrant(view: AccountView, row: AccountRow): string {
+  const what = row.provisioned ? 'Token made by an operator' : 'Token, approved with a code';
+  return `<li class="grant"><div class="what"><p><strong>${what}</strong></p>${chips(row.scopes)}<p class="when">Approved ${timeHtml(row.approvedAt, 'date')} · expires ${timeHtml(row.expiresAt, 'date')}</p></div>
+${revokeButton(view, 'token_id', row.tokenId, `Revoke the token of ${row.agentName}`)}</li>`;
+}
+
+function connectionGrant(view: AccountView, row: ConnectionRow): string {
   const e = escapeHtml;
-  // The explicit roles keep the table's semantics when the style changes its display.
-  const body = rows
-    .map(
-      (row) => `<tr role="row"><td role="cell"><strong>${e(row.agentName)}</strong><br><small class="id">${e(row.agentId)}</small>${provisionedNote(row)}</td><td role="cell" class="scopes" data-label="Scopes">${row.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(row.approvedAt.slice(0, 10))}</td><td role="cell" data-label="Expires">${e(row.expiresAt.slice(0, 10))}</td>
-<td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}<button type="submit" aria-label="Revoke the token of ${e(row.agentName)}">Revoke</button></form></td></tr>`,
-    )
-    .join('\n');
-  return `<table class="agents" role="table"><caption class="visually-hidden">${e(caption)}</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Agent</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved</th><th scope="col" role="columnheader">Expires</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
-${body}
-</tbody></table>`;
+  const from = row.clientKind === 'document' ? ` <span class="badge">${e(row.clientDomain ?? '')}</span>` : ' <span class="badge warn">unverified name</span>';
+  return `<li class="grant connection"><div class="what"><p><strong>${e(row.clientName)}</strong>${from} <span class="muted">MCP host, connected as ${e(row.agentName)}</span></p>${chips(row.scopes)}<p class="when">Connected ${timeHtml(row.approvedAt)} · last used ${timeHtml(row.lastUsedAt)}</p></div>
+${revokeButton(view, 'connection_id', row.connectionId, `Revoke the connection of ${row.clientName} made ${row.approvedAt.slice(0, 16).replace('T', ' ')} UTC`)}</li>`;
+}
+
+/** An attempt in words: delivered, answered with an error status, or not answered at all. */
+function attemptItem(attempt: AttemptRow): string {
+  const e = escapeHtml;
+  const outcome =
+    attempt.status !== null && attempt.status >= 200 && attempt.status < 300
+      ? `Delivered (${attempt.status})`
+      : attempt.status !== null
+        ? `Answered ${attempt.status}`
+        : `Not delivered${attempt.error === null ? '' : `: ${e(attempt.error)}`}`;
+  return `<li>${outcome} · ${e(eventWords(attempt.eventType))} · ${timeHtml(attempt.at)}</li>`;
+}
+
+/** A notification type in words: `direct_message` is "direct message", `test` a "test event". */
+function eventWords(type: string): string {
+  return type === 'test' ? 'test event' : type.replaceAll('_', ' ');
+}
+
+/** How many of a webhook's last attempts /account shows. */
+const ATTEMPTS_SHOWN = 3;
+
+function webhookItem(hook: WebhookRow): string {
+  const e = escapeHtml;
+  const state = hook.enabled
+    ? `<span class="badge good">Active</span>${hook.failuresInARow > 0 ? ` <span class="badge warn">${hook.failuresInARow} failed in a row</span>` : ''}`
+    : `<span class="badge bad">Disabled</span>${hook.disabledReason === null ? '' : ` ${e(hook.disabledReason)}`}`;
+  const events = `Sends ${hook.events.map((event) => e(eventWords(event))).join(', ')}`;
+  const attempts = hook.attempts.slice(0, ATTEMPTS_SHOWN);
+  return `<li class="hook"><p><span class="url" title="${e(hook.url)}">${e(hook.url)}</span></p>
+<p class="when">${state} · ${events}</p>
+${attempts.length === 0 ? '<p class="when">No attempts yet.</p>' : `<ul class="attempts" aria-label="Last attempts">${attempts.map(attemptItem).join('')}</ul>`}</li>`;
+}
+
+function webhooksPart(card: AgentCard): string {
+  if (card.webhooks === 'unavailable') {
+    return `<div class="part"><h4>Webhooks</h4><p class="note">Its webhooks could not be read just now; reload the page in a moment.</p></div>`;
+  }
+  if (card.webhooks.length === 0) return '';
+  return `<div class="part"><h4>Webhooks</h4><ul>${card.webhooks.map(webhookItem).join('')}</ul></div>`;
+}
+
+function agentCard(view: AccountView, card: AgentCard): string {
+  const e = escapeHtml;
+  const provisioned = card.tokens.find((token) => token.provisioned)?.provisioned;
+  const origin = provisioned
+    ? `<p class="origin provisioned">Provisioned by an operator: ${e(provisioned.reason)}, ${timeHtml(provisioned.at, 'date')}</p>`
+    : card.tokens.length === 0
+      ? `<p class="origin">Made when you connected ${e(card.connections[0]?.clientName ?? 'an MCP host')}.</p>`
+      : '';
+  const grants = [...card.tokens.map((row) => tokenGrant(view, row)), ...card.connections.map((row) => connectionGrant(view, row))];
+  return `<li class="agent" id="agent-${e(card.agentId)}"><div class="agent-head"><h3>${e(card.agentName)}</h3></div>${idHtml(card.agentId)}${origin}
+<ul class="grants">${grants.join('\n')}</ul>
+${webhooksPart(card)}</li>`;
+}
+
+function agentList(view: AccountView, cards: readonly AgentCard[], label: string): string {
+  return `<ul class="agents" aria-label="${escapeHtml(label)}">\n${cards.map((card) => agentCard(view, card)).join('\n')}\n</ul>`;
 }
 
 /** Where a page of a list stands in it, and the links to the newest and the next older page. */
 function pager(list: AccountList, label: string): string {
-  if (list.total <= list.rows.length) return '';
+  if (list.total <= list.shown) return '';
   const e = escapeHtml;
   const first = list.offset + 1;
-  const last = list.offset + list.rows.length;
+  const last = list.offset + list.shown;
   const links = [
     list.newest === undefined ? '' : `<a href="${e(list.newest)}">Newest</a>`,
     list.older === undefined ? '' : `<a href="${e(list.older)}" rel="next">Older</a>`,
@@ -260,31 +384,44 @@ function agentsCount(count: number): string {
 }
 
 export function accountPage(view: AccountView): string {
-  const { approved, provisioned } = view;
-  const none = approved.total === 0 && provisioned.total === 0;
+  const e = escapeHtml;
+  const { approved, provisioned, connected } = view;
+  const none = approved.total === 0 && provisioned.total === 0 && connected.length === 0;
   const approvedPart =
     approved.total === 0
       ? ''
-      : `${agentsTable(view, approved.rows, 'The agents you approved, with what each may do')}
-${pager(approved, 'Pages of the agents you approved')}`;
+      : `<section id="approved" aria-labelledby="approved-heading">
+<div class="section-head"><h2 id="approved-heading">Approved by you</h2><p class="note">${agentsCount(approved.total)} you approved with a code</p></div>
+${agentList(view, approved.cards, 'The agents you approved')}
+${pager(approved, 'Pages of the agents you approved')}
+</section>`;
+  const connectedPart =
+    connected.length === 0
+      ? ''
+      : `<section id="connected" aria-labelledby="connected-heading">
+<div class="section-head"><h2 id="connected-heading">Made for an MCP host</h2><p class="note">${agentsCount(connected.length)} made when you let a host connect</p></div>
+${agentList(view, connected, 'The agents made for an MCP host')}
+</section>`;
   // Provisioned agents can number thousands (a load test's): one folded group with its count and
   // pages of its own, so the agents approved one by one stay in view and the page stays small.
   const provisionedPart =
     provisioned.total === 0
       ? ''
-      : `<details id="provisioned" class="group"${view.provisionedOpen ? ' open' : ''}><summary><h2 class="inline">Provisioned by an operator: ${agentsCount(provisioned.total)}</h2></summary>
-<p>An operator made these agents in your name (for a load test, say) without asking you; each says why. Revoke any you do not want.</p>
-${agentsTable(view, provisioned.rows, 'The agents an operator provisioned in your name, with what each may do')}
+      : `<details id="provisioned" class="group"${view.provisionedOpen ? ' open' : ''}><summary><h2>Provisioned by an operator: ${agentsCount(provisioned.total)}</h2></summary>
+<p class="note">An operator made these agents in your name (for a load test, say) without asking you; each says why. Revoke any you do not want.</p>
+${agentList(view, provisioned.cards, 'The agents an operator provisioned in your name')}
 ${pager(provisioned, 'Pages of the provisioned agents')}
 </details>`;
   return page(
     { ...view, title: 'Your agents' },
     `<h1>Your agents</h1>
+<p class="lede">Every agent that acts in your name, however it joined: what it may do, which MCP hosts act as it, and where its notifications go. Revoke anything you do not recognise.</p>
 ${message('ok', view.notice)}
-${none ? (view.connections ? '' : '<p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you.</p>') : ''}
+${none ? `<div class="panel"><p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you, or enter the code at <a href="${e(view.siteUrl)}/device">${e(view.siteUrl)}/device</a>.</p></div>` : ''}
 ${approvedPart}
-${provisionedPart}
-${view.connections ?? ''}`,
+${connectedPart}
+${provisionedPart}`,
+    { current: 'account' },
   );
 }
 
@@ -303,14 +440,17 @@ export function revokePage(view: RevokeView): string {
   const { row } = view;
   return page(
     { ...view, title: `Revoke ${row.agentName}?` },
-    `<h1 id="revoke-heading">Revoke ${e(row.agentName)}?</h1>
+    `<section class="panel" aria-labelledby="revoke-heading">
+<h1 id="revoke-heading">Revoke ${e(row.agentName)}?</h1>
 <p>It stops working at once. Its token is refused on its next call, over REST, MCP and A2A alike; to let it back in, approve it again when it asks.</p>
-<p><small class="id">Agent id ${e(row.agentId)} · ${row.provisioned ? `provisioned by an operator (${e(row.provisioned.reason)})` : 'approved'} on ${e(row.approvedAt.slice(0, 10))} · ${row.scopes.map(e).join(', ')}</small></p>
+<p class="note">${idHtml(row.agentId)}<br>It was ${row.provisioned ? `provisioned by an operator (${e(row.provisioned.reason)})` : 'approved by you'} on ${timeHtml(row.approvedAt, 'date')}, and may use ${row.scopes.map(e).join(', ')}.</p>
 <form method="post" action="${e(view.siteUrl)}/account/revoke" aria-labelledby="revoke-heading">
 ${hidden('csrf', view.csrf)}${hidden('token_id', row.tokenId)}${hidden('confirm', 'yes')}
-<button type="submit">Revoke</button>
-<a class="button" href="${e(view.siteUrl)}/account">Keep it</a>
-</form>`,
+<div class="actions"><button type="submit" class="danger">Revoke</button>
+<a class="button" href="${e(view.siteUrl)}/account">Keep it</a></div>
+</form>
+</section>`,
+    { current: 'account', narrow: true },
   );
 }
 
@@ -344,12 +484,12 @@ export function consentPage(view: ConsentPageView): string {
   const { client } = view;
   const who =
     client.kind === 'document'
-      ? `<strong>${e(client.name)}</strong> <span class="id">(from ${e(client.domain ?? '')})</span>`
-      : `<strong>${e(client.name)}</strong> <span class="error" data-testid="unverified">(unverified: this name is the host's own claim)</span>`;
+      ? `<strong>${e(client.name)}</strong> <span class="badge">from ${e(client.domain ?? '')}</span>`
+      : `<strong>${e(client.name)}</strong> <span class="badge warn" data-testid="unverified">unverified: this name is the host's own claim</span>`;
   const existing = view.agents
     .map(
       (agent) =>
-        `<label><input type="radio" name="agent" value="${e(agent.agentId)}"${view.selected === agent.agentId ? ' checked' : ''}> As <strong>${e(agent.agentName)}</strong> <small class="id">${e(agent.agentId)} · today: ${agent.scopes.map(e).join(', ') || 'no scopes'}${agent.provisioned ? ' · provisioned by an operator' : ''}</small></label>`,
+        `<label class="choice"><input type="radio" name="agent" value="${e(agent.agentId)}"${view.selected === agent.agentId ? ' checked' : ''}> <span>As <strong>${e(agent.agentName)}</strong><br><small class="muted">${idHtml(agent.agentId)} · today: ${agent.scopes.map(e).join(', ') || 'no scopes'}${agent.provisioned ? ' · provisioned by an operator' : ''}</small></span></label>`,
     )
     .join('\n');
   const provisionedShown = view.agents.filter((agent) => agent.provisioned).length;
@@ -361,22 +501,25 @@ export function consentPage(view: ConsentPageView): string {
   const more = notes.length === 0 ? '' : `\n<p class="note">${notes.join(' ')} <a href="${e(view.siteUrl)}/account">Your agents</a> lists them all.</p>`;
   return page(
     { ...view, title: `Connect ${client.name}` },
-    `<h1>Connect ${e(client.name)} to the room?</h1>
+    `<section class="panel" aria-labelledby="consent-heading">
+<h1 id="consent-heading">Connect ${e(client.name)} to the room?</h1>
 <p>The MCP host ${who} asks to act in the room in your name. After you answer, your browser goes back to <strong>${e(view.redirectHost)}</strong>.</p>
 ${message('error', view.error)}
 <h2>It will be able to</h2>
-<ul class="scopes">${view.scopes.map((scope) => `<li><strong>${e(scope)}</strong>: ${e(SCOPE_WORDS[scope])}</li>`).join('')}</ul>
-<p>Nothing else. It stays connected until you revoke it from <a href="${e(view.siteUrl)}/account">your agents</a>.</p>
+${scopeList(view.scopes)}
+<p class="note">Nothing else. It stays connected until you revoke it from <a href="${e(view.siteUrl)}/account">your agents</a>.</p>
 <form method="post" action="${e(view.siteUrl)}/authorize">
 ${hidden('csrf', view.csrf)}${hidden('request', view.requestId)}
 <fieldset><legend>Connect it as</legend>
-<label><input type="radio" name="agent" value="new"${view.selected === 'new' ? ' checked' : ''}> A new agent named</label>
+<label class="choice"><input type="radio" name="agent" value="new"${view.selected === 'new' ? ' checked' : ''}> <span>A new agent named</span></label>
 <input id="agent-name" name="agent_name" type="text" maxlength="100" value="${e(view.suggestedName)}" aria-label="The new agent's name">
 ${existing}${more}
 </fieldset>
-<button type="submit" name="decision" value="approve">Approve</button>
-<button type="submit" name="decision" value="decline">Decline</button>
-</form>`,
+<div class="actions"><button type="submit" name="decision" value="approve" class="primary">Approve</button>
+<button type="submit" name="decision" value="decline">Decline</button></div>
+</form>
+</section>`,
+    { narrow: true },
   );
 }
 
@@ -384,51 +527,13 @@ ${existing}${more}
 export function authorizeErrorPage(view: Layout & { error: string }): string {
   return page(
     { ...view, title: 'This connection cannot go on' },
-    `<h1>This connection cannot go on</h1>
+    `<section class="panel" aria-labelledby="refused-heading">
+<h1 id="refused-heading">This connection cannot go on</h1>
 ${message('error', view.error)}
-<p>Nothing was approved. Go back to the MCP host and connect again; if it keeps failing, the host is misconfigured for this room.</p>`,
+<p>Nothing was approved. Go back to the MCP host and connect again; if it keeps failing, the host is misconfigured for this room.</p>
+</section>`,
+    { narrow: true },
   );
-}
-
-export interface ConnectionRow {
-  connectionId: string;
-  clientName: string;
-  clientKind: 'registered' | 'document';
-  clientDomain?: string;
-  agentName: string;
-  agentId: string;
-  scopes: Scope[];
-  approvedAt: string;
-  lastUsedAt: string;
-}
-
-/** An ISO time to the minute, as the connections list shows it (UTC). */
-function minute(iso: string): string {
-  return iso.slice(0, 16).replace('T', ' ');
-}
-
-/** An ISO time to the second: two installations of a host are approved moments apart. */
-function second(iso: string): string {
-  return iso.slice(0, 19).replace('T', ' ');
-}
-
-/**
- * The MCP hosts connected by OAuth, for /account beside the device-flow tokens. A host installed
- * twice (one client_id) is two rows as the same agent: approval time and last use tell them apart.
- */
-export function connectionsSection(view: { siteUrl: string; csrf: string; connections: ConnectionRow[] }): string {
-  const e = escapeHtml;
-  if (view.connections.length === 0) return '';
-  const rows = view.connections
-    .map(
-      (c) => `<tr role="row"><td role="cell"><strong>${e(c.clientName)}</strong>${c.clientKind === 'document' ? ` <small class="id">${e(c.clientDomain ?? '')}</small>` : ' <small class="id">(unverified)</small>'}<br>as ${e(c.agentName)} <small class="id">${e(c.agentId)}</small></td><td role="cell" class="scopes" data-label="Scopes">${c.scopes.map((scope) => `<span>${e(scope)}</span>`).join('<br> ')}</td><td role="cell" data-label="Approved">${e(second(c.approvedAt))}</td><td role="cell" data-label="Last used">${e(minute(c.lastUsedAt))}</td>
-<td role="cell" class="action"><form method="post" action="${e(view.siteUrl)}/account/revoke">${hidden('csrf', view.csrf)}${hidden('connection_id', c.connectionId)}<button type="submit" aria-label="Revoke the connection of ${e(c.clientName)} as ${e(c.agentName)} approved ${e(second(c.approvedAt))} UTC">Revoke</button></form></td></tr>`,
-    )
-    .join('\n');
-  return `<h2 id="connections">Connected MCP hosts</h2>
-<table class="agents" role="table" data-testid="connections"><caption class="visually-hidden">The MCP hosts you connected, as which agent, with what each may do</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">Host</th><th scope="col" role="columnheader">Scopes</th><th scope="col" role="columnheader">Approved (UTC)</th><th scope="col" role="columnheader">Last used (UTC)</th><th scope="col" role="columnheader"><span class="visually-hidden">Action</span></th></tr></thead><tbody role="rowgroup">
-${rows}
-</tbody></table>`;
 }
 
 /** The question before a connection is revoked. */
@@ -437,13 +542,16 @@ export function revokeConnectionPage(view: Layout & { csrf: string; human: strin
   const { row } = view;
   return page(
     { ...view, title: `Revoke ${row.clientName}?` },
-    `<h1 id="revoke-heading">Revoke ${e(row.clientName)}?</h1>
+    `<section class="panel" aria-labelledby="revoke-heading">
+<h1 id="revoke-heading">Revoke ${e(row.clientName)}?</h1>
 <p>The host stops working as ${e(row.agentName)} at once: its access and refresh tokens are refused on their next use. To let it back in, connect it again from the host.</p>
-<p><small class="id">Approved ${e(second(row.approvedAt))} UTC · last used ${e(minute(row.lastUsedAt))} UTC · ${row.scopes.map(e).join(', ')}. Other connections of this host stay.</small></p>
+<p class="note">Connected ${timeHtml(row.approvedAt)} · last used ${timeHtml(row.lastUsedAt)} · ${row.scopes.map(e).join(', ')}. Other connections of this host stay.</p>
 <form method="post" action="${e(view.siteUrl)}/account/revoke" aria-labelledby="revoke-heading">
 ${hidden('csrf', view.csrf)}${hidden('connection_id', row.connectionId)}${hidden('confirm', 'yes')}
-<button type="submit">Revoke</button>
-<a class="button" href="${e(view.siteUrl)}/account">Keep it</a>
-</form>`,
+<div class="actions"><button type="submit" class="danger">Revoke</button>
+<a class="button" href="${e(view.siteUrl)}/account">Keep it</a></div>
+</form>
+</section>`,
+    { current: 'account', narrow: true },
   );
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DomainError, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
+import { DomainError, type Logger, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -7,36 +7,43 @@ import type { AttemptClient } from '../attempt-limiter.js';
 import { type AuthorizeParams, AuthorizeRefusal } from '../authorization.js';
 import type { AuthDomain } from '../domain.js';
 import type { Connection, Human, Session, TokenRecord } from '../records.js';
-import type { TokenList, TokenPosition } from '../store.js';
+import type { AgentWebhook, WebhookReader } from '../delivery.gateway.js';
+import { listOfToken, type TokenList, type TokenPage, type TokenPosition } from '../store.js';
 import {
   type AccountList,
   type AccountRow,
   accountPage,
+  type AgentCard,
+  answeredPage,
   authorizeErrorPage,
   confirmPage,
   type ConnectionRow,
-  connectionsSection,
   consentPage,
   donePage,
   enterCodePage,
   revokeConnectionPage,
   revokePage,
   signInPage,
+  type WebhookRow,
 } from './pages.js';
 import { humanRemedy } from './remedies.js';
 
 const FORM_COOKIE = 'ar_form';
 
 /**
- * The pages run no script at all, style themselves with one inline sheet, post their forms only
- * here, and may not be framed (clickjacking an approval).
+ * The pages load the shared stylesheet, icon and local-time script of this origin and nothing
+ * inline (docs/decisions.md §23), post their forms only here, and may not be framed (clickjacking
+ * an approval).
  */
-const PAGE_CSP = "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 export interface HumanPagesOptions {
   domain: AuthDomain;
   urls: PublicUrls;
   selfRegistration: boolean;
+  /** The agents' webhooks, for /account (the delivery service). */
+  webhooks: WebhookReader;
+  log: Logger;
 }
 
 interface SignedIn {
@@ -109,6 +116,19 @@ function connectionRow(connection: Connection): ConnectionRow {
   };
 }
 
+/** A webhook as /account shows it. */
+function webhookRow(webhook: AgentWebhook): WebhookRow {
+  return {
+    url: webhook.url,
+    events: webhook.events,
+    enabled: webhook.enabled,
+    disabledReason: webhook.disabledReason,
+    failuresInARow: webhook.failuresInARow,
+    createdAt: webhook.createdAt,
+    attempts: webhook.attempts,
+  };
+}
+
 /** The parameters of an authorization request, each a single string (a repeated one is not). */
 const AUTHORIZE_PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'scope', 'state', 'resource'] as const;
 
@@ -174,7 +194,7 @@ function csrfRefused(): DomainError {
  * flow, see and revoke the agents they approved. Sessions live in the store; the cookie is
  * HttpOnly, SameSite=Lax, Secure when the site is served over https; every form POST carries a CSRF token.
  */
-export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions): { site: Router; api: Router } {
+export function humanPages({ domain, urls, selfRegistration, webhooks, log }: HumanPagesOptions): { site: Router; api: Router } {
   const site = Router();
   const api = Router();
   const sitePath = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
@@ -235,6 +255,36 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     html(res, error.status, enterCodePage({ ...view, error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
   }
 
+  /**
+   * A code that waits for no answer, which this human already answered: the page says what they
+   * decided (docs/decisions.md §23), and no wrong attempt is counted. Anyone else reads the usual refusal.
+   */
+  async function answeredBefore(res: Response, userCode: string, who: SignedIn, base: { siteUrl: string; csrf: string; human: string; title: string }): Promise<boolean> {
+    const answer = await domain.flows.answerOf(userCode, who.human);
+    if (answer === undefined) return false;
+    html(res, 200, answeredPage({ ...base, ...layout(who), agentName: answer.agentName, approved: answer.approved, at: new Date(answer.at).toISOString() }));
+    return true;
+  }
+
+  /**
+   * The webhooks of the agents a page of /account shows, one read each from the delivery service
+   * (docs/decisions.md §23); an agent whose read failed shows that, and the page still answers.
+   */
+  async function webhooksOfAgents(agentIds: readonly string[]): Promise<Map<string, WebhookRow[] | 'unavailable'>> {
+    const unique = [...new Set(agentIds)];
+    const read = await Promise.all(
+      unique.map(async (agentId): Promise<WebhookRow[] | 'unavailable'> => {
+        try {
+          return (await webhooks.webhooksOf(agentId)).map(webhookRow);
+        } catch (error) {
+          log.warn({ err: error, agentId }, "an agent's webhooks could not be read for /account");
+          return 'unavailable';
+        }
+      }),
+    );
+    return new Map(unique.map((agentId, i) => [agentId, read[i] ?? 'unavailable']));
+  }
+
   site.get('/signin', async (req, res) => {
     const next = safeNext(typeof req.query.next === 'string' ? req.query.next : '');
     if (await signedIn(req)) {
@@ -250,10 +300,13 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     const next = safeNext(field(req.body, 'next'));
     const name = field(req.body, 'name');
     const password = field(req.body, 'password');
+    const registering = field(req.body, 'action') === 'register';
+    // What was typed as the name stays in its field; the password never comes back.
+    const typed = name.slice(0, 100);
     const again = (status: number, error: string): void =>
-      html(res, status, signInPage({ title: 'Sign in', ...layout(), next, formCsrf: expected, selfRegistration, error }));
+      html(res, status, signInPage({ title: 'Sign in', ...layout(), next, formCsrf: expected, selfRegistration, error, ...(registering ? { registerName: typed } : { name: typed }) }));
     let human: Human | undefined;
-    if (field(req.body, 'action') === 'register') {
+    if (registering) {
       if (!selfRegistration) return again(403, 'New accounts are made by the operator of this room.');
       try {
         human = await domain.humans.register(name, password);
@@ -295,6 +348,7 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       html(res, 200, confirmPage({ ...base, ...view }));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
+      if (error.slug === 'user-code-unknown' && (await answeredBefore(res, typed, who, base))) return;
       if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
       codeRefused(res, error, { ...base, userCode: typed });
     }
@@ -318,6 +372,8 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
       html(res, 200, donePage({ ...base, agentName: view.agentName, approved: decision === 'approve' }));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
+      // The same answer sent again (a second click, the form re-sent from the history) reads as what it did.
+      if (error.slug === 'user-code-unknown' && (await answeredBefore(res, userCode, who, base))) return;
       if (error.slug === 'user-code-unknown') await domain.attempts.fail(clientKeys(req, who));
       codeRefused(res, error, { ...base, userCode });
     }
@@ -408,20 +464,43 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
     };
     // Each list is read a page at a time, from an index of that list: a human with ten thousand
     // provisioned agents costs a page of 50, not ten thousand reads. A connection's tokens are in
-    // neither list: it is listed as the connection, not one row per hourly token.
-    const listOf = async (list: TokenList): Promise<AccountList> => {
-      const page = await domain.tokens.pageOfHuman(who.human.id, list, ACCOUNT_PAGE_SIZE, positionOf(at[list]));
+    // neither list: its agent shows the connection, not one row per hourly token.
+    const pageOf = async (list: TokenList): Promise<{ list: TokenList; page: TokenPage }> => ({ list, page: await domain.tokens.pageOfHuman(who.human.id, list, ACCOUNT_PAGE_SIZE, positionOf(at[list])) });
+    const [approvedPage, provisionedPage, connected] = await Promise.all([pageOf('approved'), pageOf('provisioned'), domain.authorizations.connectionsOf(who.human.id)]);
+    const connectionsByAgent = new Map<string, ConnectionRow[]>();
+    for (const connection of connected.map(connectionRow)) connectionsByAgent.set(connection.agentId, [...(connectionsByAgent.get(connection.agentId) ?? []), connection]);
+    // An agent made for an MCP host holds no token of either list: it is listed by its connections.
+    const connectionAgents = [...connectionsByAgent.keys()];
+    const listed = await Promise.all(connectionAgents.map(async (agentId) => (await domain.tokens.liveOfHumanAgent(who.human.id, agentId)).some((token) => listOfToken(token) !== undefined)));
+    const connectedOnly = connectionAgents.filter((_, i) => !listed[i]);
+    const cardsOf = (tokens: readonly TokenRecord[]): Omit<AgentCard, 'webhooks'>[] => {
+      const cards = new Map<string, Omit<AgentCard, 'webhooks'>>();
+      for (const token of tokens) {
+        const card = cards.get(token.agentId) ?? { agentId: token.agentId, agentName: token.agentName, tokens: [], connections: connectionsByAgent.get(token.agentId) ?? [] };
+        card.tokens.push(accountRow(token));
+        cards.set(token.agentId, card);
+      }
+      return [...cards.values()];
+    };
+    const approvedCards = cardsOf(approvedPage.page.tokens);
+    const provisionedCards = cardsOf(provisionedPage.page.tokens);
+    const connectedCards = connectedOnly.map((agentId): Omit<AgentCard, 'webhooks'> => {
+      const connections = connectionsByAgent.get(agentId) ?? [];
+      return { agentId, agentName: connections[0]?.agentName ?? agentId, tokens: [], connections };
+    });
+    const hooks = await webhooksOfAgents([...approvedCards, ...connectedCards, ...provisionedCards].map((card) => card.agentId));
+    const withHooks = (cards: Omit<AgentCard, 'webhooks'>[]): AgentCard[] => cards.map((card) => ({ ...card, webhooks: hooks.get(card.agentId) ?? 'unavailable' }));
+    const listOf = ({ list, page }: { list: TokenList; page: TokenPage }, cards: Omit<AgentCard, 'webhooks'>[]): AccountList => {
       const last = page.tokens.at(-1);
       return {
-        rows: page.tokens.map(accountRow),
+        cards: withHooks(cards),
         total: page.total,
         offset: page.offset,
+        shown: page.tokens.length,
         ...(page.hasMore && last !== undefined ? { older: link(list, cursorOf(last)) } : {}),
         ...(page.offset === 0 ? {} : { newest: link(list, undefined) }),
       };
     };
-    const [approved, provisioned, connected] = await Promise.all([listOf('approved'), listOf('provisioned'), domain.authorizations.connectionsOf(who.human.id)]);
-    const connections = connected.map(connectionRow);
     const notice = query.revoked === '1' ? 'Revoked. That token no longer works.' : query.revoked === 'connection' ? 'Revoked. That host is no longer connected.' : undefined;
     html(
       res,
@@ -431,10 +510,10 @@ export function humanPages({ domain, urls, selfRegistration }: HumanPagesOptions
         ...layout(who),
         csrf: who.session.csrf,
         human: who.human.name,
-        approved,
-        provisioned,
+        approved: listOf(approvedPage, approvedCards),
+        connected: withHooks(connectedCards),
+        provisioned: listOf(provisionedPage, provisionedCards),
         provisionedOpen: query.provisioned !== undefined,
-        connections: connectionsSection({ siteUrl: urls.siteUrl, csrf: who.session.csrf, connections }),
         ...(notice ? { notice } : {}),
       }),
     );

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AGENT_CHOICES, DomainError, escapeHtml, type PublicUrls, sameSecret, sendStatic, SESSION_COOKIE, staticAsset } from '@agentroom/kit';
+import { AGENT_CHOICES, DomainError, escapeHtml, pageShell, type PublicUrls, sameSecret, sendStatic, SESSION_COOKIE, staticAsset, timeHtml, VIA_WORDS } from '@agentroom/kit';
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -24,24 +24,31 @@ function loadScript(): string {
   }
 }
 
-function time(iso: string): string {
-  return `<time datetime="${escapeHtml(iso)}">${escapeHtml(iso.replace('T', ' ').slice(0, 19))} UTC</time>`;
+/** The post a reply answers, as its line says it: by the name of the agent that wrote it, linked when it is on the page. */
+interface ReplyTarget {
+  agentName?: string;
+  onPage: boolean;
 }
 
 /** The same markup as `render` in assets/room.ts, which adds live posts; a post's replies on the page go under it. */
-function postItem(post: Post, replies: readonly Post[] = []): string {
+function postItem(post: Post, targets: ReadonlyMap<string, ReplyTarget>, replies: readonly Post[] = []): string {
   const e = escapeHtml;
-  const answers = post.replyTo === undefined ? '' : ` · <a class="reply-to" href="#post-${e(post.replyTo)}">in reply</a>`;
-  const mentions = post.mentions === undefined ? '' : ` · mentions ${post.mentions.map((m) => `<span class="mention">@${e(m.agentName)}</span>`).join(', ')}`;
-  const under = replies.length === 0 ? '' : `<ul class="replies">${replies.map((reply) => postItem(reply)).join('')}</ul>`;
-  return `<li class="post" id="post-${e(post.id)}" data-id="${e(post.id)}"${post.threadId === undefined ? '' : ` data-thread="${e(post.threadId)}"`}><p class="text">${e(post.text)}</p><p class="meta"><strong>${e(post.agentName)}</strong> for ${e(post.humanLabel)} · via ${e(post.via)} · ${time(post.createdAt)}${answers}${mentions}</p>${under}</li>`;
+  const context: string[] = [];
+  if (post.replyTo !== undefined) {
+    const target = targets.get(post.replyTo);
+    const name = target?.agentName === undefined ? 'an earlier post' : e(target.agentName);
+    context.push(target?.onPage === true ? `replying to <a class="reply-to" href="#post-${e(post.replyTo)}">${name}</a>` : `replying to <span class="reply-to">${name}</span>`);
+  }
+  if (post.mentions !== undefined) context.push(`mentions ${post.mentions.map((m) => `<span class="mention">@${e(m.agentName)}</span>`).join(', ')}`);
+  const under = replies.length === 0 ? '' : `<ul class="replies">${replies.map((reply) => postItem(reply, targets)).join('')}</ul>`;
+  return `<li class="post" id="post-${e(post.id)}" data-id="${e(post.id)}"${post.threadId === undefined ? '' : ` data-thread="${e(post.threadId)}"`}><p class="meta"><strong>${e(post.agentName)}</strong> for ${e(post.humanLabel)} · ${e(VIA_WORDS[post.via])} · ${timeHtml(post.createdAt)}</p><p class="text">${e(post.text)}</p>${context.length === 0 ? '' : `<p class="context">${context.join(' · ')}</p>`}${under}</li>`;
 }
 
 /**
  * The page's posts, newest first, each reply under the post that starts its thread when that post is
  * on the page (oldest reply first), and on its own otherwise.
  */
-function postItems(posts: readonly Post[]): string {
+function postItems(posts: readonly Post[], targets: ReadonlyMap<string, ReplyTarget>): string {
   const shown = new Set(posts.filter((post) => post.threadId === undefined).map((post) => post.id));
   const replies = new Map<string, Post[]>();
   for (const post of [...posts].reverse()) {
@@ -49,8 +56,27 @@ function postItems(posts: readonly Post[]): string {
   }
   return posts
     .filter((post) => post.threadId === undefined || !shown.has(post.threadId))
-    .map((post) => postItem(post, replies.get(post.id)))
+    .map((post) => postItem(post, targets, replies.get(post.id)))
     .join('\n');
+}
+
+/**
+ * Who wrote each post the page's replies answer: read from the page itself, and from the room for
+ * the few that are older than the page shows (a post gone or unreadable is "an earlier post").
+ */
+async function replyTargets(posts: readonly Post[], room: RoomGateway): Promise<Map<string, ReplyTarget>> {
+  const targets = new Map<string, ReplyTarget>(posts.map((post) => [post.id, { agentName: post.agentName, onPage: true }]));
+  const missing = [...new Set(posts.flatMap((post) => (post.replyTo !== undefined && !targets.has(post.replyTo) ? [post.replyTo] : [])))];
+  await Promise.all(
+    missing.map(async (id) => {
+      try {
+        targets.set(id, { agentName: (await room.getPost(id)).agentName, onPage: false });
+      } catch {
+        targets.set(id, { onPage: false });
+      }
+    }),
+  );
+  return targets;
 }
 
 /** The label of the compose form's group of provisioned agents: it says when only the newest of them are offered. */
@@ -72,6 +98,8 @@ export interface RoomPageOptions {
 
 interface View {
   posts: Post[];
+  /** Who wrote the posts the page's replies answer. */
+  targets: ReadonlyMap<string, ReplyTarget>;
   agents: Agent[];
   who: SignedInHuman | undefined;
   /** Shown above the form after a refused post, with what was typed kept. */
@@ -102,11 +130,12 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
   const sitePath = new URL(site).pathname.replace(/\/$/, '');
   const apiOrigin = new URL(urls.baseUrl).origin;
   const siteOrigin = new URL(site).origin;
-  // Scripts only from this site (no inline script, so injected markup could not run even if it got in).
+  // Scripts, the stylesheet and the icon only from this site, nothing inline (injected markup could not run even if it got in).
   const csp = [
     "default-src 'none'",
     "script-src 'self'",
-    "style-src 'unsafe-inline'",
+    "style-src 'self'",
+    "img-src 'self'",
     `connect-src 'self'${apiOrigin === siteOrigin ? '' : ` ${apiOrigin}`}`,
     "form-action 'self'",
     "base-uri 'none'",
@@ -122,11 +151,11 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
     const e = escapeHtml;
     const { who } = view;
     if (!who) {
-      return `<p class="note"><a href="${e(site)}/signin?next=${encodeURIComponent(`${sitePath}/`)}">Sign in</a> to post as one of the agents you approved.</p>`;
+      return `<p class="info alert"><a href="${e(site)}/signin?next=${encodeURIComponent(`${sitePath}/`)}">Sign in</a> to post as one of the agents you approved.</p>`;
     }
     const writers = who.agents.filter((agent) => agent.scopes.includes('posts:write'));
     if (writers.length === 0) {
-      return `<p class="note">To post here, approve an agent that asks for <code>posts:write</code>; <a href="${e(site)}/account">your agents</a> lists what each may do.</p>`;
+      return `<p class="info alert">To post here, approve an agent that asks for <code>posts:write</code>; <a href="${e(site)}/account">your agents</a> lists what each may do.</p>`;
     }
     const chosen = view.draft?.agentId ?? writers[0]?.agentId;
     const option = (agent: (typeof writers)[number]): string => `<option value="${e(agent.agentId)}"${agent.agentId === chosen ? ' selected' : ''}>${e(agent.agentName)}</option>`;
@@ -140,7 +169,7 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
         ? ''
         : `<optgroup label="${e(provisionedLabel(provisioned.length, who.provisionedTotal))}">${provisioned.map(option).join('')}</optgroup>`;
     const options = ownGroup + group;
-    return `<section aria-labelledby="compose-heading">
+    return `<section class="panel compose" aria-labelledby="compose-heading">
 <h2 id="compose-heading">Post to the room</h2>
 ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)}</p>`}
 <form method="post" action="${e(site)}/">
@@ -149,7 +178,7 @@ ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)
 <select id="compose-agent" name="agent_id">${options}</select>
 <label for="compose-text">Text (1 to 500 characters)</label>
 <textarea id="compose-text" name="text" rows="3" required>${e(view.draft?.text ?? '')}</textarea>
-<div><button type="submit">Post</button></div>
+<div class="actions"><button type="submit" class="primary">Post</button></div>
 </form>
 </section>`;
   }
@@ -158,58 +187,40 @@ ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)
     const e = escapeHtml;
     const { who } = view;
     const newest = view.posts[0]?.id ?? '0-0';
-    const nav = who
-      ? `<form method="post" action="${e(site)}/signout" class="inline"><input type="hidden" name="csrf" value="${e(who.csrfToken)}">Signed in as <strong>${e(who.humanName)}</strong> · <a href="${e(site)}/account">Your agents</a> · <button type="submit" class="link">Sign out</button></form>`
-      : `<a href="${e(site)}/signin?next=${encodeURIComponent(`${sitePath}/`)}">Sign in</a>`;
-    return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Agent Room</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:0 auto;padding:1rem;color:#1b1b1b}
-header{display:flex;justify-content:space-between;align-items:baseline;flex-wrap:wrap;gap:.5rem}
-h1{margin:.2rem 0}.note{color:#555}ul{padding:0;list-style:none}
-.post{border-bottom:1px solid #ddd;padding:.5rem 0}.post p{margin:.1rem 0}.text{white-space:pre-wrap;overflow-wrap:anywhere}
-.meta{color:#555;font-size:.875rem}code{background:#f3f3f3;padding:0 .2rem}
-.replies{margin:.3rem 0 0 1.2rem;border-left:3px solid #ddd;padding-left:.6rem}.replies .post{border-bottom:none}.mention{font-weight:600}
-label{display:block;margin:.6rem 0 .2rem}select,textarea{font:inherit;padding:.4rem;width:100%;box-sizing:border-box}
-button{font:inherit;padding:.4rem .9rem;margin:.6rem 0 0;cursor:pointer}
-button.link{background:none;border:none;padding:0;margin:0;color:#0645ad;text-decoration:underline}
-.inline{display:inline}.error{color:#a40000;font-weight:600}
-:focus-visible{outline:3px solid #1a73e8;outline-offset:2px}
-</style>
-<script type="module" src="${e(site)}/assets/room.js"></script>
-</head>
-<body>
-<header>
-<h1>Agent Room</h1>
-<nav>${nav}</nav>
-</header>
-<main>
-<p class="note">A shared room where software agents, each approved by a human, post short messages.</p>
+    const signIn = `${site}/signin?next=${encodeURIComponent(`${sitePath}/`)}`;
+    return pageShell({
+      siteUrl: site,
+      title: 'Agent Room',
+      current: 'room',
+      reader: who ? { name: who.humanName, csrf: who.csrfToken } : { signIn },
+      scripts: [`${site}/assets/room.js`],
+      body: `<div class="room-layout">
+<div class="room-main">
+<h1>The room</h1>
+<p class="lede">A shared room where software agents, each approved by a person, post short messages.</p>
 ${compose(view)}
 <section aria-labelledby="posts-heading">
-<h2 id="posts-heading">Recent posts</h2>
-<p id="live-status" class="note" role="status">Reload the page to see new posts.</p>
-${view.posts.length === 0 ? '<p id="no-posts">No posts yet.</p>' : ''}
-<ul id="posts" data-stream="${e(urls.baseUrl)}/posts/stream" data-after="${e(newest)}"${view.posts.length === 0 ? ' hidden' : ''}>
-${postItems(view.posts)}
+<div class="section-head"><h2 id="posts-heading">Recent posts</h2><p id="live-status" class="status" role="status">Reload the page to see new posts.</p></div>
+${view.posts.length === 0 ? '<p id="no-posts" class="note">No posts yet.</p>' : ''}
+<ul id="posts" class="posts" data-stream="${e(urls.baseUrl)}/posts/stream" data-after="${e(newest)}" data-via="${e(JSON.stringify(VIA_WORDS))}"${view.posts.length === 0 ? ' hidden' : ''}>
+${postItems(view.posts, view.targets)}
 </ul>
 </section>
-<section aria-labelledby="agents-heading">
+</div>
+<aside>
+<section class="panel" aria-labelledby="agents-heading">
 <h2 id="agents-heading">Agents in the room</h2>
-${view.agents.length === 0 ? '<p>No agents yet.</p>' : `<ul>${view.agents.map(agentItem).join('\n')}</ul>`}
+${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="room-agents">${view.agents.map(agentItem).join('\n')}</ul>`}
+<p class="note small">Agents join over REST, MCP or A2A, and read the same posts <a href="${e(urls.baseUrl)}/posts">as JSON</a>. Developers start at <a href="${e(site)}/developers">the portal</a>.</p>
 </section>
-</main>
-<footer><p class="note">For agents: the REST API is at <code>${e(urls.baseUrl)}</code> (try <a href="${e(urls.baseUrl)}/posts">${e(urls.baseUrl)}/posts</a>); developers start at <a href="${e(site)}/developers">${e(site)}/developers</a>.</p></footer>
-</body>
-</html>`;
+</aside>
+</div>`,
+    });
   }
 
-  async function send(res: Response, status: number, view: Omit<View, 'posts' | 'agents'>): Promise<void> {
+  async function send(res: Response, status: number, view: Omit<View, 'posts' | 'agents' | 'targets'>): Promise<void> {
     const [posts, agents] = await Promise.all([room.listPosts(SHOWN, undefined), room.listAgents(SHOWN)]);
+    const targets = await replyTargets(posts.posts, room);
     res
       .status(status)
       .type('html')
@@ -217,7 +228,7 @@ ${view.agents.length === 0 ? '<p>No agents yet.</p>' : `<ul>${view.agents.map(ag
       .setHeader('Content-Security-Policy', csp)
       .setHeader('X-Content-Type-Options', 'nosniff')
       .setHeader('Referrer-Policy', 'same-origin')
-      .send(page({ ...view, posts: posts.posts, agents: agents.agents }));
+      .send(page({ ...view, posts: posts.posts, targets, agents: agents.agents }));
   }
 
   router.get('/', async (req, res) => {

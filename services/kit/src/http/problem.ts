@@ -1,5 +1,6 @@
 import type { Response } from 'express';
 import { escapeHtml } from '../html.js';
+import { pageShell } from '../web/shell.js';
 import { type DomainError, problemDocument } from '../problems.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -21,28 +22,34 @@ export function sendProblem(res: Response, error: DomainError, siteUrl: string, 
   res.status(error.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemDocument(error, siteUrl, answer.remedy)));
 }
 
+/** The CSP of the 404 page: the shared stylesheet, favicon and script of this origin, nothing inline. */
+export const NOT_FOUND_PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 /**
- * A browser that follows a wrong link gets a page, not JSON: a small 404 that links home and to
- * the developer portal. API clients (anything that does not prefer HTML) still get the problem document.
+ * A browser that follows a wrong link gets a page in the look of the others, not JSON: a 404 that
+ * links home and to the developer portal. API clients (anything that does not prefer HTML) still
+ * get the problem document.
  */
 export function sendNotFoundPage(res: Response, error: DomainError, siteUrl: string): void {
   const site = escapeHtml(siteUrl);
   res
     .status(error.status)
     .type('html')
-    .setHeader('Content-Security-Policy', "default-src 'none'; base-uri 'none'; frame-ancestors 'none'")
-    .send(`<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Not found · Agent Room</title></head>
-<body>
-<main>
+    .setHeader('Content-Security-Policy', NOT_FOUND_PAGE_CSP)
+    .setHeader('X-Content-Type-Options', 'nosniff')
+    .send(
+      pageShell({
+        siteUrl,
+        title: 'Not found',
+        narrow: true,
+        body: `<div class="panel">
+<p class="big-status" aria-hidden="true">404</p>
 <h1>Nothing is here</h1>
-<p>${escapeHtml(error.detail ?? error.title)}</p>
-<p><a href="${site}/">Go to the room</a> or read the <a href="${site}/developers">developer portal</a>.</p>
-</main>
-</body>
-</html>
-`);
+<p>${escapeHtml(error.detail ?? error.title)} The link may be mistyped, or the page may have moved.</p>
+<div class="actions"><a class="button primary" href="${site}/">Go to the room</a><a class="button" href="${site}/developers">Developer portal</a></div>
+</div>`,
+      }),
+    );
 }
 
 /** Whether the client prefers an HTML page to a problem document: a browser's navigation does. */

@@ -21,8 +21,9 @@ export interface Compressed {
 
 /**
  * How caches may keep an asset: `revalidate` (the default) for what changes with a deploy, asked
- * again every time and answered 304 while unchanged; `immutable` for what is linked by a version of
- * its content (`?v=<digest>`), kept a year without asking.
+ * again every time and answered 304 while unchanged; `immutable` for what is linked by the digest of
+ * its content (`?v=<digest>`), kept a year without asking when the link's digest is this asset's
+ * (an older replica asked under a newer link answers `revalidate`, so nothing stale is kept a year).
  */
 export type CachePolicy = 'revalidate' | 'immutable';
 
@@ -82,8 +83,9 @@ export function etagOf(digest: string, coding: ContentCoding): string {
   return coding === 'identity' ? `"${digest}"` : `"${digest}-${coding}"`;
 }
 
-export function cacheControlOf(policy: CachePolicy): string {
-  return policy === 'immutable' ? 'public, max-age=31536000, immutable' : 'public, no-cache';
+/** The Cache-Control of an answer: a year only for an immutable asset asked for under its own digest. */
+export function cacheControlOf(policy: CachePolicy, versionAsked?: string, digest?: string): string {
+  return policy === 'immutable' && versionAsked !== undefined && versionAsked === digest ? 'public, max-age=31536000, immutable' : 'public, no-cache';
 }
 
 type Negotiator = { encodings(available: readonly string[], options?: { preferred?: readonly string[] }): string[] };
@@ -124,8 +126,8 @@ export interface Representation {
   headers: Record<string, string>;
 }
 
-/** The representation of `asset` for these request headers. */
-export function representationOf(asset: StaticAsset, acceptEncoding: string | undefined): Representation {
+/** The representation of `asset` for these request headers, asked for under the version `versionAsked` (`?v=`). */
+export function representationOf(asset: StaticAsset, acceptEncoding: string | undefined, versionAsked?: string): Representation {
   const coding = asset.compressed === undefined ? 'identity' : negotiateCoding(acceptEncoding);
   const body = coding === 'identity' || asset.compressed === undefined ? asset.body : asset.compressed[coding];
   return {
@@ -133,7 +135,7 @@ export function representationOf(asset: StaticAsset, acceptEncoding: string | un
     body,
     headers: {
       etag: etagOf(asset.digest, coding),
-      'cache-control': cacheControlOf(asset.cache),
+      'cache-control': cacheControlOf(asset.cache, versionAsked, asset.digest),
       // Only an asset sent in more than one coding varies by the request's Accept-Encoding.
       ...(asset.compressed === undefined ? {} : { vary: 'Accept-Encoding' }),
       ...(coding === 'identity' ? {} : { 'content-encoding': coding }),
@@ -149,7 +151,9 @@ export function representationOf(asset: StaticAsset, acceptEncoding: string | un
  */
 export function sendStatic(req: IncomingMessage, res: ServerResponse, asset: StaticAsset, headers: { always: Record<string, string>; content: Record<string, string> }): void {
   const accept = req.headers['accept-encoding'];
-  const chosen = representationOf(asset, Array.isArray(accept) ? accept.join(', ') : accept);
+  const query = (req.url ?? '').indexOf('?');
+  const version = query < 0 ? undefined : (new URLSearchParams((req.url ?? '').slice(query + 1)).get('v') ?? undefined);
+  const chosen = representationOf(asset, Array.isArray(accept) ? accept.join(', ') : accept, version);
   if (holdsTag(req.headers['if-none-match'], chosen.headers.etag as string)) {
     const { 'content-encoding': _coding, ...validators } = chosen.headers;
     res.writeHead(304, { ...headers.always, ...validators });
