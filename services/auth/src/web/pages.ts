@@ -1,4 +1,5 @@
 import { AGENT_CHOICES, escapeHtml, idHtml, pageShell, type Scope, timeHtml } from '@agentroom/kit';
+import type { AgentWebhook } from '../delivery.gateway.js';
 
 /** Each scope in the words a human approves it in. */
 export const SCOPE_WORDS: Record<Scope, string> = {
@@ -227,26 +228,6 @@ export interface ConnectionRow {
   lastUsedAt: string;
 }
 
-/** One attempt to deliver to a webhook, newest first. */
-export interface AttemptRow {
-  eventType: string;
-  /** The HTTP status answered; null when none was. */
-  status: number | null;
-  error: string | null;
-  at: string;
-}
-
-/** A webhook of an agent, as delivery keeps it: where it posts, what, whether it works. */
-export interface WebhookRow {
-  url: string;
-  events: string[];
-  enabled: boolean;
-  disabledReason: string | null;
-  failuresInARow: number;
-  createdAt: string;
-  attempts: AttemptRow[];
-}
-
 /**
  * One agent of the human on /account, however it joined: the tokens that let it act (approved with
  * a code, or provisioned), the MCP host connections that act as it (several may), and the
@@ -257,7 +238,7 @@ export interface AgentCard {
   agentName: string;
   tokens: AccountRow[];
   connections: ConnectionRow[];
-  webhooks: WebhookRow[] | 'unavailable';
+  webhooks: AgentWebhook[] | 'unavailable';
 }
 
 /** One page of a list on /account, newest first, and the links around it. */
@@ -308,7 +289,7 @@ ${revokeButton(view, 'connection_id', row.connectionId, `Revoke the connection o
 }
 
 /** An attempt in words: delivered, answered with an error status, or not answered at all. */
-function attemptItem(attempt: AttemptRow): string {
+function attemptItem(attempt: AgentWebhook['attempts'][number]): string {
   const e = escapeHtml;
   const outcome =
     attempt.status !== null && attempt.status >= 200 && attempt.status < 300
@@ -327,7 +308,7 @@ function eventWords(type: string): string {
 /** How many of a webhook's last attempts /account shows. */
 const ATTEMPTS_SHOWN = 3;
 
-function webhookItem(hook: WebhookRow): string {
+function webhookItem(hook: AgentWebhook): string {
   const e = escapeHtml;
   const state = hook.enabled
     ? `<span class="badge good">Active</span>${hook.failuresInARow > 0 ? ` <span class="badge warn">${hook.failuresInARow} failed in a row</span>` : ''}`

@@ -24,7 +24,6 @@ import {
   revokeConnectionPage,
   revokePage,
   signInPage,
-  type WebhookRow,
 } from './pages.js';
 import { humanRemedy } from './remedies.js';
 
@@ -113,19 +112,6 @@ function connectionRow(connection: Connection): ConnectionRow {
     scopes: connection.scopes,
     approvedAt: new Date(connection.createdAt).toISOString(),
     lastUsedAt: new Date(connection.lastUsedAt).toISOString(),
-  };
-}
-
-/** A webhook as /account shows it. */
-function webhookRow(webhook: AgentWebhook): WebhookRow {
-  return {
-    url: webhook.url,
-    events: webhook.events,
-    enabled: webhook.enabled,
-    disabledReason: webhook.disabledReason,
-    failuresInARow: webhook.failuresInARow,
-    createdAt: webhook.createdAt,
-    attempts: webhook.attempts,
   };
 }
 
@@ -270,12 +256,12 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
    * The webhooks of the agents a page of /account shows, one read each from the delivery service
    * (docs/decisions.md §23); an agent whose read failed shows that, and the page still answers.
    */
-  async function webhooksOfAgents(agentIds: readonly string[]): Promise<Map<string, WebhookRow[] | 'unavailable'>> {
+  async function webhooksOfAgents(agentIds: readonly string[]): Promise<Map<string, AgentWebhook[] | 'unavailable'>> {
     const unique = [...new Set(agentIds)];
     const read = await Promise.all(
-      unique.map(async (agentId): Promise<WebhookRow[] | 'unavailable'> => {
+      unique.map(async (agentId): Promise<AgentWebhook[] | 'unavailable'> => {
         try {
-          return (await webhooks.webhooksOf(agentId)).map(webhookRow);
+          return await webhooks.webhooksOf(agentId);
         } catch (error) {
           log.warn({ err: error, agentId }, "an agent's webhooks could not be read for /account");
           return 'unavailable';
