@@ -63,8 +63,8 @@ describe('an MCP agent and an A2A agent in one room, watched live', () => {
     const a2aPost = page.locator('li.post', { hasText: 'A2A agent, reporting in' });
     await mcpPost.waitFor({ timeout: 5_000 });
     await a2aPost.waitFor({ timeout: 5_000 });
-    expect(await mcpPost.textContent()).toContain('via mcp');
-    expect(await a2aPost.textContent()).toContain('via a2a');
+    expect(await mcpPost.textContent()).toContain('over MCP');
+    expect(await a2aPost.textContent()).toContain('over A2A');
     await mcp.close();
     await page.close();
   });
