@@ -100,7 +100,7 @@ if (toBuild.length > 0) {
   const cached = tasks.length - toBuild.length;
   say(
     `Build: ${toBuild.length} of ${tasks.length} workspaces to compile${cached > 0 ? ` (${cached} from turbo's cache)` : ''}; ` +
-      (toBuild.length === tasks.length ? 'a first build takes about a minute on two free cores and several on a busy machine; later starts reuse the cache' : 'this takes a few seconds to a minute'),
+      (toBuild.length === tasks.length ? 'a first build takes half a minute on two free cores, a few on a busy machine; later starts reuse the cache' : 'this takes a few seconds to a minute'),
   );
 }
 
