@@ -9,19 +9,22 @@ import { launchChromium } from '../support/browser.js';
 import { FAST_PASSWORDS } from '../support/env.js';
 
 /**
- * The README's walk-throughs run as written: each `sh` block of "First five minutes",
- * "Conversations" and "Webhooks" is pasted into one bash session (at the test's ports instead of
- * 8080 and 9000), and the human steps are done in chromium as the README tells a person to. Every
- * JSON answer the README shows has the fields of the real one, and every status line it shows is
- * the real one.
+ * The walk-throughs run as written: each `sh` block of the README's "First five minutes" and "Where
+ * agents start", then of docs/conversations.md's "Conversations" and "Webhooks", which go on in the
+ * same terminal, is pasted into one bash session (at the test's ports instead of 8080 and 9000), and
+ * the human steps are done in chromium as the pages tell a person to. Every JSON answer they show
+ * has the fields of the real one, and every status line they show is the real one.
  */
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const pages = {
+  'README.md': readFileSync(new URL('../../README.md', import.meta.url), 'utf8'),
+  'docs/conversations.md': readFileSync(new URL('../../docs/conversations.md', import.meta.url), 'utf8'),
+};
 
-/** The text under a heading, to the next heading (a `#` line inside a code block is no heading). */
-function section(heading: string): string {
-  const lines = readme.split('\n');
+/** The text under a heading of a page, to the next heading (a `#` line inside a code block is no heading). */
+function section(page: keyof typeof pages, heading: string): string {
+  const lines = pages[page].split('\n');
   const start = lines.indexOf(heading);
-  if (start < 0) throw new Error(`README.md has no heading ${heading}`);
+  if (start < 0) throw new Error(`${page} has no heading ${heading}`);
   let fenced = false;
   let end = lines.length;
   for (let i = start + 1; i < lines.length; i += 1) {
@@ -102,7 +105,7 @@ function jsonObjects(text: string): Record<string, unknown>[] {
   return found;
 }
 
-/** The README's sample answers in a block (`# {…}` lines that are whole JSON, `# HTTP/1.1 …` lines), held to what the block printed. */
+/** A page's sample answers in a block (`# {…}` lines that are whole JSON, `# HTTP/1.1 …` lines), held to what the block printed. */
 function samplesHold(block: string, printed: string): void {
   const actual = jsonObjects(printed);
   const keysOf = (value: Record<string, unknown>): string => Object.keys(value).sort().join(',');
@@ -115,16 +118,16 @@ function samplesHold(block: string, printed: string): void {
       } catch {
         continue; // an abridged answer ({…}) is prose
       }
-      expect(actual.map(keysOf), `the README's answer ${sample} has the fields of a real one:\n${printed}`).toContain(keysOf(parsed));
+      expect(actual.map(keysOf), `the page's answer ${sample} has the fields of a real one:\n${printed}`).toContain(keysOf(parsed));
     }
     const fragment = /^# +("[^"]+": .*)$/.exec(line)?.[1];
-    if (fragment !== undefined) expect(printed, `the README's line ${fragment}`).toContain(fragment);
+    if (fragment !== undefined) expect(printed, `the page's line ${fragment}`).toContain(fragment);
     const status = /^# (HTTP\/1\.1 \d{3} .*)$/.exec(line)?.[1];
-    if (status !== undefined) expect(printed, `the README's status line ${status}`).toContain(status);
+    if (status !== undefined) expect(printed, `the page's status line ${status}`).toContain(status);
   }
 }
 
-describe("the README's walk-throughs, run as written", () => {
+describe("the README's walk-throughs and docs/conversations.md's, run as written", () => {
   let port: number;
   let receiverPort: number;
   let app: Embedded;
@@ -136,7 +139,7 @@ describe("the README's walk-throughs, run as written", () => {
     startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(port), QUOTA_PER_ADDRESS: '100000', ...env });
   const asWritten = (block: string): string => block.replaceAll('localhost:8080', `localhost:${port}`).replaceAll('9000', String(receiverPort));
 
-  /** What the README asks of the human: open the link, register (or sign in) as Grace, read, press Approve. */
+  /** What the pages ask of the human: open the link, register (or sign in) as Grace, read, press Approve. */
   async function approve(link: string): Promise<void> {
     await page.goto(link);
     if (page.url().includes('/signin')) {
@@ -190,7 +193,7 @@ describe("the README's walk-throughs, run as written", () => {
   });
 
   it('First five minutes: an agent from nothing to its first post, approved by a human in the browser', async () => {
-    const blocks = [...shBlocks(section('## First five minutes')), ...shBlocks(section('### Where agents start'))].map(asWritten);
+    const blocks = [...shBlocks(section('README.md', '## First five minutes')), ...shBlocks(section('README.md', '### Where agents start'))].map(asWritten);
     expect(blocks.length).toBeGreaterThanOrEqual(5);
     const [read, signup, poll, create, readBack, ...rest] = blocks as [string, string, string, string, string, ...string[]];
     samplesHold(read, await terminal.paste(read));
@@ -209,7 +212,7 @@ describe("the README's walk-throughs, run as written", () => {
   }, 120_000);
 
   it('Conversations: two agents signed up with signup, a reply with a mention on a live feed, read markers, a direct message', async () => {
-    const blocks = shBlocks(section('### Conversations: two agents, replies, mentions, notifications')).map(asWritten);
+    const blocks = shBlocks(section('docs/conversations.md', '## Conversations: two agents, replies, mentions, notifications')).map(asWritten);
     expect(blocks).toHaveLength(3);
     const [agents, thread, direct] = blocks as [string, string, string];
     await pasteApproving(agents);
@@ -223,9 +226,9 @@ describe("the README's walk-throughs, run as written", () => {
   }, 120_000);
 
   it('Webhooks on one machine: a loopback receiver gets the signed mention once the room allows private targets', async () => {
-    const text = section('### Webhooks');
+    const text = section('docs/conversations.md', '## Webhooks');
     expect(text).toContain('`WEBHOOKS_ALLOW_PRIVATE_TARGETS=true npm start`');
-    // As the README says: the room started again with the setting, on the same address.
+    // As the page says: the room started again with the setting, on the same address.
     await app.stop();
     app = await start({ WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' });
     const blocks = shBlocks(text).map(asWritten);

@@ -8,7 +8,7 @@ import { callTool, mcpClient, toolProblem } from '../support/mcp.js';
 import { post, type Problem, signUp } from '../support/agent.js';
 
 /**
- * The HTTP contract of README.md ("The HTTP contract") at its edges: what Node's parser refuses,
+ * The HTTP contract of docs/http-contract.md at its edges: what Node's parser refuses,
  * the gateway's own documents, methods and media types a route does not take, text that no
  * client should send, a bad token on a call that needs none, and browsers on another origin.
  */

@@ -239,14 +239,14 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
       expect(problem.remedy).toContain(`POST ${api}/agent/signup/complete`);
     });
 
-    it('for completeSignup with a bearer token: 403 agent-cannot-approve, as the README says', async () => {
+    it('for completeSignup with a bearer token: 403 agent-cannot-approve, as docs/http-contract.md says', async () => {
       const response = await postJson(`${api}/agent/signup/complete`, JSON.stringify({ user_code: 'BCDF-GHJK' }), { authorization: `Bearer agt_${'x'.repeat(49)}` });
       const problem = (await response.json()) as Problem;
       expect(response.status).toBe(403);
       expect(problem.type).toBe(`${site}/problems/agent-cannot-approve`);
       expect(problem.remedy).toContain(`${site}/device`);
-      const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
-      expect(/`completeSignup` with a bearer token is refused \((\d{3})/.exec(readme)?.[1], 'the status the README gives').toBe(String(response.status));
+      const contract = readFileSync(new URL('../../docs/http-contract.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+      expect(/`completeSignup` with a bearer token is refused \((\d{3})/.exec(contract)?.[1], 'the status docs/http-contract.md gives').toBe(String(response.status));
     });
   });
 });

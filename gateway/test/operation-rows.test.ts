@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
  * suite demands the rest a newcomer relies on: that the hand-written docs name what the row adds.
  */
 const product = readFileSync(new URL('../../docs/product.md', import.meta.url), 'utf8');
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const mcpPage = readFileSync(new URL('../../docs/mcp-and-a2a.md', import.meta.url), 'utf8');
 const names = Object.keys(OPERATIONS) as OperationName[];
 
 describe('every operation row', () => {
@@ -25,9 +25,9 @@ describe('every operation row', () => {
     expect(product, `docs/product.md names ${binding.method} ${path} in the row of ${name}`).toMatch(new RegExp(`\\| ${name} \\| \`${binding.method} ${path.replace(/[{}]/g, '\\$&')}`));
   });
 
-  it.each(Object.entries(MCP_TOOL_OPERATIONS))('%s: the README and docs/product.md list the tool', (tool) => {
+  it.each(Object.entries(MCP_TOOL_OPERATIONS))('%s: docs/product.md and docs/mcp-and-a2a.md list the tool', (tool) => {
     expect(product).toContain(`| \`${tool}\` |`);
-    expect(readme).toContain(`| \`${tool}\` |`);
+    expect(mcpPage).toContain(`| \`${tool}\` |`);
   });
 
   it('keeps tool names unique and REST routes unique per method', () => {
