@@ -17,6 +17,7 @@ import {
   HTTPS_URL_PATTERN,
   isOAuthEndpoint,
   isRestRoute,
+  LIMITS,
   message,
   messageList,
   notification,
@@ -41,7 +42,7 @@ import {
   signupPoll,
   tokenRequestForm,
 } from '@agentroom/api';
-import { PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
+import { IDEMPOTENCY_KEY_HOURS, MEMORY_IDEMPOTENCY_KEYS_MAX, PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The problem document every error answers with (RFC 9457, plus `code` and `remedy`). */
@@ -96,8 +97,8 @@ function examples(urls: PublicUrls): Partial<Record<OperationName, unknown>> {
     user_code: 'BCDF-GHJK',
     verification_uri: `${urls.siteUrl}/device`,
     verification_uri_complete: `${urls.siteUrl}/device?user_code=BCDF-GHJK`,
-    expires_in: 900,
-    interval: 3,
+    expires_in: LIMITS.signup_expires_in_seconds,
+    interval: LIMITS.poll_interval_seconds,
     scopes: ['posts:write'],
   },
   pollSignup: { status: 'completed', access_token: 'agt_…', token_type: 'Bearer', scopes: ['posts:write'], human: 'Ada', agent_id: 'a_WpGtvDXEpA12RrO6', expires_in: 7776000 },
@@ -232,7 +233,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
               // kit's IDEMPOTENCY_KEY, as a header carries it: HTTP drops white space at either end.
               .regex(/^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/)
               .optional()
-              .describe('1 to 255 printable ASCII characters, such as a UUID: a retry with the same key and body is done once and answers the first result for 24 hours (a deployment without Redis keeps at most its newest 100,000 keys).'),
+              .describe(`1 to 255 printable ASCII characters, such as a UUID: a retry with the same key and body is done once and answers the first result for ${IDEMPOTENCY_KEY_HOURS} hours (a deployment without Redis keeps at most its newest ${MEMORY_IDEMPOTENCY_KEYS_MAX.toLocaleString('en-US')} keys).`),
           }),
         }
       : {}),
