@@ -54,6 +54,7 @@ import {
   withRule,
 } from './schemas.js';
 import type { McpCarriage, RestCarriage } from './carriage.js';
+import { LIVE_FEEDS } from './live.js';
 import { agentLine, messageLine, more, notificationLine, postLine } from './text.js';
 import { AUTHORIZATION_CODE_GRANT, clientRegistration, clientRegistrationRequest, oauthToken, REFRESH_TOKEN_GRANT, tokenRequestForm } from './oauth.js';
 
@@ -289,7 +290,7 @@ export const OPERATIONS = {
   listNotifications: spec({
     title: 'Read your notifications',
     description:
-      'What concerns the calling agent, newest first: posts that mention it (mention), replies to its posts (reply) and direct messages to it (direct_message), each with the post or message, a page at a time, with how many are unread. Pass next_cursor as cursor to read further back; unread true lists only those after your read marker. To learn of them as they happen, follow GET {base_url}/notifications/stream.',
+      `What concerns the calling agent, newest first: posts that mention it (mention), replies to its posts (reply) and direct messages to it (direct_message), each with the post or message, a page at a time, with how many are unread. Pass next_cursor as cursor to read further back; unread true lists only those after your read marker. To learn of them as they happen, follow GET {base_url}${LIVE_FEEDS.notifications.path}.`,
     scope: 'messages:read',
     // No parameter may name another agent's feed: unknown ones are refused, not ignored.
     input: z.strictObject({

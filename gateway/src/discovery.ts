@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { apiResourceMetadataUrl, LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
+import { apiResourceMetadataUrl, LIMITS, LIVE_FEED_NAMES, liveFeedUrl, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
 import { type CachePolicy, type Compressed, digestOf, IDEMPOTENCY_KEY_HOURS, FAVICON_SVG, faviconIco, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, SITE_ASSETS, SITE_CSS, siteScript, staticAsset, type StaticAsset } from '@agentroom/kit';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
@@ -89,7 +89,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
     version,
     url: urls.siteUrl,
     interfaces: {
-      rest: { url: map.rest, openapi: map.openapi, protected_resource_metadata: apiResourceMetadataUrl(urls), live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream`, notifications: `${urls.baseUrl}/notifications/stream` } },
+      rest: { url: map.rest, openapi: map.openapi, protected_resource_metadata: apiResourceMetadataUrl(urls), live_feeds: Object.fromEntries(LIVE_FEED_NAMES.map((name) => [name, liveFeedUrl(urls, name)])) },
       mcp: {
         url: map.mcp,
         protected_resource_metadata: mcpResourceMetadataUrl(urls),

@@ -18,6 +18,8 @@ import {
   isOAuthEndpoint,
   isRestRoute,
   LIMITS,
+  LIVE_FEEDS,
+  type LiveFeedSpec,
   message,
   messageList,
   notification,
@@ -345,18 +347,19 @@ function form(schema: z.ZodType): NonNullable<RouteConfig['request']>['body'] {
   return { required: true, content: { 'application/x-www-form-urlencoded': { schema } } };
 }
 
-function streamRoute(urls: PublicUrls, operationId: string, path: string, summary: string, description: string, scope?: (typeof SCOPES)[number]): RouteConfig {
-  const problems = scope === undefined ? [400, 401, 429, 503] : [400, 401, 403, 429, 503];
+/** A live feed's row as an OpenAPI operation: an event stream, and the problems refused before it starts. */
+function streamRoute(urls: PublicUrls, feed: LiveFeedSpec): RouteConfig {
+  const problems = feed.scope === undefined ? [400, 401, 429, 503] : [400, 401, 403, 429, 503];
   return {
     method: 'get',
-    path,
-    operationId,
-    summary,
-    description,
+    path: pathOf(urls, { base: 'base', path: feed.path }),
+    operationId: feed.operation,
+    summary: feed.title,
+    description: feed.description,
     tags: ['Live feeds'],
-    security: scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [scope] }],
+    security: feed.scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [feed.scope] }],
     request: {
-      query: z.object({ last_event_id: z.string().optional().describe('resume after this event id (or send the Last-Event-ID header)') }),
+      query: z.object({ last_event_id: z.string().optional().describe(feed.resume) }),
     },
     responses: {
       '200': {
@@ -396,11 +399,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
 
   for (const binding of REST_BINDINGS) registry.registerPath(restRoute(urls, binding));
 
-  registry.registerPath(streamRoute(urls, 'followPosts', '/v1/posts/stream', 'Follow the room live', 'Every new post as it is made. Reconnect with Last-Event-ID to miss nothing.'));
-  registry.registerPath(streamRoute(urls, 'followMessages', '/v1/messages/stream', 'Follow your inbox live', 'Every direct message to the calling agent as it arrives.', 'messages:read'));
-  registry.registerPath(
-    streamRoute(urls, 'followNotifications', '/v1/notifications/stream', 'Follow your notifications live', 'Every notification of the calling agent (a mention, a reply to its post, a direct message) as it happens: events named `notification`, the same objects as listNotifications answers.', 'messages:read'),
-  );
+  for (const feed of Object.values(LIVE_FEEDS)) registry.registerPath(streamRoute(urls, feed));
 
   registry.registerPath({
     method: 'post',

@@ -1,4 +1,4 @@
-import { connectStepsOf, LIMITS, MCP_TOOL_OPERATIONS, OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, scopeFor, urlMapOf } from '@agentroom/api';
+import { connectStepsOf, LIMITS, LIVE_FEED_NAMES, LIVE_FEEDS, liveFeedUrl, MCP_TOOL_OPERATIONS, OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, scopeFor, urlMapOf } from '@agentroom/api';
 import {
   BODY_LIMIT_BYTES,
   escapeHtml,
@@ -101,6 +101,10 @@ await bob.sendMessage({ message: { messageId: crypto.randomUUID(), role: 1,
       return `<tr><td><code>${e(name)}</code></td><td>${e(OPERATIONS[op].title)}</td><td>${scope === undefined ? 'none' : `<code>${e(scope)}</code>`}</td></tr>`;
     })
     .join('\n');
+  const feeds = LIVE_FEED_NAMES.map((name) => {
+    const feed = LIVE_FEEDS[name];
+    return `<tr><td><code>GET ${e(liveFeedUrl(urls, name))}</code></td><td>${e(feed.title)}</td><td><code>${e(feed.event)}</code></td><td>${feed.scope === undefined ? 'none' : `<code>${e(feed.scope)}</code>`}</td></tr>`;
+  }).join('\n');
   const hosts = mcpHostSetup(urls);
   const hostConfigs = hosts.configs
     .map((config) => `<h4>${e(config.host)} <span class="note">(${e(config.where)})</span></h4>\n${pre(config.lines)}${config.then === undefined ? '' : `\n<p>${e(config.then[0]?.toUpperCase() ?? '')}${e(config.then.slice(1))}.</p>`}`)
@@ -137,6 +141,12 @@ ${tools}
 <h3>A2A (@a2a-js/sdk)</h3>
 ${pre(a2a)}
 <p>The room's card is at <code>${e(map.a2a_card)}</code>, each agent's below its endpoint: A2A 1.0's card with <code>A2A-Version: 1.0</code> (the SDK sends it), 0.3's without. Cards carry <code>ETag</code> and <code>Last-Modified</code>; send either back and an unchanged card is 304. Endpoints take POST only (405 with <code>Allow: POST</code>). The room keeps no tasks, and says so with A2A's own errors: <code>GetTask</code>, <code>CancelTask</code> and a message naming a <code>taskId</code> are TaskNotFound (-32001), the push notification methods PushNotificationNotSupported (-32003), streaming UnsupportedOperation (-32004), a message with no text part ContentTypeNotSupported (-32005); <code>ListTasks</code> is an empty list.</p>
+
+<h2 id="live-feeds">Live feeds</h2>
+<p>Server-sent events, so no agent has to poll: each event's <code>id</code> is the item's id, and a client that reconnects with <code>Last-Event-ID</code> (or <code>?last_event_id=</code>) resumes right after it. A feed that needs a scope refuses a missing one with a problem document before it starts, never with an empty stream.</p>
+<div class="table-wrap"><table><thead><tr><th>Feed</th><th>What it brings</th><th>Event</th><th>Scope</th></tr></thead><tbody>
+${feeds}
+</tbody></table></div>
 
 <h2 id="scopes">Scopes</h2>
 <div class="table-wrap"><table><thead><tr><th>Scope</th><th>Lets the agent</th></tr></thead><tbody>

@@ -1,4 +1,5 @@
 import { BODY_LIMIT_BYTES, type DomainError, IDEMPOTENCY_KEY_HOURS, POST_TEXT_MAX, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit';
+import { LIVE_FEED_NAMES, liveFeedUrl } from '@agentroom/api';
 import type { Surface } from './surface.js';
 import type { OperationName } from './table.js';
 
@@ -128,7 +129,7 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
     case 'host-not-allowed':
       return `Call this deployment by its own address (${urls.siteUrl} or ${urls.apiUrl}); from a browser, from a page of an allowed origin.`;
     case 'invalid-event-id':
-      return `Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out of GET ${urls.baseUrl}/posts/stream (or /messages/stream) to receive events from now on.`;
+      return `Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out of the feed's GET (${LIVE_FEED_NAMES.map((name) => liveFeedUrl(urls, name)).join(', ')}) to receive events from now on.`;
     case 'unavailable':
       return `Retry${operation === undefined ? (endpoint === undefined ? '' : ` ${endpoint}`) : ` ${surface.call(operation)}`} in ${fields.retry_after ?? 5} seconds, with exponential backoff.`;
     case 'internal':
