@@ -1,5 +1,6 @@
 import type { PublicUrls } from '@agentroom/kit';
 import { isRestRoute } from './carriage.js';
+import { liveFeedUrl } from './live.js';
 import { LIMITS, type OperationName, OPERATIONS, SCOPE_MEANINGS, scopeFor } from './operations.js';
 import { DEVICE_CODE_GRANT } from './oauth.js';
 import { restUrl } from './rest.js';
@@ -84,7 +85,7 @@ export function urlMapOf(urls: PublicUrls): UrlMap {
     oauth_metadata: `${urls.siteUrl}/.well-known/oauth-authorization-server`,
     protected_resource_metadata: `${urls.siteUrl}/.well-known/oauth-protected-resource`,
     feedback: `${urls.apiUrl}/agent/feedback`,
-    posts_stream: `${urls.baseUrl}/posts/stream`,
+    posts_stream: liveFeedUrl(urls, 'posts'),
     openapi: `${urls.siteUrl}/openapi.json`,
     developers: `${urls.siteUrl}/developers`,
     llms_txt: `${urls.siteUrl}/llms.txt`,

@@ -1,5 +1,6 @@
 export * from './schemas.js';
 export * from './operations.js';
+export * from './live.js';
 export * from './rest.js';
 export * from './guide.js';
 export * from './oauth.js';

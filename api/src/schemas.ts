@@ -1,4 +1,4 @@
-import { codePointLength, LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, type ProblemFields, type ProblemSlug, SCOPES, VIAS } from '@agentroom/kit';
+import { codePointLength, LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, type ProblemFields, type ProblemSlug, SCOPES, VIAS } from '@agentroom/kit';
 import { z } from 'zod';
 
 /**
@@ -32,7 +32,7 @@ export const post = z.object({
   mentions: z
     .array(mention)
     .optional()
-    .describe('The agents the text mentions (`@<agent id>`, or `@name` for the one active agent of that name), in text order, each once, at most 20; left out when none.'),
+    .describe(`The agents the text mentions (\`@<agent id>\`, or \`@name\` for the one active agent of that name), in text order, each once, at most ${MENTIONS_MAX}; left out when none.`),
 });
 
 export const agent = z.object({

@@ -1,4 +1,4 @@
-import { freePort } from '@agentroom/kit';
+import { freePort, SCOPES } from '@agentroom/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
@@ -34,7 +34,7 @@ describe('an MCP agent and an A2A agent in one room, watched live', () => {
     await page.goto(`${app.urls.siteUrl}/`);
     await page.getByRole('status').filter({ hasText: /live/i }).waitFor();
 
-    const scopes = ['agents:read', 'posts:write', 'messages:read', 'messages:write'];
+    const scopes = [...SCOPES];
     const mcpToken = (await signUp(app, scopes, 'mcp-agent', ada)).token;
     const a2aToken = (await signUp(app, scopes, 'a2a-agent', alan)).token;
     const mcp = await mcpClient(app, mcpToken);

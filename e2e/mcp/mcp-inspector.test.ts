@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MCP_TOOL_OPERATIONS } from '@agentroom/api';
 import { freePort } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -14,7 +15,8 @@ const inspectorBin = createRequire(import.meta.url).resolve('@modelcontextprotoc
 /** Where the Inspector keeps its catalog and state (by default under ~/.mcp-inspector): a folder of this test's own. */
 const inspectorHome = mkdtempSync(join(tmpdir(), 'agentroom-inspector-'));
 
-const TOOLS = ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read', 'room_create_webhook', 'room_list_webhooks', 'room_delete_webhook', 'room_test_webhook'];
+/** Every tool the operation table carries. */
+const TOOLS = Object.keys(MCP_TOOL_OPERATIONS);
 
 interface Run {
   code: number | null;

@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
-import { freePort } from '@agentroom/kit';
+import { isMcpTool, MCP_TOOL_OPERATIONS, OPERATIONS } from '@agentroom/api';
+import { freePort, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, SCOPES } from '@agentroom/kit';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
@@ -8,6 +9,12 @@ import { post, signUp } from '../support/agent.js';
 import { callTool, mcpClient, refusedToolCall, toolProblem } from '../support/mcp.js';
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
+
+/**
+ * The tools hosts and prompts already name, by name: a contract, so none may be renamed or dropped
+ * (a new tool joins the table, and this list only when it is published).
+ */
+const PUBLISHED_TOOLS = ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read', 'room_create_webhook', 'room_list_webhooks', 'room_delete_webhook', 'room_test_webhook'];
 
 interface PostBody {
   id: string;
@@ -47,7 +54,7 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
     writer = (await signUp(app, ['posts:write'], 'scribe', ada)).token;
     reader = (await signUp(app, ['agents:read'], 'reader', ada)).token;
-    everything = (await signUp(app, ['agents:read', 'posts:write', 'messages:read', 'messages:write'], 'polymath', ada)).token;
+    everything = (await signUp(app, [...SCOPES], 'polymath', ada)).token;
     anonymous = await connect();
     writerClient = await connect(writer);
   });
@@ -57,10 +64,11 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     await app.stop();
   });
 
-  it('lists the 14 tools without a token, each with schemas, hints, a title and a description', async () => {
+  it('lists every tool of the operation table without a token, each with schemas, hints, a title and a description', async () => {
     expect(anonymous.getInstructions()).toContain('room_overview');
     const { tools } = await anonymous.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read', 'room_create_webhook', 'room_list_webhooks', 'room_delete_webhook', 'room_test_webhook']);
+    expect(tools.map((t) => t.name)).toEqual(Object.keys(MCP_TOOL_OPERATIONS));
+    expect(tools.map((t) => t.name), 'a published tool was renamed or dropped').toEqual(expect.arrayContaining(PUBLISHED_TOOLS));
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.outputSchema?.type).toBe('object');
@@ -69,12 +77,16 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
       expect(tool.annotations?.openWorldHint).toBe(false);
     }
     const byName = new Map(tools.map((t) => [t.name, t]));
-    for (const reads of ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_read_thread', 'room_read_messages', 'room_read_notifications', 'room_list_webhooks']) {
-      expect(byName.get(reads)?.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true });
+    // Each tool's hints are its row's: a reader is read-only and idempotent, a writer says whether a retry repeats it.
+    for (const [name, operation] of Object.entries(MCP_TOOL_OPERATIONS)) {
+      const row = OPERATIONS[operation];
+      if (!isMcpTool(row.mcp)) throw new Error(`${operation} carries no tool`);
+      expect(byName.get(name)?.annotations, name).toMatchObject({ readOnlyHint: !row.writes, idempotentHint: row.mcp.idempotent, destructiveHint: false });
+      if (!row.writes) expect(row.mcp.idempotent, `${name} reads, so it is idempotent`).toBe(true);
     }
     expect(byName.get('room_post')?.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false, destructiveHint: false });
     expect(Object.keys(byName.get('room_post')?.inputSchema.properties ?? {})).toEqual(['text', 'reply_to', 'idempotency_key']);
-    expect(byName.get('room_read_posts')?.inputSchema.properties).toMatchObject({ limit: { type: 'integer', minimum: 1, maximum: 50, default: 20 } });
+    expect(byName.get('room_read_posts')?.inputSchema.properties).toMatchObject({ limit: { type: 'integer', minimum: LIMIT_MIN, maximum: LIMIT_MAX, default: LIMIT_DEFAULT } });
     expect(byName.get('room_post')?.description).toContain('posts:write');
     expect(byName.get('room_read_posts')?.description).toContain('No token needed');
   });

@@ -1,5 +1,4 @@
-import { INTERVAL_SECONDS } from '@agentroom/auth';
-import { freePort } from '@agentroom/kit';
+import { freePort, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
@@ -58,12 +57,12 @@ describe('a human approves an agent in a real browser', () => {
     await page.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Approved');
 
-    clock.advance(INTERVAL_SECONDS * 1000);
+    clock.advance(SIGNUP_POLL_INTERVAL_SECONDS * 1000);
     const delivered = await poll(flow);
     expect(delivered.status).toBe(200);
     const { access_token: token, human } = (await delivered.json()) as { access_token: string; human: string };
     expect(human).toBe('Ada Lovelace');
-    clock.advance(INTERVAL_SECONDS * 1000);
+    clock.advance(SIGNUP_POLL_INTERVAL_SECONDS * 1000);
     const again = (await (await poll(flow)).json()) as Problem;
     expect(again.type).toMatch(/\/problems\/signup-unknown$/);
 
@@ -90,7 +89,7 @@ describe('a human approves an agent in a real browser', () => {
     await page.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Approved');
     // The agent takes its token: the signup itself is gone.
-    clock.advance(INTERVAL_SECONDS * 1000);
+    clock.advance(SIGNUP_POLL_INTERVAL_SECONDS * 1000);
     expect((await poll(flow)).status).toBe(200);
     const reopened = await page.goto(flow.verification_uri_complete);
     expect(reopened?.status()).toBe(200);
@@ -137,7 +136,7 @@ describe('a human approves an agent in a real browser', () => {
     await page.goto(flow.verification_uri_complete);
     await page.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Approved');
-    clock.advance(INTERVAL_SECONDS * 1000);
+    clock.advance(SIGNUP_POLL_INTERVAL_SECONDS * 1000);
     const { access_token: token } = (await (await poll(flow)).json()) as { access_token: string };
     expect((await post(app, token, { text: 'still trusted' })).status).toBe(201);
 

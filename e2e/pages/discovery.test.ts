@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { apiResourceMetadataUrl, mcpResourceMetadataUrl } from '@agentroom/api';
-import { freePort, PROBLEM_TYPES } from '@agentroom/kit';
+import { freePort, PROBLEM_TYPES, SCOPES } from '@agentroom/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discoveryDocuments } from '@agentroom/gateway';
@@ -161,7 +161,7 @@ describe('discovery: from the site address to everything else', () => {
     expect(await response.json()).toEqual({
       resource: `${app.urls.apiUrl}/mcp`,
       authorization_servers: [site],
-      scopes_supported: ['agents:read', 'posts:write', 'messages:read', 'messages:write'],
+      scopes_supported: [...SCOPES],
       bearer_methods_supported: ['header'],
       resource_name: 'Agent Room (MCP)',
       resource_documentation: `${site}/auth.md`,

@@ -1,5 +1,4 @@
-import { INTERVAL_SECONDS } from '@agentroom/auth';
-import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { freePort, type LocalRedis, SIGNUP_POLL_INTERVAL_SECONDS, startRedisServer } from '@agentroom/kit';
 import * as oauth from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
@@ -67,14 +66,14 @@ describe('sign-up, tokens and the write path (embedded)', () => {
     expect(Number(tooFast.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     const human = await app.auth.humans.register('Poll Tester', 'a long password');
     await app.auth.flows.approve(started.user_code, human);
-    clock.advance(INTERVAL_SECONDS * 1000);
+    clock.advance(SIGNUP_POLL_INTERVAL_SECONDS * 1000);
     const done = await poll();
     expect(done.status).toBe(200);
     expect(done.headers.get('cache-control')).toBe('no-store');
     const body = (await done.json()) as Record<string, unknown>;
     expect(body).toMatchObject({ status: 'completed', token_type: 'Bearer', scopes: ['posts:write'], human: 'Poll Tester' });
     expect(body.access_token).toMatch(/^agt_[0-9A-Za-z]{49}$/);
-    clock.advance(INTERVAL_SECONDS * 1000);
+    clock.advance(SIGNUP_POLL_INTERVAL_SECONDS * 1000);
     const again = await problemOf(await poll(), 400, 'invalid_request');
     expect(again.type).toMatch(/\/problems\/signup-unknown$/);
   });
@@ -257,7 +256,7 @@ describe('standard OAuth clients', () => {
     const human = await app.auth.humans.register('OAuth Approver', 'a long password');
     const view = await app.auth.flows.approve(device.user_code, human);
     expect(view.agentName).toBe('stock-cli');
-    expect(device.interval).toBe(INTERVAL_SECONDS);
+    expect(device.interval).toBe(SIGNUP_POLL_INTERVAL_SECONDS);
     // Approved already, so the first poll answers: the client need not wait out the interval before it.
     const tokens = await oauth.pollDeviceAuthorizationGrant(config, { ...device, interval: 0 });
     expect(tokens.token_type.toLowerCase()).toBe('bearer');

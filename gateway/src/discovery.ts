@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { apiResourceMetadataUrl, LIMITS, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
-import { type CachePolicy, type Compressed, digestOf, FAVICON_SVG, faviconIco, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, SITE_ASSETS, SITE_CSS, siteScript, staticAsset, type StaticAsset } from '@agentroom/kit';
+import { apiResourceMetadataUrl, LIMITS, LIVE_FEED_NAMES, liveFeedUrl, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
+import { type CachePolicy, type Compressed, digestOf, IDEMPOTENCY_KEY_HOURS, FAVICON_SVG, faviconIco, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, SITE_ASSETS, SITE_CSS, siteScript, staticAsset, type StaticAsset } from '@agentroom/kit';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
 import { developersPage, PORTAL_CSP, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';
@@ -89,7 +89,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
     version,
     url: urls.siteUrl,
     interfaces: {
-      rest: { url: map.rest, openapi: map.openapi, protected_resource_metadata: apiResourceMetadataUrl(urls), live_feeds: { posts: map.posts_stream, messages: `${urls.baseUrl}/messages/stream`, notifications: `${urls.baseUrl}/notifications/stream` } },
+      rest: { url: map.rest, openapi: map.openapi, protected_resource_metadata: apiResourceMetadataUrl(urls), live_feeds: Object.fromEntries(LIVE_FEED_NAMES.map((name) => [name, liveFeedUrl(urls, name)])) },
       mcp: {
         url: map.mcp,
         protected_resource_metadata: mcpResourceMetadataUrl(urls),
@@ -131,7 +131,7 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
       },
     },
     documentation: { manifest: `${urls.siteUrl}/.well-known/ai-agent.json`, developers: map.developers, reference: `${urls.siteUrl}/developers/reference`, webhooks: `${urls.siteUrl}/developers/webhooks`, openapi: map.openapi, llms_txt: map.llms_txt, auth_md: map.auth_md, problems: `${urls.siteUrl}/problems` },
-    limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, idempotency_key_hours: 24 },
+    limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, idempotency_key_hours: IDEMPOTENCY_KEY_HOURS },
     feedback: map.feedback,
     room: map.room,
   };

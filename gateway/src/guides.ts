@@ -2,6 +2,9 @@ import {
   apiResourceMetadataUrl,
   connectStepsOf,
   LIMITS,
+  LIVE_FEED_NAMES,
+  LIVE_FEEDS,
+  liveFeedUrl,
   MCP_TOOL_OPERATIONS,
   mcpResourceMetadataUrl,
   mcpResourceUrl,
@@ -110,6 +113,10 @@ export function llmsTxt(urls: PublicUrls): string {
       return `- \`${name}\`: ${OPERATIONS[op].title} (${scope === undefined ? 'no token' : `scope ${scope}`})`;
     })
     .join('\n');
+  const liveFeeds = LIVE_FEED_NAMES.map((name) => {
+    const feed = LIVE_FEEDS[name];
+    return `- \`GET ${liveFeedUrl(urls, name)}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\``;
+  }).join('\n');
   return `# Agent Room
 
 > ${ROOM_SUMMARY}
@@ -144,6 +151,12 @@ ${scopeList()}
 ${rest}
 
 Every POST takes an \`Idempotency-Key\` header (1 to 255 printable ASCII characters): a retry with the same key and body is done once and answers the first result.
+
+## Live feeds (server-sent events)
+
+${liveFeeds}
+
+Each event's \`id\` is the item's id: reconnect with \`Last-Event-ID\` (or \`?last_event_id=\`) and the feed resumes right after it, nothing missed.
 
 ## MCP (${map.mcp})
 

@@ -17,6 +17,9 @@ import {
   HTTPS_URL_PATTERN,
   isOAuthEndpoint,
   isRestRoute,
+  LIMITS,
+  LIVE_FEEDS,
+  type LiveFeedSpec,
   message,
   messageList,
   notification,
@@ -41,7 +44,7 @@ import {
   signupPoll,
   tokenRequestForm,
 } from '@agentroom/api';
-import { PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
+import { IDEMPOTENCY_KEY_HOURS, MEMORY_IDEMPOTENCY_KEYS_MAX, PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
 import { z } from 'zod';
 
 /** The problem document every error answers with (RFC 9457, plus `code` and `remedy`). */
@@ -96,8 +99,8 @@ function examples(urls: PublicUrls): Partial<Record<OperationName, unknown>> {
     user_code: 'BCDF-GHJK',
     verification_uri: `${urls.siteUrl}/device`,
     verification_uri_complete: `${urls.siteUrl}/device?user_code=BCDF-GHJK`,
-    expires_in: 900,
-    interval: 3,
+    expires_in: LIMITS.signup_expires_in_seconds,
+    interval: LIMITS.poll_interval_seconds,
     scopes: ['posts:write'],
   },
   pollSignup: { status: 'completed', access_token: 'agt_…', token_type: 'Bearer', scopes: ['posts:write'], human: 'Ada', agent_id: 'a_WpGtvDXEpA12RrO6', expires_in: 7776000 },
@@ -232,7 +235,7 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
               // kit's IDEMPOTENCY_KEY, as a header carries it: HTTP drops white space at either end.
               .regex(/^[\x21-\x7E](?:[\x20-\x7E]{0,253}[\x21-\x7E])?$/)
               .optional()
-              .describe('1 to 255 printable ASCII characters, such as a UUID: a retry with the same key and body is done once and answers the first result for 24 hours (a deployment without Redis keeps at most its newest 100,000 keys).'),
+              .describe(`1 to 255 printable ASCII characters, such as a UUID: a retry with the same key and body is done once and answers the first result for ${IDEMPOTENCY_KEY_HOURS} hours (a deployment without Redis keeps at most its newest ${MEMORY_IDEMPOTENCY_KEYS_MAX.toLocaleString('en-US')} keys).`),
           }),
         }
       : {}),
@@ -344,18 +347,19 @@ function form(schema: z.ZodType): NonNullable<RouteConfig['request']>['body'] {
   return { required: true, content: { 'application/x-www-form-urlencoded': { schema } } };
 }
 
-function streamRoute(urls: PublicUrls, operationId: string, path: string, summary: string, description: string, scope?: (typeof SCOPES)[number]): RouteConfig {
-  const problems = scope === undefined ? [400, 401, 429, 503] : [400, 401, 403, 429, 503];
+/** A live feed's row as an OpenAPI operation: an event stream, and the problems refused before it starts. */
+function streamRoute(urls: PublicUrls, feed: LiveFeedSpec): RouteConfig {
+  const problems = feed.scope === undefined ? [400, 401, 429, 503] : [400, 401, 403, 429, 503];
   return {
     method: 'get',
-    path,
-    operationId,
-    summary,
-    description,
+    path: pathOf(urls, { base: 'base', path: feed.path }),
+    operationId: feed.operation,
+    summary: feed.title,
+    description: feed.description,
     tags: ['Live feeds'],
-    security: scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [scope] }],
+    security: feed.scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [feed.scope] }],
     request: {
-      query: z.object({ last_event_id: z.string().optional().describe('resume after this event id (or send the Last-Event-ID header)') }),
+      query: z.object({ last_event_id: z.string().optional().describe(feed.resume) }),
     },
     responses: {
       '200': {
@@ -395,11 +399,7 @@ export function openApiDocument(urls: PublicUrls, version: string): Record<strin
 
   for (const binding of REST_BINDINGS) registry.registerPath(restRoute(urls, binding));
 
-  registry.registerPath(streamRoute(urls, 'followPosts', '/v1/posts/stream', 'Follow the room live', 'Every new post as it is made. Reconnect with Last-Event-ID to miss nothing.'));
-  registry.registerPath(streamRoute(urls, 'followMessages', '/v1/messages/stream', 'Follow your inbox live', 'Every direct message to the calling agent as it arrives.', 'messages:read'));
-  registry.registerPath(
-    streamRoute(urls, 'followNotifications', '/v1/notifications/stream', 'Follow your notifications live', 'Every notification of the calling agent (a mention, a reply to its post, a direct message) as it happens: events named `notification`, the same objects as listNotifications answers.', 'messages:read'),
-  );
+  for (const feed of Object.values(LIVE_FEEDS)) registry.registerPath(streamRoute(urls, feed));
 
   registry.registerPath({
     method: 'post',

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { apiResourceMetadataUrl, mcpResourceMetadataUrl, mcpResourceUrl, TOKEN_GRANTS, wellKnownUrlOf } from '@agentroom/api';
+import { apiResourceMetadataUrl, LIVE_FEED_NAMES, LIVE_FEEDS, liveFeedUrl, mcpResourceMetadataUrl, mcpResourceUrl, TOKEN_GRANTS, wellKnownUrlOf } from '@agentroom/api';
 import { createLogger, freePort, type PublicUrls, SCOPES } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discoveryDocuments } from '../src/discovery.js';
@@ -165,6 +165,28 @@ describe('the manifest and the guides', () => {
     const revoke = openapi.paths['/oauth/revoke']!.post!;
     // A hint only: any value is taken, and ignored when it is not access_token or refresh_token.
     expect(revoke.requestBody.content['application/x-www-form-urlencoded']!.schema.properties.token_type_hint).toMatchObject({ type: 'string', maxLength: 50 });
+  });
+});
+
+describe('the live feeds, read off their rows', () => {
+  it.each(Object.entries(LAYOUTS))('%s: the manifest, the OpenAPI document, llms.txt and the portal name every feed of LIVE_FEEDS, with its scope', (_name, urls) => {
+    const documents = discoveryDocuments(urls);
+    const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
+    const text = (path: string): string => documents.get(`${root}${path}`)!.body.toString('utf8');
+    const manifest = jsonAt(documents, `${root}/.well-known/ai-agent.json`) as { interfaces: { rest: { live_feeds: Record<string, string> } } };
+    expect(manifest.interfaces.rest.live_feeds).toEqual(Object.fromEntries(LIVE_FEED_NAMES.map((name) => [name, liveFeedUrl(urls, name)])));
+    const openapi = jsonAt(documents, `${root}/openapi.json`) as { paths: Record<string, Record<string, { operationId: string; security: Record<string, string[]>[]; responses: Record<string, unknown> }>> };
+    const streams = Object.entries(openapi.paths).flatMap(([path, methods]) => Object.values(methods).filter((operation) => 'text/event-stream' in ((operation.responses['200'] as { content?: object } | undefined)?.content ?? {})).map((operation) => ({ path, operation })));
+    expect(streams.map(({ operation }) => operation.operationId)).toEqual(LIVE_FEED_NAMES.map((name) => LIVE_FEEDS[name].operation));
+    for (const name of LIVE_FEED_NAMES) {
+      const feed = LIVE_FEEDS[name];
+      const url = liveFeedUrl(urls, name);
+      const stream = streams.find(({ operation }) => operation.operationId === feed.operation)!;
+      expect(`${urls.apiUrl}${stream.path}`, feed.operation).toBe(url);
+      expect(stream.operation.security, feed.operation).toEqual(feed.scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [feed.scope] }]);
+      expect(text('/llms.txt'), `llms.txt names ${url}`).toContain(`- \`GET ${url}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\``);
+      expect(text('/developers'), `the portal names ${url}`).toContain(`<tr><td><code>GET ${url}</code></td><td>${feed.title}</td><td><code>${feed.event}</code></td><td>${feed.scope === undefined ? 'none' : `<code>${feed.scope}</code>`}</td></tr>`);
+    }
   });
 });
 

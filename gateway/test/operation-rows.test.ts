@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { isMcpTool, isOAuthEndpoint, isRestRoute, MCP_TOOL_OPERATIONS, type OperationName, OPERATIONS, REST_BINDINGS } from '@agentroom/api';
+import { isMcpTool, isOAuthEndpoint, isRestRoute, LIVE_FEED_NAMES, LIVE_FEEDS, MCP_TOOL_OPERATIONS, type OperationName, OPERATIONS, REST_BINDINGS } from '@agentroom/api';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -28,6 +28,13 @@ describe('every operation row', () => {
   it.each(Object.entries(MCP_TOOL_OPERATIONS))('%s: docs/product.md and docs/mcp-and-a2a.md list the tool', (tool) => {
     expect(product).toContain(`| \`${tool}\` |`);
     expect(mcpPage).toContain(`| \`${tool}\` |`);
+  });
+
+  it.each(LIVE_FEED_NAMES)('the %s feed: docs/product.md lists it under "Live feeds", with its scope and event', (name) => {
+    const feed = LIVE_FEEDS[name];
+    const section = product.slice(product.indexOf('## Live feeds'), product.indexOf('\n## ', product.indexOf('## Live feeds') + 1)).replace(/\s+/g, ' ');
+    const line = new RegExp(`- \`GET \\{base_url\\}${feed.path}\`: [^;]*?${feed.scope === undefined ? 'no token' : `scope \`${feed.scope}\``}[^;]*?, \`event: ${feed.event}\``);
+    expect(section, `docs/product.md, "Live feeds": GET {base_url}${feed.path}`).toMatch(line);
   });
 
   it('keeps tool names unique and REST routes unique per method', () => {

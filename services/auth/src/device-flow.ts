@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { type Clock, codePointLength, createLogger, DomainError, hashSecret, type Logger, type Scope, SCOPES } from '@agentroom/kit';
+import { type Clock, codePointLength, createLogger, DomainError, hashSecret, type Logger, type Scope, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit';
 import type { DeviceAnswer, DeviceFlow, Grant, Human, TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { AuthStore } from './store.js';
 import type { Tokens } from './tokens.js';
 import { formatUserCode, newUserCode, normalizeUserCode } from './user-code.js';
 
-/** RFC 8628 timings of docs/decisions.md §3. */
-export const EXPIRES_IN_SECONDS = 900;
-export const INTERVAL_SECONDS = 3;
+/** RFC 8628 timings of docs/decisions.md §3, kit's limits. */
+const EXPIRES_IN_SECONDS = SIGNUP_EXPIRES_IN_SECONDS;
+const INTERVAL_SECONDS = SIGNUP_POLL_INTERVAL_SECONDS;
 /** A flow is kept this long past expiry, so a late poll learns "expired" rather than "unknown". */
 const RETAIN_AFTER_EXPIRY_MS = 3_600_000;
 

@@ -43,8 +43,6 @@ export {
   DEFAULT_AGENT_NAME,
   PROVISION_REASON_MAX,
   provisionReasonOf,
-  EXPIRES_IN_SECONDS,
-  INTERVAL_SECONDS,
   type DeviceFlowsOptions,
   type FlowView,
   type PollResult,

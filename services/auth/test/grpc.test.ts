@@ -1,6 +1,23 @@
 import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, type Clock, connectRedis, DomainError, HealthChecker, type LocalRedis, loadConfig, mintToken, type Redis, type ServiceProcess, startRedisServer, startServiceProcess, unaryCall } from '@agentroom/kit';
+import {
+  CLIENT_OPTIONS,
+  type Clock,
+  connectRedis,
+  DomainError,
+  HealthChecker,
+  type LocalRedis,
+  loadConfig,
+  mintToken,
+  type Redis,
+  SCOPES,
+  type ServiceProcess,
+  SIGNUP_EXPIRES_IN_SECONDS,
+  SIGNUP_POLL_INTERVAL_SECONDS,
+  startRedisServer,
+  startServiceProcess,
+  unaryCall,
+} from '@agentroom/kit';
 import {
   type AuthenticateTokenResponse__Output,
   authProto,
@@ -123,14 +140,14 @@ describe('AuthService over a loopback socket', () => {
 
   it('starts a device flow: a device code, an XXXX-XXXX user code, 900 s, 3 s, the scopes', async () => {
     const started = await startFlow(['posts:write', 'agents:read'], { agentName: 'scout' });
-    expect(started).toMatchObject({ expiresIn: 900, interval: 3, scopes: ['agents:read', 'posts:write'] });
+    expect(started).toMatchObject({ expiresIn: SIGNUP_EXPIRES_IN_SECONDS, interval: SIGNUP_POLL_INTERVAL_SECONDS, scopes: ['agents:read', 'posts:write'] });
     expect(started.deviceCode).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(started.userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
   });
 
   it('refuses unknown scopes with INVALID_ARGUMENT and the four valid ones as a field', async () => {
     const error = await rejection(startFlow(['posts:write', 'root']));
-    expect(error).toMatchObject({ slug: 'invalid-scope', status: 400, fields: { parameter: 'scopes', valid_scopes: ['agents:read', 'posts:write', 'messages:read', 'messages:write'] } });
+    expect(error).toMatchObject({ slug: 'invalid-scope', status: 400, fields: { parameter: 'scopes', valid_scopes: [...SCOPES] } });
     const code = await statusOf((callback) => client.startDeviceFlow({ scopes: [] }, callback));
     expect(code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((await rejection(startFlow(Array.from({ length: 21 }, () => 'posts:write')))).slug).toBe('invalid-scope');

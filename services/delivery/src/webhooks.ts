@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { checkOutboundTarget, DomainError, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, viaFromProto } from '@agentroom/kit';
+import { checkOutboundTarget, DomainError, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, viaFromProto, WEBHOOK_FAILURES_MAX, WEBHOOK_URL_MAX, WEBHOOKS_MAX } from '@agentroom/kit';
 import type { Message__Output, NotifiedPost__Output, Notification__Output } from '@agentroom/proto';
 
 /** The notification types an endpoint may subscribe to. */
@@ -8,13 +8,13 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** What a delivery carries: a notification's type, or `test` (SendTestEvent). */
 export type DeliveryType = EventType | 'test';
 
-/** The most endpoints one agent may register. */
-export const MAX_WEBHOOKS = 5;
+/** The most endpoints one agent may register: kit's limit, which the API's words quote too. */
+export const MAX_WEBHOOKS = WEBHOOKS_MAX;
 /** Failures in a row (across deliveries) that disable an endpoint. */
-export const MAX_FAILURES_IN_A_ROW = 20;
+export const MAX_FAILURES_IN_A_ROW = WEBHOOK_FAILURES_MAX;
 /** Attempts kept per endpoint, newest first. */
 export const RECENT_ATTEMPTS = 20;
-export const URL_MAX = 2_048;
+export const URL_MAX = WEBHOOK_URL_MAX;
 export const GONE_REASON = 'the endpoint answered 410 Gone';
 export const FAILURES_REASON = 'too many failures in a row';
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { CURSOR_SECRET_MIN_BYTES, LIMIT_MAX } from './http/paging.js';
+import { CURSOR_SECRET_MIN_BYTES } from './http/paging.js';
+import { LIMIT_MAX } from './limits.js';
 import { defaultLogFormat, LOG_FORMATS } from './log.js';
 
 /** Raised at boot when the environment does not fit the schema; the message names every bad variable. */

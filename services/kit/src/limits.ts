@@ -1,6 +1,7 @@
 /**
- * The room's limits on what a post holds, in one place: the room service enforces them, and the API
- * description and the agents' guides name the same numbers.
+ * The product's limits, each defined here once: the services enforce them, and the schemas, the
+ * problems' words, the remedies, the API description and the guides quote these constants (the
+ * Markdown docs are checked against them: gateway/test/limits-prose.test.ts).
  */
 
 /** The most Unicode code points a post's text holds (docs/decisions.md §11: code points, not UTF-16 units). */
@@ -34,3 +35,36 @@ export const AGENT_CHOICES = 50;
  * revoked (docs/decisions.md §22).
  */
 export const HOST_CONNECTIONS_MAX = 10;
+
+/** The fewest items a page holds (`limit`). */
+export const LIMIT_MIN = 1;
+
+/** The most items a page holds (`limit`): every list of the API, and the first page edge keeps. */
+export const LIMIT_MAX = 50;
+
+/** The items a page holds when `limit` is left out. */
+export const LIMIT_DEFAULT = 20;
+
+/** The most bytes a request body holds (64 KiB), any content type, on every protocol (docs/decisions.md §6). */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** The most webhook endpoints one agent registers. */
+export const WEBHOOKS_MAX = 5;
+
+/** The most characters a webhook endpoint's URL holds. */
+export const WEBHOOK_URL_MAX = 2_000;
+
+/** Failed attempts in a row (across deliveries) that disable a webhook endpoint. */
+export const WEBHOOK_FAILURES_MAX = 20;
+
+/** How often, at most, an agent polls a signup: the device flow's `interval`, in seconds. */
+export const SIGNUP_POLL_INTERVAL_SECONDS = 3;
+
+/** How long a signup waits for its human before it expires: the device flow's `expires_in`, in seconds. */
+export const SIGNUP_EXPIRES_IN_SECONDS = 900;
+
+/** How long an idempotency key stays bound to its first call and answer, in hours. */
+export const IDEMPOTENCY_KEY_HOURS = 24;
+
+/** The most Unicode code points feedback's `problem` (and `expected`) holds. */
+export const FEEDBACK_TEXT_MAX = 4_000;

@@ -1,5 +1,9 @@
 import { z } from 'zod';
+import { BODY_LIMIT_BYTES, MESSAGE_TEXT_MAX, POST_TEXT_MAX, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS, WEBHOOKS_MAX } from './limits.js';
 import { SCOPES } from './scopes.js';
+
+/** The body limit in KiB, as the problems' words give it. */
+const KIB = BODY_LIMIT_BYTES / 1024;
 
 /** The `code` values of a problem, each with its HTTP status (docs/decisions.md §2). */
 export const PROBLEM_CODES = {
@@ -56,8 +60,8 @@ export const PROBLEM_TYPES = {
     code: 'invalid_request',
     status: 413,
     title: 'The body is too large',
-    description: 'Request bodies may be at most 64 KiB.',
-    fix: 'Send a body of at most 64 KiB: posts hold 500 characters and messages 2,000.',
+    description: `Request bodies may be at most ${KIB} KiB.`,
+    fix: `Send a body of at most ${KIB} KiB: posts hold ${POST_TEXT_MAX} characters and messages ${MESSAGE_TEXT_MAX.toLocaleString('en-US')}.`,
   },
   'not-found': {
     code: 'not_found',
@@ -121,7 +125,7 @@ export const PROBLEM_TYPES = {
   'too-many-webhooks': {
     code: 'invalid_request',
     title: 'You have as many webhooks as allowed',
-    description: 'An agent may register at most 5 webhook endpoints.',
+    description: `An agent may register at most ${WEBHOOKS_MAX} webhook endpoints.`,
     fix: 'Delete an endpoint you no longer use (`DELETE {base_url}/webhooks/{id}`), or subscribe one endpoint to several event types.',
   },
   'webhook-target-refused': {
@@ -139,7 +143,7 @@ export const PROBLEM_TYPES = {
   'text-too-long': {
     code: 'invalid_request',
     title: 'The text is too long',
-    description: 'A post holds at most 500 Unicode code points, a direct message at most 2,000.',
+    description: `A post holds at most ${POST_TEXT_MAX} Unicode code points, a direct message at most ${MESSAGE_TEXT_MAX.toLocaleString('en-US')}.`,
     fix: 'Shorten the text to `max_length` characters (Unicode code points) or fewer.',
   },
   'rate-limited': {
@@ -163,7 +167,7 @@ export const PROBLEM_TYPES = {
   'signup-expired': {
     code: 'invalid_request',
     title: 'The signup expired',
-    description: 'Nobody approved the signup within `expires_in` seconds (15 minutes). Start a new one.',
+    description: `Nobody approved the signup within \`expires_in\` seconds (${SIGNUP_EXPIRES_IN_SECONDS / 60} minutes). Start a new one.`,
     fix: 'Start a new signup and show the new link to your human at once.',
   },
   'signup-unknown': {
@@ -175,7 +179,7 @@ export const PROBLEM_TYPES = {
   'slow-down': {
     code: 'rate_limited',
     title: 'Polling too fast',
-    description: 'Poll a signup at most once every `interval` seconds (3).',
+    description: `Poll a signup at most once every \`interval\` seconds (${SIGNUP_POLL_INTERVAL_SECONDS}).`,
     fix: 'Wait `retry_after` seconds and poll no faster than every `interval` seconds.',
   },
   'user-code-unknown': {

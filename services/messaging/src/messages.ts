@@ -19,7 +19,7 @@ export interface MessageRecord {
   createdAt: string;
 }
 
-/** Message text: 1 to 2,000 Unicode code points, at least one of them not white space, no control characters (docs/decisions.md §6). */
+/** Message text: 1 to MESSAGE_TEXT_MAX Unicode code points, at least one of them not white space, no control characters (docs/decisions.md §6). */
 export function checkMessageText(text: string): void {
   const length = codePointLength(text);
   if (length > MESSAGE_TEXT_MAX) {

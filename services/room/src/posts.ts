@@ -38,7 +38,7 @@ export interface PostRecord {
   mentions: MentionRecord[];
 }
 
-/** Post text: 1 to 500 Unicode code points, at least one of them not white space, no control characters. */
+/** Post text: 1 to POST_TEXT_MAX Unicode code points, at least one of them not white space, no control characters. */
 export function checkPostText(text: string): void {
   const length = codePointLength(text);
   if (length > POST_TEXT_MAX) {

@@ -1,4 +1,4 @@
-import type { DomainError, ProblemAnswer, PublicUrls } from '@agentroom/kit';
+import { BODY_LIMIT_BYTES, type DomainError, IDEMPOTENCY_KEY_HOURS, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
 
 /**
  * What a human (or the page script acting for one) should do about a problem, in the words of the
@@ -32,7 +32,7 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
     case 'method-not-allowed':
       return `Use ${fields.expected ?? 'a method the Allow header names'} on this URL, as its Allow header says; every URL is listed at ${urls.siteUrl}/.well-known/ai-agent.json (${page}).`;
     case 'payload-too-large':
-      return `Send a body of at most ${fields.max_bytes ?? 65_536} bytes (64 KiB, the limit of every request: ${page}).`;
+      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (${BODY_LIMIT_BYTES / 1024} KiB, the limit of every request: ${page}).`;
     case 'parse-error':
       return `Send a well-formed JSON body with Content-Type: application/json to ${complete}, or approve on the page at ${device}.`;
     case 'rate-limited':
@@ -42,7 +42,7 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
     case 'idempotency-in-flight':
       return `Retry in a second with the same key and body to receive the stored answer (${page}).`;
     case 'idempotency-mismatch':
-      return `Use a new Idempotency-Key for a different request; a key stays bound to its first body for 24 hours (${page}).`;
+      return `Use a new Idempotency-Key for a different request; a key stays bound to its first body for ${IDEMPOTENCY_KEY_HOURS} hours (${page}).`;
     case 'unavailable':
       return `Try again in ${fields.retry_after ?? 5} seconds; the room is at ${urls.siteUrl}/.`;
     case 'invalid-request':

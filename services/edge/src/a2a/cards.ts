@@ -1,6 +1,6 @@
 import type { PublicUrls } from '@agentroom/kit';
 import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentSkill, type AgentInterface, type SecurityRequirement, type SecurityScheme } from '@a2a-js/sdk';
-import { type Agent, oauthEndpointsOf, SCOPE_MEANINGS } from '@agentroom/api';
+import { type Agent, liveFeedUrl, oauthEndpointsOf, SCOPE_MEANINGS } from '@agentroom/api';
 
 /** A2A 0.3, which the SDK's legacy compatibility serves beside 1.0. */
 export const A2A_LEGACY_VERSION = '0.3';
@@ -126,7 +126,7 @@ export function roomCard(urls: PublicUrls, version: string): AgentCard {
       skill(
         'read-room',
         'Read the room',
-        `Read the newest posts, no token needed: GET ${urls.baseUrl}/posts, the MCP tool room_read_posts at ${urls.apiUrl}/mcp, or live at ${urls.baseUrl}/posts/stream.`,
+        `Read the newest posts, no token needed: GET ${urls.baseUrl}/posts, the MCP tool room_read_posts at ${urls.apiUrl}/mcp, or live at ${liveFeedUrl(urls, 'posts')}.`,
         ['read', 'posts'],
         [],
       ),

@@ -2,7 +2,7 @@ import { DomainError } from '@agentroom/kit';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { Core } from '../operations/core.js';
-import type { Post } from '@agentroom/api';
+import { type AgentFeedName, LIVE_FEEDS, type Post } from '@agentroom/api';
 import { admissionOf } from '../http/answers.js';
 import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
@@ -30,7 +30,7 @@ const frames = new WeakMap<Post, Frame>();
 function postFrame(post: Post): Frame {
   let frame = frames.get(post);
   if (frame === undefined) {
-    frame = eventFrame(post.id, 'post', post);
+    frame = eventFrame(post.id, LIVE_FEEDS.posts.event, post);
     frames.set(post, frame);
   }
   return frame;
@@ -68,12 +68,12 @@ async function serve<T>(
   if (failed) stream.end('upstream');
 }
 
-/** The live feeds of docs/decisions.md §8, mounted at the path of `{base_url}`. */
+/** The live feeds of docs/decisions.md §8 (their rows: LIVE_FEEDS in api/), mounted at the path of `{base_url}`. */
 export function liveRoutes(deps: LiveDeps): Router {
   const router = Router();
   const { hub, live, auth, core, guard } = deps;
 
-  router.get('/posts/stream', guard, async (req, res) => {
+  router.get(LIVE_FEEDS.posts.path, guard, async (req, res) => {
     const after = lastEventId(req);
     // Public and without credentials: the room page may live on another origin than the API.
     res.setHeader('Access-Control-Allow-Origin', '*');
@@ -81,13 +81,14 @@ export function liveRoutes(deps: LiveDeps): Router {
   });
 
   /**
-   * A feed of the token's own agent (its inbox, its notifications), scope messages:read: only the
+   * A feed of the token's own agent (its inbox, its notifications), with its row's scope: only the
    * token's own, since the agent id comes from the token, never from the request.
    */
-  const agentFeed = (path: string, feed: Feed, event: string, watchOf: AgentWatch): void => {
+  const agentFeed = (feed: AgentFeedName, watchOf: AgentWatch): void => {
+    const { path, scope, event } = LIVE_FEEDS[feed];
     router.get(path, guard, async (req, res) => {
       const admission = admissionOf(res);
-      const principal = core.authorize(admission, 'messages:read');
+      const principal = core.authorize(admission, scope);
       const { token } = admission.caller;
       if (!principal || token === undefined) throw new Error('the scope step let a request without a token through');
       const after = lastEventId(req);
@@ -121,8 +122,12 @@ export function liveRoutes(deps: LiveDeps): Router {
     });
   };
 
-  if (deps.watchInbox) agentFeed('/messages/stream', 'messages', 'message', deps.watchInbox);
-  if (deps.watchNotifications) agentFeed('/notifications/stream', 'notifications', 'notification', deps.watchNotifications);
+  // A row with a scope follows the token's own agent: one added without its watch here is a type error.
+  const watches: Record<AgentFeedName, AgentWatch | undefined> = { messages: deps.watchInbox, notifications: deps.watchNotifications };
+  for (const feed of Object.keys(watches) as AgentFeedName[]) {
+    const watchOf = watches[feed];
+    if (watchOf) agentFeed(feed, watchOf);
+  }
 
   return router;
 }

@@ -1,8 +1,10 @@
 import { DomainError, liveStreamsEnded, liveSubscribers, type Logger, STREAM_ID, unavailable } from '@agentroom/kit';
 import type { Socket } from 'node:net';
 import type { Request, Response } from 'express';
+import type { LiveFeedName } from '@agentroom/api';
 
-export type Feed = 'posts' | 'messages' | 'notifications';
+/** A live feed, by its row's name (LIVE_FEEDS in api/). */
+export type Feed = LiveFeedName;
 export type EndReason = 'slow_client' | 'token_revoked' | 'upstream' | 'shutdown';
 
 export interface LiveOptions {

@@ -1,4 +1,5 @@
-import { BODY_LIMIT_BYTES, type DomainError, SCOPES } from '@agentroom/kit';
+import { BODY_LIMIT_BYTES, type DomainError, IDEMPOTENCY_KEY_HOURS, POST_TEXT_MAX, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit';
+import { LIVE_FEED_NAMES, liveFeedUrl } from '@agentroom/api';
 import type { Surface } from './surface.js';
 import type { OperationName } from './table.js';
 
@@ -31,7 +32,7 @@ function sendAgain(surface: Surface, operation: OperationName | undefined, endpo
 /** How to get a token holding `scopes`, named in the protocol that asked. */
 function getToken(surface: Surface, scopes: readonly string[]): string {
   const { urls } = surface;
-  const steps = `${surface.call('startSignup')} with {"scopes":${JSON.stringify(scopes)}}, show the human the verification_uri_complete, poll ${surface.call('pollSignup')} every 3 seconds until it answers the token`;
+  const steps = `${surface.call('startSignup')} with {"scopes":${JSON.stringify(scopes)}}, show the human the verification_uri_complete, poll ${surface.call('pollSignup')} every ${SIGNUP_POLL_INTERVAL_SECONDS} seconds until it answers the token`;
   if (surface.protocol === 'mcp') {
     return `connect from an MCP host that supports OAuth: it follows this answer's WWW-Authenticate challenge and a human approves it in the browser (${urls.siteUrl}/auth.md); or ${steps}, and configure your MCP client to send it as Authorization: Bearer <token> (the tool room_how_to_connect lists these steps with their URLs)`;
   }
@@ -73,11 +74,11 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
       return `Wait ${wait} seconds, until midnight UTC, when the daily quota of ${fields.limit ?? 'your'} calls resets${header}${again(surface, operation)}. The quota counts every call of this token (or, without one, of this address) on REST, MCP and A2A alike (${urls.siteUrl}/problems/rate-limited).`;
     }
     case 'slow-down':
-      return `Wait ${fields.retry_after ?? 3} seconds (Retry-After), then poll ${surface.call('pollSignup')} at most every 3 seconds.`;
+      return `Wait ${fields.retry_after ?? SIGNUP_POLL_INTERVAL_SECONDS} seconds (Retry-After), then poll ${surface.call('pollSignup')} at most every ${SIGNUP_POLL_INTERVAL_SECONDS} seconds.`;
     case 'signup-declined':
       return `Start a new signup with ${surface.call('startSignup')} if the human changes their mind; ask them first whether they are willing to approve it.`;
     case 'signup-expired':
-      return `Start a new signup with ${surface.call('startSignup')}, and show the human its verification_uri_complete at once: it expires after 15 minutes.`;
+      return `Start a new signup with ${surface.call('startSignup')}, and show the human its verification_uri_complete at once: it expires after ${SIGNUP_EXPIRES_IN_SECONDS / 60} minutes.`;
     case 'signup-unknown':
       return `Start a new signup with ${surface.call('startSignup')}; a token is delivered by exactly one poll.`;
     case 'invalid-scope':
@@ -97,9 +98,9 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
     case 'webhook-target-refused':
       return `Register an https URL of a server reachable from the internet: its host must resolve to public addresses only (not private, loopback, link-local or metadata ones), at POST ${urls.baseUrl}/webhooks.`;
     case 'text-empty':
-      return `Send ${surface.input(fields.parameter ?? 'text')} with 1 to ${fields.max_length ?? 500} characters, at least one of them not white space${again(surface, operation)}.`;
+      return `Send ${surface.input(fields.parameter ?? 'text')} with 1 to ${fields.max_length ?? POST_TEXT_MAX} characters, at least one of them not white space${again(surface, operation)}.`;
     case 'text-too-long':
-      return `Shorten ${surface.input(fields.parameter ?? 'text')} to at most ${fields.max_length ?? 500} Unicode characters (it has ${fields.length ?? 'more'}), or split it into several${again(surface, operation)}.`;
+      return `Shorten ${surface.input(fields.parameter ?? 'text')} to at most ${fields.max_length ?? POST_TEXT_MAX} Unicode characters (it has ${fields.length ?? 'more'}), or split it into several${again(surface, operation)}.`;
     case 'invalid-request':
       if (fields.parameter === undefined) return `Check the request against ${operation === undefined ? `the API at ${urls.baseUrl}` : surface.call(operation)}.`;
       // The body and its encoding are the HTTP request's, read before any operation: no argument of a protocol.
@@ -112,13 +113,13 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
       if (surface.protocol === 'a2a') return `Send the JSON-RPC request as a JSON body with Content-Type: application/json to ${urls.apiUrl}/a2a (or an agent's endpoint below it).`;
       return `Send the body as JSON with Content-Type: application/json${again(surface, operation)}; only the OAuth endpoints under ${urls.apiUrl}/oauth/ take form bodies.`;
     case 'payload-too-large':
-      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (64 KiB, the limit of every request: ${urls.siteUrl}/problems/payload-too-large)${sendAgain(surface, operation, endpoint)}.`;
+      return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (${BODY_LIMIT_BYTES / 1024} KiB, the limit of every request: ${urls.siteUrl}/problems/payload-too-large)${sendAgain(surface, operation, endpoint)}.`;
     case 'idempotency-key-invalid':
       return `Send ${surface.input(fields.parameter ?? 'Idempotency-Key')} as 1 to 255 printable ASCII characters, such as a UUID${again(surface, operation)}.`;
     case 'idempotency-in-flight':
       return `Retry in a second with the same key and the same input to receive the stored answer${operation === undefined ? '' : ` from ${surface.call(operation)}`}.`;
     case 'idempotency-mismatch':
-      return `Use a new idempotency key for a different input${again(surface, operation)}; a key stays bound to the input of its first call for 24 hours, on every protocol.`;
+      return `Use a new idempotency key for a different input${again(surface, operation)}; a key stays bound to the input of its first call for ${IDEMPOTENCY_KEY_HOURS} hours, on every protocol.`;
     case 'not-found':
       return `Check the method and path. Every URL is listed in ${urls.siteUrl}/.well-known/ai-agent.json and described at ${urls.siteUrl}/developers. The REST API is under ${urls.baseUrl}: ${MAIN_OPERATIONS.map((name) => surface.call(name)).join(', ')}; MCP is at POST ${urls.apiUrl}/mcp, A2A at ${urls.siteUrl}/.well-known/agent-card.json; the room for humans is at ${urls.siteUrl}/.`;
     case 'method-not-allowed':
@@ -128,7 +129,7 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
     case 'host-not-allowed':
       return `Call this deployment by its own address (${urls.siteUrl} or ${urls.apiUrl}); from a browser, from a page of an allowed origin.`;
     case 'invalid-event-id':
-      return `Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out of GET ${urls.baseUrl}/posts/stream (or /messages/stream) to receive events from now on.`;
+      return `Send the id of the last event you received, unchanged (for example 1732300000000-0), or leave Last-Event-ID out of the feed's GET (${LIVE_FEED_NAMES.map((name) => liveFeedUrl(urls, name)).join(', ')}) to receive events from now on.`;
     case 'unavailable':
       return `Retry${operation === undefined ? (endpoint === undefined ? '' : ` ${endpoint}`) : ` ${surface.call(operation)}`} in ${fields.retry_after ?? 5} seconds, with exponential backoff.`;
     case 'internal':

@@ -4,7 +4,7 @@ import { AGENT_CHOICES, DomainError, escapeHtml, pageShell, type PublicUrls, sam
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import type { Agent, Post } from '@agentroom/api';
+import { type Agent, liveFeedUrl, type Post } from '@agentroom/api';
 import type { AuthGateway, SignedInHuman } from '../gateways/auth.gateway.js';
 import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 
@@ -202,7 +202,7 @@ ${compose(view)}
 <section aria-labelledby="posts-heading">
 <div class="section-head"><h2 id="posts-heading">Recent posts</h2><p id="live-status" class="status" role="status">Reload the page to see new posts.</p></div>
 ${view.posts.length === 0 ? '<p id="no-posts" class="note">No posts yet.</p>' : ''}
-<ul id="posts" class="posts" data-stream="${e(urls.baseUrl)}/posts/stream" data-after="${e(newest)}" data-via="${e(JSON.stringify(VIA_WORDS))}"${view.posts.length === 0 ? ' hidden' : ''}>
+<ul id="posts" class="posts" data-stream="${e(liveFeedUrl(urls, 'posts'))}" data-after="${e(newest)}" data-via="${e(JSON.stringify(VIA_WORDS))}"${view.posts.length === 0 ? ' hidden' : ''}>
 ${postItems(view.posts, view.targets)}
 </ul>
 </section>

@@ -12,9 +12,8 @@ import { fromServiceError } from '../grpc/status.js';
 import { prefersHtml, type ProblemAnswer, sendNotFoundPage, sendProblem } from './problem.js';
 import { idempotency } from './idempotency.js';
 import type { IdempotencyStore } from '../store/idempotency.js';
-
-/** Largest request body accepted, any content type (docs/decisions.md §6). */
-export const BODY_LIMIT_BYTES = 64 * 1024;
+// The largest request body accepted, any content type (docs/decisions.md §6).
+import { BODY_LIMIT_BYTES } from '../limits.js';
 
 /** One call counted: against which subject (`tok:<id>` or `addr:<ip>`), the quota after it, and whether to refuse it now. */
 export interface Admission {

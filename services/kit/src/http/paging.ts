@@ -1,11 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN } from '../limits.js';
 import type { Logger } from '../log.js';
 import { DomainError } from '../problems.js';
 import { sameSecret } from '../tokens.js';
 
-export const LIMIT_MIN = 1;
-export const LIMIT_MAX = 50;
-export const LIMIT_DEFAULT = 20;
 
 /** What a valid `limit` is, in words, for the problems that refuse one. */
 export const LIMIT_EXPECTED = `a whole number from ${LIMIT_MIN} to ${LIMIT_MAX}, or left out for ${LIMIT_DEFAULT}`;

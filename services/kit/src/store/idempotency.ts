@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { IDEMPOTENCY_KEY_HOURS } from '../limits.js';
 import { type Clock, systemClock } from './clock.js';
 import { COUNT_CALL_LUA, type QuotaState, type RedisQuotaStore } from './quota.js';
 import { Keyspace, LuaScript, type RedisClient } from './redis.js';
@@ -23,7 +24,7 @@ export type BeginResult =
   | { outcome: 'replay'; result: StoredResult };
 
 /** How long answers are remembered (docs/decisions.md §6). */
-export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+export const IDEMPOTENCY_TTL_MS = IDEMPOTENCY_KEY_HOURS * 3600 * 1000;
 /** A request that crashed without finishing frees its key after this long. */
 export const IDEMPOTENCY_RUNNING_TTL_MS = 60 * 1000;
 
