@@ -14,7 +14,8 @@ import { CHART_ENVOY_FILE, chartEnvoyYaml, type Endpoint, ENVOY_DEFAULTS, envoyB
 
 const USAGE = `usage:
   render.js docs --out DIR
-      every discovery document, one file each, for SITE_URL / API_URL (environment)
+      every discovery document, one file each (and its compressed forms), with the index Envoy serves
+      them by, for SITE_URL / API_URL (environment)
   render.js envoy --out FILE --docs-dir DIR --edge HOST:PORT[:HEALTH_PORT]... --auth HOST:PORT[:HEALTH_PORT]...
                   [--listen-address ADDR] [--listen-port N] [--admin-address ADDR] [--admin-port N]
                   [--health-port N] [--quota-limit N] [--rate-limit-per-second N] [--rate-limit-burst N]
@@ -111,7 +112,6 @@ async function main(argv: string[]): Promise<string> {
   const healthPort = numberOf(port.min(1), values['health-port'], '--health-port', 9090);
   const bootstrap = envoyBootstrap({
     urls,
-    documents: discoveryDocuments(urls),
     docsDir,
     listen: { address: values['listen-address'] ?? '0.0.0.0', port: numberOf(port.min(1), values['listen-port'], '--listen-port', env.PORT) },
     admin: { address: values['admin-address'] ?? '127.0.0.1', port: numberOf(port.min(1), values['admin-port'], '--admin-port', 9901) },
