@@ -8,7 +8,6 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit, port, publicUrls, publicUrlsEnv } from '@agentroom/kit';
 import { z } from 'zod';
-import { discoveryDocuments } from './discovery.js';
 import { writeDocuments } from './document-files.js';
 import { CHART_ENVOY_FILE, chartEnvoyYaml, type Endpoint, ENVOY_DEFAULTS, envoyBootstrap, envoyYaml } from './envoy.js';
 
@@ -83,6 +82,8 @@ async function main(argv: string[]): Promise<string> {
   if (command === 'docs') {
     const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } }, strict: true, allowPositionals: false });
     const out = resolve(required(values.out, '--out', 'the directory to write the documents to'));
+    // Loaded here only: the bootstrap needs none of the documents' code (docs/decisions.md §31).
+    const { discoveryDocuments } = await import('./discovery.js');
     const names = await writeDocuments(urls, discoveryDocuments(urls), out);
     return `wrote ${names.size} documents for ${urls.siteUrl} to ${out}`;
   }

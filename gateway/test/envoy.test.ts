@@ -244,19 +244,27 @@ describe('render.js', () => {
     expect(bootstrap.static_resources.clusters.find((cluster) => cluster.name === 'auth')?.load_assignment.endpoints[0]?.lb_endpoints[0]?.endpoint.health_check_config.port_value).toBe(9090);
   });
 
-  it('refuses bad arguments with one clear line and exit status 2', () => {
-    const unknown = run(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', '127.0.0.1:1', '--auth', '127.0.0.1:2', '--colour']);
-    expect(unknown.status).toBe(2);
-    expect(unknown.stderr.split('\n')[0]).toMatch(/^render: .*--colour/);
-    const endpoint = run(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', 'edge', '--auth', '127.0.0.1:2']);
-    expect(endpoint.status).toBe(2);
-    expect(endpoint.stderr.split('\n')[0]).toBe('render: --edge "edge": expected HOST:PORT or HOST:PORT:HEALTH_PORT, ports from 1 to 65535');
-    const command = run(['deploy']);
-    expect(command.status).toBe(2);
-    expect(command.stderr.split('\n')[0]).toBe('render: unknown command "deploy": expected docs, envoy or chart');
-    const missing = run(['docs']);
-    expect(missing.status).toBe(2);
-    expect(missing.stderr.split('\n')[0]).toBe('render: --out is required: the directory to write the documents to');
+  /** render.js's exit status and first line on stderr; the four runs below go at once, each a Node start. */
+  const refusal = (args: string[]): Promise<[number | null, string | undefined]> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [render, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      child.once('error', reject);
+      child.once('close', (status) => resolve([status, stderr.split('\n')[0]]));
+    });
+
+  it('refuses bad arguments with one clear line and exit status 2', async () => {
+    const [unknown, endpoint, command, missing] = await Promise.all([
+      refusal(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', '127.0.0.1:1', '--auth', '127.0.0.1:2', '--colour']),
+      refusal(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', 'edge', '--auth', '127.0.0.1:2']),
+      refusal(['deploy']),
+      refusal(['docs']),
+    ]);
+    expect(unknown).toEqual([2, expect.stringMatching(/^render: .*--colour/)]);
+    expect(endpoint).toEqual([2, 'render: --edge "edge": expected HOST:PORT or HOST:PORT:HEALTH_PORT, ports from 1 to 65535']);
+    expect(command).toEqual([2, 'render: unknown command "deploy": expected docs, envoy or chart']);
+    expect(missing).toEqual([2, 'render: --out is required: the directory to write the documents to']);
   });
 });
 
