@@ -675,13 +675,12 @@ describe('Envoy', () => {
     expect(of('defaults').get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']).not.toMatch(/__[A-Z_]+__/);
   });
 
-  it("tags the documents' ETags with a digest of the image and addresses the init container makes them of (docs/decisions.md §25)", async () => {
-    const tags = (r: Rendered): Set<string> => new Set([...r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!.matchAll(/key: etag, value: '"[A-Za-z0-9_-]+\.([0-9a-f]{12})(-br|-gzip)?"'/g)].map((match) => match[1]!));
-    const defaults = tags(of('defaults'));
-    expect(defaults.size).toBe(1);
-    // Another address, another image: other tags, so no cache keeps a document made for the old ones.
-    expect(tags(of('external-url'))).not.toEqual(defaults);
-    expect(tags(await render('docs-tag-image', { image: { tag: '9.9.9' } }))).not.toEqual(defaults);
+  it('names no document: the same bootstrap whatever image and addresses the init container makes the documents of (docs/decisions.md §31)', async () => {
+    const bootstrap = (r: Rendered): string => r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!;
+    const defaults = bootstrap(of('defaults'));
+    expect(bootstrap(await render('docs-image', { image: { tag: '9.9.9' } }))).toBe(defaults);
+    expect(bootstrap(await render('docs-site', { publicUrls: { site: 'https://room.example.org' } }))).toBe(defaults);
+    expect(defaults).not.toMatch(/problems\/[a-z]/);
   });
 
   it('an init container renders the discovery documents into the volume Envoy serves them from', () => {

@@ -2,11 +2,10 @@
 // what the local router (router.ts) does for `npm run cluster`, with the same routes, the same
 // documents and headers, the same client address rules and the same problem documents.
 import { isIP } from 'node:net';
-import { cacheControlOf, CONTENT_CODINGS, type ContentCoding, corsHeaders, corsPreflightHeaders, etagOf, type PublicUrls, publicUrls } from '@agentroom/kit';
+import { corsHeaders, corsPreflightHeaders, type PublicUrls, publicUrls } from '@agentroom/kit';
 import { Document as YamlDocument, isScalar, visit } from 'yaml';
-import { discoveryDocuments, type ServedDocument } from './discovery.js';
-import { CODING_SUFFIX, documentFileNames } from './document-files.js';
-import { CATCH_ALL, matchRoute, resolveRoutes, type ResolvedRoute, ROUTES, type Route } from './routes.js';
+import { DOCUMENT_INDEX, luaLiteral } from './document-files.js';
+import { CATCH_ALL, resolveRoutes, type ResolvedRoute, ROUTES, type Route } from './routes.js';
 
 /** A JSON value: what the bootstrap is made of. */
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
@@ -22,15 +21,11 @@ export interface Endpoint {
 
 export interface EnvoyOptions {
   urls: PublicUrls;
-  /** The gateway's documents by full path (`discoveryDocuments(urls)`): Envoy answers these itself. */
-  documents: ReadonlyMap<string, ServedDocument>;
-  /** Where `render.js docs` wrote the documents' bytes, as Envoy sees it. */
-  docsDir: string;
   /**
-   * Added to every document's ETag: the chart's placeholder for what the pod's documents are made
-   * of (its image and addresses), since the chart's bootstrap is rendered before them.
+   * Where `render.js docs` wrote the gateway's documents and their index, as Envoy sees it: Envoy
+   * answers them itself, whichever they are (docs/decisions.md §31).
    */
-  etagTag?: string;
+  docsDir: string;
   listen: { address: string; port: number };
   /** Envoy's admin interface (`/ready` for probes, stats); reachable by anyone who reaches this address. */
   admin: { address: string; port: number };
@@ -83,13 +78,15 @@ const UPSTREAM_IDLE_SECONDS = 4;
 const RETRY_AFTER_SECONDS = 5;
 /** A header set before anything else runs, carrying a fresh id in case the client's must be replaced. */
 const FRESH_ID_HEADER = 'x-gateway-fresh-request-id';
-/** The coding the Lua filter chose for a document request, which the document's routes match on. */
-const CODING_HEADER = 'x-gateway-content-coding';
+/** The Lua filter that answers the documents, on the gateway's routes only, and its source's name there. */
+const DOCUMENTS_FILTER = 'agent-room.documents';
+const DOCUMENTS_SOURCE = 'documents';
 
 const TYPE = {
   hcm: 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
   router: 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router',
   lua: 'type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua',
+  luaPerRoute: 'type.googleapis.com/envoy.extensions.filters.http.lua.v3.LuaPerRoute',
   localRateLimit: 'type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit',
   stdout: 'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog',
   earlyHeaderMutation: 'type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation',
@@ -113,11 +110,6 @@ function header(key: string, value: string, action?: 'OVERWRITE_IF_EXISTS_OR_ADD
   return { header: { key: key.toLowerCase(), value }, ...(action === undefined ? {} : { append_action: action }) };
 }
 
-function headers(values: Record<string, string>): Json[] {
-  // Envoy gives a direct response a `content-type: text/plain` of its own: ours replaces it.
-  return Object.entries(values).map(([key, value]) => header(key, value, key.toLowerCase() === 'content-type' ? 'OVERWRITE_IF_EXISTS_OR_ADD' : undefined));
-}
-
 function methods(regex: string): Json[] {
   return [{ name: ':method', string_match: { safe_regex: { regex } } }];
 }
@@ -132,15 +124,99 @@ const READS = '^(GET|HEAD)$';
  *   which counted no call: it shows the full daily allowance, reset at the next UTC midnight, as the
  *   router's own answers do (docs/decisions.md §6).
  */
-function luaSource(quotaLimit: number | string, documentPaths: readonly string[]): string {
+function luaSource(quotaLimit: number | string): string {
   return `-- Rendered by gateway/src/envoy.ts.
 local FRESH = "${FRESH_ID_HEADER}"
 local LIMIT = "${quotaLimit}"
-local CODING = "${CODING_HEADER}"
--- The documents' paths: only their requests are negotiated (docs/decisions.md §25).
-local DOCUMENTS = {
-${documentPaths.map((path) => `  [${JSON.stringify(path)}] = true,`).join('\n')}
+
+function envoy_on_request(handle)
+  local headers = handle:headers()
+  local id = headers:get("x-request-id")
+  local fresh = headers:get(FRESH)
+  headers:remove(FRESH)
+  if fresh ~= nil and (id == nil or #id > 128 or string.find(id, "^[A-Za-z0-9._:%-]+$") == nil) then
+    headers:replace("x-request-id", fresh)
+  end
+end
+
+function envoy_on_response(handle)
+  local headers = handle:headers()
+  if headers:get("ratelimit-limit") == nil then
+    headers:replace("ratelimit-limit", LIMIT)
+    headers:replace("ratelimit-remaining", LIMIT)
+    headers:replace("ratelimit-reset", tostring(86400 - os.time() % 86400))
+  end
+end
+`;
 }
+
+/** Lower-case header names, as Lua tables of the answers. */
+function lowerCased(values: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).map(([key, value]) => [key.toLowerCase(), value]));
+}
+
+/**
+ * Answers the gateway's documents on the table's gateway routes, as the router's serveDocument and
+ * kit's sendStatic do (docs/decisions.md §25, §31), from the files and the index `render.js docs`
+ * writes: by prefix, whichever documents there are, so that this bootstrap holds none of them.
+ */
+function documentsLuaSource(docsDir: string): string {
+  const allow = { allow: 'GET, HEAD' };
+  const methodNotAllowed = JSON.stringify(
+    ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.', 'invalid_request'),
+  );
+  return `-- Rendered by gateway/src/envoy.ts.
+local DIR = ${luaLiteral(docsDir.replace(/\/$/, ''))}
+local INDEX = ${luaLiteral(DOCUMENT_INDEX)}
+local CORS = ${luaLiteral(lowerCased(corsHeaders()))}
+local PREFLIGHT = ${luaLiteral(lowerCased({ ...corsPreflightHeaders(), ...allow }))}
+local REFUSED = ${luaLiteral({ ...allow, 'content-type': 'application/problem+json' })}
+local METHOD_NOT_ALLOWED = ${luaLiteral(methodNotAllowed)}
+
+-- The index, read when Envoy loads this script: without it, or without a file it names, Envoy
+-- refuses the bootstrap. Run with no globals: it can only make tables.
+local function readIndex()
+  local chunk, failure = loadfile(DIR .. "/" .. INDEX)
+  if chunk == nil then
+    error("the gateway's documents are missing (" .. failure .. "): write them with node gateway/dist/render.js docs --out " .. DIR)
+  end
+  setfenv(chunk, {})
+  local index = chunk()
+  for _, document in pairs(index) do
+    for _, form in pairs(document.codings) do
+      local file = io.open(DIR .. "/" .. form.file, "rb")
+      if file == nil then error("the gateway's document file " .. DIR .. "/" .. form.file .. " is missing") end
+      file:close()
+    end
+  end
+  return index
+end
+local DOCUMENTS = readIndex()
+
+-- A file's bytes, read when first asked for, then kept (by each worker).
+local bodies = {}
+local function bodyOf(name)
+  local body = bodies[name]
+  if body == nil then
+    local file = assert(io.open(DIR .. "/" .. name, "rb"))
+    body = file:read("*a")
+    file:close()
+    bodies[name] = body
+  end
+  return body
+end
+
+local function merged(...)
+  local all = {}
+  for _, headers in ipairs({ ... }) do
+    for key, value in pairs(headers) do all[key] = value end
+  end
+  return all
+end
+
+local function trim(text)
+  return (string.gsub(text, "^%s*(.-)%s*$", "%1"))
+end
 
 -- The q-value of each coding in an Accept-Encoding, as the router's negotiateCoding (negotiator)
 -- reads it: an exact entry before "*", identity at the lowest q listed unless named or "*"; the highest
@@ -178,31 +254,62 @@ local function negotiate(accept)
   return chosen
 end
 
-function envoy_on_request(handle)
-  local headers = handle:headers()
-  local id = headers:get("x-request-id")
-  local fresh = headers:get(FRESH)
-  headers:remove(FRESH)
-  if fresh ~= nil and (id == nil or #id > 128 or string.find(id, "^[A-Za-z0-9._:%-]+$") == nil) then
-    headers:replace("x-request-id", fresh)
+-- As kit's holdsTag: If-None-Match is "*" or names this ETag, compared weakly.
+local function holds(header, etag)
+  if header == nil then return false end
+  if trim(header) == "*" then return true end
+  for tag in string.gmatch(header, "[^,]+") do
+    if (string.gsub(trim(tag), "^W/", "")) == etag then return true end
   end
-  local path = string.match(headers:get(":path") or "", "^[^?]*")
-  if DOCUMENTS[path] then
-    headers:replace(CODING, negotiate(headers:get("accept-encoding")))
-    -- The route was chosen before this filter ran: choose again, by the coding.
-    handle:clearRouteCache()
+  return false
+end
+
+local function unescape(text)
+  return (string.gsub((string.gsub(text, "%+", " ")), "%%(%x%x)", function(hex) return string.char(tonumber(hex, 16)) end))
+end
+
+-- As sendStatic's URLSearchParams: the first v of the query, the version a link asked for.
+local function versionAsked(target)
+  local query = string.match(target, "%?(.*)$")
+  if query == nil then return nil end
+  for pair in string.gmatch(query, "[^&]+") do
+    local key, value = string.match(pair, "^([^=]*)=?(.*)$")
+    if unescape(key) == "v" then return unescape(value) end
+  end
+  return nil
+end
+
+-- The preflight; 405 but for GET and HEAD; else the coding chosen, 304 when the client holds it
+-- (with the validator and caching headers only), the bytes otherwise (HEAD: Envoy sends none).
+local function serve(handle, headers, document, target)
+  local method = headers:get(":method")
+  if method == "OPTIONS" then
+    handle:respond(merged(CORS, PREFLIGHT, { [":status"] = "204" }), "")
+  elseif method ~= "GET" and method ~= "HEAD" then
+    handle:respond(merged(CORS, REFUSED, { [":status"] = "405" }), METHOD_NOT_ALLOWED)
   else
-    headers:remove(CODING)
+    local coding = "identity"
+    if document.codings.br ~= nil then coding = negotiate(headers:get("accept-encoding")) end
+    local form = document.codings[coding]
+    local caching = {}
+    if versionAsked(target) == document.digest then caching["cache-control"] = document.versioned end
+    if holds(headers:get("if-none-match"), form.headers.etag) then
+      local unchanged = merged(CORS, form.headers, caching, { [":status"] = "304" })
+      unchanged["content-encoding"] = nil
+      handle:respond(unchanged, "")
+    else
+      handle:respond(merged(CORS, document.content, form.headers, caching, { [":status"] = "200" }), bodyOf(form.file))
+    end
   end
 end
 
-function envoy_on_response(handle)
+-- On the table's gateway routes alone, as the router matches them; a path there with no document
+-- goes on to edge, which answers the 404.
+function envoy_on_request(handle)
   local headers = handle:headers()
-  if headers:get("ratelimit-limit") == nil then
-    headers:replace("ratelimit-limit", LIMIT)
-    headers:replace("ratelimit-remaining", LIMIT)
-    headers:replace("ratelimit-reset", tostring(86400 - os.time() % 86400))
-  end
+  local target = headers:get(":path") or ""
+  local document = DOCUMENTS[string.match(target, "^[^?]*")]
+  if document ~= nil then serve(handle, headers, document, target) end
 end
 `;
 }
@@ -306,7 +413,6 @@ function accessLog(): Json[] {
 interface RenderContext {
   options: EnvoyOptions;
   routes: readonly ResolvedRoute[];
-  files: ReadonlyMap<string, string>;
   upstreamTimeout: string;
   streamIdleTimeout: string;
 }
@@ -322,112 +428,20 @@ function matchOf(route: Pick<ResolvedRoute, 'match' | 'path'>): JsonObject {
 }
 
 /**
- * The headers of a document's answer in one coding, as the router's serveDocument sends them
- * (RateLimit ones come from the Lua filter); a 304 carries only CORS and the validator and caching ones.
+ * A route of the table whose upstream is the gateway: the documents' Lua filter, off elsewhere, runs
+ * here and answers every document under it; any other path goes to the catch-all, which answers
+ * the 404 problem, as the router does. No route names a document.
  */
-function documentHeaders(document: ServedDocument, coding: ContentCoding, etagTag: string | undefined, unchanged: boolean, versioned: boolean): Record<string, string> {
-  const { asset } = document;
+function gatewayRoute(route: ResolvedRoute, context: RenderContext): JsonObject {
   return {
-    ...corsHeaders(),
-    ...(unchanged ? {} : { 'content-type': document.contentType, 'x-content-type-options': 'nosniff', ...document.headers }),
-    etag: documentEtag(asset.digest, coding, etagTag),
-    'cache-control': cacheControlOf(asset.cache, versioned ? asset.digest : undefined, asset.digest),
-    ...(asset.compressed === undefined ? {} : { vary: 'Accept-Encoding' }),
-    ...(coding === 'identity' || unchanged ? {} : { 'content-encoding': coding }),
+    ...forward(`documents at ${route.path}`, matchOf(route), CATCH_ALL, false, context),
+    typed_per_filter_config: { [DOCUMENTS_FILTER]: { '@type': TYPE.luaPerRoute, name: DOCUMENTS_SOURCE } },
   };
-}
-
-/** A document's ETag in one coding: the router's, with the chart's tag in the digest when given. */
-function documentEtag(digest: string, coding: ContentCoding, etagTag: string | undefined): string {
-  return etagOf(etagTag === undefined ? digest : `${digest}.${etagTag}`, coding);
-}
-
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/**
- * An If-None-Match that names this ETag (weakly or not) among others, or is `*` (RFC 9110 §13.1.2);
- * Envoy matches a regex against the whole value.
- */
-function noneMatchRegex(etag: string): string {
-  return `^\\s*\\*\\s*$|^(.*,)?\\s*(W/)?${escapeRegex(etag)}\\s*(,.*)?$`;
-}
-
-/**
- * A route of the table whose upstream is the gateway: each document it takes is answered from its
- * file (GET and HEAD), its preflight with 204, any other method with 405. A path under it with no
- * document goes to the catch-all, which answers the 404 problem, as the router does.
- */
-function gatewayRoutes(route: ResolvedRoute, context: RenderContext): JsonObject[] {
-  const paths = [...context.options.documents.keys()].filter((path) => matchRoute(context.routes, route.host, path) === route).sort();
-  const allow = { allow: 'GET, HEAD' };
-  const methodNotAllowed = JSON.stringify(
-    ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.', 'invalid_request'),
-  );
-  const docsDir = context.options.docsDir.replace(/\/$/, '');
-  const rendered = paths.flatMap((path) => codingRoutes(path, context.options.documents.get(path) as ServedDocument, `${docsDir}/${context.files.get(path) as string}`, context.options.etagTag));
-  if (paths.length > 0) {
-    // One route for every document's preflight and one for its other methods, the answers being the
-    // same: a document's path is known by the coding the Lua filter sets on its requests alone.
-    const documentsOnly = { ...matchOf(route), headers: [{ name: CODING_HEADER, present_match: true }] };
-    rendered.push(
-      {
-        name: `documents at ${route.path} preflight`,
-        match: { ...documentsOnly, headers: [...documentsOnly.headers, ...methods('^OPTIONS$')] },
-        direct_response: { status: 204 },
-        response_headers_to_add: headers({ ...corsHeaders(), ...corsPreflightHeaders(), ...allow }),
-      },
-      {
-        name: `documents at ${route.path} other methods`,
-        match: documentsOnly,
-        direct_response: { status: 405, body: { inline_string: methodNotAllowed } },
-        response_headers_to_add: headers({ ...corsHeaders(), ...allow, 'content-type': 'application/problem+json' }),
-      },
-    );
-  }
-  if (route.match === 'prefix' || paths.length === 0) rendered.push(forward(`${CATCH_ALL} ${route.path} (no document)`, matchOf(route), CATCH_ALL, false, context));
-  return rendered;
-}
-
-/**
- * A document's GET and HEAD, in each coding it is sent in (the Lua filter's choice, by the request's
- * Accept-Encoding): 304 when If-None-Match names that coding's ETag, else its file. Identity last,
- * whatever the header says.
- */
-function codingRoutes(path: string, document: ServedDocument, file: string, etagTag: string | undefined): JsonObject[] {
-  const codings = document.asset.compressed === undefined ? (['identity'] as const) : CONTENT_CODINGS;
-  // An immutable document is kept a year only when asked for under its own digest (?v=), as the router does.
-  const versions = document.asset.cache === 'immutable' ? [true, false] : [false];
-  return versions.flatMap((versioned) =>
-    codings.flatMap((coding): JsonObject[] => {
-      const chosen: Json[] = coding === 'identity' ? [] : [{ name: CODING_HEADER, string_match: { exact: coding } }];
-      const asked: JsonObject = versioned ? { query_parameters: [{ name: 'v', string_match: { exact: document.asset.digest } }] } : {};
-      const label = `${coding === 'identity' ? '' : ` (${coding})`}${versioned ? ' (its version)' : ''}`;
-      const etag = documentEtag(document.asset.digest, coding, etagTag);
-      return [
-        {
-          name: `document ${path} unchanged${label}`,
-          match: { path, headers: [...methods(READS), ...chosen, { name: 'if-none-match', string_match: { safe_regex: { regex: noneMatchRegex(etag) } } }], ...asked },
-          direct_response: { status: 304 },
-          response_headers_to_add: headers(documentHeaders(document, coding, etagTag, true, versioned)),
-          // Envoy gives a direct 3xx a Location of the request's own URL: a 304 redirects nowhere.
-          response_headers_to_remove: ['location'],
-        },
-        {
-          name: `document ${path}${label}`,
-          match: { path, headers: [...methods(READS), ...chosen], ...asked },
-          direct_response: { status: 200, body: { filename: coding === 'identity' ? file : `${file}${CODING_SUFFIX[coding]}` } },
-          response_headers_to_add: headers(documentHeaders(document, coding, etagTag, false, versioned)),
-        },
-      ];
-    }),
-  );
 }
 
 function routesFor(routes: readonly ResolvedRoute[], context: RenderContext): JsonObject[] {
   const rendered = routes.flatMap((route) =>
-    route.upstream === 'gateway' ? gatewayRoutes(route, context) : [forward(`${route.upstream} ${route.path}`, matchOf(route), route.upstream, route.streaming, context)],
+    route.upstream === 'gateway' ? [gatewayRoute(route, context)] : [forward(`${route.upstream} ${route.path}`, matchOf(route), route.upstream, route.streaming, context)],
   );
   // Unmatched: edge answers the 404 problem with RateLimit headers.
   rendered.push(forward(`${CATCH_ALL} (unmatched)`, { prefix: '/' }, CATCH_ALL, false, context));
@@ -497,7 +511,7 @@ function httpConnectionManager(context: RenderContext): JsonObject {
     http_filters: [
       {
         name: 'envoy.filters.http.lua',
-        typed_config: { '@type': TYPE.lua, default_source_code: { inline_string: luaSource(options.quotaLimit ?? ENVOY_DEFAULTS.quotaLimit, [...options.documents.keys()].sort()) } },
+        typed_config: { '@type': TYPE.lua, default_source_code: { inline_string: luaSource(options.quotaLimit ?? ENVOY_DEFAULTS.quotaLimit) } },
       },
       {
         name: 'envoy.filters.http.local_ratelimit',
@@ -509,29 +523,21 @@ function httpConnectionManager(context: RenderContext): JsonObject {
           filter_enforced: { ...everyone, runtime_key: 'public_guard_enforced' },
         },
       },
+      // After the guard, which counts the documents' requests too; off but on the gateway's routes.
+      { name: DOCUMENTS_FILTER, disabled: true, typed_config: { '@type': TYPE.lua, source_codes: { [DOCUMENTS_SOURCE]: { inline_string: documentsLuaSource(options.docsDir) } } } },
       // No x-envoy-* headers to upstreams or clients: they are Envoy's business.
       { name: 'envoy.filters.http.router', typed_config: { '@type': TYPE.router, suppress_envoy_headers: true } },
     ],
     route_config: {
       name: 'routes',
-      // The largest document (the API reference's script, some MB) is answered from memory.
-      max_direct_response_body_size_bytes: directResponseLimit(options.documents),
       // As the router's stampForwarding: X-Forwarded-For is the client's address alone (a client's own
       // is dropped, not appended to), so edge and auth, trusting the proxy hop they get it from, see
       // the real client, and no client can claim another address.
       request_headers_to_add: [header('x-forwarded-for', '%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%', 'OVERWRITE_IF_EXISTS_OR_ADD'), header('x-forwarded-host', '%REQ(:AUTHORITY)%', 'OVERWRITE_IF_EXISTS_OR_ADD')],
-      request_headers_to_remove: ['x-envoy-external-address', CODING_HEADER],
+      request_headers_to_remove: ['x-envoy-external-address'],
       virtual_hosts: virtualHosts(context),
     },
   };
-}
-
-const MIB = 1024 * 1024;
-
-/** Twice the largest document, in whole MiB: room for a deployment whose longer URLs make documents grow. */
-function directResponseLimit(documents: ReadonlyMap<string, ServedDocument>): number {
-  const largest = Math.max(0, ...[...documents.values()].map((document) => document.body.length));
-  return Math.max(1, Math.ceil((2 * largest) / MIB)) * MIB;
 }
 
 function cluster(name: 'edge' | 'auth', endpoints: readonly Endpoint[], maxConnections: number): JsonObject {
@@ -599,7 +605,6 @@ export function envoyBootstrap(options: EnvoyOptions, table: readonly Route[] = 
   const context: RenderContext = {
     options,
     routes: resolveRoutes(options.urls, table),
-    files: documentFileNames(options.urls, options.documents.keys()),
     upstreamTimeout: seconds(options.upstreamTimeoutSeconds ?? ENVOY_DEFAULTS.upstreamTimeoutSeconds),
     streamIdleTimeout: seconds(options.streamIdleTimeoutSeconds ?? ENVOY_DEFAULTS.streamIdleTimeoutSeconds),
   };
@@ -660,11 +665,6 @@ export const CHART_AUTH_HOST = '__AUTH_HOST__';
 /** What the chart's ConfigMap replaces with edge's `QUOTA_PER_ADDRESS` and `envoy.trustedProxyHops`. */
 export const CHART_QUOTA_LIMIT = '__QUOTA_PER_ADDRESS__';
 export const CHART_TRUSTED_PROXY_HOPS = '__TRUSTED_PROXY_HOPS__';
-/**
- * What the chart's ConfigMap replaces with a digest of the image and the public URLs, what the pod's
- * documents are made of: added to every document's ETag (docs/decisions.md §25).
- */
-export const CHART_DOCS_TAG = '__DOCS_TAG__';
 /** Where the chart's init container writes the documents, in the Envoy pod. */
 export const CHART_DOCS_DIR = '/etc/agent-room/docs';
 
@@ -677,7 +677,6 @@ export const CHART_DOCS_DIR = '/etc/agent-room/docs';
 export function chartBootstrap(): JsonObject {
   return envoyBootstrap({
     urls: CHART_URLS,
-    documents: discoveryDocuments(CHART_URLS),
     docsDir: CHART_DOCS_DIR,
     listen: { address: '0.0.0.0', port: 8080 },
     admin: { address: '0.0.0.0', port: 9901 },
@@ -685,14 +684,12 @@ export function chartBootstrap(): JsonObject {
     auth: [{ host: CHART_AUTH_HOST, port: 8081, healthCheckPort: 9090 }],
     quotaLimit: CHART_QUOTA_LIMIT,
     trustedProxyHops: CHART_TRUSTED_PROXY_HOPS,
-    etagTag: CHART_DOCS_TAG,
   });
 }
 
 /** The chart's bootstrap with its placeholders filled as the ConfigMap fills them (for checks). */
-export function fillChartPlaceholders(yaml: string, values: { edgeHost: string; authHost: string; quotaLimit: number; trustedProxyHops: number; docsTag?: string }): string {
+export function fillChartPlaceholders(yaml: string, values: { edgeHost: string; authHost: string; quotaLimit: number; trustedProxyHops: number }): string {
   return yaml
-    .replaceAll(CHART_DOCS_TAG, values.docsTag ?? 'a1b2c3d4e5f6')
     .replaceAll(CHART_EDGE_HOST, values.edgeHost)
     .replaceAll(CHART_AUTH_HOST, values.authHost)
     .replaceAll(CHART_QUOTA_LIMIT, String(values.quotaLimit))
@@ -710,9 +707,9 @@ export function chartEnvoyYaml(): string {
       'Envoy bootstrap of the Agent Room chart: the public gateway, rendered from the route table',
       '(gateway/src/routes.ts) by gateway/src/envoy.ts. Do not edit: run `npm run render:envoy`.',
       'The ConfigMap fills the upper-case placeholders: the edge and auth Services, edge\'s per-address',
-      'quota (for Envoy\'s own RateLimit headers), how many proxies in front of Envoy are trusted and a',
-      'digest of the image and addresses the documents are made of (in their ETags);',
-      `the documents are files in ${CHART_DOCS_DIR}, written by \`node gateway/dist/render.js docs\`.`,
+      'quota (for Envoy\'s own RateLimit headers) and how many proxies in front of Envoy are trusted.',
+      `The documents are files in ${CHART_DOCS_DIR} with their index, written in the pod by`,
+      '`node gateway/dist/render.js docs`: this file names none of them (docs/decisions.md §31).',
     ].join('\n'),
   );
 }

@@ -8,13 +8,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit, port, publicUrls, publicUrlsEnv } from '@agentroom/kit';
 import { z } from 'zod';
-import { discoveryDocuments } from './discovery.js';
 import { writeDocuments } from './document-files.js';
 import { CHART_ENVOY_FILE, chartEnvoyYaml, type Endpoint, ENVOY_DEFAULTS, envoyBootstrap, envoyYaml } from './envoy.js';
 
 const USAGE = `usage:
   render.js docs --out DIR
-      every discovery document, one file each, for SITE_URL / API_URL (environment)
+      every discovery document, one file each (and its compressed forms), with the index Envoy serves
+      them by, for SITE_URL / API_URL (environment)
   render.js envoy --out FILE --docs-dir DIR --edge HOST:PORT[:HEALTH_PORT]... --auth HOST:PORT[:HEALTH_PORT]...
                   [--listen-address ADDR] [--listen-port N] [--admin-address ADDR] [--admin-port N]
                   [--health-port N] [--quota-limit N] [--rate-limit-per-second N] [--rate-limit-burst N]
@@ -82,6 +82,8 @@ async function main(argv: string[]): Promise<string> {
   if (command === 'docs') {
     const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } }, strict: true, allowPositionals: false });
     const out = resolve(required(values.out, '--out', 'the directory to write the documents to'));
+    // Loaded here only: the bootstrap needs none of the documents' code (docs/decisions.md §31).
+    const { discoveryDocuments } = await import('./discovery.js');
     const names = await writeDocuments(urls, discoveryDocuments(urls), out);
     return `wrote ${names.size} documents for ${urls.siteUrl} to ${out}`;
   }
@@ -111,7 +113,6 @@ async function main(argv: string[]): Promise<string> {
   const healthPort = numberOf(port.min(1), values['health-port'], '--health-port', 9090);
   const bootstrap = envoyBootstrap({
     urls,
-    documents: discoveryDocuments(urls),
     docsDir,
     listen: { address: values['listen-address'] ?? '0.0.0.0', port: numberOf(port.min(1), values['listen-port'], '--listen-port', env.PORT) },
     admin: { address: values['admin-address'] ?? '127.0.0.1', port: numberOf(port.min(1), values['admin-port'], '--admin-port', 9901) },

@@ -3,14 +3,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheControlOf, freePort, isCompressible, negotiateCoding, type PublicUrls, publicUrls, uncountedQuota } from '@agentroom/kit';
+import { cacheControlOf, etagOf, freePort, negotiateCoding, type PublicUrls, publicUrls, staticAsset, uncountedQuota } from '@agentroom/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { expectCompressedAsset, expectUncompressedAsset, NEGOTIATIONS, rawRequest } from '../../e2e/support/compression.js';
-import { discoveryDocuments } from '../src/discovery.js';
-import { documentFileName, writeDocuments } from '../src/document-files.js';
+import { discoveryDocuments, type ServedDocument } from '../src/discovery.js';
+import { DOCUMENT_INDEX, documentFileName, writeDocuments } from '../src/document-files.js';
 import { CHART_DOCS_DIR, CHART_ENVOY_FILE, chartEnvoyYaml, envoyBootstrap, envoyYaml, fillChartPlaceholders, type Json } from '../src/envoy.js';
-import { matchRoute, resolveRoutes } from '../src/routes.js';
+import { resolveRoutes } from '../src/routes.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const ENVOY = join(root, '.venv/bin/envoy');
@@ -33,9 +33,10 @@ function validate(file: string): void {
 
 interface RouteEntry {
   name: string;
-  match: { path?: string; prefix?: string; headers?: { name: string; string_match?: { exact?: string } }[] };
+  match: { path?: string; prefix?: string; headers?: unknown[] };
   route?: { cluster: string; timeout: string; idle_timeout?: string };
-  direct_response?: { status: number; body?: { filename?: string; inline_string?: string } };
+  direct_response?: unknown;
+  typed_per_filter_config?: Record<string, { name?: string }>;
 }
 
 interface VirtualHost {
@@ -52,47 +53,38 @@ type Bootstrap = {
   admin: { address: { socket_address: { address: string; port_value: number } } };
 };
 
-/** The coding a document's route answers in, by the header the Lua filter sets; undefined for identity. */
-function codingOf(entry: RouteEntry): string | undefined {
-  return entry.match.headers?.find((header) => header.name === 'x-gateway-content-coding')?.string_match?.exact;
-}
-
 function virtualHostsOf(bootstrap: Json | Bootstrap): VirtualHost[] {
   return (bootstrap as Bootstrap).static_resources.listeners[0]!.filter_chains[0]!.filters[0]!.typed_config.route_config.virtual_hosts;
 }
 
+/** Whether a route's answers are the gateway's documents, which the documents' Lua filter serves. */
+function documentsRoute(entry: RouteEntry | undefined): boolean {
+  return entry?.typed_per_filter_config?.['agent-room.documents']?.name === 'documents';
+}
+
 /**
  * Every route of the table, placed at `urls`, is in the bootstrap: a service's route forwards to its
- * cluster (streams without a deadline), each gateway document is answered from its file.
+ * cluster (streams without a deadline); a gateway route is one route, whose documents the Lua filter
+ * answers and whose other paths go to edge. No route names a document, nor answers one itself.
  */
-function expectEveryRoute(bootstrap: Json | Bootstrap, urls: PublicUrls, docsDir: string): void {
+function expectEveryRoute(bootstrap: Json | Bootstrap, urls: PublicUrls): void {
   const hosts = virtualHostsOf(bootstrap);
   const resolved = resolveRoutes(urls);
-  const documents = discoveryDocuments(urls);
   for (const route of resolved) {
     const vhost = hosts.find((candidate) => candidate.domains.includes(route.host ?? '*'));
     expect(vhost, `a virtual host for ${route.host ?? 'every host'}`).toBeDefined();
     const key = route.match === 'exact' ? 'path' : 'prefix';
-    if (route.upstream === 'gateway') {
-      const paths = [...documents.keys()].filter((path) => matchRoute(resolved, route.host, path) === route);
-      for (const path of paths) {
-        const file = `${docsDir}/${documentFileName(urls, path)}`;
-        const served = (coding?: string) => vhost!.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200 && codingOf(entry) === coding)?.direct_response?.body?.filename;
-        expect(served(), path).toBe(file);
-        // A compressed document has a route per coding, each to its own file.
-        const compressed = documents.get(path)!.asset.compressed !== undefined;
-        expect([served('br'), served('gzip')], path).toEqual(compressed ? [`${file}.br`, `${file}.gz`] : [undefined, undefined]);
-      }
-      if (route.match === 'prefix') expect(vhost!.routes.find((entry) => entry.match.prefix === route.path && entry.route !== undefined)?.route?.cluster).toBe('edge');
-      continue;
-    }
     const entry = vhost!.routes.find((candidate) => candidate.match[key] === route.path && candidate.route !== undefined);
-    expect(entry?.route?.cluster, `${route.upstream} ${route.path}`).toBe(route.upstream);
+    expect(documentsRoute(entry), `${route.upstream} ${route.path}`).toBe(route.upstream === 'gateway');
+    expect(entry?.route?.cluster, `${route.upstream} ${route.path}`).toBe(route.upstream === 'gateway' ? 'edge' : route.upstream);
     if (route.streaming) expect(entry?.route).toMatchObject({ timeout: '0s', idle_timeout: '360s' });
     else expect(entry?.route?.timeout).toBe('30s');
   }
-  // The catch-all, last on every host: edge answers the 404 problem.
-  for (const vhost of hosts) expect(vhost.routes.at(-1)).toMatchObject({ match: { prefix: '/' }, route: { cluster: 'edge' } });
+  for (const vhost of hosts) {
+    // The catch-all, last on every host: edge answers the 404 problem.
+    expect(vhost.routes.at(-1)).toMatchObject({ match: { prefix: '/' }, route: { cluster: 'edge' } });
+    expect(vhost.routes.filter((entry) => entry.direct_response !== undefined || entry.match.headers !== undefined)).toEqual([]);
+  }
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'envoy-test-'));
@@ -107,7 +99,6 @@ describe('the Envoy bootstrap', () => {
     await writeDocuments(urls, documents, docsDir);
     const bootstrap = envoyBootstrap({
       urls,
-      documents,
       docsDir,
       listen: { address: '127.0.0.1', port: 8080 },
       admin: { address: '127.0.0.1', port: 9901 },
@@ -121,7 +112,7 @@ describe('the Envoy bootstrap', () => {
     writeFileSync(file, envoyYaml(bootstrap, 'local form'));
     validate(file);
     expect(virtualHostsOf(bootstrap).map((vhost) => vhost.domains)).toEqual([['*']]);
-    expectEveryRoute(bootstrap, urls, docsDir);
+    expectEveryRoute(bootstrap, urls);
     const edge = (bootstrap as unknown as Bootstrap).static_resources.clusters.find((cluster) => cluster.name === 'edge');
     expect(edge?.type).toBe('STATIC');
     expect(edge?.load_assignment.endpoints[0]?.lb_endpoints.map(({ endpoint }) => [endpoint.address.socket_address.port_value, endpoint.health_check_config.port_value])).toEqual([
@@ -137,7 +128,6 @@ describe('the Envoy bootstrap', () => {
     await writeDocuments(urls, documents, docsDir);
     const bootstrap = envoyBootstrap({
       urls,
-      documents,
       docsDir,
       listen: { address: '0.0.0.0', port: 8080 },
       admin: { address: '127.0.0.1', port: 9901 },
@@ -149,7 +139,7 @@ describe('the Envoy bootstrap', () => {
     validate(file);
     const hosts = virtualHostsOf(bootstrap);
     expect(hosts.map((vhost) => vhost.domains)).toEqual([['room.example'], ['api.room.example'], ['*']]);
-    expectEveryRoute(bootstrap, urls, docsDir);
+    expectEveryRoute(bootstrap, urls);
     // The REST API is on the API's host only; on the site's host, /v1/ goes to the catch-all.
     expect(hosts[1]!.routes.some((entry) => entry.match.prefix === '/v1/')).toBe(true);
     expect(hosts[0]!.routes.some((entry) => entry.match.prefix === '/v1/')).toBe(false);
@@ -164,7 +154,6 @@ describe('the Envoy bootstrap', () => {
     await writeDocuments(urls, documents, docsDir);
     const bootstrap = envoyBootstrap({
       urls,
-      documents,
       docsDir,
       listen: { address: '0.0.0.0', port: 8080 },
       admin: { address: '127.0.0.1', port: 9901 },
@@ -174,19 +163,24 @@ describe('the Envoy bootstrap', () => {
     const file = join(scratch, 'prefixed.yaml');
     writeFileSync(file, envoyYaml(bootstrap, 'prefixed form'));
     validate(file);
-    expectEveryRoute(bootstrap, urls, docsDir);
+    expectEveryRoute(bootstrap, urls);
     const [site, api] = virtualHostsOf(bootstrap);
-    const served = (vhost: VirtualHost, path: string): string | undefined =>
-      vhost.routes.find((entry) => entry.match.path === path && entry.direct_response?.status === 200 && codingOf(entry) === undefined)?.direct_response?.body?.filename;
-    expect(served(site!, '/.well-known/oauth-authorization-server/room')).toBe(`${docsDir}/origin--well-known--oauth-authorization-server--room`);
-    expect(served(site!, '/room/.well-known/oauth-authorization-server')).toBe(`${docsDir}/well-known--oauth-authorization-server`);
-    expect(served(site!, '/room/.well-known/oauth-protected-resource/agents/mcp')).toBe(`${docsDir}/well-known--oauth-protected-resource--agents--mcp`);
-    expect(served(api!, '/.well-known/oauth-protected-resource/agents/mcp')).toBe(`${docsDir}/origin--well-known--oauth-protected-resource--agents--mcp`);
-    expect(served(api!, '/.well-known/oauth-authorization-server/room')).toBeUndefined();
+    const documentsAt = (vhost: VirtualHost, path: string): boolean => documentsRoute(vhost.routes.find((entry) => entry.match.path === path));
+    expect(documentsAt(site!, '/.well-known/oauth-authorization-server/room')).toBe(true);
+    expect(documentsAt(site!, '/room/.well-known/oauth-authorization-server')).toBe(true);
+    expect(documentsAt(site!, '/room/.well-known/oauth-protected-resource/agents/mcp')).toBe(true);
+    expect(documentsAt(api!, '/.well-known/oauth-protected-resource/agents/mcp')).toBe(true);
+    expect(documentsAt(api!, '/.well-known/oauth-authorization-server/room')).toBe(false);
     expect(site!.routes.find((entry) => entry.match.path === '/room/authorize')?.route?.cluster).toBe('auth');
+    // Each of those paths has its document in the files Envoy serves, named as the index says.
+    const index = readFileSync(join(docsDir, DOCUMENT_INDEX), 'utf8');
+    for (const path of ['/.well-known/oauth-authorization-server/room', '/room/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/agents/mcp']) {
+      expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(documents.get(path)!.body), path).toBe(true);
+      expect(index).toContain(`["${path}"] = {`);
+    }
   });
 
-  it('keeps the chart\'s bootstrap as a fresh rendering makes it, and Envoy accepts it', async () => {
+  it('keeps the chart\'s bootstrap as a fresh rendering makes it, and Envoy accepts it with the documents the pod writes, not without', async () => {
     const committed = join(root, CHART_ENVOY_FILE);
     const fresh = chartEnvoyYaml();
     expect(existsSync(committed), `${CHART_ENVOY_FILE} is missing: run \`npm run render:envoy\``).toBe(true);
@@ -202,13 +196,23 @@ describe('the Envoy bootstrap', () => {
       auth: ['STRICT_DNS', [[{ address: '__AUTH_HOST__', port_value: 8081 }, 9090]]],
     });
     const urls = publicUrls({ PORT: 8080, SITE_URL: undefined, API_URL: undefined });
-    expectEveryRoute(bootstrap, urls, CHART_DOCS_DIR);
+    expectEveryRoute(bootstrap, urls);
+    // Nothing of any document: no problem type, no digest.
+    const documents = discoveryDocuments(urls);
+    for (const [path, document] of documents) {
+      if (path.startsWith('/problems/')) expect(fresh, path).not.toContain(path);
+      expect(fresh, path).not.toContain(document.asset.digest);
+    }
 
     // Validated as the pod has it: the documents where the init container writes them (here, a temporary directory).
     const docsDir = join(scratch, 'chart-docs');
-    await writeDocuments(urls, discoveryDocuments(urls), docsDir);
     const file = join(scratch, 'chart.yaml');
-    writeFileSync(file, fillChartPlaceholders(fresh, { edgeHost: 'edge.example', authHost: 'auth.example', quotaLimit: 5_000, trustedProxyHops: 1 }).replaceAll(`${CHART_DOCS_DIR}/`, `${docsDir}/`));
+    writeFileSync(file, fillChartPlaceholders(fresh, { edgeHost: 'edge.example', authHost: 'auth.example', quotaLimit: 5_000, trustedProxyHops: 1 }).replaceAll(CHART_DOCS_DIR, docsDir));
+    // Without them, Envoy refuses it: a pod never serves without its documents.
+    const refused = spawnSync(envoyBin(), ['--mode', 'validate', '-c', file, '--log-level', 'warn', '--disable-hot-restart'], { encoding: 'utf8' });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain("the gateway's documents are missing");
+    await writeDocuments(urls, documents, docsDir);
     validate(file);
   });
 });
@@ -225,50 +229,54 @@ describe('render.js', () => {
     const urls = publicUrls({ PORT: 8080, ...env });
     for (const [path, document] of discoveryDocuments(urls)) {
       expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(document.body), path).toBe(true);
-      // Every text document's compressed forms too, whatever its size: another layout's bootstrap may send them.
-      const text = isCompressible(document.contentType);
-      expect(existsSync(join(docsDir, `${documentFileName(urls, path)}.br`)), path).toBe(text);
+      // The compressed forms of a document sent compressed, the ones the router sends.
+      expect(existsSync(join(docsDir, `${documentFileName(urls, path)}.br`)), path).toBe(document.asset.compressed !== undefined);
       if (document.asset.compressed) expect(readFileSync(join(docsDir, `${documentFileName(urls, path)}.gz`)).equals(document.asset.compressed.gzip), path).toBe(true);
     }
+    expect(existsSync(join(docsDir, DOCUMENT_INDEX))).toBe(true);
 
     const file = join(scratch, 'cli.yaml');
     const envoy = run(['envoy', '--out', file, '--docs-dir', docsDir, '--edge', '127.0.0.1:8081:9091,127.0.0.1:8082:9092', '--auth', 'auth.internal:8081', '--admin-port', '19901'], env);
     expect(envoy.status, envoy.stderr).toBe(0);
     validate(file);
     const bootstrap = parse(readFileSync(file, 'utf8')) as Bootstrap;
-    expectEveryRoute(bootstrap, urls, docsDir);
+    expectEveryRoute(bootstrap, urls);
     expect(bootstrap.static_resources.clusters.find((cluster) => cluster.name === 'auth')?.load_assignment.endpoints[0]?.lb_endpoints[0]?.endpoint.health_check_config.port_value).toBe(9090);
   });
 
-  it('refuses bad arguments with one clear line and exit status 2', () => {
-    const unknown = run(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', '127.0.0.1:1', '--auth', '127.0.0.1:2', '--colour']);
-    expect(unknown.status).toBe(2);
-    expect(unknown.stderr.split('\n')[0]).toMatch(/^render: .*--colour/);
-    const endpoint = run(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', 'edge', '--auth', '127.0.0.1:2']);
-    expect(endpoint.status).toBe(2);
-    expect(endpoint.stderr.split('\n')[0]).toBe('render: --edge "edge": expected HOST:PORT or HOST:PORT:HEALTH_PORT, ports from 1 to 65535');
-    const command = run(['deploy']);
-    expect(command.status).toBe(2);
-    expect(command.stderr.split('\n')[0]).toBe('render: unknown command "deploy": expected docs, envoy or chart');
-    const missing = run(['docs']);
-    expect(missing.status).toBe(2);
-    expect(missing.stderr.split('\n')[0]).toBe('render: --out is required: the directory to write the documents to');
+  /** render.js's exit status and first line on stderr; the four runs below go at once, each a Node start. */
+  const refusal = (args: string[]): Promise<[number | null, string | undefined]> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [render, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      child.once('error', reject);
+      child.once('close', (status) => resolve([status, stderr.split('\n')[0]]));
+    });
+
+  it('refuses bad arguments with one clear line and exit status 2', async () => {
+    const [unknown, endpoint, command, missing] = await Promise.all([
+      refusal(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', '127.0.0.1:1', '--auth', '127.0.0.1:2', '--colour']),
+      refusal(['envoy', '--out', join(scratch, 'x.yaml'), '--docs-dir', scratch, '--edge', 'edge', '--auth', '127.0.0.1:2']),
+      refusal(['deploy']),
+      refusal(['docs']),
+    ]);
+    expect(unknown).toEqual([2, expect.stringMatching(/^render: .*--colour/)]);
+    expect(endpoint).toEqual([2, 'render: --edge "edge": expected HOST:PORT or HOST:PORT:HEALTH_PORT, ports from 1 to 65535']);
+    expect(command).toEqual([2, 'render: unknown command "deploy": expected docs, envoy or chart']);
+    expect(missing).toEqual([2, 'render: --out is required: the directory to write the documents to']);
   });
 });
 
-/** A real Envoy on the rendered bootstrap, in front of upstreams that are down. */
-async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: number }): Promise<{ origin: string; urls: PublicUrls; process: ChildProcess; stop: () => Promise<void> }> {
-  const [port, adminPort, edgePort, authPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const urls = publicUrls({ PORT: port, SITE_URL: undefined, API_URL: undefined });
-  const documents = discoveryDocuments(urls);
-  const docsDir = join(scratch, `${name}-docs`);
-  await writeDocuments(urls, documents, docsDir);
-  const file = join(scratch, `${name}.yaml`);
-  const down = (upstream: number) => [{ host: '127.0.0.1', port: upstream, healthCheckPort: upstream }];
-  writeFileSync(
-    file,
-    envoyYaml(envoyBootstrap({ urls, documents, docsDir, listen: { address: '127.0.0.1', port }, admin: { address: '127.0.0.1', port: adminPort }, edge: down(edgePort), auth: down(authPort), ...(rateLimit ? { rateLimit } : {}) }), name),
-  );
+interface RunningEnvoy {
+  origin: string;
+  urls: PublicUrls;
+  process: ChildProcess;
+  stop: () => Promise<void>;
+}
+
+/** Runs Envoy on a bootstrap file, live once its admin interface says it is ready. */
+async function runEnvoy(file: string, port: number, adminPort: number, urls: PublicUrls): Promise<RunningEnvoy> {
   const child = spawn(envoyBin(), ['-c', file, '--disable-hot-restart', '--log-level', 'error', '--concurrency', '1'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -287,6 +295,21 @@ async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: 
     await exited;
   };
   return { origin: `http://127.0.0.1:${port}`, urls, process: child, stop };
+}
+
+/** A real Envoy on the rendered bootstrap, in front of upstreams that are down. */
+async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: number }): Promise<RunningEnvoy> {
+  const [port, adminPort, edgePort, authPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const urls = publicUrls({ PORT: port, SITE_URL: undefined, API_URL: undefined });
+  const docsDir = join(scratch, `${name}-docs`);
+  await writeDocuments(urls, discoveryDocuments(urls), docsDir);
+  const file = join(scratch, `${name}.yaml`);
+  const down = (upstream: number) => [{ host: '127.0.0.1', port: upstream, healthCheckPort: upstream }];
+  writeFileSync(
+    file,
+    envoyYaml(envoyBootstrap({ urls, docsDir, listen: { address: '127.0.0.1', port }, admin: { address: '127.0.0.1', port: adminPort }, edge: down(edgePort), auth: down(authPort), ...(rateLimit ? { rateLimit } : {}) }), name),
+  );
+  return runEnvoy(file, port, adminPort, urls);
 }
 
 /** The headers every answer Envoy makes itself carries: a request id and a full daily allowance. */
@@ -417,6 +440,58 @@ describe('Envoy\'s guard', () => {
       expect(refused?.headers.get('retry-after')).toBe('1');
       expect(await refused?.json()).toMatchObject({ status: 429, code: 'rate_limited', retry_after: 1 });
       expectOwnHeaders(refused!);
+    } finally {
+      await envoy.stop();
+    }
+  });
+});
+
+/** A document as discovery.ts makes one: its bytes, compressed once by its type. */
+function servedDocument(contentType: string, text: string): ServedDocument {
+  const body = Buffer.from(text);
+  return { contentType, body, asset: staticAsset(body, contentType) };
+}
+
+describe("Envoy on the chart's bootstrap", () => {
+  it('serves a problem type added and a document changed after the bootstrap was rendered, from that same bootstrap (docs/decisions.md §31)', async () => {
+    const committed = readFileSync(join(root, CHART_ENVOY_FILE), 'utf8');
+    const [port, adminPort, edgePort, authPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const urls = publicUrls({ PORT: port, SITE_URL: undefined, API_URL: undefined });
+    // What a new problem type and a new operation make: one page more, and another OpenAPI document.
+    const documents = new Map(discoveryDocuments(urls));
+    const added = servedDocument('text/html; charset=utf-8', '<!doctype html><title>A problem type added after the bootstrap</title>\n');
+    documents.set('/problems/added-after-the-bootstrap', added);
+    const openapi = JSON.parse(documents.get('/openapi.json')!.body.toString('utf8')) as { paths: Record<string, unknown> };
+    openapi.paths['/added'] = { get: { operationId: 'addedAfterTheBootstrap', responses: { '200': { description: 'What an operation added later answers' } } } };
+    const changed = servedDocument('application/json', `${JSON.stringify(openapi, null, 2)}\n`);
+    documents.set('/openapi.json', changed);
+    const docsDir = join(scratch, 'grown-docs');
+    await writeDocuments(urls, documents, docsDir);
+
+    // The committed file, byte for byte, as the ConfigMap fills it: only the addresses differ, to run here.
+    expect(committed === chartEnvoyYaml(), `${CHART_ENVOY_FILE} differs from a fresh rendering`).toBe(true);
+    const bootstrap = parse(fillChartPlaceholders(committed, { edgeHost: '127.0.0.1', authHost: '127.0.0.1', quotaLimit: 5_000, trustedProxyHops: 0 }).replaceAll(CHART_DOCS_DIR, docsDir)) as Bootstrap;
+    bootstrap.admin.address.socket_address = { address: '127.0.0.1', port_value: adminPort };
+    const listener = bootstrap.static_resources.listeners[0] as unknown as { address: { socket_address: { address: string; port_value: number } } };
+    listener.address.socket_address = { address: '127.0.0.1', port_value: port };
+    for (const cluster of bootstrap.static_resources.clusters) {
+      const down = cluster.name === 'edge' ? edgePort : authPort;
+      for (const { endpoint } of cluster.load_assignment.endpoints[0]!.lb_endpoints) {
+        endpoint.address.socket_address.port_value = down;
+        endpoint.health_check_config.port_value = down;
+      }
+    }
+    const file = join(scratch, 'grown.yaml');
+    writeFileSync(file, envoyYaml(bootstrap as unknown as { [key: string]: Json }, 'the chart bootstrap, on free ports'));
+    const envoy = await runEnvoy(file, port, adminPort, urls);
+    try {
+      const page = await rawRequest(`${envoy.origin}/problems/added-after-the-bootstrap`, { 'accept-encoding': 'br, gzip' });
+      expect(page.status).toBe(200);
+      expect(page.body.equals(added.body)).toBe(true);
+      expect(page.headers).toMatchObject({ 'content-type': 'text/html; charset=utf-8', etag: etagOf(added.asset.digest, 'identity'), 'cache-control': 'public, no-cache' });
+      await expectUncompressedAsset(`${envoy.origin}/problems/added-after-the-bootstrap`, added.body, 'public, no-cache');
+      await expectCompressedAsset(`${envoy.origin}/openapi.json`, changed.body, 'public, no-cache');
+      expect((await rawRequest(`${envoy.origin}/openapi.json`, { 'accept-encoding': 'br' })).headers.etag).toBe(etagOf(changed.asset.digest, 'br'));
     } finally {
       await envoy.stop();
     }

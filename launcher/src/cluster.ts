@@ -181,14 +181,12 @@ async function startEnvoy(edges: { port: number; name: string }[], auths: { port
   const { discoveryDocuments, envoyBootstrap, envoyYaml, writeDocuments } = gateway;
   envoyDir = await mkdtemp(join(tmpdir(), 'agent-room-envoy-'));
   const docsDir = join(envoyDir, 'docs');
-  const documents = discoveryDocuments(urls);
-  await writeDocuments(urls, documents, docsDir);
+  await writeDocuments(urls, discoveryDocuments(urls), docsDir);
   const adminPort = await freePort();
   const endpoint = ({ port: upstreamPort, name }: { port: number; name: string }) => ({ host: '127.0.0.1', port: upstreamPort, healthCheckPort: adminPorts[name] as number });
   const bootstrap = join(envoyDir, 'envoy.yaml');
   const rendered = envoyBootstrap({
     urls,
-    documents,
     docsDir,
     listen: { address: '0.0.0.0', port: config.PORT },
     admin: { address: '127.0.0.1', port: adminPort },

@@ -47,8 +47,8 @@ export function isCompressible(contentType: string): boolean {
 /**
  * The smallest asset sent compressed. Below it an answer is three packets at most, which arrive in
  * the first round trip (TCP's initial window is ten) whatever their coding: compressing saves
- * bytes but no time, and each compressed document costs Envoy's route table four routes more
- * (docs/decisions.md §25).
+ * bytes but no time, and a document sent compressed is three representations for caches to keep
+ * apart instead of one (docs/decisions.md §25).
  */
 export const MIN_COMPRESSED_BYTES = 4096;
 
