@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
 const WORKSPACES: Record<string, string> = {
   proto: 'proto',
   kit: 'services/kit',
+  api: 'api',
   room: 'services/room',
   messaging: 'services/messaging',
   delivery: 'services/delivery',

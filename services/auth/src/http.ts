@@ -1,9 +1,8 @@
 import { addressAdmission, createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
 import type { Express } from 'express';
-import type { WebhookReader } from './delivery.gateway.js';
 import type { AuthDomain } from './domain.js';
 import { humanAnswer } from './web/remedies.js';
-import { humanPages } from './web/routes.js';
+import { humanPages, type WebhookReader } from './web/routes.js';
 
 export interface AuthAppOptions {
   domain: AuthDomain;

@@ -16,12 +16,14 @@ import {
   type Dependency,
   grpcDependency,
   leaveKeepAlive,
+  serviceClient,
 } from '@agentroom/kit';
+import { toWebhook } from '@agentroom/api/wire';
+import { deliveryProto } from '@agentroom/proto';
 import { AttemptLimiter } from './attempt-limiter.js';
 import { Authorizations } from './authorization.js';
 import { OAuthClients } from './clients.js';
 import type { AuthConfig } from './config.js';
-import { DeliveryGateway } from './delivery.gateway.js';
 import { DeviceFlows } from './device-flow.js';
 import type { AuthDomain } from './domain.js';
 import { createAuthApp } from './http.js';
@@ -84,7 +86,7 @@ export {
 } from './clients.js';
 export { AttemptLimiter, type AttemptClient, type AttemptLimiterOptions } from './attempt-limiter.js';
 export { RoomGateway, type AgentUpsert } from './room.gateway.js';
-export { DeliveryGateway, type AgentWebhook, type WebhookReader } from './delivery.gateway.js';
+export type { WebhookReader } from './web/routes.js';
 export {
   nameKey,
   drainedLevel,
@@ -143,7 +145,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
   const urls = publicUrls(config);
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   // Read for /account only: the pages answer without it (each agent's webhooks then say so), so it is no dependency of readiness.
-  const delivery = new DeliveryGateway(config.DELIVERY_ADDR, config.GRPC_DEADLINE_MS);
+  const delivery = serviceClient(deliveryProto().DeliveryService, config.DELIVERY_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS });
   const tokens = new Tokens({ store, room, ttlDays: config.TOKEN_TTL_DAYS, clock, log });
   const flows = new DeviceFlows({ store, tokens, room, clock, log, signinUrl: `${urls.siteUrl}/signin` });
   const humans = new Humans({ store, clock, passwordHashCost: config.PASSWORD_HASH_COST });
@@ -173,7 +175,8 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
     trustProxy: config.TRUST_PROXY,
     selfRegistration: config.AUTH_SELF_REGISTRATION,
-    webhooks: delivery,
+    // A read, so sent again to another replica when the first goes away (docs/decisions.md §23).
+    webhooks: { webhooksOf: async (agentId) => (await delivery.call('listWebhooks', { agentId })).webhooks.map(toWebhook) },
   });
   let http: Server | undefined;
   let httpPort: number | undefined;

@@ -1,8 +1,12 @@
+import type { ClientReadableStream } from '@grpc/grpc-js';
 import { LeasedFollower, type LeasedFollowerOptions, type Logger } from '@agentroom/kit';
+import { notificationTypeOf, toNotification } from '@agentroom/api/wire';
 import type { WatchEventsResponse__Output } from '@agentroom/proto';
-import type { MessagingGateway } from './messaging.gateway.js';
 import type { DeliveryStore } from './store.js';
-import { apiNotification, type DeliveryJob, eventTypeOf, messageIdOf, webhookBody } from './webhooks.js';
+import { type DeliveryJob, messageIdOf, webhookBody } from './webhooks.js';
+
+/** Messaging's events after `afterId`, oldest first, for as long as the call lives (WatchEvents). */
+export type WatchEvents = (afterId: string) => ClientReadableStream<WatchEventsResponse__Output>;
 
 export type DispatcherOptions = LeasedFollowerOptions;
 
@@ -22,7 +26,7 @@ export class Dispatcher {
 
   constructor(
     private readonly store: DeliveryStore,
-    messaging: Pick<MessagingGateway, 'watchEvents'>,
+    watchEvents: WatchEvents,
     log: Logger,
     options: DispatcherOptions = {},
   ) {
@@ -32,7 +36,7 @@ export class Dispatcher {
         words: { follower: 'the dispatcher', source: 'messaging', item: 'event' },
         // No position stored (a new deployment): events from about now on, by this clock.
         newest: () => Promise.resolve(`${Date.now()}-0`),
-        watch: (after) => messaging.watchEvents(after),
+        watch: watchEvents,
         itemOf: (response) => (response.id !== '' && response.notification ? response : undefined),
         idOf: (event) => event.id,
         // Every event waiting, at most BATCH: a burst costs a few round trips per batch, not per event.
@@ -68,7 +72,7 @@ export class Dispatcher {
   private async handle(events: WatchEventsResponse__Output[]): Promise<void> {
     const typed = events.flatMap((event) => {
       const notification = event.notification;
-      const type = notification ? eventTypeOf(notification) : undefined;
+      const type = notification ? notificationTypeOf(notification) : undefined;
       return notification && type !== undefined ? [{ event, notification, type }] : [];
     });
     if (typed.length === 0) return;
@@ -78,7 +82,8 @@ export class Dispatcher {
     for (const { event, notification, type } of typed) {
       const endpoints = (webhooks.get(event.agentId) ?? []).filter((webhook) => webhook.enabled && webhook.events.includes(type));
       if (endpoints.length === 0) continue;
-      const body = webhookBody(type, notification.createdAt, apiNotification(notification, type));
+      // The notification exactly as REST's listNotifications answers it (one mapper, @agentroom/api/wire).
+      const body = webhookBody(type, notification.createdAt, toNotification(notification));
       for (const webhook of endpoints) {
         jobs.push({
           messageId: messageIdOf(event.id, webhook.id),

@@ -1,7 +1,7 @@
-import { createLogger, type Dependency, grpcDependency, type Logger, type OutboundPolicy, openRedis, type ResolvedAddress } from '@agentroom/kit';
+import { createLogger, type Dependency, grpcDependency, type Logger, type OutboundPolicy, openRedis, type ResolvedAddress, serviceClient } from '@agentroom/kit';
+import { messagingProto } from '@agentroom/proto';
 import type { DeliveryConfig } from './config.js';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.js';
-import { MessagingGateway } from './messaging.gateway.js';
 import { createDeliveryGrpcServer } from './server.js';
 import type { DeliveryStore } from './store.js';
 import { MemoryDeliveryStore } from './store-memory.js';
@@ -58,9 +58,10 @@ export async function start(config: DeliveryConfig, log: Logger = createLogger('
   const port = await server.listen(config.DELIVERY_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
   log.info({ port, storage: store.kind }, 'delivery service ready');
-  const messaging = new MessagingGateway(config.MESSAGING_ADDR);
+  // Only watched: a watch has no deadline.
+  const messaging = serviceClient(messagingProto().MessagingService, config.MESSAGING_ADDR);
   // Each waits for messaging, storage and the lease on its own: none holds the start up.
-  const dispatcher = new Dispatcher(store, messaging, log, options.dispatcher);
+  const dispatcher = new Dispatcher(store, (afterId) => messaging.watch('watchEvents', { afterId }), log, options.dispatcher);
   dispatcher.start();
   const worker = new DeliveryWorker(store, log, { ...options.worker, policy, ...(options.lookup ? { lookup: options.lookup } : {}) });
   worker.start();

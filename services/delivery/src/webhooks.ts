@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { checkOutboundTarget, DomainError, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, viaFromProto, WEBHOOK_FAILURES_MAX, WEBHOOK_URL_MAX, WEBHOOKS_MAX } from '@agentroom/kit';
-import type { Message__Output, NotifiedPost__Output, Notification__Output } from '@agentroom/proto';
+import { checkOutboundTarget, DomainError, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, WEBHOOK_FAILURES_MAX, WEBHOOK_URL_MAX, WEBHOOKS_MAX } from '@agentroom/kit';
 
 /** The notification types an endpoint may subscribe to. */
 export const EVENT_TYPES = ['mention', 'reply', 'direct_message'] as const;
@@ -137,58 +136,6 @@ export async function checkTarget(url: string, policy: OutboundPolicy, lookup?: 
       fields: { parameter: 'url', expected: 'an https URL whose host resolves to public internet addresses' },
     });
   }
-}
-
-const NOTIFICATION_TYPES: Record<string, EventType> = {
-  NOTIFICATION_TYPE_MENTION: 'mention',
-  NOTIFICATION_TYPE_REPLY: 'reply',
-  NOTIFICATION_TYPE_DIRECT_MESSAGE: 'direct_message',
-};
-
-export function eventTypeOf(notification: Notification__Output): EventType | undefined {
-  return NOTIFICATION_TYPES[notification.type];
-}
-
-/** A post as REST's listNotifications answers it: camelCase, mentions as {id, agentName}, empty fields left out. */
-function apiPost(post: NotifiedPost__Output): Record<string, unknown> {
-  return {
-    id: post.id,
-    agentId: post.agentId,
-    agentName: post.agentName,
-    humanLabel: post.humanLabel,
-    text: post.text,
-    via: viaFromProto(post.via),
-    createdAt: post.createdAt,
-    ...(post.replyTo === '' ? {} : { replyTo: post.replyTo }),
-    ...(post.threadId === '' ? {} : { threadId: post.threadId }),
-    ...(post.replyCount > 0 ? { replyCount: post.replyCount } : {}),
-    ...(post.mentions.length === 0 ? {} : { mentions: post.mentions.map((m) => ({ id: m.agentId, agentName: m.agentName })) }),
-  };
-}
-
-function apiMessage(message: Message__Output): Record<string, unknown> {
-  return {
-    id: message.id,
-    fromAgentId: message.fromAgentId,
-    fromAgentName: message.fromAgentName,
-    toAgentId: message.toAgentId,
-    toAgentName: message.toAgentName,
-    text: message.text,
-    via: viaFromProto(message.via),
-    createdAt: message.createdAt,
-  };
-}
-
-/** A notification exactly as REST's listNotifications answers it (api/src/schemas.ts `notification`). */
-export function apiNotification(notification: Notification__Output, type: EventType): Record<string, unknown> {
-  return {
-    id: notification.id,
-    type,
-    createdAt: notification.createdAt,
-    read: notification.read,
-    ...(notification.post ? { post: apiPost(notification.post) } : {}),
-    ...(notification.message ? { message: apiMessage(notification.message) } : {}),
-  };
 }
 
 /** The body of a delivery: `{type, timestamp, data}`. */

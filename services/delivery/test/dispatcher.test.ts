@@ -65,7 +65,7 @@ describe('Dispatcher', () => {
         return call as unknown as ClientReadableStream<WatchEventsResponse__Output>;
       },
     };
-    const dispatcher = new Dispatcher(store, messaging, createLogger('test', 'silent'), { leaseMs: 1_000, retryMs: 20 });
+    const dispatcher = new Dispatcher(store, messaging.watchEvents, createLogger('test', 'silent'), { leaseMs: 1_000, retryMs: 20 });
     dispatcher.start();
     try {
       await expect.poll(() => dispatcher.isFollowing).toBe(true);

@@ -17,25 +17,21 @@ import {
   type Dependency,
   grpcDependency,
   leaveKeepAlive,
+  serviceClient,
 } from '@agentroom/kit';
+import { authProto, deliveryProto, messagingProto, roomProto } from '@agentroom/proto';
 import type { EdgeConfig } from './config.js';
-import { AuthGateway } from './gateways/auth.gateway.js';
 import { TokenCache } from './gateways/token-cache.js';
-import { DeliveryGateway } from './gateways/delivery.gateway.js';
-import { MessagingGateway } from './gateways/messaging.gateway.js';
-import { RoomGateway } from './gateways/room.gateway.js';
 import { createEdgeApp } from './server.js';
 import { Core } from './operations/core.js';
 import { operationTable } from './operations/table.js';
 import { PostsHub } from './live/posts-hub.js';
+import { messagingFeeds } from './live/routes.js';
 import { LiveStreams } from './live/sse.js';
 
 export { edgeEnv, type EdgeConfig } from './config.js';
 export { createEdgeApp } from './server.js';
-export { RoomGateway } from './gateways/room.gateway.js';
-export { AuthGateway } from './gateways/auth.gateway.js';
-export { TokenCache, TOKEN_CACHE_CAPACITY, REVOCATION_SILENCE_MS, type TokenAuthority, type TokenCacheOptions } from './gateways/token-cache.js';
-export { MessagingGateway } from './gateways/messaging.gateway.js';
+export { TokenCache, TOKEN_CACHE_CAPACITY, REVOCATION_SILENCE_MS, type Principal, type TokenCacheOptions } from './gateways/token-cache.js';
 export { Core, type Admission, type Outcome } from './operations/core.js';
 export { operationTable, type OperationName, type Operations } from './operations/table.js';
 export { MCP_TOOLS } from './mcp/tools.js';
@@ -79,13 +75,15 @@ export interface EdgeStartOptions {
 export async function start(config: EdgeConfig, options: EdgeStartOptions): Promise<RunningEdge> {
   const log = options.log ?? createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT);
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'edge', log);
-  const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
-  const auth = new AuthGateway(config.AUTH_ADDR, config.GRPC_DEADLINE_MS);
+  // The services behind edge, each through kit's client typed from its proto (docs/decisions.md §29).
+  const deadline = { deadlineMs: config.GRPC_DEADLINE_MS };
+  const room = serviceClient(roomProto().RoomService, config.ROOM_ADDR, deadline);
+  const auth = serviceClient(authProto().AuthService, config.AUTH_ADDR, deadline);
   // Who a bearer token speaks for, kept TOKEN_CACHE_MS while auth's revocation stream is live.
   const tokens = new TokenCache(auth, { ttlMs: config.TOKEN_CACHE_MS, log });
   tokens.start();
-  const messaging = new MessagingGateway(config.MESSAGING_ADDR, config.GRPC_DEADLINE_MS);
-  const delivery = new DeliveryGateway(config.DELIVERY_ADDR, config.GRPC_DEADLINE_MS);
+  const messaging = serviceClient(messagingProto().MessagingService, config.MESSAGING_ADDR, deadline);
+  const delivery = serviceClient(deliveryProto().DeliveryService, config.DELIVERY_ADDR, deadline);
   const hub = new PostsHub(room, log, undefined, config.POSTS_RETENTION);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
   const endLiveStreams = (): void => {
@@ -99,6 +97,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     auth,
     messaging,
     delivery,
+    tokens,
     firstPage: hub,
     feedback: redis ? new RedisFeedbackStore(redis, config.REDIS_KEY_PREFIX) : new MemoryFeedbackStore(),
     storage: redis ? { kind: 'redis', ping: async () => void (await redis.ping()) } : { kind: 'memory', ping: () => Promise.resolve() },
@@ -132,8 +131,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     live: {
       hub,
       live,
-      watchInbox: (agentId, afterId) => messaging.watchMessages(agentId, afterId),
-      watchNotifications: (agentId, afterId) => messaging.watchNotifications(agentId, afterId),
+      ...messagingFeeds(messaging),
     },
   });
   let server: Server | undefined;

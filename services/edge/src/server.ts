@@ -1,10 +1,9 @@
-import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
+import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls, type ServiceClient } from '@agentroom/kit';
 import { REST_BINDINGS } from '@agentroom/api';
+import type { AuthServiceClient, RoomServiceClient } from '@agentroom/proto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import { a2aRoutes, a2aSurface } from './a2a/routes.js';
-import type { AuthGateway } from './gateways/auth.gateway.js';
-import type { RoomGateway } from './gateways/room.gateway.js';
 import { liveRoutes, type LiveDeps } from './live/routes.js';
 import { HostPolicy } from './mcp/hosts.js';
 import { mcpRoutes } from './mcp/routes.js';
@@ -24,8 +23,8 @@ export interface EdgeAppOptions {
   log: Logger;
   /** The operation pipeline every protocol calls. */
   core: Core;
-  room: RoomGateway;
-  auth: AuthGateway;
+  room: ServiceClient<RoomServiceClient>;
+  auth: ServiceClient<AuthServiceClient>;
   trustProxy: string;
   version: string;
   /** Browser origins besides our own that may call MCP (`*` for any). */

@@ -99,9 +99,9 @@ describe('the pipeline, step by step', () => {
       // Spent quota and bad input: the quota answers.
       expect(failed(await small.core.invoke(await spent(writer), 'createPost', { text: 42 }, { surface: rest })).slug).toBe('rate-limited');
       // Within quota, bad input is refused before anything runs.
-      const before = (await tested.room.listPosts(1, undefined)).posts[0]?.id;
+      const before = (await tested.room.call('listPosts', { limit: 1 })).posts[0]?.id;
       expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 42 }, { surface: rest })).document).toMatchObject({ code: 'invalid_request', parameter: 'text' });
-      expect((await tested.room.listPosts(1, undefined)).posts[0]?.id).toBe(before);
+      expect((await tested.room.call('listPosts', { limit: 1 })).posts[0]?.id).toBe(before);
     } finally {
       small.close();
     }
@@ -144,7 +144,7 @@ describe('idempotency on result objects', () => {
     const ran = outcomes.filter((o) => o.ok && !o.replayed);
     expect(ran).toHaveLength(1);
     for (const outcome of outcomes) if (!outcome.ok) expect(outcome.problem).toMatchObject({ status: 409, error: { slug: 'idempotency-in-flight' } });
-    const posts = (await tested.room.listPosts(50, undefined)).posts.filter((p) => p.text === 'raced');
+    const posts = (await tested.room.call('listPosts', { limit: 50 })).posts.filter((p) => p.text === 'raced');
     expect(posts).toHaveLength(1);
   });
 
@@ -260,7 +260,7 @@ describe('a write counted and claimed in one step (admitAndInvoke), on Redis', (
     const outcomes = await Promise.all(Array.from({ length: 10 }, () => post(onRedis.core, 'raced on Redis', 'k-race-redis')));
     expect(outcomes.filter(({ outcome }) => outcome.ok && !outcome.replayed)).toHaveLength(1);
     for (const { outcome } of outcomes) if (!outcome.ok) expect(outcome.problem).toMatchObject({ status: 409, error: { slug: 'idempotency-in-flight' } });
-    expect((await onRedis.room.listPosts(50, undefined)).posts.filter((p) => p.text === 'raced on Redis')).toHaveLength(1);
+    expect((await onRedis.room.call('listPosts', { limit: 50 })).posts.filter((p) => p.text === 'raced on Redis')).toHaveLength(1);
   });
 
   it('answers a repeat whose key an edge that died still holds, once that claim is 2.5 s old, with the post it made', async () => {
@@ -270,15 +270,15 @@ describe('a write counted and claimed in one step (admitAndInvoke), on Redis', (
     if (!claim) throw new Error('createPost with a key claims it');
     // What the other edge did before it died: it claimed the key, and the room made the post.
     expect(await new RedisIdempotencyStore(redis, 'ar').begin(claim.storeKey, claim.fingerprint)).toEqual({ outcome: 'started' });
-    const made = await onRedis.room.createPost(admission.caller.principal?.agentId ?? '', text, 'rest', '', claim.callKey);
+    const made = await onRedis.room.call('createPost', { agentId: admission.caller.principal?.agentId ?? '', text, via: 'VIA_REST', callKey: claim.callKey });
     // While the first call could still be running, a repeat waits.
     expect(failed((await post(onRedis.core, text, 'k-dead-edge')).outcome).slug).toBe('idempotency-in-flight');
     await new Promise((resolve) => setTimeout(resolve, RUNNING_TAKEOVER_MS));
     // Then it runs, and the room answers the post the first call made rather than make another.
     const taken = succeeded((await post(onRedis.core, text, 'k-dead-edge')).outcome);
-    expect(taken).toMatchObject({ replayed: false, output: { id: made.post.id, text } });
+    expect(taken).toMatchObject({ replayed: false, output: { id: made.post?.id, text } });
     expect(succeeded((await post(onRedis.core, text, 'k-dead-edge')).outcome)).toEqual({ output: taken.output, replayed: true });
-    expect((await onRedis.room.listPosts(50, undefined)).posts.filter((p) => p.text === text)).toHaveLength(1);
+    expect((await onRedis.room.call('listPosts', { limit: 50 })).posts.filter((p) => p.text === text)).toHaveLength(1);
   });
 
   it('keeps the order of refusals: token, scope, quota, input; counts each call once and claims nothing for them', async () => {
@@ -312,11 +312,11 @@ describe('a write counted and claimed in one step (admitAndInvoke), on Redis', (
   it('answers 503 with a full allowance when Redis cannot be reached, and runs nothing', async () => {
     const gone = coreOver(backends, { perToken: 10, perAddress: 10 }, { redisUrl: `redis://127.0.0.1:${await freePort()}` });
     try {
-      const before = (await onRedis.room.listPosts(1, undefined)).posts[0]?.id;
+      const before = (await onRedis.room.call('listPosts', { limit: 1 })).posts[0]?.id;
       const { admission, outcome } = await post(gone.core, 'never written', 'k-down');
       expect(failed(outcome)).toMatchObject({ slug: 'unavailable', status: 503 });
       expect(admission.quota).toMatchObject({ limit: 10, remaining: 10 });
-      expect((await onRedis.room.listPosts(1, undefined)).posts[0]?.id).toBe(before);
+      expect((await onRedis.room.call('listPosts', { limit: 1 })).posts[0]?.id).toBe(before);
     } finally {
       gone.close();
     }

@@ -17,16 +17,15 @@ import {
   MemoryQuotaStore,
   newCursorSecret,
   type Scope,
+  type ServiceClient,
+  serviceClient,
   unaryCall,
 } from '@agentroom/kit';
-import { roomProto, type UpsertAgentResponse__Output } from '@agentroom/proto';
+import { authProto, deliveryProto, messagingProto, roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
 import type { Post, PostList } from '@agentroom/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuthGateway } from '../src/gateways/auth.gateway.js';
-import { DeliveryGateway } from '../src/gateways/delivery.gateway.js';
-import { MessagingGateway } from '../src/gateways/messaging.gateway.js';
-import { type PagedPost, RoomGateway } from '../src/gateways/room.gateway.js';
-import { FIRST_PAGE_CAPACITY, FirstPage, POSTS_WINDOW, windowFor } from '../src/live/first-page.js';
+import { TokenCache } from '../src/gateways/token-cache.js';
+import { FIRST_PAGE_CAPACITY, FirstPage, type PagedPost, POSTS_WINDOW, windowFor } from '../src/live/first-page.js';
 import { PostsHub } from '../src/live/posts-hub.js';
 import { Core, type Outcome } from '../src/operations/core.js';
 import { operationTable } from '../src/operations/table.js';
@@ -235,7 +234,7 @@ async function agentIn(address: string): Promise<string> {
 describe('the first page when the room stream is lost, and when it is back', () => {
   let address: string;
   let room: RoomProcess;
-  let gateway: RoomGateway;
+  let gateway: ServiceClient<RoomServiceClient>;
   let hub: PostsHub;
   let core: Core;
 
@@ -245,16 +244,17 @@ describe('the first page when the room stream is lost, and when it is back', () 
   beforeAll(async () => {
     address = `127.0.0.1:${await freePort()}`;
     room = await startRoom(address);
-    gateway = new RoomGateway(address, 2_000);
+    gateway = serviceClient(roomProto().RoomService, address);
     const log = createLogger('edge', 'silent');
     hub = new PostsHub(gateway, log);
     // Auth and messaging are not on the path of listPosts: nothing listens at their addresses.
-    const auth = new AuthGateway(`127.0.0.1:${await freePort()}`, 2_000);
-    const messaging = new MessagingGateway(`127.0.0.1:${await freePort()}`, 2_000);
-    const delivery = new DeliveryGateway(`127.0.0.1:${await freePort()}`, 2_000);
+    const auth = serviceClient(authProto().AuthService, `127.0.0.1:${await freePort()}`);
+    const messaging = serviceClient(messagingProto().MessagingService, `127.0.0.1:${await freePort()}`);
+    const delivery = serviceClient(deliveryProto().DeliveryService, `127.0.0.1:${await freePort()}`);
+    const tokens = new TokenCache(auth, { ttlMs: 0, log });
     core = new Core({
-      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
-      authenticate: (token) => auth.authenticate(token),
+      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, tokens, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
+      authenticate: (token) => tokens.authenticate(token),
       quota: new MemoryQuotaStore(),
       idempotency: new MemoryIdempotencyStore(),
       quotaPerToken: 100_000,
@@ -271,7 +271,7 @@ describe('the first page when the room stream is lost, and when it is back', () 
 
   it('answers from memory without calling the room, and with no-cache from the room each time', async () => {
     const agentId = await agentIn(address);
-    for (const text of ['one', 'two', 'three']) await gateway.createPost(agentId, text, 'rest', '', randomUUID());
+    for (const text of ['one', 'two', 'three']) await gateway.call('createPost', { agentId, text, via: 'VIA_REST', callKey: randomUUID() });
     await read();
     await until('answered from memory', () => hub.newestPage(20) !== undefined);
     const served = await room.listPostsServed();
@@ -300,7 +300,7 @@ describe('the first page when the room stream is lost, and when it is back', () 
     // retries of a post within its deadline: the first post, refused as unavailable until then, is
     // made again (with a new call key each time) until the room takes it.
     await until('a post taken by the new room', () =>
-      gateway.createPost(agentId, 'after the restart', 'rest', '', randomUUID()).then(
+      gateway.call('createPost', { agentId, text: 'after the restart', via: 'VIA_REST', callKey: randomUUID() }).then(
         () => true,
         (error: unknown) => {
           if (error instanceof DomainError && error.slug === 'unavailable') return false;
@@ -308,7 +308,7 @@ describe('the first page when the room stream is lost, and when it is back', () 
         },
       ),
     );
-    await gateway.createPost(agentId, 'and another', 'rest', '', randomUUID());
+    await gateway.call('createPost', { agentId, text: 'and another', via: 'VIA_REST', callKey: randomUUID() });
     // Never the old posts: whether the room or the renewed stream answers, it is the new room.
     const seen: string[][] = [];
     await until('the new room, from memory', async () => {
@@ -324,7 +324,7 @@ describe('the first page when the room stream is lost, and when it is back', () 
     const next = ok(await core.invoke(await core.admit({ address: '10.2.0.1' }), 'listPosts', { limit: 1, cursor: page.next_cursor ?? '' }, { surface: rest }));
     expect(next.data.map((p) => p.text)).toEqual(['after the restart']);
     // And the stream feeds it again.
-    await gateway.createPost(agentId, 'live again', 'rest', '', randomUUID());
+    await gateway.call('createPost', { agentId, text: 'live again', via: 'VIA_REST', callKey: randomUUID() });
     await until('the new post from the stream', () => hub.newestPage(20)?.data[0]?.text === 'live again');
   }, 30_000);
 });
@@ -449,7 +449,7 @@ describe('FirstPage: the pages after a cursor, and the window read further back'
 describe('the pages after a cursor from edge memory, over a real room process', () => {
   let address: string;
   let room: RoomProcess;
-  let gateway: RoomGateway;
+  let gateway: ServiceClient<RoomServiceClient>;
   let hub: PostsHub;
   let core: Core;
   let agentId: string;
@@ -477,15 +477,16 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     address = `127.0.0.1:${await freePort()}`;
     // The room keeps its 240 newest posts; edge then keeps at most 120.
     room = await startRoom(address, { POSTS_RETENTION: '240' });
-    gateway = new RoomGateway(address, 2_000);
+    gateway = serviceClient(roomProto().RoomService, address);
     const log = createLogger('edge', 'silent');
     hub = new PostsHub(gateway, log, 1_000, 240);
-    const auth = new AuthGateway(`127.0.0.1:${await freePort()}`, 2_000);
-    const messaging = new MessagingGateway(`127.0.0.1:${await freePort()}`, 2_000);
-    const delivery = new DeliveryGateway(`127.0.0.1:${await freePort()}`, 2_000);
+    const auth = serviceClient(authProto().AuthService, `127.0.0.1:${await freePort()}`);
+    const messaging = serviceClient(messagingProto().MessagingService, `127.0.0.1:${await freePort()}`);
+    const delivery = serviceClient(deliveryProto().DeliveryService, `127.0.0.1:${await freePort()}`);
+    const tokens = new TokenCache(auth, { ttlMs: 0, log });
     core = new Core({
-      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
-      authenticate: (token) => auth.authenticate(token),
+      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, tokens, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
+      authenticate: (token) => tokens.authenticate(token),
       quota: new MemoryQuotaStore(),
       idempotency: new MemoryIdempotencyStore(),
       quotaPerToken: 1_000_000,
@@ -494,7 +495,7 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     });
     agentId = await agentIn(address);
     // More posts than the hub reads when it starts: the pages behind them are read from the room first.
-    for (let i = 1; i <= 200; i += 1) await gateway.createPost(agentId, `old ${i}`, 'rest', '', randomUUID());
+    for (let i = 1; i <= 200; i += 1) await gateway.call('createPost', { agentId, text: `old ${i}`, via: 'VIA_REST', callKey: randomUUID() });
     await read(20, undefined);
     await until('answered from memory', () => hub.newestPage(20) !== undefined);
   }, 60_000);
@@ -525,8 +526,8 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     const deep = (await read(10, cursor)).data[4];
     if (deep === undefined) throw new Error('expected a post on the second page');
     // A reply to a post on the second page, and enough new posts for the room to let the oldest go.
-    await gateway.createPost(agentId, 'a reply', 'rest', deep.id, randomUUID());
-    for (let i = 1; i <= 100; i += 1) await gateway.createPost(agentId, `new ${i}`, 'rest', '', randomUUID());
+    await gateway.call('createPost', { agentId, text: 'a reply', via: 'VIA_REST', replyTo: deep.id, callKey: randomUUID() });
+    for (let i = 1; i <= 100; i += 1) await gateway.call('createPost', { agentId, text: `new ${i}`, via: 'VIA_REST', callKey: randomUUID() });
     await until('the stream caught up', () => hub.newestPage(1)?.data[0]?.text === 'new 100');
     const again = await read(10, cursor);
     expect(again.data.find((post) => post.id === deep.id)?.replyCount).toBe(1);

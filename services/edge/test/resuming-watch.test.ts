@@ -3,12 +3,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, freePort, HealthChecker, type LocalRedis, newCursorSecret, startRedisServer, unaryCall } from '@agentroom/kit';
-import { roomProto, type UpsertAgentResponse__Output } from '@agentroom/proto';
+import { clientOptions, freePort, HealthChecker, type LocalRedis, newCursorSecret, serviceClient, startRedisServer, unaryCall } from '@agentroom/kit';
+import { messagingProto, roomProto, type UpsertAgentResponse__Output } from '@agentroom/proto';
 import type { Message } from '@agentroom/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MessagingGateway } from '../src/gateways/messaging.gateway.js';
 import { resumingWatch, type UpstreamWatch } from '../src/gateways/upstream.js';
+import { messagingFeeds } from '../src/live/routes.js';
 
 /**
  * An inbox's live feed outlives the messaging replica serving it: two messaging processes on one
@@ -80,18 +80,19 @@ describe('a watch of an inbox, when the messaging replica serving it dies', () =
   });
 
   it('is opened again on the other replica after the last message: every message once, no end', async () => {
-    const both = new MessagingGateway(`ipv4:${addresses.join(',')}`, 2_000);
+    const both = serviceClient(messagingProto().MessagingService, `ipv4:${addresses.join(',')}`);
     const received: string[] = [];
     const ends: Error[] = [];
-    const watch: UpstreamWatch<Message> = resumingWatch((afterId) => both.watchMessages(agentId, afterId), undefined);
+    const { watchInbox } = messagingFeeds(both);
+    const watch: UpstreamWatch<Message> = resumingWatch((afterId) => watchInbox(agentId, afterId), undefined);
     watch.onItem((message) => received.push(message.text));
     watch.onEnd((error) => ends.push(error));
     await watch.positioned;
     // Sent through the replica known to be alive, so no send is lost to the kill itself.
     const send = async (through: string, text: string): Promise<void> => {
-      const one = new MessagingGateway(through, 2_000);
+      const one = serviceClient(messagingProto().MessagingService, through);
       try {
-        await one.sendMessage(agentId, agentId, text, 'rest', randomUUID());
+        await one.call('sendMessage', { fromAgentId: agentId, toAgentId: agentId, text, via: 'VIA_REST', callKey: randomUUID() });
       } finally {
         one.close();
       }

@@ -1,10 +1,22 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { createLogger, DomainError, freePort, HealthChecker, type LocalRedis, mintToken, type ServiceProcess, startRedisServer, startServiceProcess } from '@agentroom/kit';
+import {
+  createLogger,
+  DomainError,
+  freePort,
+  HealthChecker,
+  type LocalRedis,
+  mintToken,
+  type ServiceClient,
+  serviceClient,
+  type ServiceProcess,
+  startRedisServer,
+  startServiceProcess,
+} from '@agentroom/kit';
+import { authProto, type AuthServiceClient } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuthGateway, type Principal } from '../src/gateways/auth.gateway.js';
-import { TokenCache } from '../src/gateways/token-cache.js';
+import { type Principal, TokenCache } from '../src/gateways/token-cache.js';
 import { approveAsHuman, urls } from './support/services.js';
 
 /**
@@ -65,27 +77,27 @@ let a: AuthReplica;
 let b: AuthReplica;
 let aPorts: [number, number];
 /** A client of replica B: revocations are made there, and followed on A. */
-let onB: AuthGateway;
+let onB: ServiceClient<AuthServiceClient>;
 let names = 0;
 
 /** A token approved by a human on replica A's pages. */
 async function token(): Promise<string> {
-  const started = await onB.startDeviceFlow({ scopes: ['posts:write'], agentName: `cached-${(names += 1)}`, clientId: '', bearerToken: '' });
+  const started = await onB.call('startDeviceFlow', { scopes: ['posts:write'], agentName: `cached-${(names += 1)}` });
   await approveAsHuman(a.http, started.userCode);
-  const polled = await onB.pollDeviceFlow(started.deviceCode);
-  if (polled.status !== 'completed') throw new Error('the signup is still pending');
+  const polled = await onB.call('pollDeviceFlow', { deviceCode: started.deviceCode });
+  if (polled.status !== 'FLOW_STATUS_COMPLETED') throw new Error('the signup is still pending');
   return polled.accessToken;
 }
 
 function cacheOn(address: string, ttlMs: number, capacity?: number): { cache: TokenCache; close(): void } {
-  const gateway = new AuthGateway(address, 2_000);
-  const cache = new TokenCache(gateway, { ttlMs, log, ...(capacity === undefined ? {} : { capacity }) });
+  const client = serviceClient(authProto().AuthService, address);
+  const cache = new TokenCache(client, { ttlMs, log, ...(capacity === undefined ? {} : { capacity }) });
   cache.start();
   return {
     cache,
     close() {
       cache.close();
-      gateway.close();
+      client.close();
     },
   };
 }
@@ -106,7 +118,7 @@ beforeAll(async () => {
   authEnv = { ...env, ROOM_ADDR: room.address, QUOTA_PER_ADDRESS: '100000', SHUTDOWN_GRACE_MS: '1000' };
   aPorts = [await freePort(), await freePort()];
   [a, b] = await Promise.all([startAuth(...aPorts), (async () => startAuth(await freePort(), await freePort()))()]);
-  onB = new AuthGateway(b.address, 2_000);
+  onB = serviceClient(authProto().AuthService, b.address);
 }, 60_000);
 
 afterAll(async () => {
@@ -128,7 +140,7 @@ describe('the token cache', () => {
       // The same object: auth was not asked again (each of its answers is a new one).
       expect(await cache.authenticate(t)).toBe(first);
       expect(cache.size).toBe(1);
-      await onB.revoke(t);
+      await onB.call('revokeToken', { token: t });
       // The TTL is a minute: only the revocation stream can have dropped it.
       await eventually(() => cache.size === 0);
       expect(await refusal(cache.authenticate(t))).toBe('token-invalid');
@@ -186,7 +198,7 @@ describe('the token cache', () => {
       // Bypassed: auth is asked, and replica A is not there to answer.
       expect(await refusal(cache.authenticate(t))).toBe('unavailable');
       // Revoked while this cache hears nothing: kept, it would answer for a minute more.
-      await onB.revoke(t);
+      await onB.call('revokeToken', { token: t });
       a = await startAuth(...aPorts);
       await eventually(() => cache.isLive);
       expect(await refusal(cache.authenticate(t))).toBe('token-invalid');

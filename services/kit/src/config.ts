@@ -149,9 +149,12 @@ export const storageEnv = z.object({
   REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(1).max(10_000).default(250),
 });
 
+/** GRPC_DEADLINE_MS when it is not set. */
+export const GRPC_DEADLINE_DEFAULT_MS = 2_000;
+
 /** Milliseconds a gRPC call may take before it fails with DEADLINE_EXCEEDED. */
 export const grpcDeadlineEnv = z.object({
-  GRPC_DEADLINE_MS: z.coerce.number().int().min(10).max(60_000).default(2_000),
+  GRPC_DEADLINE_MS: z.coerce.number().int().min(10).max(60_000).default(GRPC_DEADLINE_DEFAULT_MS),
 });
 
 /** How long graceful shutdown waits for in-flight work before forcing. */

@@ -7,6 +7,7 @@ import {
   type LocalRedis,
   retryPlan,
   RETRY_POLICY,
+  serviceClient,
   type ServiceProcess,
   startRedisServer,
   startServiceProcess,
@@ -14,14 +15,12 @@ import {
 } from '@agentroom/kit';
 import {
   authProto,
-  type CreatePostResponse__Output,
   deliveryProto,
   type ListMessagesResponse__Output,
   type ListPostsResponse__Output,
   messagingProto,
   roomProto,
   type RoomServiceClient,
-  type SendMessageResponse__Output,
   type UpsertAgentResponse__Output,
 } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -175,10 +174,9 @@ describe('retries against real room processes on one Redis', () => {
 
   it('reads go on through the SIGKILL of one of two rooms: every call answered, none failed', async () => {
     const [first, second] = rooms as [ServiceProcess, ServiceProcess];
-    const client = new RoomService(`ipv4:${first.address},${second.address}`, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
-    // As edge's gateways call a read: `repeatable`, for a replica killed after its answer began.
-    const list = (): Promise<ListPostsResponse__Output> =>
-      unaryCall<ListPostsResponse__Output>(2_000, (metadata, options, callback) => client.listPosts({ limit: 5 }, metadata, options, callback), { repeatable: true });
+    // As edge calls a read: through the typed client, which makes it once more for a replica killed after its answer began.
+    const client = serviceClient(RoomService, `ipv4:${first.address},${second.address}`, { deadlineMs: 2_000 });
+    const list = (): Promise<ListPostsResponse__Output> => client.call('listPosts', { limit: 5 });
     // Both replicas connected and answering first: the kill must leave one, not a client still dialling the other.
     const deadline = Date.now() + 10_000;
     while (Math.min(...(await Promise.all(metrics.map(listPostsServed)))) === 0 && Date.now() < deadline) await list();
@@ -220,13 +218,11 @@ describe('retries against real room processes on one Redis', () => {
     );
     const agentId = made.agent?.id ?? '';
     try {
+      // As edge makes a post: through the typed client, which repeats CreatePost (IDEMPOTENT in its proto).
+      const typed = serviceClient(RoomService, `ipv4:${first.address},${second.address}`, { deadlineMs: 2_000 });
       const { answered, failures } = await writeThroughKill(first, 'post', async (text, callKey) => {
-        await unaryCall<CreatePostResponse__Output>(
-          2_000,
-          (metadata, options, callback) => client.createPost({ agentId, text, via: 'VIA_REST', callKey }, metadata, options, callback),
-          { repeatable: true },
-        );
-      });
+        await typed.call('createPost', { agentId, text, via: 'VIA_REST', callKey });
+      }).finally(() => typed.close());
       expect(failures).toEqual([]);
       // Every post the room holds was answered, once: none made twice by a call sent again.
       const held: string[] = [];
@@ -260,13 +256,11 @@ describe('retries against real room processes on one Redis', () => {
     };
     const [from, to] = [await agent('sender'), await agent('recipient')];
     try {
+      // As edge sends a message: through the typed client, which repeats SendMessage (IDEMPOTENT in its proto).
+      const typed = serviceClient(MessagingService, `ipv4:${first.address},${second.address}`, { deadlineMs: 2_000 });
       const { answered, failures } = await writeThroughKill(first, 'message', async (text, callKey) => {
-        await unaryCall<SendMessageResponse__Output>(
-          2_000,
-          (metadata, options, callback) => client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey }, metadata, options, callback),
-          { repeatable: true },
-        );
-      });
+        await typed.call('sendMessage', { fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey });
+      }).finally(() => typed.close());
       expect(failures).toEqual([]);
       // Every message the inbox holds was answered, once: none sent twice by a call sent again.
       const held: string[] = [];

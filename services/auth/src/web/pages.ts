@@ -1,5 +1,5 @@
 import { AGENT_CHOICES, escapeHtml, idHtml, pageShell, type Scope, timeHtml } from '@agentroom/kit';
-import type { AgentWebhook } from '../delivery.gateway.js';
+import type { Webhook } from '@agentroom/api';
 
 /** Each scope in the words a human approves it in. */
 export const SCOPE_WORDS: Record<Scope, string> = {
@@ -238,7 +238,7 @@ export interface AgentCard {
   agentName: string;
   tokens: AccountRow[];
   connections: ConnectionRow[];
-  webhooks: AgentWebhook[] | 'unavailable';
+  webhooks: Webhook[] | 'unavailable';
 }
 
 /** One page of a list on /account, newest first, and the links around it. */
@@ -289,7 +289,7 @@ ${revokeButton(view, 'connection_id', row.connectionId, `Revoke the connection o
 }
 
 /** An attempt in words: delivered, answered with an error status, or not answered at all. */
-function attemptItem(attempt: AgentWebhook['attempts'][number]): string {
+function attemptItem(attempt: Webhook['recent_attempts'][number]): string {
   const e = escapeHtml;
   const outcome =
     attempt.status !== null && attempt.status >= 200 && attempt.status < 300
@@ -297,7 +297,7 @@ function attemptItem(attempt: AgentWebhook['attempts'][number]): string {
       : attempt.status !== null
         ? `Answered ${attempt.status}`
         : `Not delivered${attempt.error === null ? '' : `: ${e(attempt.error)}`}`;
-  return `<li>${outcome} · ${e(eventWords(attempt.eventType))} · ${timeHtml(attempt.at)}</li>`;
+  return `<li>${outcome} · ${e(eventWords(attempt.event_type))} · ${timeHtml(attempt.at)}</li>`;
 }
 
 /** A notification type in words: `direct_message` is "direct message", `test` a "test event". */
@@ -308,13 +308,13 @@ function eventWords(type: string): string {
 /** How many of a webhook's last attempts /account shows. */
 const ATTEMPTS_SHOWN = 3;
 
-function webhookItem(hook: AgentWebhook): string {
+function webhookItem(hook: Webhook): string {
   const e = escapeHtml;
   const state = hook.enabled
-    ? `<span class="badge good">Active</span>${hook.failuresInARow > 0 ? ` <span class="badge warn">${hook.failuresInARow} failed in a row</span>` : ''}`
-    : `<span class="badge bad">Disabled</span>${hook.disabledReason === null ? '' : ` ${e(hook.disabledReason)}`}`;
+    ? `<span class="badge good">Active</span>${hook.failures_in_a_row > 0 ? ` <span class="badge warn">${hook.failures_in_a_row} failed in a row</span>` : ''}`
+    : `<span class="badge bad">Disabled</span>${hook.disabled_reason === null ? '' : ` ${e(hook.disabled_reason)}`}`;
   const events = `Sends ${hook.events.map((event) => e(eventWords(event))).join(', ')}`;
-  const attempts = hook.attempts.slice(0, ATTEMPTS_SHOWN);
+  const attempts = hook.recent_attempts.slice(0, ATTEMPTS_SHOWN);
   return `<li class="hook"><p><span class="url" title="${e(hook.url)}">${e(hook.url)}</span></p>
 <p class="when">${state} · ${events}</p>
 ${attempts.length === 0 ? '<p class="when">No attempts yet.</p>' : `<ul class="attempts" aria-label="Last attempts">${attempts.map(attemptItem).join('')}</ul>`}</li>`;

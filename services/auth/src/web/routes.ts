@@ -7,7 +7,7 @@ import type { AttemptClient } from '../attempt-limiter.js';
 import { type AuthorizeParams, AuthorizeRefusal } from '../authorization.js';
 import type { AuthDomain } from '../domain.js';
 import type { Connection, Human, Session, TokenRecord } from '../records.js';
-import type { AgentWebhook, WebhookReader } from '../delivery.gateway.js';
+import type { Webhook } from '@agentroom/api';
 import { listOfToken, type TokenList, type TokenPage, type TokenPosition } from '../store.js';
 import {
   type AccountList,
@@ -35,6 +35,11 @@ const FORM_COOKIE = 'ar_form';
  * an approval).
  */
 const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/** What /account reads of the delivery service: an agent's webhooks, as the API shows them (never a secret). */
+export interface WebhookReader {
+  webhooksOf(agentId: string): Promise<Webhook[]>;
+}
 
 export interface HumanPagesOptions {
   domain: AuthDomain;
@@ -256,10 +261,10 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
    * The webhooks of the agents a page of /account shows, one read each from the delivery service
    * (docs/decisions.md §23); an agent whose read failed shows that, and the page still answers.
    */
-  async function webhooksOfAgents(agentIds: readonly string[]): Promise<Map<string, AgentWebhook[] | 'unavailable'>> {
+  async function webhooksOfAgents(agentIds: readonly string[]): Promise<Map<string, Webhook[] | 'unavailable'>> {
     const unique = [...new Set(agentIds)];
     const read = await Promise.all(
-      unique.map(async (agentId): Promise<AgentWebhook[] | 'unavailable'> => {
+      unique.map(async (agentId): Promise<Webhook[] | 'unavailable'> => {
         try {
           return await webhooks.webhooksOf(agentId);
         } catch (error) {

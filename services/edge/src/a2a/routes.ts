@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
-import { DomainError, IDEMPOTENCY_HEADER, type PublicUrls } from '@agentroom/kit';
+import { DomainError, IDEMPOTENCY_HEADER, type PublicUrls, type ServiceClient } from '@agentroom/kit';
 import { AgentCard as AgentCardJson, A2A_VERSION_HEADER, type AgentCard } from '@a2a-js/sdk';
 import { toJsonRpcError } from '@a2a-js/sdk/errors';
 import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';
 import { type NextFunction, type Request, type RequestHandler, type Response, Router } from 'express';
 import type { Core } from '../operations/core.js';
 import { type Agent, agentId as agentIdSchema, restCall } from '@agentroom/api';
+import { toAgent } from '@agentroom/api/wire';
+import type { RoomServiceClient } from '@agentroom/proto';
 import type { Surface } from '../operations/surface.js';
-import type { RoomGateway } from '../gateways/room.gateway.js';
 import type { Problem } from '../operations/problem.js';
 import { admissionOf, otherMethods, sendProblem } from '../http/answers.js';
 import { agentCard, legacyCardOf, roomCard } from './cards.js';
@@ -16,7 +17,7 @@ import { A2ACaller, type A2ATarget, RoomA2AHandler, type RoomProblemError } from
 export interface A2AOptions {
   core: Core;
   surface: Surface;
-  room: Pick<RoomGateway, 'getAgent'>;
+  room: Pick<ServiceClient<RoomServiceClient>, 'call'>;
   version: string;
 }
 
@@ -152,7 +153,7 @@ export function a2aRoutes(options: A2AOptions): { api: Router; site: Router } {
       return undefined;
     }
     try {
-      const agent: Agent = await room.getAgent(agentId);
+      const agent: Agent = toAgent((await room.call('getAgent', { agentId })).agent);
       return { kind: 'agent', agent };
     } catch (error) {
       answer(core.problem(error, surface, 'sendMessage'));

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { type Logger, tokenCacheLive, tokenCacheLookups, tokenRevocationsReceived } from '@agentroom/kit';
-import type { Principal, RevocationSignal } from './auth.gateway.js';
-import type { UpstreamWatch } from './upstream.js';
+import { type Logger, type Scope, type ServiceClient, tokenCacheLive, tokenCacheLookups, tokenRevocationsReceived } from '@agentroom/kit';
+import type { AuthenticateTokenResponse__Output, AuthServiceClient, WatchRevocationsResponse__Output } from '@agentroom/proto';
+import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 5_000;
@@ -14,12 +14,31 @@ export const TOKEN_CACHE_CAPACITY = 10_000;
  */
 export const REVOCATION_SILENCE_MS = 3_000;
 
-/** What the cache needs of the auth service. */
-export interface TokenAuthority {
-  authenticate(token: string): Promise<Principal>;
-  watchRevocations(): UpstreamWatch<RevocationSignal>;
-  /** Tokens revoked through this edge, as soon as auth answered. */
-  onRevoked(listener: (token: string) => void): void;
+/** Who a valid bearer token speaks for. */
+export interface Principal {
+  tokenId: string;
+  agentId: string;
+  agentName: string;
+  humanLabel: string;
+  scopes: Scope[];
+  expiresAt: string;
+  /** The resource the token is bound to (RFC 8707): it works only at that URL and below; '' everywhere. */
+  resource: string;
+}
+
+function principalOf(response: AuthenticateTokenResponse__Output): Principal {
+  const { tokenId, agentId, agentName, humanLabel, scopes, expiresAt, resource } = response;
+  return { tokenId, agentId, agentName, humanLabel, scopes: scopes as Scope[], expiresAt, resource };
+}
+
+/** What the revocation stream says: a token was revoked, or (a heartbeat) the stream is still followed. */
+type RevocationSignal = { kind: 'revoked'; tokenId: string; agentId: string } | { kind: 'alive' };
+
+function signalOf(response: WatchRevocationsResponse__Output): RevocationSignal {
+  const revocation = response.revocation;
+  // A revocation that names no token can drop nothing; it still says the stream is alive.
+  if (revocation === null || revocation.tokenId === '') return { kind: 'alive' };
+  return { kind: 'revoked', tokenId: revocation.tokenId, agentId: revocation.agentId };
 }
 
 export interface TokenCacheOptions {
@@ -74,12 +93,11 @@ export class TokenCache {
   private silenceTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly auth: TokenAuthority,
+    private readonly auth: ServiceClient<AuthServiceClient>,
     private readonly options: TokenCacheOptions,
   ) {
     this.capacity = options.capacity ?? TOKEN_CACHE_CAPACITY;
     this.silenceMs = options.silenceMs ?? REVOCATION_SILENCE_MS;
-    auth.onRevoked((token) => this.forgetToken(token));
   }
 
   /** Starts following revocations (with TOKEN_CACHE_MS 0, does nothing: every token is asked of auth). */
@@ -100,7 +118,7 @@ export class TokenCache {
   async authenticate(token: string): Promise<Principal> {
     if (!this.live) {
       tokenCacheLookups.inc({ outcome: 'bypass' });
-      return this.auth.authenticate(token);
+      return this.ask(token);
     }
     const key = keyOf(token);
     const asked = Date.now();
@@ -114,7 +132,7 @@ export class TokenCache {
     }
     tokenCacheLookups.inc({ outcome: 'miss' });
     const epoch = this.epoch;
-    const principal = await this.auth.authenticate(token);
+    const principal = await this.ask(token);
     return this.live && epoch === this.epoch ? this.remember(key, principal, asked) : principal;
   }
 
@@ -150,12 +168,20 @@ export class TokenCache {
     if (this.keysById.get(entry.tokenId) === key) this.keysById.delete(entry.tokenId);
   }
 
-  /** A token revoked through this edge: forgotten here at once; other edges hear it on the stream. */
-  private forgetToken(token: string): void {
+  /**
+   * A token revoked through this edge, once auth has answered: forgotten here before the revocation
+   * is answered, so the agent that revoked it is refused at its very next call here, without waiting
+   * for the stream; other edges hear it on the stream.
+   */
+  forgetToken(token: string): void {
     this.epoch += 1;
     const key = keyOf(token);
     const entry = this.entries.get(key);
     if (entry !== undefined) this.forget(key, entry);
+  }
+
+  private async ask(token: string): Promise<Principal> {
+    return principalOf(await this.auth.call('authenticateToken', { token }));
   }
 
   private revoked(tokenId: string): void {
@@ -177,7 +203,8 @@ export class TokenCache {
 
   private connect(): void {
     if (this.closed) return;
-    const watch = this.auth.watchRevocations();
+    // Every token revoked from now on, by any auth replica, and a heartbeat at least every second.
+    const watch = upstreamWatch(this.auth.watch('watchRevocations', {}), signalOf);
     this.watch = watch;
     // A stream that is not positioned within the silence limit is given up on, too.
     this.heard(watch);

@@ -1,6 +1,23 @@
 import { compareStreamIds, LIMIT_MAX } from '@agentroom/kit';
 import type { Post, PostList } from '@agentroom/api';
-import type { PagedPost } from '../gateways/room.gateway.js';
+import { toPost } from '@agentroom/api/wire';
+import type { Post__Output } from '@agentroom/proto';
+
+/**
+ * A post with the cursor the room signed for it: the `next_cursor` of any newest-first page that ends
+ * with this post, whatever its limit. Edge keeps these for the first page it answers from memory, so
+ * it never needs the cursor secret.
+ */
+export interface PagedPost {
+  post: Post;
+  /** Empty when the room did not sign one (a room older than this edge ignores with_cursors). */
+  cursor: string;
+}
+
+/** The room's post in the API's shape, with its cursor. */
+export function pagedPost(post: Post__Output | null): PagedPost {
+  return { post: toPost(post), cursor: post?.cursor ?? '' };
+}
 
 /**
  * How many of the newest posts the hub reads from the room each time its stream (re)connects: the

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, unavailable as unavailableProblem } from '@agentroom/kit';
+import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, type ServiceClient, unavailable as unavailableProblem } from '@agentroom/kit';
 import type { Post, PostList } from '@agentroom/api';
-import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
-import type { UpstreamWatch } from '../gateways/upstream.js';
-import { FIRST_PAGE_CAPACITY, FirstPage, type WindowExtension, windowFor } from './first-page.js';
+import type { RoomServiceClient } from '@agentroom/proto';
+import { type UpstreamWatch, upstreamWatch } from '../gateways/upstream.js';
+import { FIRST_PAGE_CAPACITY, FirstPage, type PagedPost, pagedPost, type WindowExtension, windowFor } from './first-page.js';
 
 type Deliver = (post: Post) => void;
 
@@ -43,7 +43,7 @@ export class PostsHub {
   private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly room: RoomGateway,
+    private readonly room: ServiceClient<RoomServiceClient>,
     private readonly log: Logger,
     private readonly capacity = 1_000,
     /** The room's POSTS_RETENTION (0: it keeps every post): edge keeps at most half as many for listPosts (first-page.ts, `windowFor`). */
@@ -123,7 +123,7 @@ export class PostsHub {
 
   /** A subscriber further behind than the buffer reaches: its own watch, resumed from storage. */
   private async ownWatch(afterId: string, deliver: Deliver, fail: () => void): Promise<() => void> {
-    const watch = this.room.watchPosts(afterId);
+    const watch = this.watchPosts(afterId, false);
     watch.onItem((entry) => deliver(entry.post));
     watch.onEnd((error) => {
       this.log.warn({ err: error }, 'a resumed posts watch ended; its subscriber will reconnect');
@@ -142,19 +142,25 @@ export class PostsHub {
     return this.connecting;
   }
 
+  /** The room's posts after `afterId`, oldest first, for as long as the watch lives; their cursors are empty unless `withCursors`. */
+  private watchPosts(afterId: string | undefined, withCursors: boolean): UpstreamWatch<PagedPost> {
+    return upstreamWatch(this.room.watch('watchPosts', { afterId: afterId ?? '', withCursors }), (response) => (response.post ? pagedPost(response.post) : undefined));
+  }
+
   private async connect(): Promise<void> {
     // The first page starts over from what the room holds now: after a drop, or a restarted room,
     // nothing the hub held before is trusted.
     this.firstPage.reset();
-    const newest = await this.room.newestPosts(FIRST_PAGE_CAPACITY);
+    const newest = await this.room.call('listPosts', { limit: FIRST_PAGE_CAPACITY, withCursors: true });
+    const entries = newest.posts.map(pagedPost);
     if (this.position === undefined) {
       // First start: position at the newest post, so the buffer's coverage is exact from here.
-      this.position = newest.entries[0]?.post.id ?? '0-0';
+      this.position = entries[0]?.post.id ?? '0-0';
       this.bufferFrom = this.position;
     }
     // Posts from the seed up to the stream's start are in both; the page keeps each once.
-    this.firstPage.seed(newest.entries, newest.hasMore);
-    const watch = this.room.watchPosts(this.position, true);
+    this.firstPage.seed(entries, newest.hasMore);
+    const watch = this.watchPosts(this.position, true);
     this.watch = watch;
     watch.onItem((entry) => this.receive(entry));
     watch.onEnd((error) => this.dropped(watch, error));

@@ -1,20 +1,33 @@
-import { DomainError } from '@agentroom/kit';
+import { DomainError, type ServiceClient } from '@agentroom/kit';
+import { toMessage, toNotification } from '@agentroom/api/wire';
+import type { AuthServiceClient, MessagingServiceClient } from '@agentroom/proto';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
-import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { Core } from '../operations/core.js';
-import { type AgentFeedName, LIVE_FEEDS, type Post } from '@agentroom/api';
+import { type AgentFeedName, LIVE_FEEDS, type Message, type Notification, type Post } from '@agentroom/api';
 import { admissionOf } from '../http/answers.js';
 import type { PostsHub } from './posts-hub.js';
 import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
-import { resumingWatch, type UpstreamWatch } from '../gateways/upstream.js';
+import { resumingWatch, type UpstreamWatch, upstreamWatch } from '../gateways/upstream.js';
 
 /** One agent's own feed from `afterId` (or from now on), as a watch of the service that keeps it. */
 export type AgentWatch = (agentId: string, afterId: string | undefined) => UpstreamWatch<{ id: string }>;
 
+/** An agent's inbox and notification feed, as watches of the messaging service, in the API's shapes. */
+export function messagingFeeds(messaging: ServiceClient<MessagingServiceClient>): {
+  watchInbox: (agentId: string, afterId: string | undefined) => UpstreamWatch<Message>;
+  watchNotifications: (agentId: string, afterId: string | undefined) => UpstreamWatch<Notification>;
+} {
+  return {
+    watchInbox: (agentId, afterId) => upstreamWatch(messaging.watch('watchMessages', { agentId, afterId }), (item) => (item.message ? toMessage(item.message) : undefined)),
+    watchNotifications: (agentId, afterId) =>
+      upstreamWatch(messaging.watch('watchNotifications', { agentId, afterId }), (item) => (item.notification ? toNotification(item.notification) : undefined)),
+  };
+}
+
 export interface LiveDeps {
   hub: PostsHub;
   live: LiveStreams;
-  auth: AuthGateway;
+  auth: ServiceClient<AuthServiceClient>;
   /** The pipeline's scope step, for the inbox stream. */
   core: Pick<Core, 'authorize'>;
   /** The pipeline's steps for what is not a row (a bad token, a spent quota), run before each feed. */
@@ -95,7 +108,7 @@ export function liveRoutes(deps: LiveDeps): Router {
       // A token revoked (or expired) while its stream is open: the stream ends at the next heartbeat.
       const recheck = async (): Promise<EndReason | undefined> => {
         try {
-          await auth.authenticate(token);
+          await auth.call('authenticateToken', { token });
           return undefined;
         } catch (error) {
           if (error instanceof DomainError && (error.slug === 'token-invalid' || error.slug === 'token-expired')) return 'token_revoked';

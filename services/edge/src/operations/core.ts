@@ -25,7 +25,7 @@ import {
 } from '@agentroom/kit';
 import { fieldRuleOf, scopeFor } from '@agentroom/api';
 import type { z } from 'zod';
-import type { Principal } from '../gateways/auth.gateway.js';
+import type { Principal } from '../gateways/token-cache.js';
 import { type Problem, renderProblem } from './problem.js';
 import { onlyTakes } from './remedies.js';
 import type { Caller, Operation } from './operation.js';

@@ -1,7 +1,7 @@
 import { DomainError } from '@agentroom/kit';
 import type { OperationSpec, Protocol } from '@agentroom/api';
 import type { z } from 'zod';
-import type { Principal } from '../gateways/auth.gateway.js';
+import type { Principal } from '../gateways/token-cache.js';
 
 export type { Protocol };
 

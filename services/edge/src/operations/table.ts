@@ -1,20 +1,33 @@
-import { cursorPageReads, type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
+import { cursorPageReads, type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls, type ServiceClient, viaToProto } from '@agentroom/kit';
 import { apiIndexOf, connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
-import type { AuthGateway } from '../gateways/auth.gateway.js';
-import type { DeliveryGateway } from '../gateways/delivery.gateway.js';
-import type { MessagingGateway } from '../gateways/messaging.gateway.js';
-import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
-import type { WindowExtension } from '../live/first-page.js';
+import {
+  listOf,
+  pageOf,
+  toAgent,
+  toClientRegistration,
+  toMessage,
+  toNotification,
+  toOAuthToken,
+  toPost,
+  toSignupPoll,
+  toSignupStart,
+  toWebhook,
+} from '@agentroom/api/wire';
+import type { AuthServiceClient, DeliveryServiceClient, MessagingServiceClient, RoomServiceClient } from '@agentroom/proto';
+import type { TokenCache } from '../gateways/token-cache.js';
+import { type PagedPost, pagedPost, type WindowExtension } from '../live/first-page.js';
 import { implement, type Operation, principalOf } from './operation.js';
 
-/** What the operations call: the services behind edge, and edge's own stores. */
+/** What the operations call: the services behind edge (kit's typed clients), and edge's own stores. */
 export interface OperationDeps {
   urls: PublicUrls;
-  room: RoomGateway;
-  auth: AuthGateway;
-  messaging: MessagingGateway;
+  room: ServiceClient<RoomServiceClient>;
+  auth: ServiceClient<AuthServiceClient>;
+  messaging: ServiceClient<MessagingServiceClient>;
   /** Webhooks: not on the path of any other operation, so the others work while it is down. */
-  delivery: DeliveryGateway;
+  delivery: ServiceClient<DeliveryServiceClient>;
+  /** Who bearer tokens speak for: a token revoked here is forgotten at once. */
+  tokens: Pick<TokenCache, 'forgetToken'>;
   /** The room's first page in this edge's memory (the posts hub), fed by the room's stream and by the posts made here. */
   firstPage: FirstPageSource;
   feedback: FeedbackStore;
@@ -64,159 +77,134 @@ export function operationTable(deps: OperationDeps): Operations {
       if (cached) return cached;
       // A page that reaches past the oldest post kept is read with every post's cursor, and kept too.
       const extension = call.readThrough || cursor === undefined ? undefined : firstPage.extendable(cursor);
-      if (extension !== undefined && cursor !== undefined) {
-        const page = await room.newestPosts(limit, cursor);
-        firstPage.extend(extension, page.entries, page.hasMore);
-        return { object: 'list' as const, data: page.entries.map((entry) => entry.post), has_more: page.hasMore, next_cursor: page.nextCursor };
-      }
-      const page = await room.listPosts(limit, cursor);
-      return { object: 'list' as const, data: page.posts, has_more: page.hasMore, next_cursor: page.nextCursor };
+      const page = await room.call('listPosts', { limit, cursor, withCursors: extension !== undefined });
+      if (extension !== undefined) firstPage.extend(extension, page.posts.map(pagedPost), page.hasMore);
+      return pageOf(page.posts.map(toPost), page);
     }),
 
     // The author comes only from the token: whatever else the input says is ignored.
     // The room makes one post per call key, so a repeat may run again (Operation.repeatable).
     createPost: {
       ...implement(op.createPost, async (call, input) => {
-        const created = await room.createPost(principalOf(call).agentId, input.text, call.protocol, input.reply_to ?? '', call.callKey);
+        const { agentId } = principalOf(call);
+        const created = await room.call('createPost', { agentId, text: input.text, via: viaToProto(call.protocol), withCursor: true, replyTo: input.reply_to, callKey: call.callKey });
+        const entry = pagedPost(created.post);
         // The next first page read here lists it, without waiting for the stream to bring it back.
-        deps.firstPage.created(created);
-        return created.post;
+        deps.firstPage.created(entry);
+        return entry.post;
       }),
       repeatable: true,
     },
 
     listAgents: implement(op.listAgents, async (_call, input) => {
-      const page = await room.listAgents(input.limit, input.include === 'revoked');
-      return { object: 'list' as const, data: page.agents, has_more: page.hasMore };
+      const page = await room.call('listAgents', { limit: input.limit, includeRevoked: input.include === 'revoked' });
+      return listOf(page.agents.map(toAgent), page.hasMore);
     }),
 
-    getPost: implement(op.getPost, (_call, input) => room.getPost(input.postId)),
+    getPost: implement(op.getPost, async (_call, input) => toPost((await room.call('getPost', input)).post)),
 
     listReplies: implement(op.listReplies, async (_call, input) => {
       // The post first: an unknown one is post-not-found, and the page comes with the post it belongs to.
-      const post = await room.getPost(input.postId);
-      const page = await room.listReplies(input.postId, input.limit, input.cursor);
-      return { object: 'list' as const, post, data: page.posts, has_more: page.hasMore, next_cursor: page.nextCursor };
+      const post = toPost((await room.call('getPost', { postId: input.postId })).post);
+      const page = await room.call('listReplies', input);
+      const { object, ...replies } = pageOf(page.posts.map(toPost), page);
+      return { object, post, ...replies };
     }),
 
-    getAgent: implement(op.getAgent, (_call, input) => room.getAgent(input.agentId)),
+    getAgent: implement(op.getAgent, async (_call, input) => toAgent((await room.call('getAgent', input)).agent)),
 
     // The sender comes only from the token. Messaging sends one message per call key, so a repeat may
     // run again (Operation.repeatable).
     sendMessage: {
-      ...implement(op.sendMessage, (call, input) => messaging.sendMessage(principalOf(call).agentId, input.to, input.text, call.protocol, call.callKey)),
+      ...implement(op.sendMessage, async (call, input) => {
+        const fromAgentId = principalOf(call).agentId;
+        return toMessage((await messaging.call('sendMessage', { fromAgentId, toAgentId: input.to, text: input.text, via: viaToProto(call.protocol), callKey: call.callKey })).message);
+      }),
       repeatable: true,
     },
 
     listMessages: implement(op.listMessages, async (call, input) => {
-      const page = await messaging.listMessages(principalOf(call).agentId, input.limit, input.cursor);
-      return { object: 'list' as const, data: page.messages, has_more: page.hasMore, next_cursor: page.nextCursor };
+      const page = await messaging.call('listMessages', { ...input, agentId: principalOf(call).agentId });
+      return pageOf(page.messages.map(toMessage), page);
     }),
 
     listNotifications: implement(op.listNotifications, async (call, input) => {
-      const page = await messaging.listNotifications(principalOf(call).agentId, input.limit, input.cursor, input.unread === true || input.unread === 'true');
-      return { object: 'list' as const, data: page.notifications, has_more: page.hasMore, next_cursor: page.nextCursor, unread_count: page.unreadCount, read_up_to: page.readUpTo };
+      const unreadOnly = input.unread === true || input.unread === 'true';
+      const page = await messaging.call('listNotifications', { agentId: principalOf(call).agentId, limit: input.limit, cursor: input.cursor, unreadOnly });
+      return { ...pageOf(page.notifications.map(toNotification), page), unread_count: page.unreadCount, read_up_to: page.readUpTo || null };
     }),
 
     markRead: implement(op.markRead, async (call, input) => {
-      const marker = await messaging.markNotificationsRead(principalOf(call).agentId, input.up_to);
+      const marker = await messaging.call('markNotificationsRead', { agentId: principalOf(call).agentId, upTo: input.up_to });
       return { read_up_to: marker.readUpTo, unread_count: marker.unreadCount };
     }),
 
-    createWebhook: implement(op.createWebhook, (call, input) => delivery.createWebhook(principalOf(call).agentId, input.url, input.events)),
+    createWebhook: implement(op.createWebhook, async (call, input) => {
+      const created = await delivery.call('createWebhook', { agentId: principalOf(call).agentId, url: input.url, events: input.events });
+      return { ...toWebhook(created.webhook), secret: created.secret };
+    }),
 
-    listWebhooks: implement(op.listWebhooks, async (call) => ({ object: 'list' as const, data: await delivery.listWebhooks(principalOf(call).agentId), has_more: false })),
+    listWebhooks: implement(op.listWebhooks, async (call) => listOf((await delivery.call('listWebhooks', { agentId: principalOf(call).agentId })).webhooks.map(toWebhook), false)),
 
     deleteWebhook: implement(op.deleteWebhook, async (call, input) => {
-      await delivery.deleteWebhook(principalOf(call).agentId, input.webhookId);
+      await delivery.call('deleteWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId });
       return { id: input.webhookId, deleted: true as const };
     }),
 
-    rotateWebhookSecret: implement(op.rotateWebhookSecret, (call, input) => delivery.rotateSecret(principalOf(call).agentId, input.webhookId)),
+    rotateWebhookSecret: implement(op.rotateWebhookSecret, async (call, input) => {
+      const rotated = await delivery.call('rotateWebhookSecret', { agentId: principalOf(call).agentId, webhookId: input.webhookId });
+      return { ...toWebhook(rotated.webhook), secret: rotated.secret };
+    }),
 
-    enableWebhook: implement(op.enableWebhook, (call, input) => delivery.enableWebhook(principalOf(call).agentId, input.webhookId)),
+    enableWebhook: implement(op.enableWebhook, async (call, input) => toWebhook((await delivery.call('enableWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId })).webhook)),
 
-    testWebhook: implement(op.testWebhook, async (call, input) => ({ message_id: await delivery.sendTestEvent(principalOf(call).agentId, input.webhookId) })),
+    testWebhook: implement(op.testWebhook, async (call, input) => {
+      const sent = await delivery.call('sendTestEvent', { agentId: principalOf(call).agentId, webhookId: input.webhookId });
+      return { message_id: sent.messageId };
+    }),
 
     startSignup: implement(op.startSignup, async (call, input) => {
-      const flow = await auth.startDeviceFlow({
-        scopes: input.scopes,
-        agentName: input.agent_name ?? '',
-        clientId: input.client_id ?? '',
-        // With a live token, the flow widens that agent rather than making a new one (docs/decisions.md §3).
-        bearerToken: call.caller.token ?? '',
-      });
-      return {
-        device_code: flow.deviceCode,
-        user_code: flow.userCode,
-        verification_uri: `${urls.siteUrl}/device`,
-        verification_uri_complete: `${urls.siteUrl}/device?user_code=${flow.userCode}`,
-        expires_in: flow.expiresIn,
-        interval: flow.interval,
-        scopes: flow.scopes,
-      };
+      // With a live token, the flow widens that agent rather than making a new one (docs/decisions.md §3).
+      const flow = await auth.call('startDeviceFlow', { scopes: input.scopes, agentName: input.agent_name, clientId: input.client_id, bearerToken: call.caller.token });
+      return toSignupStart(flow, urls.siteUrl);
     }),
 
-    pollSignup: implement(op.pollSignup, async (_call, input) => {
-      const result = await auth.pollDeviceFlow(input.device_code);
-      if (result.status === 'pending') return { status: 'pending' as const };
-      return { status: 'completed' as const, access_token: result.accessToken, token_type: 'Bearer' as const, scopes: result.scopes, human: result.human, agent_id: result.agentId, expires_in: result.expiresIn };
-    }),
+    pollSignup: implement(op.pollSignup, async (_call, input) => toSignupPoll(await auth.call('pollDeviceFlow', { deviceCode: input.device_code }))),
 
     revokeToken: implement(op.revokeToken, async (_call, input) => {
-      await auth.revoke(input.token);
+      await auth.call('revokeToken', { token: input.token });
+      deps.tokens.forgetToken(input.token);
       return {};
     }),
 
     exchangeToken: implement(op.exchangeToken, async (_call, input) => {
-      const issued = await auth.exchangeToken({
+      const issued = await auth.call('exchangeToken', {
         grant: input.grant_type === 'authorization_code' ? 'TOKEN_GRANT_AUTHORIZATION_CODE' : 'TOKEN_GRANT_REFRESH_TOKEN',
-        clientId: input.client_id ?? '',
-        code: input.code ?? '',
-        codeVerifier: input.code_verifier ?? '',
-        redirectUri: input.redirect_uri ?? '',
-        refreshToken: input.refresh_token ?? '',
-        resource: input.resource ?? '',
+        clientId: input.client_id,
+        code: input.code,
+        codeVerifier: input.code_verifier,
+        redirectUri: input.redirect_uri,
+        refreshToken: input.refresh_token,
+        resource: input.resource,
       });
-      return {
-        access_token: issued.accessToken,
-        token_type: 'Bearer' as const,
-        expires_in: issued.expiresIn,
-        scope: issued.scopes.join(' '),
-        refresh_token: issued.refreshToken,
-        agent_id: issued.agentId,
-      };
+      return toOAuthToken(issued);
     }),
 
     registerClient: implement(op.registerClient, async (call, input) => {
-      const client = await auth.registerClient({
+      const registered = await auth.call('registerClient', {
         redirectUris: input.redirect_uris,
-        clientName: input.client_name ?? '',
-        clientUri: input.client_uri ?? '',
-        logoUri: input.logo_uri ?? '',
-        grantTypes: input.grant_types ?? [],
-        responseTypes: input.response_types ?? [],
-        tokenEndpointAuthMethod: input.token_endpoint_auth_method ?? '',
-        scope: input.scope ?? '',
-        softwareId: input.software_id ?? '',
-        softwareVersion: input.software_version ?? '',
+        clientName: input.client_name,
+        clientUri: input.client_uri,
+        logoUri: input.logo_uri,
+        grantTypes: input.grant_types,
+        responseTypes: input.response_types,
+        tokenEndpointAuthMethod: input.token_endpoint_auth_method,
+        scope: input.scope,
+        softwareId: input.software_id,
+        softwareVersion: input.software_version,
         address: call.caller.address,
       });
-      const optional = (name: string, value: string): Record<string, string> => (value === '' ? {} : { [name]: value });
-      return {
-        client_id: client.clientId,
-        client_id_issued_at: client.clientIdIssuedAt,
-        redirect_uris: client.redirectUris,
-        grant_types: client.grantTypes,
-        response_types: client.responseTypes,
-        token_endpoint_auth_method: 'none' as const,
-        ...optional('client_name', client.clientName),
-        ...optional('client_uri', client.clientUri),
-        ...optional('logo_uri', client.logoUri),
-        ...optional('scope', client.scope),
-        ...optional('software_id', client.softwareId),
-        ...optional('software_version', client.softwareVersion),
-      };
+      return toClientRegistration(registered);
     }),
 
     // Taken with no token, or with one that failed: the report says so, since a failing token is often its subject.

@@ -1,12 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AGENT_CHOICES, DomainError, escapeHtml, pageShell, type PublicUrls, sameSecret, sendStatic, SESSION_COOKIE, staticAsset, timeHtml, VIA_WORDS } from '@agentroom/kit';
+import { AGENT_CHOICES, DomainError, escapeHtml, pageShell, type PublicUrls, sameSecret, sendStatic, type ServiceClient, SESSION_COOKIE, staticAsset, timeHtml, VIA_WORDS, viaToProto } from '@agentroom/kit';
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { type Agent, liveFeedUrl, type Post } from '@agentroom/api';
-import type { AuthGateway, SignedInHuman } from '../gateways/auth.gateway.js';
-import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
+import { toAgent, toPost } from '@agentroom/api/wire';
+import type { AuthServiceClient, ResolveSessionResponse__Output, RoomServiceClient } from '@agentroom/proto';
+import { type PagedPost, pagedPost } from '../live/first-page.js';
+
+type RoomClient = ServiceClient<RoomServiceClient>;
+
+/**
+ * A signed-in human, as auth resolves the `ar_session` cookie: their name, the CSRF token every form
+ * of the session carries, and the agents they may post as (those of their newest AGENT_CHOICES
+ * approvals and connections, then the newest AGENT_CHOICES an operator provisioned in their name).
+ */
+type SignedInHuman = ResolveSessionResponse__Output;
 
 /** How many posts and agents the page shows when it opens; live posts are added on top. */
 const SHOWN = 50;
@@ -64,13 +74,13 @@ function postItems(posts: readonly Post[], targets: ReadonlyMap<string, ReplyTar
  * Who wrote each post the page's replies answer: read from the page itself, and from the room for
  * the few that are older than the page shows (a post gone or unreadable is "an earlier post").
  */
-async function replyTargets(posts: readonly Post[], room: RoomGateway): Promise<Map<string, ReplyTarget>> {
+async function replyTargets(posts: readonly Post[], room: RoomClient): Promise<Map<string, ReplyTarget>> {
   const targets = new Map<string, ReplyTarget>(posts.map((post) => [post.id, { agentName: post.agentName, onPage: true }]));
   const missing = [...new Set(posts.flatMap((post) => (post.replyTo !== undefined && !targets.has(post.replyTo) ? [post.replyTo] : [])))];
   await Promise.all(
     missing.map(async (id) => {
       try {
-        targets.set(id, { agentName: (await room.getPost(id)).agentName, onPage: false });
+        targets.set(id, { agentName: toPost((await room.call('getPost', { postId: id })).post).agentName, onPage: false });
       } catch {
         targets.set(id, { onPage: false });
       }
@@ -89,8 +99,8 @@ function agentItem(agent: Agent): string {
 }
 
 export interface RoomPageOptions {
-  room: RoomGateway;
-  auth: AuthGateway;
+  room: RoomClient;
+  auth: ServiceClient<AuthServiceClient>;
   urls: PublicUrls;
   /** Told of each post made on the page, so this edge's first page of the API lists it at once. */
   onCreated?: (entry: PagedPost) => void;
@@ -144,7 +154,10 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
 
   async function signedIn(req: Request): Promise<SignedInHuman | undefined> {
     const sessionId = parseCookie(req.headers.cookie ?? '')[SESSION_COOKIE];
-    return sessionId === undefined || sessionId === '' ? undefined : auth.resolveSession(sessionId);
+    if (sessionId === undefined || sessionId === '') return undefined;
+    const human = await auth.call('resolveSession', { sessionId });
+    // An unknown or expired session answers no human.
+    return human.humanId === '' ? undefined : human;
   }
 
   function compose(view: View): string {
@@ -219,8 +232,10 @@ ${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="
   }
 
   async function send(res: Response, status: number, view: Omit<View, 'posts' | 'agents' | 'targets'>): Promise<void> {
-    const [posts, agents] = await Promise.all([room.listPosts(SHOWN, undefined), room.listAgents(SHOWN)]);
-    const targets = await replyTargets(posts.posts, room);
+    const [listed, agentList] = await Promise.all([room.call('listPosts', { limit: SHOWN }), room.call('listAgents', { limit: SHOWN })]);
+    const posts = listed.posts.map(toPost);
+    const agents = agentList.agents.map(toAgent);
+    const targets = await replyTargets(posts, room);
     res
       .status(status)
       .type('html')
@@ -228,7 +243,7 @@ ${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="
       .setHeader('Content-Security-Policy', csp)
       .setHeader('X-Content-Type-Options', 'nosniff')
       .setHeader('Referrer-Policy', 'same-origin')
-      .send(page({ ...view, posts: posts.posts, targets, agents: agents.agents }));
+      .send(page({ ...view, posts, targets, agents }));
   }
 
   router.get('/', async (req, res) => {
@@ -257,7 +272,7 @@ ${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="
     }
     try {
       // A fresh call key: the form has no key of its own, and the room needs one to be sent again safely.
-      const created = await room.createPost(agent.agentId, draft.text, 'web', '', randomUUID());
+      const created = pagedPost((await room.call('createPost', { agentId: agent.agentId, text: draft.text, via: viaToProto('web'), withCursor: true, callKey: randomUUID() })).post);
       onCreated?.(created);
       const { post } = created;
       res.redirect(303, `${sitePath}/#post-${post.id}`);

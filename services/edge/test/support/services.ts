@@ -9,13 +9,13 @@ import {
   type PublicUrls,
   RedisIdempotencyStore,
   RedisQuotaStore,
+  type ServiceClient,
+  serviceClient,
   type ServiceProcess,
   startServiceProcess,
 } from '@agentroom/kit';
-import { AuthGateway } from '../../src/gateways/auth.gateway.js';
-import { DeliveryGateway } from '../../src/gateways/delivery.gateway.js';
-import { MessagingGateway } from '../../src/gateways/messaging.gateway.js';
-import { RoomGateway } from '../../src/gateways/room.gateway.js';
+import { authProto, deliveryProto, messagingProto, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import { TokenCache } from '../../src/gateways/token-cache.js';
 import { PostsHub } from '../../src/live/posts-hub.js';
 import { Core } from '../../src/operations/core.js';
 import { operationTable } from '../../src/operations/table.js';
@@ -57,7 +57,7 @@ export async function startBackends(): Promise<Backends> {
 
 export interface CoreUnderTest {
   core: Core;
-  room: RoomGateway;
+  room: ServiceClient<RoomServiceClient>;
   /** The posts hub, which keeps the first page of listPosts as in a running edge. */
   hub: PostsHub;
   /** Where sendFeedback keeps its reports. */
@@ -67,12 +67,14 @@ export interface CoreUnderTest {
 
 /** Edge's pipeline over the real services, with the embedded default's stores, or Redis's as edge sets them up (`redisUrl`). */
 export function coreOver(backends: Backends, limits: { perToken: number; perAddress: number }, options: { redisUrl?: string } = {}): CoreUnderTest {
-  const room = new RoomGateway(backends.room.address, 2_000);
-  const auth = new AuthGateway(backends.auth.address, 2_000);
-  const messaging = new MessagingGateway(backends.messaging.address, 2_000);
+  const room = serviceClient(roomProto().RoomService, backends.room.address);
+  const auth = serviceClient(authProto().AuthService, backends.auth.address);
+  const messaging = serviceClient(messagingProto().MessagingService, backends.messaging.address);
   // Webhooks are not on the path of the operations these tests run: nothing listens there.
-  const delivery = new DeliveryGateway('127.0.0.1:9', 2_000);
+  const delivery = serviceClient(deliveryProto().DeliveryService, '127.0.0.1:9');
   const log = createLogger('edge', 'silent');
+  // No cache (TOKEN_CACHE_MS 0): every token is asked of auth.
+  const tokens = new TokenCache(auth, { ttlMs: 0, log });
   const feedback = new MemoryFeedbackStore();
   const hub = new PostsHub(room, log);
   const operations = operationTable({
@@ -81,6 +83,7 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
     auth,
     messaging,
     delivery,
+    tokens,
     firstPage: hub,
     feedback,
     storage: { kind: 'memory', ping: () => Promise.resolve() },
@@ -97,7 +100,7 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
     : { quota: new MemoryQuotaStore(), idempotency: new MemoryIdempotencyStore() };
   const core = new Core({
     operations,
-    authenticate: (token) => auth.authenticate(token),
+    authenticate: (token) => tokens.authenticate(token),
     ...stores,
     quotaPerToken: limits.perToken,
     quotaPerAddress: limits.perAddress,

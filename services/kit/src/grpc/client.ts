@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { z } from 'zod';
+import { GRPC_DEADLINE_DEFAULT_MS } from '../config.js';
 import { currentContext, REQUEST_ID_HEADER } from '../context.js';
 import type { Dependency } from '../admin.js';
 import { connectionLost, fromServiceError } from './status.js';
@@ -74,6 +75,8 @@ export type IdempotencyLevel = (typeof IDEMPOTENCY_LEVELS)[number];
 
 /** One method of a service and whether its calls are retried. */
 export interface MethodRetry extends MethodName {
+  /** Its name on the generated client (`createPost`). */
+  clientMethod: string;
   level: IdempotencyLevel;
   /** A server stream: retried only until the server's first answer (a watch's initial metadata), never after. */
   streaming: boolean;
@@ -83,6 +86,7 @@ export interface MethodRetry extends MethodName {
 // What proto-loader keeps of each method: its path and options (grpc-js's own type leaves them out).
 const loadedMethod = z.object({
   path: z.string().regex(/^\/[\w.]+\/\w+$/),
+  originalName: z.string().optional(),
   responseStream: z.boolean(),
   options: z.object({ idempotency_level: z.enum(IDEMPOTENCY_LEVELS).optional() }).optional(),
 });
@@ -93,7 +97,8 @@ export function retryPlan(service: grpc.ServiceDefinition): MethodRetry[] {
     const method = loadedMethod.parse(definition);
     const [, serviceName = '', methodName = ''] = method.path.split('/');
     const level = method.options?.idempotency_level ?? 'IDEMPOTENCY_UNKNOWN';
-    return { service: serviceName, method: methodName, level, streaming: method.responseStream, retried: level !== 'IDEMPOTENCY_UNKNOWN' };
+    const clientMethod = method.originalName ?? methodName.charAt(0).toLowerCase() + methodName.slice(1);
+    return { service: serviceName, method: methodName, clientMethod, level, streaming: method.responseStream, retried: level !== 'IDEMPOTENCY_UNKNOWN' };
   });
 }
 
@@ -209,6 +214,105 @@ export function grpcDependency(name: string, address: string): Dependency & { cl
     close() {
       checker?.close();
       checker = undefined;
+    },
+  };
+}
+
+/** What proto-loader makes of a service: its generated client's constructor, with the service's definition. */
+export type GeneratedService<C extends grpc.Client> = (new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C) & {
+  service: grpc.ServiceDefinition;
+};
+
+/** A generated client's own methods (the proto's RPCs), by the camelCase names calls use. */
+type RpcName<C> = Exclude<keyof C, keyof grpc.Client> & string;
+
+// A generated method's last overload (the one conditional types read) is `(argument, callback)` for
+// a unary RPC and `(argument, options?)` for a server stream: its types are read from there.
+type Unary<Req, Res> = (argument: Req, callback: grpc.requestCallback<Res>) => grpc.ClientUnaryCall;
+type Stream<Req, Res> = (argument: Req, options?: grpc.CallOptions) => grpc.ClientReadableStream<Res>;
+
+/** The unary RPCs of generated client `C`: `'listPosts' | 'getPost' | …`. */
+export type UnaryMethod<C> = { [K in RpcName<C>]: K extends Uncapitalize<K> ? (C[K] extends Unary<infer _Req, infer _Res> ? K : never) : never }[RpcName<C>];
+
+/** The server-streaming RPCs of generated client `C`: `'watchPosts'`. */
+export type StreamMethod<C> = { [K in RpcName<C>]: K extends Uncapitalize<K> ? (C[K] extends Stream<infer _Req, infer _Res> ? K : never) : never }[RpcName<C>];
+
+/** What RPC `K` of `C` takes: the generated request type, its fields optional. */
+export type RequestOf<C, K> = K extends keyof C ? (C[K] extends Unary<infer Req, infer _Res> ? Req : C[K] extends Stream<infer Req, infer _Res> ? Req : never) : never;
+
+/** What unary RPC `K` of `C` answers: the generated `__Output` type (defaults filled in). */
+export type AnswerOf<C, K> = K extends keyof C ? (C[K] extends Unary<infer _Req, infer Res> ? Res : never) : never;
+
+/** What each message of stream RPC `K` of `C` carries: the generated `__Output` type. */
+export type ItemOf<C, K> = K extends keyof C ? (C[K] extends Stream<infer _Req, infer Res> ? Res : never) : never;
+
+/**
+ * One service as its callers see it, typed from its generated client `C`: every RPC of the proto is
+ * callable by name, its request and answer types inferred, so a method added to a .proto and
+ * generated again needs no code here (docs/decisions.md §29).
+ */
+export interface ServiceClient<C extends grpc.Client> {
+  /** The full service name, `agentroom.room.v1.RoomService`. */
+  readonly service: string;
+  /**
+   * A unary call, as `unaryCall` runs it: within the client's deadline, with the request id, a failure
+   * arriving as a DomainError; made once more after a lost connection when its proto says a repeat
+   * is harmless (idempotency_level, docs/decisions.md §18).
+   */
+  call<K extends UnaryMethod<C>>(method: K, request: RequestOf<C, K>): Promise<AnswerOf<C, K>>;
+  /** A server stream, with the request id and no deadline: it lives until cancelled or ended by the server. */
+  watch<K extends StreamMethod<C>>(method: K, request: RequestOf<C, K>): grpc.ClientReadableStream<ItemOf<C, K>>;
+  /** grpc.health.v1 of this service at the address (never throws). */
+  check(): Promise<HealthStatus>;
+  close(): void;
+}
+
+export interface ServiceClientOptions {
+  /** The deadline of each unary call and health check: the service's GRPC_DEADLINE_MS, its default if left out. */
+  deadlineMs?: number;
+}
+
+/** A client of `Service` (a generated service, `roomProto().RoomService`) at `address`, dialled with `clientOptions`. */
+export function serviceClient<C extends grpc.Client>(Service: GeneratedService<C>, address: string, options: ServiceClientOptions = {}): ServiceClient<C> {
+  const { deadlineMs = GRPC_DEADLINE_DEFAULT_MS } = options;
+  const client = new Service(address, grpc.credentials.createInsecure(), clientOptions(Service.service));
+  const plan = retryPlan(Service.service);
+  const repeatable = new Set(plan.filter((method) => method.retried).map((method) => method.clientMethod));
+  const service = plan[0]?.service ?? '';
+  // Made at the first check: a client nobody checks (auth's, delivery's) holds no second channel.
+  let health: HealthChecker | undefined;
+  // Each RPC of the generated client by its name, looked up once.
+  const rpcs = new Map(
+    plan.flatMap(({ clientMethod }): [string, (...args: unknown[]) => unknown][] => {
+      const found: unknown = (client as unknown as Record<string, unknown>)[clientMethod];
+      return typeof found === 'function' ? [[clientMethod, (found as (...args: unknown[]) => unknown).bind(client)]] : [];
+    }),
+  );
+  const rpc = (name: string): ((...args: unknown[]) => unknown) => {
+    const found = rpcs.get(name);
+    if (found === undefined) throw new Error(`${service} has no method ${name}`);
+    return found;
+  };
+  return {
+    service,
+    call<K extends UnaryMethod<C>>(name: K, request: RequestOf<C, K>): Promise<AnswerOf<C, K>> {
+      const method = String(name);
+      const invoke = rpcs.get(method);
+      if (invoke === undefined) return Promise.reject(new Error(`${service} has no method ${method}`));
+      return unaryCall<AnswerOf<C, K>>(deadlineMs, (metadata, callOptions, callback) => invoke(request, metadata, callOptions, callback) as grpc.ClientUnaryCall, {
+        repeatable: repeatable.has(method),
+      });
+    },
+    watch<K extends StreamMethod<C>>(name: K, request: RequestOf<C, K>): grpc.ClientReadableStream<ItemOf<C, K>> {
+      return rpc(String(name))(request, outgoingMetadata()) as grpc.ClientReadableStream<ItemOf<C, K>>;
+    },
+    check() {
+      health ??= new HealthChecker(address);
+      return health.check(service, deadlineMs);
+    },
+    close() {
+      client.close();
+      health?.close();
     },
   };
 }
