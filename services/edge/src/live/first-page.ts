@@ -1,6 +1,7 @@
 import { compareStreamIds, LIMIT_MAX } from '@agentroom/kit';
 import type { Post, PostList } from '@agentroom/api';
 import type { PagedPost } from '../gateways/room.gateway.js';
+import type { WindowExtension } from '../operations/table.js';
 
 /**
  * How many of the newest posts the hub reads from the room each time its stream (re)connects: the
@@ -26,14 +27,6 @@ export const POSTS_WINDOW = 1_000;
 export function windowFor(retention: number): number {
   if (retention === 0) return POSTS_WINDOW;
   return Math.max(FIRST_PAGE_CAPACITY, Math.min(POSTS_WINDOW, Math.floor(retention / 2)));
-}
-
-/** A room answer that may extend the window further back: given by `extendable`, handed back to `extend`. */
-export interface WindowExtension {
-  /** The window's version when asked: a change meanwhile (a reply counted, a post pushed out) makes the answer stale. */
-  readonly version: number;
-  /** The posts of the answer the window already holds (those between the cursor's post and its oldest). */
-  readonly overlap: number;
 }
 
 /**

@@ -3,7 +3,8 @@ import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, un
 import type { Post, PostList } from '@agentroom/api';
 import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 import type { UpstreamWatch } from '../gateways/upstream.js';
-import { FIRST_PAGE_CAPACITY, FirstPage, type WindowExtension, windowFor } from './first-page.js';
+import type { WindowExtension } from '../operations/table.js';
+import { FIRST_PAGE_CAPACITY, FirstPage, windowFor } from './first-page.js';
 
 type Deliver = (post: Post) => void;
 

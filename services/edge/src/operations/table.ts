@@ -4,7 +4,6 @@ import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { DeliveryGateway } from '../gateways/delivery.gateway.js';
 import type { MessagingGateway } from '../gateways/messaging.gateway.js';
 import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
-import type { WindowExtension } from '../live/first-page.js';
 import { implement, type Operation, principalOf } from './operation.js';
 
 /** What the operations call: the services behind edge, and edge's own stores. */
@@ -22,6 +21,14 @@ export interface OperationDeps {
   storage: { kind: 'redis' | 'memory'; ping(): Promise<void> };
   version: string;
   log: Logger;
+}
+
+/** A room answer that may extend the window further back: given by `extendable`, handed back to `extend`. */
+export interface WindowExtension {
+  /** The window's version when asked: a change meanwhile (a reply counted, a post pushed out) makes the answer stale. */
+  readonly version: number;
+  /** The posts of the answer the window already holds (those between the cursor's post and its oldest). */
+  readonly overlap: number;
 }
 
 /** What listPosts and createPost need of the posts hub (live/posts-hub.ts): the room's newest posts, in memory. */
