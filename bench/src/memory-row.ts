@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { EMBEDDED_NODE_FLAGS, freePort } from '@agentroom/kit';
 import { startCpu, totalCpuMs } from './cpu.js';
-import { approvedToken } from './human.js';
+import { approvedToken } from '@agentroom/testkit';
 import { progress } from './progress.js';
 import { atMostCheck, figure, type Measurement } from './row.js';
 import { requestSequence } from './target.js';

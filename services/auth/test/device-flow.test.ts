@@ -9,11 +9,10 @@ import {
   mintToken,
   publicUrls,
   type Redis,
-  type ServiceProcess,
   startRedisServer,
-  startServiceProcess,
   unaryCall,
 } from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { type Agent__Output, type GetAgentResponse__Output, type ListAgentsResponse__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AttemptLimiter } from '../src/attempt-limiter.js';

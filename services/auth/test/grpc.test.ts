@@ -1,6 +1,19 @@
 import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, type Clock, connectRedis, DomainError, HealthChecker, type LocalRedis, loadConfig, mintToken, type Redis, type ServiceProcess, startRedisServer, startServiceProcess, unaryCall } from '@agentroom/kit';
+import {
+  CLIENT_OPTIONS,
+  type Clock,
+  connectRedis,
+  DomainError,
+  HealthChecker,
+  type LocalRedis,
+  loadConfig,
+  mintToken,
+  type Redis,
+  startRedisServer,
+  unaryCall,
+} from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   type AuthenticateTokenResponse__Output,
   authProto,

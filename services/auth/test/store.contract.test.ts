@@ -1,15 +1,5 @@
-import {
-  type Clock,
-  type Cluster,
-  compareStreamIds,
-  connectRedis,
-  connectRedisCluster,
-  type LocalRedis,
-  type LocalRedisCluster,
-  type Redis,
-  startRedisCluster,
-  startRedisServer,
-} from '@agentroom/kit';
+import { type Clock, type Cluster, compareStreamIds, connectRedis, connectRedisCluster, type LocalRedis, type Redis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuthorizationCode, AuthorizationRequest, Connection, DeviceFlow, Human, OAuthClient, RefreshTokenRecord, Session, TokenRecord } from '../src/records.js';
 import type { AuthStore, Revocation, RevocationWatcher } from '../src/store.js';

@@ -1,4 +1,5 @@
-import { type Cluster, connectRedis, connectRedisCluster, keysMatching, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
+import { type Cluster, connectRedis, connectRedisCluster, keysMatching, type LocalRedis, type Redis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryStore } from '../src/store.js';
 import { MemoryDeliveryStore } from '../src/store-memory.js';

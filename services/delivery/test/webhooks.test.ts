@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { notification as apiNotificationSchema } from '@agentroom/api';
-import { DomainError, loadConfig, type ServiceProcess, startServiceProcess, unaryCall } from '@agentroom/kit';
+import { DomainError, loadConfig, unaryCall } from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { messagingProto, type RoomServiceClient, type SendMessageResponse__Output } from '@agentroom/proto';
 import * as grpc from '@grpc/grpc-js';
 import { CLIENT_OPTIONS } from '@agentroom/kit';

@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { createLogger, DomainError, freePort, HealthChecker, type LocalRedis, mintToken, type ServiceProcess, startRedisServer, startServiceProcess } from '@agentroom/kit';
+import { createLogger, DomainError, freePort, HealthChecker, type LocalRedis, mintToken, startRedisServer } from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthGateway, type Principal } from '../src/gateways/auth.gateway.js';
 import { TokenCache } from '../src/gateways/token-cache.js';

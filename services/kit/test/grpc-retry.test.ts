@@ -1,17 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import {
-  clientOptions,
-  freePort,
-  type LocalRedis,
-  retryPlan,
-  RETRY_POLICY,
-  type ServiceProcess,
-  startRedisServer,
-  startServiceProcess,
-  unaryCall,
-} from '@agentroom/kit';
+import { clientOptions, freePort, type LocalRedis, retryPlan, RETRY_POLICY, startRedisServer, unaryCall } from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   authProto,
   type CreatePostResponse__Output,

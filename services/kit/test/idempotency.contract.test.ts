@@ -8,15 +8,14 @@ import {
   IDEMPOTENCY_TTL_MS,
   type IdempotencyStore,
   type LocalRedis,
-  type LocalRedisCluster,
   MemoryFeedbackStore,
   MemoryIdempotencyStore,
   type Redis,
   RedisFeedbackStore,
   RedisIdempotencyStore,
-  startRedisCluster,
   startRedisServer,
 } from '../src/index.js';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 let redisServer: LocalRedis;
 let redis: Redis;

@@ -6,14 +6,13 @@ import {
   keyBesideQuota,
   keysMatching,
   type LocalRedis,
-  type LocalRedisCluster,
   type Redis,
   type RedisClient,
   RedisIdempotencyStore,
   RedisQuotaStore,
-  startRedisCluster,
   startRedisServer,
 } from '../src/index.js';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 // A write's quota count and idempotency claim in one script (RedisIdempotencyStore.consumeAndBegin),
 // on one redis-server and on a three-master Redis Cluster, where both keys must share a slot.

@@ -1,5 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Cluster, connectRedis, connectRedisCluster, keysMatching, type LocalRedis, type LocalRedisCluster, MemoryQuotaStore, nextUtcMidnight, type QuotaStore, type Redis, RedisQuotaStore, startRedisCluster, startRedisServer } from '../src/index.js';
+import {
+  type Cluster,
+  connectRedis,
+  connectRedisCluster,
+  keysMatching,
+  type LocalRedis,
+  MemoryQuotaStore,
+  nextUtcMidnight,
+  type QuotaStore,
+  type Redis,
+  RedisQuotaStore,
+  startRedisServer,
+} from '../src/index.js';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 /** A clock the test moves by hand. */
 function manualClock(start: number): { now(): number; set(t: number): void } {

@@ -9,11 +9,10 @@ import {
   type LocalRedis,
   loadConfig,
   runWithContext,
-  type ServiceProcess,
   startRedisServer,
-  startServiceProcess,
   unaryCall,
 } from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   type ListMessagesResponse__Output,
   type Message__Output,

@@ -11,11 +11,10 @@ import {
   loadConfig,
   type Redis,
   registry,
-  type ServiceProcess,
   startRedisServer,
-  startServiceProcess,
   unaryCall,
 } from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   type CreatePostResponse__Output,
   type ListMessagesResponse__Output,

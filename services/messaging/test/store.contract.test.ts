@@ -6,11 +6,10 @@ import {
   followFeed,
   keysMatching,
   type LocalRedis,
-  type LocalRedisCluster,
   type Redis,
-  startRedisCluster,
   startRedisServer,
 } from '@agentroom/kit';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../src/messages.js';
 import type { NotificationRecord, NotifiedPost, PostTarget } from '../src/notifications.js';

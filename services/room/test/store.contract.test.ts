@@ -1,4 +1,15 @@
-import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, followFeed, MENTIONS_MAX, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
+import {
+  type Cluster,
+  compareStreamIds,
+  connectRedis,
+  connectRedisCluster,
+  followFeed,
+  MENTIONS_MAX,
+  type LocalRedis,
+  type Redis,
+  startRedisServer,
+} from '@agentroom/kit';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentRecord } from '../src/agents.js';
 import type { PostRecord } from '../src/posts.js';

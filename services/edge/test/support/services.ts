@@ -9,9 +9,8 @@ import {
   type PublicUrls,
   RedisIdempotencyStore,
   RedisQuotaStore,
-  type ServiceProcess,
-  startServiceProcess,
 } from '@agentroom/kit';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { AuthGateway } from '../../src/gateways/auth.gateway.js';
 import { DeliveryGateway } from '../../src/gateways/delivery.gateway.js';
 import { MessagingGateway } from '../../src/gateways/messaging.gateway.js';
