@@ -1,4 +1,4 @@
-import { MENTIONS_MAX, MESSAGE_TEXT_MAX, POST_TEXT_MAX, type Scope, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
+import { MENTIONS_MAX, MESSAGE_TEXT_MAX, POST_TEXT_MAX, type Scope, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit/domain';
 import { z } from 'zod';
 import {
   agent,

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import {
   describeHealth,
   health,

@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { EMBEDDED_NODE_FLAGS, freePort } from '@agentroom/kit';
+import { EMBEDDED_NODE_FLAGS, freePort } from '@agentroom/kit/local';
 import { startCpu, totalCpuMs } from './cpu.js';
 import { approvedToken } from '@agentroom/testkit';
 import { progress } from './progress.js';

@@ -8,7 +8,7 @@
 // `REDIS_WAIT_REPLICAS=0` runs it without waiting for replicas (docs/decisions.md §20), to compare.
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { LuaScript, openRedis, Redis, type RedisClient } from '@agentroom/kit';
+import { LuaScript, openRedis, Redis, type RedisClient } from '@agentroom/kit/store';
 import {
   type LocalRedisCluster,
   startRedisCluster,

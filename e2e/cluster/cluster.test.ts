@@ -1,4 +1,4 @@
-import { HealthChecker } from '@agentroom/kit';
+import { HealthChecker } from '@agentroom/kit/grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The human's side of sign-up over the pages, shared with the benchmark (which needs real tokens too).
 import { approvedToken } from '@agentroom/testkit';

@@ -1,4 +1,4 @@
-import { openRedis } from '@agentroom/kit';
+import { openRedis } from '@agentroom/kit/store';
 import { type LocalRedisCluster, startRedisCluster, Load, type RunningCluster, sleep, startCluster, until, approvedToken } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // `npm run chaos -- --redis-cluster` in small: the same cluster child and load (@agentroom/testkit).

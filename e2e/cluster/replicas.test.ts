@@ -1,4 +1,4 @@
-import { type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { afterAll, beforeAll } from 'vitest';
 import { type RunningCluster, startCluster } from '@agentroom/testkit';
 import { firstPageSuite } from './replicas/first-page.js';

@@ -1,4 +1,5 @@
-import { closeHttpServer, freePort, startAdminServer } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
+import { closeHttpServer, startAdminServer } from '@agentroom/kit/process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '@agentroom/testkit';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

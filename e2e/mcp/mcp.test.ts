@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http';
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

@@ -1,5 +1,5 @@
 import { INTERVAL_SECONDS } from '@agentroom/auth';
-import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import * as oauth from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

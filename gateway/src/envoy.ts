@@ -2,7 +2,8 @@
 // what the local router (router.ts) does for `npm run cluster`, with the same routes, the same
 // documents and headers, the same client address rules and the same problem documents.
 import { isIP } from 'node:net';
-import { cacheControlOf, CONTENT_CODINGS, type ContentCoding, corsHeaders, corsPreflightHeaders, etagOf, type PublicUrls, publicUrls } from '@agentroom/kit';
+import { type PublicUrls, publicUrls } from '@agentroom/kit/config';
+import { cacheControlOf, CONTENT_CODINGS, type ContentCoding, corsHeaders, corsPreflightHeaders, etagOf } from '@agentroom/kit/http';
 import { Document as YamlDocument, isScalar, visit } from 'yaml';
 import { discoveryDocuments, type ServedDocument } from './discovery.js';
 import { CODING_SUFFIX, documentFileNames } from './document-files.js';

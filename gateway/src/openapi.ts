@@ -41,7 +41,9 @@ import {
   signupPoll,
   tokenRequestForm,
 } from '@agentroom/api';
-import { PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit/domain';
+import { PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus } from '@agentroom/kit/problems';
 import { z } from 'zod';
 
 /** The problem document every error answers with (RFC 9457, plus `code` and `remedy`). */

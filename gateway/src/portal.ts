@@ -1,5 +1,8 @@
 import { connectStepsOf, LIMITS, MCP_TOOL_OPERATIONS, OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, scopeFor, urlMapOf } from '@agentroom/api';
-import { escapeHtml, pageShell, PROBLEM_TYPES, type ProblemSlug, problemStatus, type PublicUrls, SCOPES } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { SCOPES } from '@agentroom/kit/domain';
+import { PROBLEM_TYPES, type ProblemSlug, problemStatus } from '@agentroom/kit/problems';
+import { escapeHtml, pageShell } from '@agentroom/kit/web';
 import { mcpHostSetup } from './guides.js';
 
 const e = escapeHtml;

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, unaryCall } from '@agentroom/kit';
+import { clientOptions, unaryCall } from '@agentroom/kit/grpc';
 import { deliveryProto, type DeliveryServiceClient, type ListWebhooksResponse__Output } from '@agentroom/proto';
 
 /** A webhook as /account shows it to the agent's human: never its secret (the wire never carries it). */

@@ -1,22 +1,19 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { publicUrls } from '@agentroom/kit/config';
+import { grpcDependency } from '@agentroom/kit/grpc';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import { closeHttpServer, type Dependency, leaveKeepAlive } from '@agentroom/kit/process';
 import {
   type Clock,
-  closeHttpServer,
-  createLogger,
-  type Logger,
   MemoryIdempotencyStore,
   MemoryQuotaStore,
   openRedis,
-  publicUrls,
   type QuotaStore,
   RedisIdempotencyStore,
   RedisQuotaStore,
   systemClock,
-  type Dependency,
-  grpcDependency,
-  leaveKeepAlive,
-} from '@agentroom/kit';
+} from '@agentroom/kit/store';
 import { AttemptLimiter } from './attempt-limiter.js';
 import { Authorizations } from './authorization.js';
 import { OAuthClients } from './clients.js';

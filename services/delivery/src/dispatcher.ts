@@ -1,4 +1,5 @@
-import { LeasedFollower, type LeasedFollowerOptions, type Logger } from '@agentroom/kit';
+import type { Logger } from '@agentroom/kit/log';
+import { LeasedFollower, type LeasedFollowerOptions } from '@agentroom/kit/store';
 import type { WatchEventsResponse__Output } from '@agentroom/proto';
 import type { MessagingGateway } from './messaging.gateway.js';
 import type { DeliveryStore } from './store.js';

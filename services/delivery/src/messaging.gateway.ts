@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, outgoingMetadata } from '@agentroom/kit';
+import { clientOptions, outgoingMetadata } from '@agentroom/kit/grpc';
 import { messagingProto, type MessagingServiceClient, type WatchEventsResponse__Output } from '@agentroom/proto';
 
 /** The messaging service as delivery sees it: its global events feed, followed from a position. */

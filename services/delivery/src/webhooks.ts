@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { checkOutboundTarget, DomainError, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, viaFromProto } from '@agentroom/kit';
+import { viaFromProto } from '@agentroom/kit/domain';
+import { checkOutboundTarget, type OutboundPolicy, OutboundRefusal, type ResolvedAddress } from '@agentroom/kit/http';
+import { DomainError } from '@agentroom/kit/problems';
 import type { Message__Output, NotifiedPost__Output, Notification__Output } from '@agentroom/proto';
 
 /** The notification types an endpoint may subscribe to. */

@@ -1,23 +1,20 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
+import { publicUrls } from '@agentroom/kit/config';
+import { grpcDependency } from '@agentroom/kit/grpc';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import { closeHttpServer, type Dependency, leaveKeepAlive } from '@agentroom/kit/process';
 import {
-  closeHttpServer,
-  createLogger,
-  type Logger,
   MemoryFeedbackStore,
   MemoryIdempotencyStore,
   MemoryQuotaStore,
   openRedis,
-  publicUrls,
   type QuotaStore,
   RedisFeedbackStore,
   RedisIdempotencyStore,
   RedisQuotaStore,
-  type Dependency,
-  grpcDependency,
-  leaveKeepAlive,
-} from '@agentroom/kit';
+} from '@agentroom/kit/store';
 import type { EdgeConfig } from './config.js';
 import { AuthGateway } from './gateways/auth.gateway.js';
 import { TokenCache } from './gateways/token-cache.js';

@@ -1,4 +1,7 @@
-import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { createHttpApp, type ProblemAnswer } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import type { DomainError } from '@agentroom/kit/problems';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';

@@ -3,22 +3,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import {
-  CLIENT_OPTIONS,
-  createLogger,
-  cursorPageReads,
-  DomainError,
-  firstPageReads,
-  freePort,
-  HealthChecker,
-  LIMIT_MAX,
-  MemoryFeedbackStore,
-  MemoryIdempotencyStore,
-  MemoryQuotaStore,
-  newCursorSecret,
-  type Scope,
-  unaryCall,
-} from '@agentroom/kit';
+import type { Scope } from '@agentroom/kit/domain';
+import { CLIENT_OPTIONS, HealthChecker, unaryCall } from '@agentroom/kit/grpc';
+import { LIMIT_MAX, newCursorSecret } from '@agentroom/kit/http';
+import { freePort } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { cursorPageReads, firstPageReads } from '@agentroom/kit/metrics';
+import { DomainError } from '@agentroom/kit/problems';
+import { MemoryFeedbackStore, MemoryIdempotencyStore, MemoryQuotaStore } from '@agentroom/kit/store';
 import { roomProto, type UpsertAgentResponse__Output } from '@agentroom/proto';
 import type { Post, PostList } from '@agentroom/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

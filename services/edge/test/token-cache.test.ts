@@ -1,7 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { createLogger, DomainError, freePort, HealthChecker, type LocalRedis, mintToken, startRedisServer } from '@agentroom/kit';
+import { mintToken } from '@agentroom/kit/domain';
+import { HealthChecker } from '@agentroom/kit/grpc';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
 import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthGateway, type Principal } from '../src/gateways/auth.gateway.js';

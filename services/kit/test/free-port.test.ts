@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../src/index.js';
+import { freePort } from '../src/local/index.js';
 import type * as ports from '../src/local/ports.js';
 
 type FreePortModule = Pick<typeof ports, 'freePort' | 'reservePort'>;

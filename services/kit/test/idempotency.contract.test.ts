@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
 import {
   type Cluster,
   connectRedis,
@@ -7,14 +8,12 @@ import {
   IDEMPOTENCY_RUNNING_TTL_MS,
   IDEMPOTENCY_TTL_MS,
   type IdempotencyStore,
-  type LocalRedis,
   MemoryFeedbackStore,
   MemoryIdempotencyStore,
   type Redis,
   RedisFeedbackStore,
   RedisIdempotencyStore,
-  startRedisServer,
-} from '../src/index.js';
+} from '../src/store/index.js';
 import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 let redisServer: LocalRedis;

@@ -1,17 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
 import {
   type Cluster,
   connectRedis,
   connectRedisCluster,
   keysMatching,
-  type LocalRedis,
   MemoryQuotaStore,
   nextUtcMidnight,
   type QuotaStore,
   type Redis,
   RedisQuotaStore,
-  startRedisServer,
-} from '../src/index.js';
+} from '../src/store/index.js';
 import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 /** A clock the test moves by hand. */

@@ -1,15 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  isStorageUnavailable,
-  type LocalRedis,
-  LuaScript,
-  openRedis,
-  Redis,
-  type RedisClient,
-  startRedisServer,
-  storageEnv,
-  unreplicatedWrites,
-} from '../src/index.js';
+import { storageEnv } from '../src/config.js';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
+import { unreplicatedWrites } from '../src/metrics.js';
+import { isStorageUnavailable, LuaScript, openRedis, Redis, type RedisClient } from '../src/store/index.js';
 import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 const POSTS_KEY = 'ar:room:{main}:posts';

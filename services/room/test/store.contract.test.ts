@@ -1,14 +1,6 @@
-import {
-  type Cluster,
-  compareStreamIds,
-  connectRedis,
-  connectRedisCluster,
-  followFeed,
-  MENTIONS_MAX,
-  type LocalRedis,
-  type Redis,
-  startRedisServer,
-} from '@agentroom/kit';
+import { MENTIONS_MAX } from '@agentroom/kit/domain';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, followFeed, type Redis } from '@agentroom/kit/store';
 import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentRecord } from '../src/agents.js';

@@ -1,4 +1,6 @@
-import type { DomainError, ProblemAnswer, PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import type { ProblemAnswer } from '@agentroom/kit/http';
+import type { DomainError } from '@agentroom/kit/problems';
 
 /**
  * What a human (or the page script acting for one) should do about a problem, in the words of the

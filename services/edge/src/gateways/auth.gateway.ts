@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, outgoingMetadata, type Scope, unaryCall } from '@agentroom/kit';
+import type { Scope } from '@agentroom/kit/domain';
+import { clientOptions, outgoingMetadata, unaryCall } from '@agentroom/kit/grpc';
 import {
   type AuthenticateTokenResponse__Output,
   authProto,

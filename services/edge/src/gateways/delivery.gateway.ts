@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, HealthChecker, type HealthStatus, unaryCall } from '@agentroom/kit';
+import { clientOptions, HealthChecker, type HealthStatus, unaryCall } from '@agentroom/kit/grpc';
 import {
   type CreateWebhookResponse__Output,
   deliveryProto,

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
+import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
+import { clientOptions, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall } from '@agentroom/kit/grpc';
 import {
   type ListMessagesResponse__Output,
   type ListNotificationsResponse__Output,
@@ -12,7 +13,7 @@ import {
   type SendMessageResponse__Output,
   type WatchMessagesResponse__Output,
 } from '@agentroom/proto';
-import type { Via } from '@agentroom/kit';
+import type { Via } from '@agentroom/kit/domain';
 import type { Message, Notification } from '@agentroom/api';
 import { toPost } from './room.gateway.js';
 import { type UpstreamWatch, upstreamWatch } from './upstream.js';

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall, viaFromProto, viaToProto } from '@agentroom/kit';
+import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
+import { clientOptions, HealthChecker, type HealthStatus, outgoingMetadata, unaryCall } from '@agentroom/kit/grpc';
 import {
   type Agent__Output,
   type CreatePostResponse__Output,
@@ -13,7 +14,7 @@ import {
   type RoomServiceClient,
   type WatchPostsResponse__Output,
 } from '@agentroom/proto';
-import type { Via } from '@agentroom/kit';
+import type { Via } from '@agentroom/kit/domain';
 import type { Agent, Post } from '@agentroom/api';
 import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type Logger, tokenCacheLive, tokenCacheLookups, tokenRevocationsReceived } from '@agentroom/kit';
+import type { Logger } from '@agentroom/kit/log';
+import { tokenCacheLive, tokenCacheLookups, tokenRevocationsReceived } from '@agentroom/kit/metrics';
 import type { Principal, RevocationSignal } from './auth.gateway.js';
 import type { UpstreamWatch } from './upstream.js';
 

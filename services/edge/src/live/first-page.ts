@@ -1,4 +1,5 @@
-import { compareStreamIds, LIMIT_MAX } from '@agentroom/kit';
+import { LIMIT_MAX } from '@agentroom/kit/http';
+import { compareStreamIds } from '@agentroom/kit/store';
 import type { Post, PostList } from '@agentroom/api';
 import type { PagedPost } from '../gateways/room.gateway.js';
 import type { WindowExtension } from '../operations/table.js';

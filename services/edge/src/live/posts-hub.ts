@@ -1,5 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, unavailable as unavailableProblem } from '@agentroom/kit';
+import type { Logger } from '@agentroom/kit/log';
+import { liveFanoutDuration } from '@agentroom/kit/metrics';
+import { type DomainError, unavailable as unavailableProblem } from '@agentroom/kit/problems';
+import { compareStreamIds } from '@agentroom/kit/store';
 import type { Post, PostList } from '@agentroom/api';
 import type { PagedPost, RoomGateway } from '../gateways/room.gateway.js';
 import type { UpstreamWatch } from '../gateways/upstream.js';

@@ -1,4 +1,4 @@
-import { DomainError } from '@agentroom/kit';
+import { DomainError } from '@agentroom/kit/problems';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { Core } from '../operations/core.js';

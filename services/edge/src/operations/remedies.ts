@@ -1,4 +1,6 @@
-import { BODY_LIMIT_BYTES, type DomainError, SCOPES } from '@agentroom/kit';
+import { SCOPES } from '@agentroom/kit/domain';
+import { BODY_LIMIT_BYTES } from '@agentroom/kit/http';
+import type { DomainError } from '@agentroom/kit/problems';
 import type { Surface } from './surface.js';
 import type { OperationName } from './table.js';
 

@@ -1,4 +1,8 @@
-import { cursorPageReads, type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import type { HealthStatus } from '@agentroom/kit/grpc';
+import type { Logger } from '@agentroom/kit/log';
+import { cursorPageReads, feedbackReceived as feedbackCounter, firstPageReads } from '@agentroom/kit/metrics';
+import type { FeedbackStore } from '@agentroom/kit/store';
 import { apiIndexOf, connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
 import type { AuthGateway } from '../gateways/auth.gateway.js';
 import type { DeliveryGateway } from '../gateways/delivery.gateway.js';

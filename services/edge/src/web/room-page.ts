@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AGENT_CHOICES, DomainError, escapeHtml, pageShell, type PublicUrls, sameSecret, sendStatic, SESSION_COOKIE, staticAsset, timeHtml, VIA_WORDS } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { AGENT_CHOICES, sameSecret, VIA_WORDS } from '@agentroom/kit/domain';
+import { sendStatic, staticAsset } from '@agentroom/kit/http';
+import { DomainError } from '@agentroom/kit/problems';
+import { escapeHtml, pageShell, SESSION_COOKIE, timeHtml } from '@agentroom/kit/web';
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';

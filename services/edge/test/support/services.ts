@@ -1,15 +1,7 @@
-import {
-  connectRedis,
-  createLogger,
-  freePort,
-  MemoryFeedbackStore,
-  MemoryIdempotencyStore,
-  MemoryQuotaStore,
-  publicUrls,
-  type PublicUrls,
-  RedisIdempotencyStore,
-  RedisQuotaStore,
-} from '@agentroom/kit';
+import { publicUrls, type PublicUrls } from '@agentroom/kit/config';
+import { freePort } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { connectRedis, MemoryFeedbackStore, MemoryIdempotencyStore, MemoryQuotaStore, RedisIdempotencyStore, RedisQuotaStore } from '@agentroom/kit/store';
 import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { AuthGateway } from '../../src/gateways/auth.gateway.js';
 import { DeliveryGateway } from '../../src/gateways/delivery.gateway.js';
