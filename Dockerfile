@@ -44,8 +44,8 @@ LABEL org.opencontainers.image.title="agent-room" \
 ENV NODE_ENV=production
 
 # npm links the workspaces into node_modules/@agentroom/ from their package.json files alone.
-# launcher/ and bench/ are left out: npm skips a workspace whose folder is missing, and neither runs
-# in a cluster. Without install scripts for the reason given in the build stage; the runtime
+# launcher/, testkit/ and bench/ are left out: npm skips a workspace whose folder is missing, and none
+# runs in a cluster (testkit/ is test support, a devDependency only: docs/decisions.md §26). Without install scripts for the reason given in the build stage; the runtime
 # dependencies need none either (the gateway reads Scalar's prebuilt standalone bundle, not Vue).
 COPY package.json package-lock.json .npmrc LICENSE ./
 COPY proto/package.json proto/

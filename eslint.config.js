@@ -15,7 +15,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/test/**', 'e2e/**', 'bench/**', 'scripts/**'],
+    files: ['**/test/**', 'e2e/**', 'bench/**', 'testkit/**', 'scripts/**'],
     rules: { 'no-console': 'off', '@typescript-eslint/no-non-null-assertion': 'off' },
   },
 );

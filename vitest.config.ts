@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 /**
  * One vitest project per workspace (`vitest run --project room`, or `npm test` inside a workspace),
  * for its unit and contract tests in `<workspace>/test/`; and `e2e`, the end-to-end tests of the
- * whole product, by feature in `e2e/<feature>/` (`vitest run --project e2e`, or `vitest run e2e/mcp`).
+ * whole product, by feature in `e2e/<feature>/` (`vitest run --project e2e`, or `vitest run e2e/mcp`); and
+ * `repo`, the checks of the repository as a whole in `test/` (its import rules).
  */
 const WORKSPACES: Record<string, string> = {
   proto: 'proto',
@@ -47,6 +48,8 @@ export default defineConfig({
         test: { name, include: [`${folder}/test/**/*.test.ts`] },
       })),
       { extends: true, test: { name: 'e2e', include: ['e2e/**/*.test.ts'] } },
+      // Checks of the repository as a whole (its import rules, test/boundaries.test.ts).
+      { extends: true, test: { name: 'repo', include: ['test/**/*.test.ts'] } },
     ],
   },
 });

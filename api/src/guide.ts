@@ -1,4 +1,4 @@
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 import { isRestRoute } from './carriage.js';
 import { liveFeedUrl } from './live.js';
 import { LIMITS, type OperationName, OPERATIONS, SCOPE_MEANINGS, scopeFor } from './operations.js';

@@ -1,4 +1,5 @@
-import type { PublicUrls, Scope } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import type { Scope } from '@agentroom/kit/domain';
 import type { z } from 'zod';
 import { message, notification, post } from './schemas.js';
 

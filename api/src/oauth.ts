@@ -1,4 +1,4 @@
-import { SIGNUP_SCOPES_MAX } from '@agentroom/kit';
+import { SIGNUP_SCOPES_MAX } from '@agentroom/kit/domain';
 import { z } from 'zod';
 import { AGENT_NAME_EXPECTED, AGENT_NAME_MAX, agentName, codePointsAtMost, PLAIN_TEXT_PATTERN } from './schemas.js';
 

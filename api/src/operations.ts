@@ -11,7 +11,7 @@ import {
   SIGNUP_SCOPES_MAX,
   WEBHOOK_URL_MAX,
   WEBHOOKS_MAX,
-} from '@agentroom/kit';
+} from '@agentroom/kit/domain';
 import { z } from 'zod';
 import {
   agent,

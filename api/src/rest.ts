@@ -1,4 +1,4 @@
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 import { isOAuthEndpoint, isRestRoute, type RestBase, type RestRoute } from './carriage.js';
 import { type OperationName, OPERATIONS } from './operations.js';
 

@@ -1,4 +1,6 @@
-import { codePointLength, LIMIT_DEFAULT, LIMIT_EXPECTED, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, type ProblemFields, type ProblemSlug, SCOPES, VIAS } from '@agentroom/kit';
+import { codePointLength, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, SCOPES, VIAS } from '@agentroom/kit/domain';
+import { LIMIT_EXPECTED } from '@agentroom/kit/http';
+import type { ProblemFields, ProblemSlug } from '@agentroom/kit/problems';
 import { z } from 'zod';
 
 /**

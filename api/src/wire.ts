@@ -1,4 +1,4 @@
-import { type Scope, viaFromProto } from '@agentroom/kit';
+import { type Scope, viaFromProto } from '@agentroom/kit/domain';
 import type {
   Agent__Output,
   Attempt__Output,

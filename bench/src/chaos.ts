@@ -13,9 +13,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type LocalRedis, startRedisServer } from '@agentroom/kit';
-import { describeHealth, health, listedMessages, listedPostIds, LiveFeed, Load, type RunningCluster, sleep, startCluster, until, type WindowStats } from './faults.js';
-import { approvedAgent, approvedToken } from './human.js';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import {
+  describeHealth,
+  health,
+  listedMessages,
+  listedPostIds,
+  LiveFeed,
+  Load,
+  type RunningCluster,
+  sleep,
+  startCluster,
+  until,
+  type WindowStats,
+  approvedAgent,
+  approvedToken,
+} from '@agentroom/testkit';
 
 const USAGE = 'npm run chaos [-- --replicas N] (N processes of every service, 1 to 4, 2 by default), or npm run chaos -- --redis-cluster';
 const DEADLINE_MS = 5_000;

@@ -2,7 +2,8 @@ import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_p
 import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS, onParentGone } from '@agentroom/kit';
+import { NODE_FLAGS } from '@agentroom/kit/local';
+import { onParentGone } from '@agentroom/kit/process';
 import { z } from 'zod';
 
 /** The one line a server child prints on stdout once it is ready; logs never look like it. */

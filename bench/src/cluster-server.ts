@@ -5,7 +5,8 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePort, onParentGone } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
+import { onParentGone } from '@agentroom/kit/process';
 import { z } from 'zod';
 import { announcePort, type EdgeProcess, killPids } from './children.js';
 

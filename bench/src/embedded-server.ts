@@ -1,6 +1,6 @@
 // Child process: the whole product in embedded mode (one process); prints
 // {"port":N,"apiUrl":"http://127.0.0.1:N/api","room":"127.0.0.1:M"}.
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import { startEmbedded } from '@agentroom/launcher';
 import { announcePort, stopOnSignal } from './children.js';
 

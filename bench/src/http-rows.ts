@@ -1,7 +1,7 @@
 // The HTTP rows: the two baselines, then the product's routes under the same autocannon load, each
 // compared with the bare node:http baseline's rate.
 import { type ServerChild } from './children.js';
-import { approvedToken } from './human.js';
+import { approvedToken } from '@agentroom/testkit';
 import { type LoadRun, measure, measureAtRate } from './load.js';
 import { mcpReadPosts } from './mcp.js';
 import { cursorPaths, LIST_POSTS_PATH, page } from './pages.js';

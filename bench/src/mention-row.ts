@@ -5,7 +5,7 @@ import { request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createParser } from 'eventsource-parser';
 import { type CpuSpent, startCpu, totalCpuMs } from './cpu.js';
-import { approvedAgent } from './human.js';
+import { approvedAgent } from '@agentroom/testkit';
 import { progress } from './progress.js';
 import { atMostCheck, type Context, type Measurement } from './row.js';
 import { percentile } from './stats.js';

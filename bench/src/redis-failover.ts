@@ -8,9 +8,20 @@
 // `REDIS_WAIT_REPLICAS=0` runs it without waiting for replicas (docs/decisions.md §20), to compare.
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { type LocalRedisCluster, LuaScript, openRedis, Redis, type RedisClient, startRedisCluster } from '@agentroom/kit';
-import { listedPostIds, LiveFeed, Load, type RunningCluster, sleep, startCluster, until, type WindowStats } from './faults.js';
-import { approvedToken } from './human.js';
+import { LuaScript, openRedis, Redis, type RedisClient } from '@agentroom/kit/store';
+import {
+  type LocalRedisCluster,
+  startRedisCluster,
+  listedPostIds,
+  LiveFeed,
+  Load,
+  type RunningCluster,
+  sleep,
+  startCluster,
+  until,
+  type WindowStats,
+  approvedToken,
+} from '@agentroom/testkit';
 import { percentile } from './stats.js';
 
 const NODE_TIMEOUT_MS = 2_000;

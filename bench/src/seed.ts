@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit';
+import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
 import { type Agent__Output, type Post__Output, roomProto } from '@agentroom/proto';
 
 const DEADLINE_MS = 5_000;

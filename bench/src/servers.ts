@@ -1,7 +1,7 @@
 // The servers the rows load, each in its own process and started on first use: the product in
 // embedded mode and as the cluster (both seeded with the same posts), and the two baselines
 // replaying the product's first page.
-import { EMBEDDED_NODE_FLAGS } from '@agentroom/kit';
+import { EMBEDDED_NODE_FLAGS } from '@agentroom/kit/local';
 import { type CapturedResponse, capture, cannedEnv } from './canned.js';
 import { type ServerChild, startServerChild } from './children.js';
 import { page, SEEDED_POSTS } from './pages.js';

@@ -2,7 +2,7 @@
 // of the cluster, a few rounds; delivery latency (p99) and the edge's RSS against their targets.
 import { type CpuSpent, startCpu, totalCpuMs } from './cpu.js';
 import { fanout, openFilesLimit } from './fanout.js';
-import { approvedToken } from './human.js';
+import { approvedToken } from '@agentroom/testkit';
 import { progress } from './progress.js';
 import { atMostCheck, type Context, type Measurement } from './row.js';
 import { percentile } from './stats.js';

@@ -8,7 +8,7 @@ import { type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
 import { type CpuSpent, startCpu, totalCpuMs } from './cpu.js';
-import { approvedAgent, humanSession } from './human.js';
+import { approvedAgent, humanSession } from '@agentroom/testkit';
 import { progress } from './progress.js';
 import { atLeastCheck, atMostCheck, type Context, figure, type Measurement } from './row.js';
 import { percentile } from './stats.js';

@@ -1,4 +1,5 @@
-import { freePort, SCOPES } from '@agentroom/kit';
+import { SCOPES } from '@agentroom/kit/domain';
+import { freePort } from '@agentroom/kit/local';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

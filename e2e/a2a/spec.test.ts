@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { CancelTaskRequest, GetTaskRequest, ListTasksRequest, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { PushNotificationNotSupportedError } from '@a2a-js/sdk/errors';
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';

@@ -1,11 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// `npm run chaos` in small: the same cluster child, load and checks (bench/src/faults.ts).
-import { health, listedPostIds, LiveFeed, Load, type RunningCluster, sleep, startCluster, until } from '../../bench/src/faults.js';
-import { approvedToken } from '../../bench/src/human.js';
+// `npm run chaos` in small: the same cluster child, load and checks (@agentroom/testkit).
+import { health, listedPostIds, LiveFeed, Load, type RunningCluster, sleep, startCluster, until, approvedToken } from '@agentroom/testkit';
 
 const DEADLINE_MS = 5_000;
 

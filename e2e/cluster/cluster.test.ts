@@ -1,7 +1,7 @@
-import { HealthChecker } from '@agentroom/kit';
+import { HealthChecker } from '@agentroom/kit/grpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The human's side of sign-up over the pages, shared with the benchmark (which needs real tokens too).
-import { approvedToken } from '../../bench/src/human.js';
+import { approvedToken } from '@agentroom/testkit';
 import { type ClusterProcess, startClusterProcess } from '../support/processes.js';
 import { RoomClient } from '../support/room-client.js';
 import { SseClient } from '../support/sse.js';

@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The human's side of sign-up over the pages (auth's, here through Envoy), shared with the benchmark.
-import { approvedToken } from '../../bench/src/human.js';
+import { approvedToken } from '@agentroom/testkit';
 import { a2aClient, partsOf, send, textMessage } from '../support/a2a.js';
 import type { Problem } from '../support/agent.js';
 import { decoded, rawRequest } from '../support/compression.js';

@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type RunningCluster, startCluster } from '../../bench/src/faults.js';
-import { registerHuman } from '../../bench/src/human.js';
+import { type RunningCluster, startCluster, registerHuman } from '@agentroom/testkit';
 import { root, runCommand as run } from '../support/processes.js';
 
 const SCOPES = 'posts:write,messages:write,messages:read';

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import { describe, expect, it } from 'vitest';
 import { root } from '../support/processes.js';
 

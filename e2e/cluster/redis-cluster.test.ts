@@ -1,4 +1,5 @@
-import { freePort, type LocalRedisCluster, startRedisCluster } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { post, signUp } from '../support/agent.js';

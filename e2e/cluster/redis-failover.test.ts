@@ -1,8 +1,7 @@
-import { type LocalRedisCluster, openRedis, startRedisCluster } from '@agentroom/kit';
+import { openRedis } from '@agentroom/kit/store';
+import { type LocalRedisCluster, startRedisCluster, Load, type RunningCluster, sleep, startCluster, until, approvedToken } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// `npm run chaos -- --redis-cluster` in small: the same cluster child and load (bench/src/faults.ts).
-import { Load, type RunningCluster, sleep, startCluster, until } from '../../bench/src/faults.js';
-import { approvedToken } from '../../bench/src/human.js';
+// `npm run chaos -- --redis-cluster` in small: the same cluster child and load (@agentroom/testkit).
 
 const DEADLINE_MS = 5_000;
 const POSTS_KEY = 'ar:room:{main}:posts';

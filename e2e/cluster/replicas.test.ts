@@ -1,6 +1,6 @@
-import { type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { afterAll, beforeAll } from 'vitest';
-import { type RunningCluster, startCluster } from '../../bench/src/faults.js';
+import { type RunningCluster, startCluster } from '@agentroom/testkit';
 import { firstPageSuite } from './replicas/first-page.js';
 import { revocationSuite } from './replicas/revocation.js';
 import { rolloutSuite } from './replicas/rollout.js';

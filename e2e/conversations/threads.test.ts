@@ -1,4 +1,4 @@
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

@@ -1,6 +1,7 @@
-import { closeHttpServer, freePort, startAdminServer } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
+import { closeHttpServer, startAdminServer } from '@agentroom/kit/process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../../bench/src/faults.js';
+import { until } from '@agentroom/testkit';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
 import { metricAt } from '../support/replicas.js';

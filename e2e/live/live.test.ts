@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
-import { freePort, type LocalRedis, registry, startRedisServer } from '@agentroom/kit';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { registry } from '@agentroom/kit/metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';

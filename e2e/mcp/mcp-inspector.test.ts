@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MCP_TOOL_OPERATIONS } from '@agentroom/api';
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));

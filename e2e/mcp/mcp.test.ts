@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { isMcpTool, MCP_TOOL_OPERATIONS, OPERATIONS } from '@agentroom/api';
-import { freePort, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, SCOPES } from '@agentroom/kit';
+import { LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, SCOPES } from '@agentroom/kit/domain';
+import { freePort } from '@agentroom/kit/local';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
-import { freePort, HOST_CONNECTIONS_MAX } from '@agentroom/kit';
+import { HOST_CONNECTIONS_MAX } from '@agentroom/kit/domain';
+import { freePort } from '@agentroom/kit/local';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import * as oidc from 'openid-client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

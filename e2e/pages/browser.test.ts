@@ -1,4 +1,5 @@
-import { freePort, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit';
+import { SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit/domain';
+import { freePort } from '@agentroom/kit/local';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

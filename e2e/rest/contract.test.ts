@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { REST_BINDINGS } from '@agentroom/api';
-import { freePort, SCOPES } from '@agentroom/kit';
+import { SCOPES } from '@agentroom/kit/domain';
+import { freePort } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';

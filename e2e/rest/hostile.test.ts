@@ -1,4 +1,5 @@
-import { freePort, type LocalRedis, mintToken, startRedisServer } from '@agentroom/kit';
+import { mintToken } from '@agentroom/kit/domain';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

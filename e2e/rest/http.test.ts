@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { closeHttpServer, freePort, type LocalRedis, startAdminServer, startRedisServer } from '@agentroom/kit';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { closeHttpServer, startAdminServer } from '@agentroom/kit/process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';

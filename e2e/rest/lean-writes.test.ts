@@ -1,4 +1,4 @@
-import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { signUp } from '../support/agent.js';

@@ -1,4 +1,5 @@
-import { ConfigError, freePort, type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { ConfigError } from '@agentroom/kit/config';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';

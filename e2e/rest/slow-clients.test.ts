@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
-import { freePort, loadConfig } from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
+import { freePort } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routerEnv } from '@agentroom/gateway';
 import { embeddedEnv } from '../../launcher/src/config.js';

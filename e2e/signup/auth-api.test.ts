@@ -1,4 +1,5 @@
-import { freePort, type LocalRedis, SIGNUP_POLL_INTERVAL_SECONDS, startRedisServer } from '@agentroom/kit';
+import { SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit/domain';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import * as oauth from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';

@@ -1,4 +1,5 @@
-import { freePort, SCOPES } from '@agentroom/kit';
+import { SCOPES } from '@agentroom/kit/domain';
+import { freePort } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';

@@ -1,4 +1,4 @@
-import type { Clock } from '@agentroom/kit';
+import type { Clock } from '@agentroom/kit/store';
 
 /** The wall clock plus however far a test moved it: the product's rules see time pass without the test sleeping. */
 export class MovableClock implements Clock {

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 
 /** The repository's root, where the commands run. */
 export const root = fileURLToPath(new URL('../../', import.meta.url));

@@ -1,4 +1,4 @@
-import type { RunningCluster } from '../../bench/src/faults.js';
+import type { RunningCluster } from '@agentroom/testkit';
 
 /**
  * One cluster shared by the replica suites (e2e/cluster/replicas.test.ts): two edges and two

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit';
+import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
 import { type CreatePostResponse__Output, roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
 
 /** Talks to a running room service over its real gRPC API, to put posts and agents in place. */

@@ -3,13 +3,12 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The launcher as a child whose log is followed (pids, restarts), as the fault smoke test drives it.
-import { type RunningCluster, sleep, startCluster } from '../../bench/src/faults.js';
-import { approvedAgent } from '../../bench/src/human.js';
+import { type RunningCluster, sleep, startCluster, approvedAgent } from '@agentroom/testkit';
 
 /** The burst of part 1, and how many of its direct messages are in flight at once. */
 const BURST = 1_000;

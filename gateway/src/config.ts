@@ -1,4 +1,4 @@
-import { logEnv, adminEnv, publicUrlsEnv, shutdownEnv } from '@agentroom/kit';
+import { logEnv, adminEnv, publicUrlsEnv, shutdownEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 
 /** The router's own environment, when it runs as its own process. */

@@ -1,7 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { apiResourceMetadataUrl, LIMITS, LIVE_FEED_NAMES, liveFeedUrl, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
-import { type CachePolicy, type Compressed, digestOf, IDEMPOTENCY_KEY_HOURS, FAVICON_SVG, faviconIco, PROBLEM_TYPES, type ProblemSlug, type PublicUrls, SCOPES, SITE_ASSETS, SITE_CSS, siteScript, staticAsset, type StaticAsset } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { IDEMPOTENCY_KEY_HOURS, SCOPES } from '@agentroom/kit/domain';
+import { type CachePolicy, type Compressed, digestOf, staticAsset, type StaticAsset } from '@agentroom/kit/http';
+import { PROBLEM_TYPES, type ProblemSlug } from '@agentroom/kit/problems';
+import { FAVICON_SVG, faviconIco, SITE_ASSETS, SITE_CSS, siteScript } from '@agentroom/kit/web';
 import { authMd, llmsTxt, mcpHostSetup } from './guides.js';
 import { openApiDocument } from './openapi.js';
 import { developersPage, PORTAL_CSP, problemPage, problemsIndexPage, referenceCsp, referencePage, webhooksPage } from './portal.js';

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PublicUrls } from '@agentroom/kit';
-import { CONTENT_CODINGS, type ContentCoding, representationOf } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { CONTENT_CODINGS, type ContentCoding, representationOf } from '@agentroom/kit/http';
 import type { ServedDocument } from './discovery.js';
 
 /**

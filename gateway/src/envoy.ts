@@ -2,7 +2,8 @@
 // what the local router (router.ts) does for `npm run cluster`, with the same routes, the same
 // documents and headers, the same client address rules and the same problem documents.
 import { isIP } from 'node:net';
-import { corsHeaders, corsPreflightHeaders, type PublicUrls, publicUrls } from '@agentroom/kit';
+import { type PublicUrls, publicUrls } from '@agentroom/kit/config';
+import { corsHeaders, corsPreflightHeaders } from '@agentroom/kit/http';
 import { Document as YamlDocument, isScalar, visit } from 'yaml';
 import { DOCUMENT_INDEX, luaLiteral } from './document-files.js';
 import { CATCH_ALL, resolveRoutes, type ResolvedRoute, ROUTES, type Route } from './routes.js';

@@ -18,7 +18,8 @@ import {
   urlMapOf,
   wellKnownUrlOf,
 } from '@agentroom/api';
-import { HOST_CONNECTIONS_MAX, type PublicUrls, SCOPES } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { HOST_CONNECTIONS_MAX, SCOPES } from '@agentroom/kit/domain';
 
 function scopeList(): string {
   return SCOPES.map((scope) => `- \`${scope}\`: ${SCOPE_MEANINGS[scope]}`).join('\n');

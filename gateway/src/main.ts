@@ -1,6 +1,8 @@
 // The router as its own process (cluster mode): edge replicas behind it, over HTTP.
 import './node-version.js';
-import { closeHttpServer, createLogger, exitOnStartupFailure, leaveKeepAlive, loadConfigOrExit, publicUrls, runUntilSignal } from '@agentroom/kit';
+import { loadConfigOrExit, publicUrls } from '@agentroom/kit/config';
+import { createLogger } from '@agentroom/kit/log';
+import { closeHttpServer, exitOnStartupFailure, leaveKeepAlive, runUntilSignal } from '@agentroom/kit/process';
 import { routerEnv } from './config.js';
 import { endLiveStreams, startRouter } from './router.js';
 import { resolveRoutes } from './routes.js';

@@ -44,7 +44,10 @@ import {
   signupPoll,
   tokenRequestForm,
 } from '@agentroom/api';
-import { IDEMPOTENCY_KEY_HOURS, MEMORY_IDEMPOTENCY_KEYS_MAX, PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus, type PublicUrls, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { IDEMPOTENCY_KEY_HOURS, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit/domain';
+import { PROBLEM_CODES, PROBLEM_TYPES, problemFields, type ProblemSlug, problemStatus } from '@agentroom/kit/problems';
+import { MEMORY_IDEMPOTENCY_KEYS_MAX } from '@agentroom/kit/store';
 import { z } from 'zod';
 
 /** The problem document every error answers with (RFC 9457, plus `code` and `remedy`). */

@@ -1,20 +1,17 @@
 import { connectStepsOf, LIMITS, LIVE_FEED_NAMES, LIVE_FEEDS, liveFeedUrl, MCP_TOOL_OPERATIONS, OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, scopeFor, urlMapOf } from '@agentroom/api';
+import type { PublicUrls } from '@agentroom/kit/config';
 import {
   BODY_LIMIT_BYTES,
-  escapeHtml,
   LIMIT_MAX,
   LIMIT_MIN,
-  pageShell,
   POST_TEXT_MAX,
-  PROBLEM_TYPES,
-  type ProblemSlug,
-  problemStatus,
-  type PublicUrls,
   SCOPES,
   SIGNUP_POLL_INTERVAL_SECONDS,
   WEBHOOK_FAILURES_MAX,
   WEBHOOKS_MAX,
-} from '@agentroom/kit';
+} from '@agentroom/kit/domain';
+import { PROBLEM_TYPES, type ProblemSlug, problemStatus } from '@agentroom/kit/problems';
+import { escapeHtml, pageShell } from '@agentroom/kit/web';
 import { mcpHostSetup } from './guides.js';
 
 const e = escapeHtml;

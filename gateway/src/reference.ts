@@ -1,4 +1,5 @@
-import { escapeHtml, type PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { escapeHtml } from '@agentroom/kit/web';
 import { page } from './portal.js';
 
 const e = escapeHtml;

@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit, port, publicUrls, publicUrlsEnv } from '@agentroom/kit';
+import { loadConfigOrExit, port, publicUrls, publicUrlsEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 import { writeDocuments } from './document-files.js';
 import { CHART_ENVOY_FILE, chartEnvoyYaml, type Endpoint, ENVOY_DEFAULTS, envoyBootstrap, envoyYaml } from './envoy.js';

@@ -1,6 +1,7 @@
 import { type ClientRequest, createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { corsHeaders, corsPreflightHeaders, REQUEST_ID_HEADER, requestIdFrom, type Logger, sendStatic, uncountedQuota } from '@agentroom/kit';
+import { corsHeaders, corsPreflightHeaders, REQUEST_ID_HEADER, requestIdFrom, sendStatic, uncountedQuota } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
 import { CATCH_ALL, matchRoute, type ResolvedRoute, type Upstream } from './routes.js';
 import type { ServedDocument } from './discovery.js';
 

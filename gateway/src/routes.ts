@@ -1,4 +1,4 @@
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 
 /** Who answers a route: a service, or the gateway itself for the static discovery documents. */
 export type Upstream = 'edge' | 'auth' | 'gateway';

@@ -1,5 +1,8 @@
 import type { Server } from 'node:http';
-import { createLogger, freePort, MIN_COMPRESSED_BYTES, negotiateCoding, type PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { MIN_COMPRESSED_BYTES, negotiateCoding } from '@agentroom/kit/http';
+import { freePort } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCompressedAsset, expectUncompressedAsset, NEGOTIATIONS, rawRequest } from '../../e2e/support/compression.js';
 import { discoveryDocuments } from '../src/discovery.js';

@@ -1,6 +1,9 @@
 import type { Server } from 'node:http';
 import { apiResourceMetadataUrl, LIVE_FEED_NAMES, LIVE_FEEDS, liveFeedUrl, mcpResourceMetadataUrl, mcpResourceUrl, TOKEN_GRANTS, wellKnownUrlOf } from '@agentroom/api';
-import { createLogger, freePort, type PublicUrls, SCOPES } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { SCOPES } from '@agentroom/kit/domain';
+import { freePort } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { discoveryDocuments } from '../src/discovery.js';
 import { documentFileNames } from '../src/document-files.js';

@@ -3,7 +3,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cacheControlOf, etagOf, freePort, negotiateCoding, type PublicUrls, publicUrls, staticAsset, uncountedQuota } from '@agentroom/kit';
+import { type PublicUrls, publicUrls } from '@agentroom/kit/config';
+import { cacheControlOf, etagOf, negotiateCoding, staticAsset, uncountedQuota } from '@agentroom/kit/http';
+import { freePort } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { expectCompressedAsset, expectUncompressedAsset, NEGOTIATIONS, rawRequest } from '../../e2e/support/compression.js';

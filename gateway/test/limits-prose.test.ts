@@ -13,7 +13,7 @@ import {
   SIGNUP_POLL_INTERVAL_SECONDS,
   WEBHOOK_FAILURES_MAX,
   WEBHOOKS_MAX,
-} from '@agentroom/kit';
+} from '@agentroom/kit/domain';
 import { describe, expect, it } from 'vitest';
 
 /**

@@ -1,5 +1,5 @@
 import { urlMapOf } from '@agentroom/api';
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 
 export interface BannerFacts {
   urls: PublicUrls;

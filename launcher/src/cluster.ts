@@ -10,29 +10,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import {
-  assertPortFree,
-  createLogger,
-  cursorSecretEnv,
-  exitingWithParent,
-  exitOnStartupFailure,
-  freePort,
-  HealthChecker,
-  loadConfigOrExit,
-  type LocalRedis,
-  logEnv,
-  newCursorSecret,
-  NODE_FLAGS,
-  onParentGone,
-  openRedis,
-  port,
-  publicUrls,
-  publicUrlsEnv,
-  reservePort,
-  startRedisServer,
-  startupProblem,
-  storageEnv,
-} from '@agentroom/kit';
+import { cursorSecretEnv, loadConfigOrExit, logEnv, port, publicUrls, publicUrlsEnv, storageEnv } from '@agentroom/kit/config';
+import { HealthChecker } from '@agentroom/kit/grpc';
+import { newCursorSecret } from '@agentroom/kit/http';
+import { freePort, type LocalRedis, NODE_FLAGS, reservePort, startRedisServer } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { assertPortFree, exitingWithParent, exitOnStartupFailure, onParentGone, startupProblem } from '@agentroom/kit/process';
+import { openRedis } from '@agentroom/kit/store';
 import { z } from 'zod';
 
 // The only flag: anything else is a mistake, said in one line before anything starts.

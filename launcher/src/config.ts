@@ -1,4 +1,4 @@
-import { cursorSecretEnv, logEnv, adminEnv, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit';
+import { cursorSecretEnv, logEnv, adminEnv, publicUrlsEnv, shutdownEnv, storageEnv } from '@agentroom/kit/config';
 import { routerTimeoutsEnv, timeoutsInOrder } from '@agentroom/gateway';
 import { z } from 'zod';
 

@@ -1,4 +1,8 @@
-import { type Clock, closeHttpServer, createLogger, type DestinationStream, loadConfig, type Logger, type LogFormat, MemoryQuotaStore, newCursorSecret, Probes, publicUrls, type PublicUrls, systemClock } from '@agentroom/kit';
+import { loadConfig, publicUrls, type PublicUrls } from '@agentroom/kit/config';
+import { newCursorSecret } from '@agentroom/kit/http';
+import { createLogger, type DestinationStream, type Logger, type LogFormat } from '@agentroom/kit/log';
+import { closeHttpServer, Probes } from '@agentroom/kit/process';
+import { type Clock, MemoryQuotaStore, systemClock } from '@agentroom/kit/store';
 import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { deliveryEnv, start as startDelivery } from '@agentroom/delivery';

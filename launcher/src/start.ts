@@ -1,7 +1,9 @@
 // `npm start`: the room at http://localhost:8080 with no setup.
 import '@agentroom/gateway/node-version';
 import { setFlagsFromString } from 'node:v8';
-import { assertPortFree, closeHttpServer, createLogger, exitOnSignal, exitOnStartupFailure, loadConfigOrExit, quietStartup, startAdminServer } from '@agentroom/kit';
+import { loadConfigOrExit } from '@agentroom/kit/config';
+import { createLogger, quietStartup } from '@agentroom/kit/log';
+import { assertPortFree, closeHttpServer, exitOnSignal, exitOnStartupFailure, startAdminServer } from '@agentroom/kit/process';
 import { banner } from './banner.js';
 import { embeddedEnv } from './config.js';
 import { seedDemo } from './demo.js';

@@ -4,7 +4,7 @@ import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '@agentroom/kit';
+import { freePort } from '@agentroom/kit/local';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MINIMUM_NODE } from '@agentroom/gateway/node-version';
 

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../../../bench/src/faults.js';
-import { approvedToken } from '../../../bench/src/human.js';
+import { until, approvedToken } from '@agentroom/testkit';
 import { percentile, type Replicas } from '../../support/replicas.js';
 
 /**

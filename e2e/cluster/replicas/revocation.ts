@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sleep, until } from '../../../bench/src/faults.js';
-import { approvedToken } from '../../../bench/src/human.js';
+import { sleep, until, approvedToken } from '@agentroom/testkit';
 import { percentile, type Replicas } from '../../support/replicas.js';
 
 /**

@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { listedPostIds, Load, sleep } from '../../../bench/src/faults.js';
-import { approvedToken } from '../../../bench/src/human.js';
+import { listedPostIds, Load, sleep, approvedToken } from '@agentroom/testkit';
 import type { Replicas } from '../../support/replicas.js';
 
 /**

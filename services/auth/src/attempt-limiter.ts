@@ -1,4 +1,5 @@
-import { type Clock, DomainError } from '@agentroom/kit';
+import { DomainError } from '@agentroom/kit/problems';
+import type { Clock } from '@agentroom/kit/store';
 import type { AuthStore } from './store.js';
 
 /** Who types a code: their session (hashed) and their client address. */

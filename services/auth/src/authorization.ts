@@ -1,17 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import {
-  AGENT_CHOICES,
-  type Clock,
-  DomainError,
-  hashSecret,
-  HOST_CONNECTIONS_MAX,
-  isWellFormedRefreshToken,
-  type Logger,
-  mintRefreshToken,
-  type PublicUrls,
-  type Scope,
-  SCOPES,
-} from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { AGENT_CHOICES, hashSecret, HOST_CONNECTIONS_MAX, isWellFormedRefreshToken, mintRefreshToken, type Scope, SCOPES } from '@agentroom/kit/domain';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import type { Clock } from '@agentroom/kit/store';
 import { verifyChallenge } from 'pkce-challenge';
 import { agentNameOf } from './device-flow.js';
 import { type OAuthClients, redirectUriMatches } from './clients.js';

@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { type Clock, codePointLength, DomainError, fetchGuarded, type Logger, OutboundRefusal, type OutboundPolicy } from '@agentroom/kit';
+import { codePointLength } from '@agentroom/kit/domain';
+import { fetchGuarded, OutboundRefusal, type OutboundPolicy } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import type { Clock } from '@agentroom/kit/store';
 import { OAuthClientInformationFullSchema } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { OAuthClient } from './records.js';
 import type { AuthStore } from './store.js';

@@ -1,4 +1,4 @@
-import { address, grpcTarget, port, serviceEnv } from '@agentroom/kit';
+import { address, grpcTarget, port, serviceEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 import { DEFAULT_PASSWORD_HASH_COST, PASSWORD_HASH_COST_MAX, PASSWORD_HASH_COST_MIN } from './humans.js';
 

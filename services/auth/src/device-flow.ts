@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { type Clock, codePointLength, createLogger, DomainError, hashSecret, type Logger, type Scope, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit';
+import { codePointLength, hashSecret, type Scope, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit/domain';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import type { Clock } from '@agentroom/kit/store';
 import type { DeviceAnswer, DeviceFlow, Grant, Human, TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { AuthStore } from './store.js';

@@ -1,4 +1,7 @@
-import { addressAdmission, createHttpApp, type IdempotencyStore, type Logger, type PublicUrls, type QuotaStore } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { addressAdmission, createHttpApp } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import type { IdempotencyStore, QuotaStore } from '@agentroom/kit/store';
 import type { Express } from 'express';
 import type { AuthDomain } from './domain.js';
 import { humanAnswer } from './web/remedies.js';

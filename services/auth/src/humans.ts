@@ -1,5 +1,7 @@
 import { randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
-import { type Clock, codePointLength, DomainError, hashSecret } from '@agentroom/kit';
+import { codePointLength, hashSecret } from '@agentroom/kit/domain';
+import { DomainError } from '@agentroom/kit/problems';
+import type { Clock } from '@agentroom/kit/store';
 import type { Human, Session } from './records.js';
 import type { AuthStore } from './store.js';
 

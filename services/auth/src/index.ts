@@ -1,23 +1,19 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { publicUrls } from '@agentroom/kit/config';
+import { grpcDependency, serviceClient } from '@agentroom/kit/grpc';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import { closeHttpServer, type Dependency, leaveKeepAlive } from '@agentroom/kit/process';
 import {
   type Clock,
-  closeHttpServer,
-  createLogger,
-  type Logger,
   MemoryIdempotencyStore,
   MemoryQuotaStore,
   openRedis,
-  publicUrls,
   type QuotaStore,
   RedisIdempotencyStore,
   RedisQuotaStore,
   systemClock,
-  type Dependency,
-  grpcDependency,
-  leaveKeepAlive,
-  serviceClient,
-} from '@agentroom/kit';
+} from '@agentroom/kit/store';
 import { toWebhook } from '@agentroom/api/wire';
 import { deliveryProto } from '@agentroom/proto';
 import { AttemptLimiter } from './attempt-limiter.js';

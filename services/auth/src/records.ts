@@ -1,4 +1,4 @@
-import type { Scope } from '@agentroom/kit';
+import type { Scope } from '@agentroom/kit/domain';
 
 /** Expiry is derived from time, and a consumed flow is deleted, so neither is a stored status. */
 export type DeviceFlowStatus = 'pending' | 'approving' | 'approved' | 'declined';

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, type Scope, unaryCall } from '@agentroom/kit';
+import type { Scope } from '@agentroom/kit/domain';
+import { clientOptions, unaryCall } from '@agentroom/kit/grpc';
 import { roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
 
 /** The agent record auth writes: the room keeps the first `createdAt` and makes the id of a new one. */

@@ -1,5 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
-import { DomainError, GrpcServer, isWellFormedRefreshToken, type Logger, SCOPES, SIGNUP_SCOPES_MAX, unavailable } from '@agentroom/kit';
+import { isWellFormedRefreshToken, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit/domain';
+import { GrpcServer } from '@agentroom/kit/grpc';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError, unavailable } from '@agentroom/kit/problems';
 import { authProto, type AuthServiceHandlers, type WatchRevocationsResponse } from '@agentroom/proto';
 import { z } from 'zod';
 import type { Authorizations } from './authorization.js';

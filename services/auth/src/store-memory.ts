@@ -1,4 +1,4 @@
-import { type Clock, StreamIds, systemClock } from '@agentroom/kit';
+import { type Clock, StreamIds, systemClock } from '@agentroom/kit/store';
 import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
 import {
   type AttemptWindow,

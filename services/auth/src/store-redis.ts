@@ -1,4 +1,5 @@
-import { type Clock, duplicateClient, hashSecret, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, systemClock } from '@agentroom/kit';
+import { hashSecret } from '@agentroom/kit/domain';
+import { type Clock, duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, systemClock } from '@agentroom/kit/store';
 import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
 import {
   type AttemptWindow,

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { type Clock, createLogger, DomainError, hashSecret, isWellFormedToken, type Logger, mintToken, type Scope, SCOPES } from '@agentroom/kit';
+import { hashSecret, isWellFormedToken, mintToken, type Scope, SCOPES } from '@agentroom/kit/domain';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import type { Clock } from '@agentroom/kit/store';
 import type { TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
 import { type AuthStore, isLiveToken, type RevocationWatcher, type TokenList, type TokenPage, type TokenPosition } from './store.js';

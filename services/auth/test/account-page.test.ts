@@ -1,4 +1,6 @@
-import { freePort, loadConfig, type ServiceProcess, startServiceProcess } from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
+import { freePort } from '@agentroom/kit/local';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authEnv, type RunningAuth, start } from '../src/index.js';
 

@@ -4,17 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import {
-  CLIENT_OPTIONS,
-  connectRedis,
-  freePort,
-  type LocalRedis,
-  type Redis,
-  type ServiceProcess,
-  startRedisServer,
-  startServiceProcess,
-  unaryCall,
-} from '@agentroom/kit';
+import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { connectRedis, type Redis } from '@agentroom/kit/store';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { type AuthenticateTokenResponse__Output, authProto, type AuthServiceClient, type GetAgentResponse__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword, PASSWORD_HASH_COST_MIN } from '../src/humans.js';

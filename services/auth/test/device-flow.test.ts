@@ -1,22 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import {
-  CLIENT_OPTIONS,
-  type Clock,
-  connectRedis,
-  DomainError,
-  freePort,
-  type LocalRedis,
-  mintToken,
-  publicUrls,
-  type Redis,
-  SCOPES,
-  type ServiceProcess,
-  SIGNUP_EXPIRES_IN_SECONDS,
-  SIGNUP_POLL_INTERVAL_SECONDS,
-  startRedisServer,
-  startServiceProcess,
-  unaryCall,
-} from '@agentroom/kit';
+import { publicUrls } from '@agentroom/kit/config';
+import { mintToken, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit/domain';
+import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { DomainError } from '@agentroom/kit/problems';
+import { type Clock, connectRedis, type Redis } from '@agentroom/kit/store';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { type Agent__Output, type GetAgentResponse__Output, type ListAgentsResponse__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AttemptLimiter } from '../src/attempt-limiter.js';

@@ -1,23 +1,12 @@
 import { networkInterfaces } from 'node:os';
 import * as grpc from '@grpc/grpc-js';
-import {
-  CLIENT_OPTIONS,
-  type Clock,
-  connectRedis,
-  DomainError,
-  HealthChecker,
-  type LocalRedis,
-  loadConfig,
-  mintToken,
-  type Redis,
-  SCOPES,
-  type ServiceProcess,
-  SIGNUP_EXPIRES_IN_SECONDS,
-  SIGNUP_POLL_INTERVAL_SECONDS,
-  startRedisServer,
-  startServiceProcess,
-  unaryCall,
-} from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
+import { mintToken, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit/domain';
+import { CLIENT_OPTIONS, HealthChecker, unaryCall } from '@agentroom/kit/grpc';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { DomainError } from '@agentroom/kit/problems';
+import { type Clock, connectRedis, type Redis } from '@agentroom/kit/store';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   type AuthenticateTokenResponse__Output,
   authProto,

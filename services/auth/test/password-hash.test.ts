@@ -1,4 +1,4 @@
-import { loadConfig } from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
 import { describe, expect, it } from 'vitest';
 import { authEnv } from '../src/config.js';
 import { DEFAULT_PASSWORD_HASH_COST, hashPassword, Humans, passwordMatches, PASSWORD_HASH_COST_MIN } from '../src/humans.js';

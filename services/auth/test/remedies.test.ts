@@ -1,4 +1,5 @@
-import { DomainError, PROBLEM_TYPES, type ProblemSlug, publicUrls } from '@agentroom/kit';
+import { publicUrls } from '@agentroom/kit/config';
+import { DomainError, PROBLEM_TYPES, type ProblemSlug } from '@agentroom/kit/problems';
 import { describe, expect, it } from 'vitest';
 import { humanRemedy } from '../src/web/remedies.js';
 

@@ -1,15 +1,6 @@
-import {
-  type Clock,
-  type Cluster,
-  compareStreamIds,
-  connectRedis,
-  connectRedisCluster,
-  type LocalRedis,
-  type LocalRedisCluster,
-  type Redis,
-  startRedisCluster,
-  startRedisServer,
-} from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { type Clock, type Cluster, compareStreamIds, connectRedis, connectRedisCluster, type Redis } from '@agentroom/kit/store';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuthorizationCode, AuthorizationRequest, Connection, DeviceFlow, Human, OAuthClient, RefreshTokenRecord, Session, TokenRecord } from '../src/records.js';
 import type { AuthStore, Revocation, RevocationWatcher } from '../src/store.js';

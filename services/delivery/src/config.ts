@@ -1,4 +1,4 @@
-import { address, grpcTarget, serviceEnv } from '@agentroom/kit';
+import { address, grpcTarget, serviceEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 
 /** The delivery service's environment. */

@@ -1,5 +1,6 @@
 import type { ClientReadableStream } from '@grpc/grpc-js';
-import { LeasedFollower, type LeasedFollowerOptions, type Logger } from '@agentroom/kit';
+import type { Logger } from '@agentroom/kit/log';
+import { LeasedFollower, type LeasedFollowerOptions } from '@agentroom/kit/store';
 import { notificationTypeOf, toNotification } from '@agentroom/api/wire';
 import type { WatchEventsResponse__Output } from '@agentroom/proto';
 import type { DeliveryStore } from './store.js';

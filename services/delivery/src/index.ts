@@ -1,4 +1,8 @@
-import { createLogger, type Dependency, grpcDependency, type Logger, type OutboundPolicy, openRedis, type ResolvedAddress, serviceClient } from '@agentroom/kit';
+import { grpcDependency, serviceClient } from '@agentroom/kit/grpc';
+import type { OutboundPolicy, ResolvedAddress } from '@agentroom/kit/http';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import type { Dependency } from '@agentroom/kit/process';
+import { openRedis } from '@agentroom/kit/store';
 import { messagingProto } from '@agentroom/proto';
 import type { DeliveryConfig } from './config.js';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.js';

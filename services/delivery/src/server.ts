@@ -1,5 +1,8 @@
 import type * as grpc from '@grpc/grpc-js';
-import { DomainError, GrpcServer, type Logger, type OutboundPolicy, type ResolvedAddress } from '@agentroom/kit';
+import { GrpcServer } from '@agentroom/kit/grpc';
+import type { OutboundPolicy, ResolvedAddress } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
 import { deliveryProto, type DeliveryServiceHandlers, type Webhook } from '@agentroom/proto';
 import type { DeliveryStore } from './store.js';
 import {

@@ -1,4 +1,4 @@
-import { type Clock, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
+import { type Clock, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit/store';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, FAILURES_REASON, GONE_REASON, RECENT_ATTEMPTS, type WebhookRecord } from './webhooks.js';
 

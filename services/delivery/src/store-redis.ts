@@ -1,4 +1,4 @@
-import { duplicateClient, Keyspace, LuaScript, type RedisClient, streamFields, RedisLeaseStore } from '@agentroom/kit';
+import { duplicateClient, Keyspace, LuaScript, type RedisClient, streamFields, RedisLeaseStore } from '@agentroom/kit/store';
 import { z } from 'zod';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, EVENT_TYPES, FAILURES_REASON, GONE_REASON, RECENT_ATTEMPTS, type WebhookRecord } from './webhooks.js';

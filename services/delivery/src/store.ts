@@ -1,4 +1,4 @@
-import type { LeaseStore } from '@agentroom/kit';
+import type { LeaseStore } from '@agentroom/kit/store';
 import type { AttemptRecord, DeliveryJob, WebhookRecord } from './webhooks.js';
 
 /** A job as the queue hands it to one worker: `entryId` acks or reschedules it. */

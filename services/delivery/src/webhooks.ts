@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { checkOutboundTarget, DomainError, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, WEBHOOK_FAILURES_MAX, WEBHOOK_URL_MAX, WEBHOOKS_MAX } from '@agentroom/kit';
+import { WEBHOOK_FAILURES_MAX, WEBHOOK_URL_MAX, WEBHOOKS_MAX } from '@agentroom/kit/domain';
+import { checkOutboundTarget, type OutboundPolicy, OutboundRefusal, type ResolvedAddress } from '@agentroom/kit/http';
+import { DomainError } from '@agentroom/kit/problems';
 
 /** The notification types an endpoint may subscribe to. */
 export const EVENT_TYPES = ['mention', 'reply', 'direct_message'] as const;

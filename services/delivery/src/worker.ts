@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { fetchGuarded, type Logger, type OutboundPolicy, OutboundRefusal, type ResolvedAddress, webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth, pauseUnlessAborted as sleep } from '@agentroom/kit';
+import { fetchGuarded, type OutboundPolicy, OutboundRefusal, type ResolvedAddress } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth } from '@agentroom/kit/metrics';
+import { pauseUnlessAborted as sleep } from '@agentroom/kit/process';
 import { Webhook as Signer } from 'standardwebhooks';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, MAX_FAILURES_IN_A_ROW, RETRY_DELAYS_MS, type WebhookRecord } from './webhooks.js';

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, type LocalRedis, loadConfig, type ServiceProcess, startRedisServer, startServiceProcess, unaryCall } from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
+import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { messagingProto, type MessagingServiceClient, type RoomServiceClient, type SendMessageResponse__Output } from '@agentroom/proto';
 import { Webhook as Signer } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

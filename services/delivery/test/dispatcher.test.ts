@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ClientReadableStream } from '@grpc/grpc-js';
-import { createLogger } from '@agentroom/kit';
+import { createLogger } from '@agentroom/kit/log';
 import type { WatchEventsResponse__Output } from '@agentroom/proto';
 import { describe, expect, it } from 'vitest';
 import { Dispatcher, type EventType, MemoryDeliveryStore, messageIdOf, type WebhookRecord } from '../src/index.js';

@@ -1,4 +1,6 @@
-import { type Cluster, connectRedis, connectRedisCluster, keysMatching, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { type Cluster, connectRedis, connectRedisCluster, keysMatching, type Redis } from '@agentroom/kit/store';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DeliveryStore } from '../src/store.js';
 import { MemoryDeliveryStore } from '../src/store-memory.js';

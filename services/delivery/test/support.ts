@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit';
+import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
 import {
   type CreatePostResponse__Output,
   type CreateWebhookResponse__Output,

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { notification as apiNotificationSchema } from '@agentroom/api';
-import { DomainError, loadConfig, type ServiceProcess, startServiceProcess, unaryCall } from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
+import { unaryCall, CLIENT_OPTIONS } from '@agentroom/kit/grpc';
+import { DomainError } from '@agentroom/kit/problems';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { messagingProto, type RoomServiceClient, type SendMessageResponse__Output } from '@agentroom/proto';
 import * as grpc from '@grpc/grpc-js';
-import { CLIENT_OPTIONS } from '@agentroom/kit';
 import { Webhook as Signer, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-import { grpcTarget, port, postsRetentionEnv, serviceEnv } from '@agentroom/kit';
+import { grpcTarget, port, postsRetentionEnv, serviceEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 
 const dailyQuota = z.coerce.number().int().min(1).max(1_000_000_000);

@@ -1,24 +1,20 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
+import { publicUrls } from '@agentroom/kit/config';
+import { grpcDependency, serviceClient } from '@agentroom/kit/grpc';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import { closeHttpServer, type Dependency, leaveKeepAlive } from '@agentroom/kit/process';
 import {
-  closeHttpServer,
-  createLogger,
-  type Logger,
   MemoryFeedbackStore,
   MemoryIdempotencyStore,
   MemoryQuotaStore,
   openRedis,
-  publicUrls,
   type QuotaStore,
   RedisFeedbackStore,
   RedisIdempotencyStore,
   RedisQuotaStore,
-  type Dependency,
-  grpcDependency,
-  leaveKeepAlive,
-  serviceClient,
-} from '@agentroom/kit';
+} from '@agentroom/kit/store';
 import { authProto, deliveryProto, messagingProto, roomProto } from '@agentroom/proto';
 import type { EdgeConfig } from './config.js';
 import { TokenCache } from './gateways/token-cache.js';

@@ -1,4 +1,6 @@
-import { createLogger, exitOnStartupFailure, loadConfigOrExit, runUntilSignal } from '@agentroom/kit';
+import { loadConfigOrExit } from '@agentroom/kit/config';
+import { createLogger } from '@agentroom/kit/log';
+import { exitOnStartupFailure, runUntilSignal } from '@agentroom/kit/process';
 import { edgeEnv, start } from './index.js';
 
 const config = loadConfigOrExit(edgeEnv, 'edge');

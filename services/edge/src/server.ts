@@ -1,4 +1,8 @@
-import { createHttpApp, type DomainError, type Logger, type ProblemAnswer, type PublicUrls, type ServiceClient } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import type { ServiceClient } from '@agentroom/kit/grpc';
+import { createHttpApp, type ProblemAnswer } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import type { DomainError } from '@agentroom/kit/problems';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { AuthServiceClient, RoomServiceClient } from '@agentroom/proto';
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,4 +1,6 @@
-import { connectRedis, freePort, type LocalRedis, type Redis, RedisIdempotencyStore, type Scope, startRedisServer } from '@agentroom/kit';
+import type { Scope } from '@agentroom/kit/domain';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { connectRedis, type Redis, RedisIdempotencyStore } from '@agentroom/kit/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { a2aSurface } from '../src/a2a/routes.js';
 import { mcpSurface } from '../src/mcp/tools.js';

@@ -3,29 +3,20 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import {
-  CLIENT_OPTIONS,
-  createLogger,
-  cursorPageReads,
-  DomainError,
-  firstPageReads,
-  freePort,
-  HealthChecker,
-  LIMIT_MAX,
-  MemoryFeedbackStore,
-  MemoryIdempotencyStore,
-  MemoryQuotaStore,
-  newCursorSecret,
-  type Scope,
-  type ServiceClient,
-  serviceClient,
-  unaryCall,
-} from '@agentroom/kit';
+import { LIMIT_MAX, type Scope } from '@agentroom/kit/domain';
+import { CLIENT_OPTIONS, HealthChecker, type ServiceClient, serviceClient, unaryCall } from '@agentroom/kit/grpc';
+import { newCursorSecret } from '@agentroom/kit/http';
+import { freePort } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { cursorPageReads, firstPageReads } from '@agentroom/kit/metrics';
+import { DomainError } from '@agentroom/kit/problems';
+import { MemoryFeedbackStore, MemoryIdempotencyStore, MemoryQuotaStore } from '@agentroom/kit/store';
 import { authProto, deliveryProto, messagingProto, roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
 import type { Post, PostList } from '@agentroom/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenCache } from '../src/gateways/token-cache.js';
-import { FIRST_PAGE_CAPACITY, FirstPage, type PagedPost, POSTS_WINDOW, windowFor } from '../src/live/first-page.js';
+import { FIRST_PAGE_CAPACITY, FirstPage, POSTS_WINDOW, windowFor } from '../src/live/first-page.js';
+import type { PagedPost } from '../src/operations/table.js';
 import { PostsHub } from '../src/live/posts-hub.js';
 import { Core, type Outcome } from '../src/operations/core.js';
 import { operationTable } from '../src/operations/table.js';

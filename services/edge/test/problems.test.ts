@@ -1,5 +1,5 @@
 import { mcpResourceMetadataUrl } from '@agentroom/api';
-import { DomainError, PROBLEM_TYPES, type ProblemSlug } from '@agentroom/kit';
+import { DomainError, PROBLEM_TYPES, type ProblemSlug } from '@agentroom/kit/problems';
 import { describe, expect, it } from 'vitest';
 import { a2aSurface } from '../src/a2a/routes.js';
 import { mcpSurface } from '../src/mcp/tools.js';

@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { freePort, HealthChecker, type LocalRedis, startRedisServer } from '@agentroom/kit';
+import { HealthChecker } from '@agentroom/kit/grpc';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import dns2 from 'dns2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

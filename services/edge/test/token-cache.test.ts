@@ -1,19 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import {
-  createLogger,
-  DomainError,
-  freePort,
-  HealthChecker,
-  type LocalRedis,
-  mintToken,
-  type ServiceClient,
-  serviceClient,
-  type ServiceProcess,
-  startRedisServer,
-  startServiceProcess,
-} from '@agentroom/kit';
+import { mintToken } from '@agentroom/kit/domain';
+import { HealthChecker, type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { authProto, type AuthServiceClient } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Principal, TokenCache } from '../src/gateways/token-cache.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeHttpServer, Probes, startAdminServer } from '../src/index.js';
+import { closeHttpServer, Probes, startAdminServer } from '../src/process/index.js';
 
 describe('the admin port: /livez, /readyz and /metrics', () => {
   let storeUp = true;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, grpcDeadlineEnv, loadConfig, logEnv, publicUrls, publicUrlsEnv, redisClusterNodes, storageEnv, withoutPassword } from '../src/index.js';
+import { ConfigError, grpcDeadlineEnv, loadConfig, logEnv, publicUrls, publicUrlsEnv, redisClusterNodes, storageEnv, withoutPassword } from '../src/config.js';
 
 describe('configuration from the environment', () => {
   it('derives the public URLs from PORT when nothing else is set', () => {

@@ -1,11 +1,11 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../src/index.js';
-import type * as redisServer from '../src/store/redis-server.js';
+import { freePort } from '../src/local/index.js';
+import type * as ports from '../src/local/ports.js';
 
-type FreePortModule = Pick<typeof redisServer, 'freePort' | 'reservePort'>;
+type FreePortModule = Pick<typeof ports, 'freePort' | 'reservePort'>;
 /** The module of `freePort`, by path: imported again under a query, it is an instance of its own. */
-const MODULE = new URL('../src/store/redis-server.ts', import.meta.url).pathname;
+const MODULE = new URL('../src/local/ports.ts', import.meta.url).pathname;
 
 describe('freePort', () => {
   it('never hands out the same port twice while its owner may still be starting', async () => {

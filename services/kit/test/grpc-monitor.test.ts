@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger, GrpcServer, HealthChecker } from '../src/index.js';
+import { GrpcServer, HealthChecker } from '../src/grpc/index.js';
+import { createLogger } from '../src/log.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,18 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import {
-  clientOptions,
-  freePort,
-  type LocalRedis,
-  retryPlan,
-  RETRY_POLICY,
-  serviceClient,
-  type ServiceProcess,
-  startRedisServer,
-  startServiceProcess,
-  unaryCall,
-} from '@agentroom/kit';
+import { clientOptions, retryPlan, RETRY_POLICY, serviceClient, unaryCall } from '../src/grpc/index.js';
+import { freePort, type LocalRedis, startRedisServer } from '../src/local/index.js';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   authProto,
   deliveryProto,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
 import {
   type Cluster,
   connectRedis,
@@ -7,16 +8,13 @@ import {
   IDEMPOTENCY_RUNNING_TTL_MS,
   IDEMPOTENCY_TTL_MS,
   type IdempotencyStore,
-  type LocalRedis,
-  type LocalRedisCluster,
   MemoryFeedbackStore,
   MemoryIdempotencyStore,
   type Redis,
   RedisFeedbackStore,
   RedisIdempotencyStore,
-  startRedisCluster,
-  startRedisServer,
-} from '../src/index.js';
+} from '../src/store/index.js';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 let redisServer: LocalRedis;
 let redis: Redis;

@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { ClientReadableStream } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { createLogger, type FollowedFeed, LeasedFollower, type LeaseStore } from '../src/index.js';
+import { createLogger } from '../src/log.js';
+import { type FollowedFeed, LeasedFollower, type LeaseStore } from '../src/store/index.js';
 
 const log = createLogger('test', 'silent');
 const FAST = { leaseMs: 1_000, renewMs: 250, retryMs: 20, maxRetryMs: 50 };

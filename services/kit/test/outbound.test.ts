@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { addressAllowed, fetchGuarded, OutboundRefusal, type OutboundPolicy, type OutboundRequest, type ResolvedAddress } from '../src/index.js';
+import { addressAllowed, fetchGuarded, OutboundRefusal, type OutboundPolicy, type OutboundRequest, type ResolvedAddress } from '../src/http/index.js';
 
 /** The policy of the positive cases: plain http to our own loopback servers. */
 const LOCAL: OutboundPolicy = { allowLoopback: true, allowHttp: true };

@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ConfigError,
-  cursorSecretEnv,
-  CursorSigner,
-  DomainError,
-  fromServiceError,
-  grpcLimit,
-  loadConfig,
-  newCursorSecret,
-  problemDocument,
-  STREAM_ID,
-  toServiceError,
-} from '../src/index.js';
+import { ConfigError, cursorSecretEnv, loadConfig } from '../src/config.js';
+import { fromServiceError, toServiceError } from '../src/grpc/index.js';
+import { CursorSigner, grpcLimit, newCursorSecret } from '../src/http/index.js';
+import { DomainError, problemDocument } from '../src/problems.js';
+import { STREAM_ID } from '../src/store/index.js';
 
 function problemOf(fn: () => unknown): DomainError {
   try {

@@ -1,19 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
 import {
   type Cluster,
   connectRedis,
   connectRedisCluster,
   keyBesideQuota,
   keysMatching,
-  type LocalRedis,
-  type LocalRedisCluster,
   type Redis,
   type RedisClient,
   RedisIdempotencyStore,
   RedisQuotaStore,
-  startRedisCluster,
-  startRedisServer,
-} from '../src/index.js';
+} from '../src/store/index.js';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 // A write's quota count and idempotency claim in one script (RedisIdempotencyStore.consumeAndBegin),
 // on one redis-server and on a three-master Redis Cluster, where both keys must share a slot.

@@ -1,5 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Cluster, connectRedis, connectRedisCluster, keysMatching, type LocalRedis, type LocalRedisCluster, MemoryQuotaStore, nextUtcMidnight, type QuotaStore, type Redis, RedisQuotaStore, startRedisCluster, startRedisServer } from '../src/index.js';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
+import {
+  type Cluster,
+  connectRedis,
+  connectRedisCluster,
+  keysMatching,
+  MemoryQuotaStore,
+  nextUtcMidnight,
+  type QuotaStore,
+  type Redis,
+  RedisQuotaStore,
+} from '../src/store/index.js';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 /** A clock the test moves by hand. */
 function manualClock(start: number): { now(): number; set(t: number): void } {

@@ -1,17 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  isStorageUnavailable,
-  type LocalRedis,
-  type LocalRedisCluster,
-  LuaScript,
-  openRedis,
-  Redis,
-  type RedisClient,
-  startRedisCluster,
-  startRedisServer,
-  storageEnv,
-  unreplicatedWrites,
-} from '../src/index.js';
+import { storageEnv } from '../src/config.js';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
+import { unreplicatedWrites } from '../src/metrics.js';
+import { isStorageUnavailable, LuaScript, openRedis, Redis, type RedisClient } from '../src/store/index.js';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 
 const POSTS_KEY = 'ar:room:{main}:posts';
 const append = new LuaScript("return redis.call('XADD', KEYS[1], '*', 'text', ARGV[1])");

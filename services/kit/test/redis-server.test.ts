@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startRedisServer } from '../src/index.js';
+import { startRedisServer } from '../src/local/index.js';
 
 describe('startRedisServer with an append-only file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'agentroom-kit-redis-'));

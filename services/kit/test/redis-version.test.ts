@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LocalRedis, openRedis, REDIS_MAJOR_MIN, redisVersionProblem, startRedisServer } from '../src/index.js';
+import { type LocalRedis, startRedisServer } from '../src/local/index.js';
+import { openRedis, REDIS_MAJOR_MIN, redisVersionProblem } from '../src/store/index.js';
 
 /** The Redis version check of openRedis: a server too old for the stores' commands refuses to start, in one line. */
 describe('the Redis version a service starts on', () => {

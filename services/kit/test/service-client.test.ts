@@ -22,19 +22,18 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
   type AnswerOf,
-  createLogger,
-  currentContext,
-  DomainError,
-  freePort,
   GrpcServer,
   type ItemOf,
   type RequestOf,
-  runWithContext,
   type ServiceClient,
   serviceClient,
   type StreamMethod,
   type UnaryMethod,
-} from '../src/index.js';
+} from '../src/grpc/index.js';
+import { currentContext, runWithContext } from '../src/http/index.js';
+import { freePort } from '../src/local/index.js';
+import { createLogger } from '../src/log.js';
+import { DomainError } from '../src/problems.js';
 
 /**
  * kit's typed client against real gRPC servers on loopback (kit's GrpcServer, which maps errors and

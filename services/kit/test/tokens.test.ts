@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashSecret, isWellFormedToken, mintToken, sameSecret, TOKEN_PATTERN } from '../src/index.js';
+import { hashSecret, isWellFormedToken, mintToken, sameSecret, TOKEN_PATTERN } from '../src/domain/index.js';
 
 describe('bearer token format', () => {
   it('mints agt_ tokens of 32 random bytes in base62 with a checksum', () => {

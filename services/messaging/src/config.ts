@@ -1,4 +1,4 @@
-import { address, grpcTarget, cursorSecretEnv, serviceEnv } from '@agentroom/kit';
+import { address, grpcTarget, cursorSecretEnv, serviceEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 
 /** The messaging service's environment. */

@@ -1,4 +1,8 @@
-import { createLogger, type Dependency, grpcDependency, type Logger, cursorSecretOrRandom, openRedis } from '@agentroom/kit';
+import { grpcDependency } from '@agentroom/kit/grpc';
+import { cursorSecretOrRandom } from '@agentroom/kit/http';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import type { Dependency } from '@agentroom/kit/process';
+import { openRedis } from '@agentroom/kit/store';
 import type { MessagingConfig } from './config.js';
 import { Notifier, type NotifierOptions } from './notifier.js';
 import { RoomGateway } from './room.gateway.js';

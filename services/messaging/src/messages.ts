@@ -1,4 +1,5 @@
-import { checkPlainText, codePointLength, DomainError, hasVisibleCharacter, MESSAGE_TEXT_MAX, type Via } from '@agentroom/kit';
+import { checkPlainText, codePointLength, hasVisibleCharacter, MESSAGE_TEXT_MAX, type Via } from '@agentroom/kit/domain';
+import { DomainError } from '@agentroom/kit/problems';
 
 export { MESSAGE_TEXT_MAX };
 

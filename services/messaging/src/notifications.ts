@@ -1,4 +1,5 @@
-import { DomainError, type Via } from '@agentroom/kit';
+import type { Via } from '@agentroom/kit/domain';
+import { DomainError } from '@agentroom/kit/problems';
 import type { MessageRecord } from './messages.js';
 
 /** What a notification is about (messaging.proto NotificationType). */

@@ -1,4 +1,7 @@
-import { FOLLOWER_LEASE_MS, LeasedFollower, type LeasedFollowerOptions, type LeaseStore, type Logger, notificationsAppended, notifierLag, VIAS, type Via } from '@agentroom/kit';
+import { VIAS, type Via } from '@agentroom/kit/domain';
+import type { Logger } from '@agentroom/kit/log';
+import { notificationsAppended, notifierLag } from '@agentroom/kit/metrics';
+import { FOLLOWER_LEASE_MS, LeasedFollower, type LeasedFollowerOptions, type LeaseStore } from '@agentroom/kit/store';
 import type { Post__Output, WatchPostsResponse__Output } from '@agentroom/proto';
 import { AGENT_ID } from './messages.js';
 import { type NotifiedPost, postTargets } from './notifications.js';

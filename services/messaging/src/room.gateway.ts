@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
-import { clientOptions, DomainError, outgoingMetadata, unaryCall } from '@agentroom/kit';
+import { clientOptions, outgoingMetadata, unaryCall } from '@agentroom/kit/grpc';
+import { DomainError } from '@agentroom/kit/problems';
 import {
   type GetAgentResponse__Output,
   type GetPostResponse__Output,

@@ -1,21 +1,12 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
-import {
-  checkCallKey,
-  compareStreamIds,
-  CursorSigner,
-  DomainError,
-  drainedOf,
-  followFeed,
-  GrpcServer,
-  grpcLimit,
-  invalidCursor,
-  type Logger,
-  notificationsAppended,
-  STREAM_ID,
-  viaFromProto,
-  viaToProto,
-} from '@agentroom/kit';
+import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
+import { checkCallKey, drainedOf, GrpcServer } from '@agentroom/kit/grpc';
+import { CursorSigner, grpcLimit, invalidCursor } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { notificationsAppended } from '@agentroom/kit/metrics';
+import { DomainError } from '@agentroom/kit/problems';
+import { compareStreamIds, followFeed, STREAM_ID } from '@agentroom/kit/store';
 import { type Message, messagingProto, type MessagingServiceHandlers, type Notification, type NotificationType as ProtoNotificationType, type NotifiedPost as ProtoNotifiedPost } from '@agentroom/proto';
 import { AGENT_ID, checkMessageText, type MessageRecord, recipientNotFound, senderNotFound } from './messages.js';
 import { notificationNotFound, type NotificationRecord, type NotificationType, type NotifiedPost } from './notifications.js';

@@ -1,4 +1,5 @@
-import { compareStreamIds, type Clock, type FeedItem, type FeedSource, MemoryCallKeys, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit';
+import { MemoryCallKeys } from '@agentroom/kit/grpc';
+import { compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit/store';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';

@@ -1,4 +1,19 @@
-import { CALL_KEY_MS, COMPARE_STREAM_IDS_LUA, compareStreamIds, duplicateClient, notificationEventsLost, type FeedItem, type FeedSource, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, VIAS, RedisLeaseStore } from '@agentroom/kit';
+import { VIAS } from '@agentroom/kit/domain';
+import { CALL_KEY_MS } from '@agentroom/kit/grpc';
+import { notificationEventsLost } from '@agentroom/kit/metrics';
+import {
+  COMPARE_STREAM_IDS_LUA,
+  compareStreamIds,
+  duplicateClient,
+  type FeedItem,
+  type FeedSource,
+  Keyspace,
+  LuaScript,
+  type RedisClient,
+  type StreamEntry,
+  streamFields,
+  RedisLeaseStore,
+} from '@agentroom/kit/store';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
 import { EVENTS_MAX, type EventRecord, FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';

@@ -1,4 +1,4 @@
-import type { FeedSource } from '@agentroom/kit';
+import type { FeedSource } from '@agentroom/kit/store';
 import type { MessageRecord, Via } from './messages.js';
 import type { EventRecord, NotificationPage, NotificationRecord, NotifiedPost, PostTarget, ReadMarker } from './notifications.js';
 

@@ -1,19 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import {
-  CLIENT_OPTIONS,
-  DomainError,
-  freePort,
-  fromServiceError,
-  HealthChecker,
-  type LocalRedis,
-  loadConfig,
-  runWithContext,
-  type ServiceProcess,
-  startRedisServer,
-  startServiceProcess,
-  unaryCall,
-} from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
+import { CLIENT_OPTIONS, fromServiceError, HealthChecker, unaryCall } from '@agentroom/kit/grpc';
+import { runWithContext } from '@agentroom/kit/http';
+import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { DomainError } from '@agentroom/kit/problems';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   type ListMessagesResponse__Output,
   type Message__Output,

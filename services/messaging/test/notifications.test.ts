@@ -1,21 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import {
-  CLIENT_OPTIONS,
-  compareStreamIds,
-  connectRedis,
-  createLogger,
-  DomainError,
-  fromServiceError,
-  type LocalRedis,
-  loadConfig,
-  type Redis,
-  registry,
-  type ServiceProcess,
-  startRedisServer,
-  startServiceProcess,
-  unaryCall,
-} from '@agentroom/kit';
+import { loadConfig } from '@agentroom/kit/config';
+import { CLIENT_OPTIONS, fromServiceError, unaryCall } from '@agentroom/kit/grpc';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { registry } from '@agentroom/kit/metrics';
+import { DomainError } from '@agentroom/kit/problems';
+import { compareStreamIds, connectRedis, type Redis } from '@agentroom/kit/store';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   type CreatePostResponse__Output,
   type ListMessagesResponse__Output,

@@ -1,16 +1,6 @@
-import {
-  type Cluster,
-  compareStreamIds,
-  connectRedis,
-  connectRedisCluster,
-  followFeed,
-  keysMatching,
-  type LocalRedis,
-  type LocalRedisCluster,
-  type Redis,
-  startRedisCluster,
-  startRedisServer,
-} from '@agentroom/kit';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, followFeed, keysMatching, type Redis } from '@agentroom/kit/store';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../src/messages.js';
 import type { NotificationRecord, NotifiedPost, PostTarget } from '../src/notifications.js';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { codePointLength, DomainError, isScope, SCOPES, type Scope } from '@agentroom/kit';
+import { codePointLength, isScope, SCOPES, type Scope } from '@agentroom/kit/domain';
+import { DomainError } from '@agentroom/kit/problems';
 
 export const NAME_MAX = 100;
 

@@ -1,4 +1,4 @@
-import { address, cursorSecretEnv, postsRetentionEnv, serviceEnv } from '@agentroom/kit';
+import { address, cursorSecretEnv, postsRetentionEnv, serviceEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 
 /** The room service's environment. */

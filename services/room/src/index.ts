@@ -1,4 +1,7 @@
-import { openRedis, createLogger, type Dependency, type Logger, cursorSecretOrRandom, type RedisClient, systemClock } from '@agentroom/kit';
+import { cursorSecretOrRandom } from '@agentroom/kit/http';
+import { createLogger, type Logger } from '@agentroom/kit/log';
+import type { Dependency } from '@agentroom/kit/process';
+import { openRedis, type RedisClient, systemClock } from '@agentroom/kit/store';
 import type { RoomConfig } from './config.js';
 import { createRoomGrpcServer } from './server.js';
 import type { RoomStore, RoomStoreOptions } from './store.js';

@@ -1,4 +1,6 @@
-import { checkPlainText, codePointLength, DomainError, hasVisibleCharacter, MENTIONS_MAX, POST_TEXT_MAX, STREAM_ID, type Via } from '@agentroom/kit';
+import { checkPlainText, codePointLength, hasVisibleCharacter, MENTIONS_MAX, POST_TEXT_MAX, type Via } from '@agentroom/kit/domain';
+import { DomainError } from '@agentroom/kit/problems';
+import { STREAM_ID } from '@agentroom/kit/store';
 import { AGENT_ID } from './agents.js';
 
 // The limits live in kit, so the API description names the same numbers; re-exported for room's users.

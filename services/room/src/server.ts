@@ -1,19 +1,11 @@
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
-import {
-  CursorSigner,
-  checkCallKey,
-  DomainError,
-  drainedOf,
-  followFeed,
-  GrpcServer,
-  grpcLimit,
-  invalidCursor,
-  type Logger,
-  STREAM_ID,
-  viaFromProto,
-  viaToProto,
-} from '@agentroom/kit';
+import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
+import { checkCallKey, drainedOf, GrpcServer } from '@agentroom/kit/grpc';
+import { CursorSigner, grpcLimit, invalidCursor } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import { followFeed, STREAM_ID } from '@agentroom/kit/store';
 import { type Agent, type Post, roomProto, type RoomServiceHandlers } from '@agentroom/proto';
 import { agentNotFound, type AgentRecord, checkAgent, newAgentId, revokedAtOf } from './agents.js';
 import { checkPostText, postNotFound, type PostRecord } from './posts.js';

@@ -1,4 +1,6 @@
-import { compareStreamIds, type Clock, MemoryCallKeys, MENTIONS_MAX, StreamIds, systemClock } from '@agentroom/kit';
+import { MENTIONS_MAX } from '@agentroom/kit/domain';
+import { MemoryCallKeys } from '@agentroom/kit/grpc';
+import { compareStreamIds, type Clock, StreamIds, systemClock } from '@agentroom/kit/store';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type Via } from './posts.js';
 import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';

@@ -1,4 +1,6 @@
-import { CALL_KEY_MS, duplicateClient, Keyspace, LuaScript, MENTIONS_MAX, type RedisClient, type StreamEntry, streamFields, VIAS, type Via } from '@agentroom/kit';
+import { MENTIONS_MAX, VIAS, type Via } from '@agentroom/kit/domain';
+import { CALL_KEY_MS } from '@agentroom/kit/grpc';
+import { duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields } from '@agentroom/kit/store';
 import type { AgentRecord } from './agents.js';
 import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord } from './posts.js';
 import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';

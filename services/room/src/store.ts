@@ -1,4 +1,4 @@
-import type { FeedSource } from '@agentroom/kit';
+import type { FeedSource } from '@agentroom/kit/store';
 import type { AgentRecord } from './agents.js';
 import type { PostRecord, Via } from './posts.js';
 

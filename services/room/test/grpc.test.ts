@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { createLogger, DomainError, fromServiceError, freePort, HealthChecker, newCursorSecret, runWithContext, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit';
+import { fromServiceError, HealthChecker, unaryCall, CLIENT_OPTIONS } from '@agentroom/kit/grpc';
+import { newCursorSecret, runWithContext } from '@agentroom/kit/http';
+import { freePort } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
 import {
   type CreatePostResponse__Output,
   type GetPostResponse__Output,

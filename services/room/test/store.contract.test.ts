@@ -1,4 +1,7 @@
-import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, followFeed, MENTIONS_MAX, type LocalRedis, type LocalRedisCluster, type Redis, startRedisCluster, startRedisServer } from '@agentroom/kit';
+import { MENTIONS_MAX } from '@agentroom/kit/domain';
+import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, followFeed, type Redis } from '@agentroom/kit/store';
+import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AgentRecord } from '../src/agents.js';
 import type { PostRecord } from '../src/posts.js';

@@ -1,4 +1,5 @@
-import { AGENT_CHOICES, escapeHtml, idHtml, pageShell, type Scope, timeHtml } from '@agentroom/kit';
+import { AGENT_CHOICES, type Scope } from '@agentroom/kit/domain';
+import { escapeHtml, idHtml, pageShell, timeHtml } from '@agentroom/kit/web';
 import type { Webhook } from '@agentroom/api';
 
 /** Each scope in the words a human approves it in. */

@@ -1,4 +1,7 @@
-import { BODY_LIMIT_BYTES, type DomainError, IDEMPOTENCY_KEY_HOURS, type ProblemAnswer, type PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { BODY_LIMIT_BYTES, IDEMPOTENCY_KEY_HOURS } from '@agentroom/kit/domain';
+import type { ProblemAnswer } from '@agentroom/kit/http';
+import type { DomainError } from '@agentroom/kit/problems';
 
 /**
  * What a human (or the page script acting for one) should do about a problem, in the words of the

@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { DomainError, type Logger, type PublicUrls, sameSecret, SESSION_COOKIE } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { sameSecret } from '@agentroom/kit/domain';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import { SESSION_COOKIE } from '@agentroom/kit/web';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';

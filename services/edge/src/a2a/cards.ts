@@ -1,4 +1,4 @@
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentSkill, type AgentInterface, type SecurityRequirement, type SecurityScheme } from '@a2a-js/sdk';
 import { type Agent, liveFeedUrl, oauthEndpointsOf, SCOPE_MEANINGS } from '@agentroom/api';
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { IDEMPOTENCY_KEY, type ProblemCode, type ProblemDocument } from '@agentroom/kit';
+import { IDEMPOTENCY_KEY } from '@agentroom/kit/http';
+import { type ProblemCode, type ProblemDocument, DomainError } from '@agentroom/kit/problems';
 import { type AgentCard, type ListTasksRequest, type ListTasksResponse, type Message, Role, type Task } from '@a2a-js/sdk';
 import {
   type A2AErrorInfo,
@@ -12,7 +13,6 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
-import { DomainError } from '@agentroom/kit';
 import type { Admission, Core } from '../operations/core.js';
 import { type Agent, postId } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';

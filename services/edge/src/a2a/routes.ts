@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
-import { DomainError, IDEMPOTENCY_HEADER, type PublicUrls, type ServiceClient } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import type { ServiceClient } from '@agentroom/kit/grpc';
+import { IDEMPOTENCY_HEADER } from '@agentroom/kit/http';
+import { DomainError } from '@agentroom/kit/problems';
 import { AgentCard as AgentCardJson, A2A_VERSION_HEADER, type AgentCard } from '@a2a-js/sdk';
 import { toJsonRpcError } from '@a2a-js/sdk/errors';
 import { agentCardHandler, jsonRpcHandler } from '@a2a-js/sdk/server/express';

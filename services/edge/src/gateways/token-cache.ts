@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
-import { type Logger, type Scope, type ServiceClient, tokenCacheLive, tokenCacheLookups, tokenRevocationsReceived } from '@agentroom/kit';
+import type { Scope } from '@agentroom/kit/domain';
+import type { ServiceClient } from '@agentroom/kit/grpc';
+import type { Logger } from '@agentroom/kit/log';
+import { tokenCacheLive, tokenCacheLookups, tokenRevocationsReceived } from '@agentroom/kit/metrics';
 import type { AuthenticateTokenResponse__Output, AuthServiceClient, WatchRevocationsResponse__Output } from '@agentroom/proto';
 import { type UpstreamWatch, upstreamWatch } from './upstream.js';
 

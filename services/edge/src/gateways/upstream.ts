@@ -1,5 +1,7 @@
 import type * as grpc from '@grpc/grpc-js';
-import { compareStreamIds, DomainError, fromServiceError } from '@agentroom/kit';
+import { fromServiceError } from '@agentroom/kit/grpc';
+import { DomainError } from '@agentroom/kit/problems';
+import { compareStreamIds } from '@agentroom/kit/store';
 
 /**
  * A gRPC watch stream (WatchPosts, WatchMessages) as the live feeds use it. The services send

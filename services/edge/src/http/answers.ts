@@ -1,5 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DomainError, type Logger, PROBLEM_CONTENT_TYPE, type QuotaState } from '@agentroom/kit';
+import { PROBLEM_CONTENT_TYPE } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
+import type { QuotaState } from '@agentroom/kit/store';
 import type { Express, Request, RequestHandler, Response } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Problem } from '../operations/problem.js';

@@ -1,23 +1,8 @@
-import { compareStreamIds, LIMIT_MAX } from '@agentroom/kit';
+import { LIMIT_MAX } from '@agentroom/kit/domain';
+import { compareStreamIds } from '@agentroom/kit/store';
 import type { Post, PostList } from '@agentroom/api';
-import { toPost } from '@agentroom/api/wire';
-import type { Post__Output } from '@agentroom/proto';
+import type { PagedPost, WindowExtension } from '../operations/table.js';
 
-/**
- * A post with the cursor the room signed for it: the `next_cursor` of any newest-first page that ends
- * with this post, whatever its limit. Edge keeps these for the first page it answers from memory, so
- * it never needs the cursor secret.
- */
-export interface PagedPost {
-  post: Post;
-  /** Empty when the room did not sign one (a room older than this edge ignores with_cursors). */
-  cursor: string;
-}
-
-/** The room's post in the API's shape, with its cursor. */
-export function pagedPost(post: Post__Output | null): PagedPost {
-  return { post: toPost(post), cursor: post?.cursor ?? '' };
-}
 
 /**
  * How many of the newest posts the hub reads from the room each time its stream (re)connects: the
@@ -43,14 +28,6 @@ export const POSTS_WINDOW = 1_000;
 export function windowFor(retention: number): number {
   if (retention === 0) return POSTS_WINDOW;
   return Math.max(FIRST_PAGE_CAPACITY, Math.min(POSTS_WINDOW, Math.floor(retention / 2)));
-}
-
-/** A room answer that may extend the window further back: given by `extendable`, handed back to `extend`. */
-export interface WindowExtension {
-  /** The window's version when asked: a change meanwhile (a reply counted, a post pushed out) makes the answer stale. */
-  readonly version: number;
-  /** The posts of the answer the window already holds (those between the cursor's post and its oldest). */
-  readonly overlap: number;
 }
 
 /**

@@ -1,9 +1,14 @@
 import { performance } from 'node:perf_hooks';
-import { compareStreamIds, type DomainError, liveFanoutDuration, type Logger, type ServiceClient, unavailable as unavailableProblem } from '@agentroom/kit';
+import type { ServiceClient } from '@agentroom/kit/grpc';
+import type { Logger } from '@agentroom/kit/log';
+import { liveFanoutDuration } from '@agentroom/kit/metrics';
+import { type DomainError, unavailable as unavailableProblem } from '@agentroom/kit/problems';
+import { compareStreamIds } from '@agentroom/kit/store';
 import type { Post, PostList } from '@agentroom/api';
 import type { RoomServiceClient } from '@agentroom/proto';
 import { type UpstreamWatch, upstreamWatch } from '../gateways/upstream.js';
-import { FIRST_PAGE_CAPACITY, FirstPage, type PagedPost, pagedPost, type WindowExtension, windowFor } from './first-page.js';
+import { type PagedPost, pagedPost, type WindowExtension } from '../operations/table.js';
+import { FIRST_PAGE_CAPACITY, FirstPage, windowFor } from './first-page.js';
 
 type Deliver = (post: Post) => void;
 

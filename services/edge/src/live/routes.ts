@@ -1,4 +1,5 @@
-import { DomainError, type ServiceClient } from '@agentroom/kit';
+import type { ServiceClient } from '@agentroom/kit/grpc';
+import { DomainError } from '@agentroom/kit/problems';
 import { toMessage, toNotification } from '@agentroom/api/wire';
 import type { AuthServiceClient, MessagingServiceClient } from '@agentroom/proto';
 import { type Request, type RequestHandler, type Response, Router } from 'express';

@@ -1,4 +1,7 @@
-import { DomainError, liveStreamsEnded, liveSubscribers, type Logger, STREAM_ID, unavailable } from '@agentroom/kit';
+import type { Logger } from '@agentroom/kit/log';
+import { liveStreamsEnded, liveSubscribers } from '@agentroom/kit/metrics';
+import { DomainError, unavailable } from '@agentroom/kit/problems';
+import { STREAM_ID } from '@agentroom/kit/store';
 import type { Socket } from 'node:net';
 import type { Request, Response } from 'express';
 import type { LiveFeedName } from '@agentroom/api';

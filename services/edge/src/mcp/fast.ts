@@ -1,5 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BODY_LIMIT_BYTES, corsHeaders, parseJsonBytes, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit';
+import { BODY_LIMIT_BYTES } from '@agentroom/kit/domain';
+import {
+  corsHeaders,
+  parseJsonBytes,
+  recordAdmission,
+  REQUEST_ID_HEADER,
+  requestIdFrom,
+  runWithContext,
+  watchRequest,
+} from '@agentroom/kit/http';
 import { scopeFor } from '@agentroom/api';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';

@@ -1,4 +1,4 @@
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 
 /** A host as it is compared: name, and port ('' when the scheme's default). */
 interface HostKey {

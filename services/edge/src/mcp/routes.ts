@@ -1,11 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DomainError, idempotencyKeyInvalid, type Logger } from '@agentroom/kit';
+import { idempotencyKeyInvalid } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { DomainError } from '@agentroom/kit/problems';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { type CallToolResult, CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { scopeFor } from '@agentroom/api';
-import type { Scope } from '@agentroom/kit';
+import type { Scope } from '@agentroom/kit/domain';
 import type { Operation } from '../operations/operation.js';
 import type { OperationName } from '../operations/table.js';
 import { type Request, type Response, Router } from 'express';

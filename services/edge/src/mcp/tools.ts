@@ -1,4 +1,5 @@
-import type { PublicUrls, Scope } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import type { Scope } from '@agentroom/kit/domain';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';

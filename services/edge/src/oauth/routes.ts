@@ -1,4 +1,4 @@
-import type { ProblemSlug } from '@agentroom/kit';
+import type { ProblemSlug } from '@agentroom/kit/problems';
 import { type Response, Router } from 'express';
 import { AUTHORIZATION_CODE_GRANT, DEVICE_CODE_GRANT, deviceAuthorizationForm, REFRESH_TOKEN_GRANT, revokeForm, tokenRequestForm } from '@agentroom/api';
 import type { Core } from '../operations/core.js';

@@ -1,28 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  type BeginResult,
-  type CountedClaim,
-  DomainError,
-  fromServiceError,
-  IDEMPOTENCY_KEY,
-  idempotencyInFlight,
-  idempotencyKeyInvalid,
-  idempotencyMismatch,
-  type IdempotencyStore,
-  isWellFormedToken,
-  keyBesideQuota,
-  type Logger,
-  operationDuration,
-  quotaRejections,
-  type QuotaState,
-  type QuotaStore,
-  rateLimited,
-  plainTextFault,
-  PLAIN_TEXT_EXPECTED,
-  type Scope,
-  unavailable,
-  unknownQuota,
-} from '@agentroom/kit';
+import { isWellFormedToken, plainTextFault, PLAIN_TEXT_EXPECTED, type Scope } from '@agentroom/kit/domain';
+import { fromServiceError } from '@agentroom/kit/grpc';
+import { IDEMPOTENCY_KEY, idempotencyInFlight, idempotencyKeyInvalid, idempotencyMismatch, rateLimited, unknownQuota } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
+import { operationDuration, quotaRejections } from '@agentroom/kit/metrics';
+import { DomainError, unavailable } from '@agentroom/kit/problems';
+import { type BeginResult, type CountedClaim, type IdempotencyStore, keyBesideQuota, type QuotaState, type QuotaStore } from '@agentroom/kit/store';
 import { fieldRuleOf, scopeFor } from '@agentroom/api';
 import type { z } from 'zod';
 import type { Principal } from '../gateways/token-cache.js';

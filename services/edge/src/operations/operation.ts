@@ -1,4 +1,4 @@
-import { DomainError } from '@agentroom/kit';
+import { DomainError } from '@agentroom/kit/problems';
 import type { OperationSpec, Protocol } from '@agentroom/api';
 import type { z } from 'zod';
 import type { Principal } from '../gateways/token-cache.js';

@@ -1,4 +1,5 @@
-import { type DomainError, problemDocument, type ProblemDocument, type Scope, SCOPES } from '@agentroom/kit';
+import { type Scope, SCOPES } from '@agentroom/kit/domain';
+import { type DomainError, problemDocument, type ProblemDocument } from '@agentroom/kit/problems';
 import type { Surface } from './surface.js';
 import type { OperationName } from './table.js';
 import { remedyFor } from './remedies.js';

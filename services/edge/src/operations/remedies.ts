@@ -1,4 +1,5 @@
-import { BODY_LIMIT_BYTES, type DomainError, IDEMPOTENCY_KEY_HOURS, POST_TEXT_MAX, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit';
+import { BODY_LIMIT_BYTES, IDEMPOTENCY_KEY_HOURS, POST_TEXT_MAX, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit/domain';
+import type { DomainError } from '@agentroom/kit/problems';
 import { LIVE_FEED_NAMES, liveFeedUrl } from '@agentroom/api';
 import type { Surface } from './surface.js';
 import type { OperationName } from './table.js';

@@ -1,4 +1,4 @@
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 import type { Protocol } from './operation.js';
 import type { OperationName } from './table.js';
 

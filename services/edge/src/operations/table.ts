@@ -1,5 +1,10 @@
-import { cursorPageReads, type FeedbackStore, feedbackReceived as feedbackCounter, firstPageReads, type HealthStatus, type Logger, type PublicUrls, type ServiceClient, viaToProto } from '@agentroom/kit';
-import { apiIndexOf, connectStepsOf, type OperationName, OPERATIONS, overviewOf, type PostList } from '@agentroom/api';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { viaToProto } from '@agentroom/kit/domain';
+import type { HealthStatus, ServiceClient } from '@agentroom/kit/grpc';
+import type { Logger } from '@agentroom/kit/log';
+import { cursorPageReads, feedbackReceived as feedbackCounter, firstPageReads } from '@agentroom/kit/metrics';
+import type { FeedbackStore } from '@agentroom/kit/store';
+import { apiIndexOf, connectStepsOf, type OperationName, OPERATIONS, overviewOf, type Post, type PostList } from '@agentroom/api';
 import {
   listOf,
   pageOf,
@@ -13,9 +18,8 @@ import {
   toSignupStart,
   toWebhook,
 } from '@agentroom/api/wire';
-import type { AuthServiceClient, DeliveryServiceClient, MessagingServiceClient, RoomServiceClient } from '@agentroom/proto';
+import type { AuthServiceClient, DeliveryServiceClient, MessagingServiceClient, Post__Output, RoomServiceClient } from '@agentroom/proto';
 import type { TokenCache } from '../gateways/token-cache.js';
-import { type PagedPost, pagedPost, type WindowExtension } from '../live/first-page.js';
 import { implement, type Operation, principalOf } from './operation.js';
 
 /** What the operations call: the services behind edge (kit's typed clients), and edge's own stores. */
@@ -35,6 +39,38 @@ export interface OperationDeps {
   storage: { kind: 'redis' | 'memory'; ping(): Promise<void> };
   version: string;
   log: Logger;
+}
+
+/** A room answer that may extend the window further back: given by `extendable`, handed back to `extend`. */
+export interface WindowExtension {
+  /** The window's version when asked: a change meanwhile (a reply counted, a post pushed out) makes the answer stale. */
+  readonly version: number;
+  /** The posts of the answer the window already holds (those between the cursor's post and its oldest). */
+  readonly overlap: number;
+}
+
+/**
+ * A post with the cursor the room signed for it: the `next_cursor` of any newest-first page that ends
+ * with this post, whatever its limit. Edge keeps these for the first page it answers from memory, so
+ * it never needs the cursor secret.
+ */
+export interface PagedPost {
+  post: Post;
+  /** Empty when the room did not sign one (a room older than this edge ignores with_cursors). */
+  cursor: string;
+}
+
+/** The room's post in the API's shape, with its cursor. */
+export function pagedPost(post: Post__Output | null): PagedPost {
+  return { post: toPost(post), cursor: post?.cursor ?? '' };
+}
+
+/** A room answer that may extend the window further back: given by `extendable`, handed back to `extend`. */
+export interface WindowExtension {
+  /** The window's version when asked: a change meanwhile (a reply counted, a post pushed out) makes the answer stale. */
+  readonly version: number;
+  /** The posts of the answer the window already holds (those between the cursor's post and its oldest). */
+  readonly overlap: number;
 }
 
 /** What listPosts and createPost need of the posts hub (live/posts-hub.ts): the room's newest posts, in memory. */

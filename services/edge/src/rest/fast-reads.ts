@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { corsHeaders, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit';
+import { corsHeaders, recordAdmission, REQUEST_ID_HEADER, requestIdFrom, runWithContext, watchRequest } from '@agentroom/kit/http';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { Request, Response } from 'express';
 import { asksNoCache, type FastPathOptions, JSON_CONTENT_TYPE, jsonBytes, leadingHeaders, sendProblem } from '../http/answers.js';

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { admitRequest, corsHeaders, followRequest, type HttpContractOptions, jsonBody, type Logger, runWithContext, setRateLimitHeaders } from '@agentroom/kit';
+import { admitRequest, corsHeaders, followRequest, type HttpContractOptions, jsonBody, runWithContext, setRateLimitHeaders } from '@agentroom/kit/http';
+import type { Logger } from '@agentroom/kit/log';
 import { REST_BINDINGS } from '@agentroom/api';
 import type { Express, Request, Response } from 'express';
 import { asksNoCache, expressObjects as asExpress } from '../http/answers.js';

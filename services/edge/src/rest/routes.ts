@@ -1,4 +1,5 @@
-import { DomainError, IDEMPOTENCY_HEADER } from '@agentroom/kit';
+import { IDEMPOTENCY_HEADER } from '@agentroom/kit/http';
+import { DomainError } from '@agentroom/kit/problems';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Core, Outcome } from '../operations/core.js';

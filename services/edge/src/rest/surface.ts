@@ -1,4 +1,4 @@
-import type { PublicUrls } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
 import { restCall } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 

@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { AGENT_CHOICES, DomainError, escapeHtml, pageShell, type PublicUrls, sameSecret, sendStatic, type ServiceClient, SESSION_COOKIE, staticAsset, timeHtml, VIA_WORDS, viaToProto } from '@agentroom/kit';
+import type { PublicUrls } from '@agentroom/kit/config';
+import { AGENT_CHOICES, sameSecret, VIA_WORDS, viaToProto } from '@agentroom/kit/domain';
+import type { ServiceClient } from '@agentroom/kit/grpc';
+import { sendStatic, staticAsset } from '@agentroom/kit/http';
+import { DomainError } from '@agentroom/kit/problems';
+import { escapeHtml, pageShell, SESSION_COOKIE, timeHtml } from '@agentroom/kit/web';
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { type Agent, liveFeedUrl, type Post } from '@agentroom/api';
 import { toAgent, toPost } from '@agentroom/api/wire';
 import type { AuthServiceClient, ResolveSessionResponse__Output, RoomServiceClient } from '@agentroom/proto';
-import { type PagedPost, pagedPost } from '../live/first-page.js';
+import { type PagedPost, pagedPost } from '../operations/table.js';
 
 type RoomClient = ServiceClient<RoomServiceClient>;
 

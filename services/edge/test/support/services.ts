@@ -1,19 +1,9 @@
-import {
-  connectRedis,
-  createLogger,
-  freePort,
-  MemoryFeedbackStore,
-  MemoryIdempotencyStore,
-  MemoryQuotaStore,
-  publicUrls,
-  type PublicUrls,
-  RedisIdempotencyStore,
-  RedisQuotaStore,
-  type ServiceClient,
-  serviceClient,
-  type ServiceProcess,
-  startServiceProcess,
-} from '@agentroom/kit';
+import { publicUrls, type PublicUrls } from '@agentroom/kit/config';
+import { type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
+import { freePort } from '@agentroom/kit/local';
+import { createLogger } from '@agentroom/kit/log';
+import { connectRedis, MemoryFeedbackStore, MemoryIdempotencyStore, MemoryQuotaStore, RedisIdempotencyStore, RedisQuotaStore } from '@agentroom/kit/store';
+import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import { authProto, deliveryProto, messagingProto, roomProto, type RoomServiceClient } from '@agentroom/proto';
 import { TokenCache } from '../../src/gateways/token-cache.js';
 import { PostsHub } from '../../src/live/posts-hub.js';

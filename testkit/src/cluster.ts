@@ -1,16 +1,15 @@
-// What `npm run chaos` and the fault smoke test (e2e/cluster/chaos.test.ts) share: the cluster
+// What `npm run chaos`, the bench and the cluster tests (e2e/cluster/) share: the cluster
 // launcher as a child whose log we follow (process ids, restarts), a steady load of readers and
 // writers with a deadline on every request, and the check that every acknowledged post is there.
 import { randomUUID } from 'node:crypto';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePort, NODE_FLAGS } from '@agentroom/kit';
+import { freePort, NODE_FLAGS } from '@agentroom/kit/local';
+import { sleep, until } from './wait.js';
 
 /** The built launcher, `npm run cluster` without its build step. */
 const CLUSTER_SCRIPT = fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url));
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 interface LogLine {
   level?: number;
@@ -484,18 +483,4 @@ export async function health(origin: string): Promise<{ status: number; body: He
 export function describeHealth(body: HealthAnswer): string {
   if (body.checks) return `${String(body.status)} (${Object.entries(body.checks).map(([k, v]) => `${k} ${v}`).join(', ')})`;
   return `a problem, code ${body.code ?? '?'}: "${body.detail ?? ''}"`;
-}
-
-/** Waits until `check` holds, polling every 100 ms; answers how long it took, or throws after `timeoutMs`. */
-export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    try {
-      if (await check()) return Date.now() - started;
-    } catch {
-      // not yet
-    }
-    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
-    await sleep(100);
-  }
 }

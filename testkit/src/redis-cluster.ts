@@ -1,150 +1,15 @@
+// A throwaway Redis Cluster on loopback ports, for the store contract tests, the failover tests and
+// `npm run bench`'s failover row: test tooling, so it lives here rather than in kit.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, type LocalRedis, REDIS_INSTALL_HINT, startRedisServer } from '@agentroom/kit/local';
+import { StartupError } from '@agentroom/kit/process';
 import { Redis } from 'ioredis';
-import { exitingWithParent } from '../parent.js';
-import { StartupError } from '../startup.js';
 
 export const REDIS_CLI_INSTALL_HINT =
   'redis-cli is not on PATH (it creates the test Redis Cluster). Install it with `bash scripts/install-test-deps.sh` (as root it installs the Debian package redis-tools), or `sudo apt-get install redis-tools` (Debian/Ubuntu; it normally comes with redis-server).';
-
-export const REDIS_INSTALL_HINT =
-  'redis-server is not on PATH. Install it with `bash scripts/install-test-deps.sh` (as root it runs `apt-get install -y redis-server`), or `sudo apt-get install redis-server`, or set REDIS_URL to a Redis you run.';
-
-/** Below Linux's ephemeral range (32768-60999), from which every `listen(0)` and outgoing connection draws. */
-const CHOSEN_PORTS = { from: 20_000, to: 32_000 };
-
-/**
- * The ports `freePort` handed out in the last HANDED_OUT_MS, oldest first: each is free until its
- * process listens on it, so a second draw of it meanwhile (a test asking six at once for six
- * services) would make two of them collide. A minute covers any start-up; after it, a port may be
- * drawn again.
- */
-const handedOut = new Map<number, number>();
-const HANDED_OUT_MS = 60_000;
-/** Ports this process will listen on that it did not draw (`reservePort`): never handed out. */
-const reserved = new Set<number>();
-
-/**
- * Tells `freePort` never to hand out `port`: this process was given it (a launcher's PORT, chosen
- * by whoever started it) and listens on it only after drawing ports for its other processes.
- */
-export function reservePort(port: number): void {
-  reserved.add(port);
-}
-
-function tryListen(port: number, host: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, host, () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A TCP port that is free on the loopback interface, for a process to listen on next. It is
- * picked at random below the OS's ephemeral range: a port the OS handed out by `listen(0)` and
- * took back could be handed at once to the next `listen(0)` or outgoing connection of any process
- * (a gRPC server on port 0, a client socket), and the listen that comes after would then fail.
- */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  const now = Date.now();
-  for (const [port, at] of handedOut) {
-    if (now - at < HANDED_OUT_MS) break;
-    handedOut.delete(port);
-  }
-  for (let attempt = 0; attempt < 50; attempt += 1) {
-    const port = CHOSEN_PORTS.from + Math.floor(Math.random() * (CHOSEN_PORTS.to - CHOSEN_PORTS.from));
-    if (handedOut.has(port) || reserved.has(port)) continue;
-    if (await tryListen(port, host)) {
-      handedOut.set(port, Date.now());
-      return port;
-    }
-  }
-  throw new Error(`no free port between ${CHOSEN_PORTS.from} and ${CHOSEN_PORTS.to} after 50 tries`);
-}
-
-export interface LocalRedis {
-  url: string;
-  port: number;
-  /** The redis-server's process id (chaos tests kill it with SIGKILL). */
-  pid: number | undefined;
-  /** Where it keeps its files: the folder given, or its own temp folder. */
-  dir: string;
-  stop(): Promise<void>;
-}
-
-export interface RedisServerOptions {
-  /** Listen here (e.g. to start it again where it was); a free port when unset. */
-  port?: number;
-  /**
-   * Keep data in this folder (created if missing) and leave it there on `stop`, so a server
-   * started again with the same `dir` reloads it; a throwaway temp folder when unset.
-   */
-  dir?: string;
-  /** Append-only file with this fsync policy (`everysec` loses at most about a second of writes); no persistence when unset. */
-  appendfsync?: 'always' | 'everysec' | 'no';
-  /** More `redis-server` arguments (the cluster helper's `--cluster-enabled yes`, …). */
-  extraArgs?: string[];
-}
-
-/**
- * Starts a `redis-server` on a loopback port: by default a throwaway one on a free port,
- * persistence off, in a temp folder. For tests, `npm run cluster` and `npm run chaos` (which asks
- * for an append-only file and starts it again on the same port and folder after killing it).
- * A missing binary fails with the command that installs it.
- */
-export async function startRedisServer(options: RedisServerOptions = {}): Promise<LocalRedis> {
-  if (spawnSync('redis-server', ['--version']).error) throw new StartupError(REDIS_INSTALL_HINT);
-  const port = options.port ?? (await freePort());
-  const ownDir = options.dir === undefined;
-  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'agentroom-redis-'));
-  mkdirSync(dir, { recursive: true });
-  const persistence = options.appendfsync === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', options.appendfsync];
-  // It stops by itself once this process is gone, however it died: no redis-server outlives a killed test run or cluster.
-  const program = exitingWithParent('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, ...(options.extraArgs ?? [])]);
-  const child = spawn(program.command, program.args, { stdio: ['pipe', 'ignore', 'ignore'] });
-  child.stdin?.on('error', () => undefined); // nothing is written to it; its end is what counts
-  const url = `redis://127.0.0.1:${port}`;
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      child.stdin?.destroy();
-      resolve();
-    }),
-  );
-  const probe = new Redis(url, { protocol: 2, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => undefined); // refused connects are expected until the server is up
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch (error) {
-      probe.disconnect();
-      if (child.exitCode !== null || Date.now() > deadline) {
-        child.kill('SIGKILL');
-        if (ownDir) rmSync(dir, { recursive: true, force: true });
-        throw new Error(`redis-server did not start on port ${port}: ${(error as Error).message}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  probe.disconnect();
-  return {
-    url,
-    port,
-    pid: child.pid,
-    dir,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-      if (ownDir) rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 export interface LocalRedisCluster {
   /** The masters' addresses when it started, for `new Cluster(nodes)` or `connectRedisCluster`. */

@@ -1,5 +1,5 @@
 // A human's side of the signup, over the product's own pages: register, then completeSignup with
-// the session's CSRF token. It lets the benchmark hold a real token in any mode (embedded or cluster).
+// the session's CSRF token. It lets the bench and the tests hold a real token in any mode (embedded or cluster).
 
 function cookieOf(response: Response, name: string): string {
   for (const line of response.headers.getSetCookie()) {

@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../store/redis-server.js';
-import { NODE_FLAGS } from '../node-flags.js';
-import { HealthChecker } from './client.js';
+import { HealthChecker } from '@agentroom/kit/grpc';
+import { freePort, NODE_FLAGS } from '@agentroom/kit/local';
 
 const READY_TIMEOUT_MS = 20_000;
 const STOP_GRACE_MS = 5_000;
@@ -35,7 +34,7 @@ export interface ServiceProcessOptions {
  * another over real gRPC without importing its code.
  */
 export async function startServiceProcess(options: ServiceProcessOptions): Promise<ServiceProcess> {
-  const script = fileURLToPath(new URL(`../../../${options.service}/dist/main.js`, import.meta.url));
+  const script = fileURLToPath(new URL(`../../services/${options.service}/dist/main.js`, import.meta.url));
   const port = await freePort();
   const address = `127.0.0.1:${port}`;
   const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, script], {
