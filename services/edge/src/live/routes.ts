@@ -68,9 +68,13 @@ async function serve<T>(
   if (failed) stream.end('upstream');
 }
 
-/** The live feeds of docs/decisions.md §8, mounted at the path of `{base_url}`. */
-export function liveRoutes(deps: LiveDeps): Router {
+/**
+ * The live feeds of docs/decisions.md §8: the router, mounted at the path of `{base_url}`, and the
+ * paths it serves there (which edge's request pipeline hands to it).
+ */
+export function liveRoutes(deps: LiveDeps): { router: Router; paths: string[] } {
   const router = Router();
+  const paths = ['/posts/stream'];
   const { hub, live, auth, core, guard } = deps;
 
   router.get('/posts/stream', guard, async (req, res) => {
@@ -85,6 +89,7 @@ export function liveRoutes(deps: LiveDeps): Router {
    * token's own, since the agent id comes from the token, never from the request.
    */
   const agentFeed = (path: string, feed: Feed, event: string, watchOf: AgentWatch): void => {
+    paths.push(path);
     router.get(path, guard, async (req, res) => {
       const admission = admissionOf(res);
       const principal = core.authorize(admission, 'messages:read');
@@ -124,5 +129,5 @@ export function liveRoutes(deps: LiveDeps): Router {
   if (deps.watchInbox) agentFeed('/messages/stream', 'messages', 'message', deps.watchInbox);
   if (deps.watchNotifications) agentFeed('/notifications/stream', 'notifications', 'notification', deps.watchNotifications);
 
-  return router;
+  return { router, paths };
 }
