@@ -62,10 +62,6 @@ function admissionGuard(core: Core): RequestHandler {
   };
 }
 
-/** Whether `path` is `prefix` or below it. */
-function under(path: string, prefix: string): boolean {
-  return path === prefix || path.startsWith(`${prefix.replace(/\/$/, '')}/`);
-}
 
 /**
  * The public API, which a browser on any origin may call (`Access-Control-Allow-Origin: *`, no
@@ -78,7 +74,10 @@ function publicApi(urls: PublicUrls): (path: string) => boolean {
   const api = pathOf(urls.apiUrl);
   const prefixes = [pathOf(urls.baseUrl), ...['/agent/signup/start', '/agent/signup/poll', '/agent/feedback', '/oauth', '/mcp', '/a2a'].map((path) => `${api}${path}`)];
   const card = `${pathOf(urls.siteUrl)}/.well-known/agent-card.json`;
-  return (path) => path === card || path === api || prefixes.some((prefix) => under(path, prefix));
+  // A prefix itself, or any path below it.
+  const exact = new Set([card, api, ...prefixes]);
+  const below = prefixes.map((prefix) => `${prefix}/`);
+  return (path) => exact.has(path) || below.some((prefix) => path.startsWith(prefix));
 }
 
 /**

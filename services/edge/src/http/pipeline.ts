@@ -28,8 +28,6 @@ export interface Exchange {
    * name and value in turn: written with the answer, in one `writeHead` where it can.
    */
   readonly headers: string[];
-  /** The route it took, for its metrics and log line; express's own when it goes there. */
-  route?: string;
   /** The request's count (`RequestPipeline.admit`), once made. */
   admission?: Admission;
 }
@@ -80,6 +78,14 @@ function matcherOf(path: string): MatchFunction<Record<string, string>> {
 /** The parameters of a literal path. */
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 
+/** Where a request's route is kept on it, for its metrics: `routeOf` reads it when the answer ends. */
+const ROUTE = Symbol('route');
+
+/** The route a request took: the pipeline's, or express's own when it went there. */
+function routeOf(req: IncomingMessage): string {
+  return (req as IncomingMessage & { [ROUTE]?: string })[ROUTE] ?? expressRoute(req);
+}
+
 /** How many (peer, X-Forwarded-For) pairs the client addresses remember before starting over. */
 const CLIENT_ADDRESSES_KEPT = 1024;
 
@@ -109,7 +115,7 @@ export class RequestPipeline {
     const exchange: Exchange = { req, res, requestId, path, query, headers: ['X-Request-Id', requestId] };
     // On every answer of the public API, errors included, so that a browser can read them too.
     if (path !== undefined && this.options.publicApi(path)) exchange.headers.push(...this.corsFlat);
-    watchRequest(req, res, 'edge', this.options.log, () => exchange.route ?? expressRoute(req), requestId);
+    watchRequest(req, res, 'edge', this.options.log, routeOf, requestId);
     runWithContext({ requestId }, () => this.serve(exchange)).catch((error: unknown) => this.fail(exchange, error));
   };
 
@@ -126,7 +132,11 @@ export class RequestPipeline {
     if (path !== undefined) {
       // The path exactly as a route's is written (the most frequent case) is that route's, when it takes the method.
       const literal = this.literals.get(path);
-      if (literal !== undefined && (literal.methods === undefined || literal.methods.includes(method))) return this.take(exchange, literal, NO_PARAMS);
+      if (literal !== undefined && (literal.methods === undefined || literal.methods.includes(method))) {
+        this.route(exchange, literal.path);
+        if (literal.countsItself !== true) await this.admit(exchange);
+        return literal.handle(exchange, NO_PARAMS);
+      }
       for (const { route, match: matches } of this.routes) {
         if (route.methods !== undefined && !route.methods.includes(method)) continue;
         let matched: ReturnType<typeof matches>;
@@ -138,25 +148,26 @@ export class RequestPipeline {
           throw error;
         }
         if (matched === false) continue;
-        return this.take(exchange, route, matched.params);
+        this.route(exchange, route.path);
+        if (route.countsItself !== true) await this.admit(exchange);
+        return route.handle(exchange, matched.params);
       }
     }
     await this.admit(exchange);
     this.toApp(exchange);
   }
 
-  /** Hands a request to the route it matched, counted first unless the route counts it itself. */
-  private async take(exchange: Exchange, route: PipelineRoute, params: Record<string, string>): Promise<void> {
-    exchange.route = route.path;
-    if (route.countsItself !== true) await this.admit(exchange);
-    return route.handle(exchange, params);
+  /** Records the route a request took, for its metrics and log line. */
+  private route(exchange: Exchange, path: string): void {
+    (exchange.req as IncomingMessage & { [ROUTE]?: string })[ROUTE] = path;
   }
 
   /** The admission step: authenticates and counts the request once, and puts its RateLimit headers on the answer. */
-  async admit(exchange: Exchange): Promise<Admission> {
-    const admission = await this.options.core.admit(this.credentials(exchange));
-    this.admitted(exchange, admission);
-    return admission;
+  admit(exchange: Exchange): Promise<Admission> {
+    return this.options.core.admit(this.credentials(exchange)).then((admission) => {
+      this.admitted(exchange, admission);
+      return admission;
+    });
   }
 
   /** Puts a count made with the operation (`Core.admitAndInvoke`) on the answer, as `admit` does. */
@@ -168,7 +179,9 @@ export class RequestPipeline {
   /** Who a request comes from, as the pipeline's core reads it. */
   credentials(exchange: Exchange): Credentials {
     const { req } = exchange;
-    return { authorization: req.headers.authorization, address: this.address(req), path: (req.url ?? '').split('?')[0] };
+    const url = req.url ?? '';
+    const mark = url.indexOf('?');
+    return { authorization: req.headers.authorization, address: this.address(req), path: mark === -1 ? url : url.slice(0, mark) };
   }
 
   /** The body step (kit's `readBody`, the same as the app's): the parser's error, or undefined with `req.body` set. */

@@ -267,7 +267,7 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
  */
 function requestContext(service: string, log: Logger): RequestHandler {
   return (req, res, next) => {
-    const requestId = followRequest(req, res, service, log, () => expressRoute(req));
+    const requestId = followRequest(req, res, service, log, expressRoute);
     runWithContext({ requestId }, next);
   };
 }
@@ -282,11 +282,11 @@ export function answerPreflight(res: ServerResponse): void {
 /**
  * Follows one request from its start (call it before anything else reads or answers it): sets
  * `X-Request-Id` (the client's when well-formed, a fresh one otherwise), and when the response ends
- * observes `http_request_duration_seconds` under `route()` (read then, once the route is known) and
+ * observes `http_request_duration_seconds` under `route(req)` (read then, once the route is known) and
  * writes the request's log line (see `requestContext`). Answers the request id, for
  * `runWithContext`. Every HTTP app gets it through `createHttpApp`.
  */
-export function followRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: () => string): string {
+export function followRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: (req: IncomingMessage) => string): string {
   const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
   res.setHeader('X-Request-Id', requestId);
   watchRequest(req, res, service, log, route, requestId);
@@ -296,8 +296,11 @@ export function followRequest(req: IncomingMessage, res: ServerResponse, service
 /**
  * `followRequest` without setting `X-Request-Id`: for a path that writes it with the rest of its
  * answer's headers at once (edge's request pipeline), having taken `requestId` from `requestIdFrom`.
+ * `route` is one function for every request, given the request when it ends: a closure made per
+ * request and kept by the response's listener keeps what it captured alive past the young
+ * generation's collections, which costs more than the request (docs/decisions.md §28).
  */
-export function watchRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: () => string, requestId: string): void {
+export function watchRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: (req: IncomingMessage) => string, requestId: string): void {
   const started = process.hrtime.bigint();
   // Read now: express rewrites `req.url` under a mounted router, and the line names the path as sent.
   const { method = 'GET', url = '/' } = req;
@@ -306,7 +309,7 @@ export function watchRequest(req: IncomingMessage, res: ServerResponse, service:
     const elapsed = Number(process.hrtime.bigint() - started);
     const status = res.statusCode;
     const complete = res.writableFinished;
-    if (complete) httpRequestDuration.observe({ service, method, route: route(), status }, elapsed / 1e9);
+    if (complete) httpRequestDuration.observe({ service, method, route: route(req), status }, elapsed / 1e9);
     // The line is only made when it is written (the embedded default logs warnings only).
     if (status < 500 && !log.isLevelEnabled('info')) return;
     const durationMs = Math.round(elapsed / 1e5) / 10;
