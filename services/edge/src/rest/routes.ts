@@ -28,6 +28,9 @@ function baseType(schema: z.ZodType): z.ZodType {
 
 const NUMBER = /^-?\d{1,15}(\.\d+)?$/;
 
+/** A query string of `name=value` pairs in characters no parser decodes (`&`-separated, `=` in each). */
+const PLAIN_QUERY = /^[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*(?:&[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*)*$/;
+
 /** The input fields of an operation that are numbers, which a query string carries as text. */
 function numberFields(binding: RestBinding, core: Core): ReadonlySet<string> {
   const shape = core.operations[binding.operation].input.shape as Record<string, z.ZodType>;
@@ -42,6 +45,17 @@ function numberFields(binding: RestBinding, core: Core): ReadonlySet<string> {
 function queryInput(numbers: ReadonlySet<string>, query: string): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   if (query === '') return input;
+  // Names and values that no parser decodes differently (no `%`, `+`, repeats or empty names): read as they are.
+  if (PLAIN_QUERY.test(query)) {
+    for (const pair of query.split('&')) {
+      const equals = pair.indexOf('=');
+      const name = pair.slice(0, equals);
+      if (Object.hasOwn(input, name)) return queryInput(numbers, `${query}&`);
+      const value = pair.slice(equals + 1);
+      input[name] = numbers.has(name) && NUMBER.test(value) ? Number(value) : value;
+    }
+    return input;
+  }
   for (const [name, value] of Object.entries(parseQuery(query))) {
     input[name] = numbers.has(name) && typeof value === 'string' && NUMBER.test(value) ? Number(value) : value;
   }
