@@ -78,12 +78,12 @@ function matcherOf(path: string): MatchFunction<Record<string, string>> {
 /** The parameters of a literal path. */
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 
-/** Where a request's route is kept on it, for its metrics: `routeOf` reads it when the answer ends. */
-const ROUTE = Symbol('route');
+/** The route each request took, for its metrics: `routeOf` reads it when the answer ends. Kept beside the request, not on it: a property added to node's request changes its shape, and every request node handles after it is slower (docs/decisions.md §28). */
+const ROUTES = new WeakMap<IncomingMessage, string>();
 
 /** The route a request took: the pipeline's, or express's own when it went there. */
 function routeOf(req: IncomingMessage): string {
-  return (req as IncomingMessage & { [ROUTE]?: string })[ROUTE] ?? expressRoute(req);
+  return ROUTES.get(req) ?? expressRoute(req);
 }
 
 /** How many (peer, X-Forwarded-For) pairs the client addresses remember before starting over. */
@@ -159,7 +159,7 @@ export class RequestPipeline {
 
   /** Records the route a request took, for its metrics and log line. */
   private route(exchange: Exchange, path: string): void {
-    (exchange.req as IncomingMessage & { [ROUTE]?: string })[ROUTE] = path;
+    ROUTES.set(exchange.req, path);
   }
 
   /** The admission step: authenticates and counts the request once, and puts its RateLimit headers on the answer. */
