@@ -7,10 +7,11 @@ import { callTool, mcpClient } from '../support/mcp.js';
 import { RoomClient } from '../support/room-client.js';
 
 /**
- * One `tools/call` of a reading tool takes edge's fast path (services/edge/src/mcp/fast.ts), which
- * answers without the SDK's server and transport; the same call with `params._meta` (which the fast
- * path leaves to the SDK, and which changes nothing in the answer) goes through the SDK. Both must
- * answer alike, byte for byte but for what differs from one answer to the next by nature.
+ * One `tools/call` of a reading tool is answered by the MCP adapter's optimisation
+ * (services/edge/src/mcp/fast.ts) without the SDK's server and transport; the same call with
+ * `params._meta` (which it leaves to the SDK, and which changes nothing in the answer) goes through
+ * the SDK. Both come through edge's one request path and must answer alike, byte for byte but for
+ * what differs from one answer to the next by nature.
  */
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
@@ -23,7 +24,7 @@ interface Answer {
   body: string;
 }
 
-describe('MCP tools/call on the fast path and through the SDK (embedded)', () => {
+describe('MCP tools/call answered by the fast call and by the SDK (embedded)', () => {
   let app: Embedded;
   let reader: string;
 
@@ -102,12 +103,12 @@ describe('MCP tools/call on the fast path and through the SDK (embedded)', () =>
     expect((await alike(10, 'room_read_posts', { limit: 3 }, { origin: 'https://elsewhere.example' })).status).toBe(403);
   });
 
-  it('refuses a body it cannot read alike (the app reads a chunked body itself)', async () => {
+  it('refuses a body it cannot read alike (a chunked body is read by the parsers, not the plain lane)', async () => {
     const send = async (body: Buffer, chunked: boolean): Promise<Answer> => {
       const response = await fetch(`${app.urls.apiUrl}/mcp`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' },
-        // A stream is sent chunked, without Content-Length: the fast path leaves it to the app.
+        // A stream is sent chunked, without Content-Length: the body step reads it with express's parsers, not its plain lane.
         body: chunked ? new Blob([new Uint8Array(body)]).stream() : new Uint8Array(body),
         ...(chunked ? { duplex: 'half' } : {}),
       } as RequestInit);

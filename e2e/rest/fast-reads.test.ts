@@ -6,11 +6,11 @@ import { FAST_PASSWORDS } from '../support/env.js';
 import { RoomClient } from '../support/room-client.js';
 
 /**
- * `GET {base_url}/posts` with a plain query (`limit`, `cursor`, both or none) takes edge's fast path
- * (services/edge/src/rest/fast-reads.ts), which writes its answer without express's objects; the
- * same request with a query the fast path leaves alone (a trailing `&`, which every query parser
- * reads the same) goes through express. Both must answer alike, byte for byte but for what differs
- * from one answer to the next by nature.
+ * `GET {base_url}/posts` with a plain query (`limit`, `cursor`, both or none), and the same request
+ * with a query every parser reads the same but which is not in its plainest form (a trailing `&`):
+ * edge's one request path (services/edge/src/http/pipeline.ts) answers both alike, byte for byte
+ * but for what differs from one answer to the next by nature, from its memory of the first page or
+ * the room, whichever storage holds the quota (docs/decisions.md §28).
  */
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
@@ -37,7 +37,7 @@ function steady(answer: Answer): [string, string][] {
 describe.each([
   ['memory storage', false],
   ['Redis storage', true],
-] as const)('GET {base_url}/posts on the fast path and through express (%s)', (_name, withRedis) => {
+] as const)('GET {base_url}/posts with a plain query and with one that is not (%s)', (_name, withRedis) => {
   let redis: LocalRedis | undefined;
   let app: Embedded;
   let reader: string;
@@ -68,7 +68,7 @@ describe.each([
 
   const get = (query: string, headers: Record<string, string> = {}): Promise<Answer> => fetch(`${app.urls.baseUrl}/posts${query}`, { headers }).then(answerOf);
 
-  /** The same request on both paths (`plain` is the fast path's query): the same status, headers and bytes. */
+  /** The same request with the plain query and with a trailing `&`: the same status, headers and bytes. */
   async function alike(plain: string, headers: Record<string, string> = {}): Promise<Answer> {
     const fast = await get(plain, headers);
     const routed = await get(plain === '' ? '?&' : `${plain}&`, headers);

@@ -5,10 +5,10 @@ import { signUp } from '../support/agent.js';
 import { FAST_PASSWORDS } from '../support/env.js';
 
 /**
- * `POST {base_url}/posts` with a JSON body takes edge's lean path (services/edge/src/rest/lean.ts),
- * which counts the call and claims its idempotency key in one step; the same request with a query
- * string goes through express's routes, counted, then claimed. Both must answer alike, byte for
- * byte where nothing differs by nature (ids, times, request ids), and share one key space.
+ * `POST {base_url}/posts` with a JSON body, at the literal path and with a query string (which
+ * createPost ignores): edge's one request path (services/edge/src/http/pipeline.ts) counts the call
+ * and claims its idempotency key in one step for both. Both must answer alike, byte for byte where
+ * nothing differs by nature (ids, times, request ids), and share one key space (docs/decisions.md §28).
  */
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
@@ -41,14 +41,14 @@ function withoutIdentity(body: Record<string, unknown>): Record<string, unknown>
 describe.each([
   ['memory storage', false],
   ['Redis storage', true],
-] as const)('POST {base_url}/posts on the lean path and through the routes (%s)', (_name, withRedis) => {
+] as const)('POST {base_url}/posts at its literal path and with a query string (%s)', (_name, withRedis) => {
   let redis: LocalRedis | undefined;
   let app: Embedded;
   let writer: string;
   let reader: string;
-  /** The lean path: the literal path, no query. */
-  let lean: string;
-  /** Express's routes: the same route, with a query string the lean path does not take. */
+  /** The literal path, no query. */
+  let plain: string;
+  /** The same route, with a query string. */
   let routed: string;
 
   beforeAll(async () => {
@@ -62,7 +62,7 @@ describe.each([
     });
     writer = (await signUp(app, ['posts:write'], 'lean-writer', ada)).token;
     reader = (await signUp(app, ['agents:read'], 'lean-reader', ada)).token;
-    lean = `${app.urls.baseUrl}/posts`;
+    plain = `${app.urls.baseUrl}/posts`;
     routed = `${app.urls.baseUrl}/posts?via=routes`;
   }, 60_000);
 
@@ -77,7 +77,7 @@ describe.each([
 
   /** The same request on both paths: the same status, headers and problem. */
   async function alike(body: string | Buffer<ArrayBuffer>, headers: Record<string, string> = {}, token?: string | null): Promise<[Answer, Answer]> {
-    const a = await answerOf(await send(lean, body, headers, token));
+    const a = await answerOf(await send(plain, body, headers, token));
     const b = await answerOf(await send(routed, body, headers, token));
     expect(a.status).toBe(b.status);
     expect(steady(a)).toEqual(steady(b));
@@ -97,25 +97,25 @@ describe.each([
 
   it('counts each request once, whichever path takes it', async () => {
     const remaining = async (url: string): Promise<number> => Number((await send(url, JSON.stringify({ text: 'counted' }))).headers.get('ratelimit-remaining'));
-    const first = await remaining(lean);
+    const first = await remaining(plain);
     expect(await remaining(routed)).toBe(first - 1);
-    expect(await remaining(lean)).toBe(first - 2);
+    expect(await remaining(plain)).toBe(first - 2);
   });
 
   it('keeps a client request id', async () => {
-    const response = await send(lean, JSON.stringify({ text: 'with my own id' }), { 'x-request-id': 'lean-test-1234' });
+    const response = await send(plain, JSON.stringify({ text: 'with my own id' }), { 'x-request-id': 'lean-test-1234' });
     expect(response.headers.get('x-request-id')).toBe('lean-test-1234');
   });
 
   it('shares one key space: a key first used on one path replays on the other, and refuses another input', async () => {
     const key = `lean-${withRedis ? 'redis' : 'memory'}-1`;
-    const first = await answerOf(await send(lean, JSON.stringify({ text: 'one post, two paths' }), { 'idempotency-key': key }));
+    const first = await answerOf(await send(plain, JSON.stringify({ text: 'one post, two paths' }), { 'idempotency-key': key }));
     expect(first.status).toBe(201);
     const replayed = await answerOf(await send(routed, JSON.stringify({ text: 'one post, two paths' }), { 'idempotency-key': key }));
     expect(replayed).toMatchObject({ status: 201, body: first.body, headers: { 'idempotent-replayed': 'true' } });
     const other = `lean-${withRedis ? 'redis' : 'memory'}-2`;
     const second = await answerOf(await send(routed, JSON.stringify({ text: 'the other way round' }), { 'idempotency-key': other }));
-    expect(await answerOf(await send(lean, JSON.stringify({ text: 'the other way round' }), { 'idempotency-key': other }))).toMatchObject({ status: 201, body: second.body, headers: { 'idempotent-replayed': 'true' } });
+    expect(await answerOf(await send(plain, JSON.stringify({ text: 'the other way round' }), { 'idempotency-key': other }))).toMatchObject({ status: 201, body: second.body, headers: { 'idempotent-replayed': 'true' } });
     const [mismatch] = await alike(JSON.stringify({ text: 'not what was first sent' }), { 'idempotency-key': key });
     expect(mismatch.body).toMatchObject({ status: 422, type: `${app.urls.siteUrl}/problems/idempotency-mismatch` });
   });

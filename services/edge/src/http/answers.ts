@@ -1,35 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PROBLEM_CONTENT_TYPE } from '@agentroom/kit/http';
-import type { Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
-import type { QuotaState } from '@agentroom/kit/store';
-import type { Express, Request, RequestHandler, Response } from 'express';
+import type { Express, Request, Response } from 'express';
 import type { Admission, Core } from '../operations/core.js';
 import type { Problem } from '../operations/problem.js';
 import type { Surface } from '../operations/surface.js';
 
 /**
  * What every HTTP adapter (REST, OAuth, MCP, A2A, the live feeds) shares: the request's admission,
- * and the answers they write the same way. Adapters import this, never each other.
+ * and the answers they write the same way, over the pipeline (pipeline.ts) or express alike.
+ * Adapters import this, never each other.
  */
-
-/**
- * What a path answered before express's router (the GET and MCP fast paths, rest/fast-reads.ts and
- * mcp/fast.ts) is given by the server: the pipeline, how its protocol words problems, its path, and
- * express's objects for the answers only express writes.
- */
-export interface FastPathOptions {
-  core: Core;
-  /** The protocol's surface, for the remedies of any problem. */
-  surface: Surface;
-  /** The literal path it answers. */
-  path: string;
-  log: Logger;
-  /** The client address of a request when it is known without express (the same peer and X-Forwarded-For seen before). */
-  knownAddress(req: IncomingMessage): string | undefined;
-  /** The request and response as express's (its prototypes and `locals`), for an answer only express writes. */
-  asExpress(req: IncomingMessage, res: ServerResponse): { req: Request; res: Response };
-}
 
 /** The admission the HTTP contract made for this request (edge's `admit` hook puts it there). */
 export function admissionOf(res: Response): Admission {
@@ -38,27 +19,40 @@ export function admissionOf(res: Response): Admission {
   return admission;
 }
 
-/** Writes a problem as HTTP answers it: RFC 9457 JSON with its status and headers. */
-export function sendProblem(res: Response, problem: Problem): void {
+/** The `Content-Type` of a problem document, as express's `res.type(...).send(text)` writes it. */
+const PROBLEM_JSON = `${PROBLEM_CONTENT_TYPE}; charset=utf-8`;
+
+/**
+ * Writes a problem as HTTP answers it: RFC 9457 JSON with its status and headers (after any the
+ * response already holds). One writer for the pipeline's routes and express's alike.
+ */
+export function sendProblem(res: ServerResponse, problem: Problem): void {
   for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
-  res.status(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem.document));
+  const body = Buffer.from(JSON.stringify(problem.document), 'utf8');
+  res.setHeader('Content-Type', PROBLEM_JSON);
+  res.setHeader('Content-Length', String(body.length));
+  res.statusCode = problem.status;
+  res.end(body);
 }
 
 /**
  * The answer of a URL to every method but its own (mount it with `router.all(path, …)` after the
- * URL's routes): `OPTIONS` is 204 with `Allow` (a CORS preflight never gets here: the HTTP contract
- * answers it first), and anything else, `TRACE` and `GET` on a POST-only endpoint included, is 405
- * with `Allow` and a problem document in the words of `surface` (RFC 9110 §9.3.7, §15.5.6).
+ * URL's routes, or call it from a pipeline route): `OPTIONS` is 204 with `Allow` (a CORS preflight
+ * never gets here: the pipeline answers it first), and anything else, `TRACE` and `GET` on a
+ * POST-only endpoint included, is 405 with `Allow` and a problem document in the words of `surface`
+ * (RFC 9110 §9.3.7, §15.5.6).
  */
-export function otherMethods(core: Pick<Core, 'problem'>, surface: Surface, methods: readonly string[], detail?: (method: string) => string): RequestHandler {
+export function otherMethods(core: Pick<Core, 'problem'>, surface: Surface, methods: readonly string[], detail?: (method: string) => string): (req: IncomingMessage, res: ServerResponse) => void {
   const allow = methods.join(', ');
   return (req, res) => {
     if (req.method === 'OPTIONS') {
       res.setHeader('Allow', allow);
-      res.status(204).end();
+      res.statusCode = 204;
+      res.end();
       return;
     }
-    const error = new DomainError('method-not-allowed', { detail: detail?.(req.method) ?? `${req.method} is not served here; this URL takes ${allow}.`, fields: { expected: allow } });
+    const method = req.method ?? 'GET';
+    const error = new DomainError('method-not-allowed', { detail: detail?.(method) ?? `${method} is not served here; this URL takes ${allow}.`, fields: { expected: allow } });
     const problem = core.problem(error, surface);
     sendProblem(res, { ...problem, headers: { ...problem.headers, Allow: allow } });
   };
@@ -94,17 +88,10 @@ export function jsonBytes(output: unknown): Buffer {
   return body;
 }
 
-/** Writes `output` as JSON with `status`, as `res.json` would (same bytes, same `Content-Type`), from `jsonBytes`. */
-export function sendJson(res: Response, status: number, output: unknown): void {
-  const body = jsonBytes(output);
-  if (!res.get('Content-Type')) res.setHeader('Content-Type', JSON_CONTENT_TYPE);
-  res.status(status).send(body);
-}
-
 /**
- * A request and response that reached edge outside its express app, made express's as `app.handle`
- * does first (its prototypes, so `req.ip`, `req.query` and `res.send` follow the app's settings, and
- * `locals`): for a fast path handing a request to express-based code it does not answer itself.
+ * A request and response that reached edge's pipeline, made express's as `app.handle` does first
+ * (its prototypes, so `req.ip`, `req.query` and `res.send` follow the app's settings, and `locals`):
+ * for a route handing a request to express-based code (the MCP SDK, the app's error handler).
  */
 export function expressObjects(app: Express, incoming: IncomingMessage, outgoing: ServerResponse): { req: Request; res: Response } {
   // The properties go on before the prototypes change: V8 adds them faster to the objects as they are.
@@ -114,13 +101,4 @@ export function expressObjects(app: Express, incoming: IncomingMessage, outgoing
   outgoingWithReq.req = incoming;
   outgoingWithReq.locals ??= Object.create(null) as Response['locals'];
   return { req: Object.setPrototypeOf(incoming, app.request) as Request, res: Object.setPrototypeOf(outgoing, app.response) as Response };
-}
-
-/**
- * The headers a fast path's 200 starts with, in the order the app's steps set them: the request id,
- * CORS (`corsFlat`, name and value in turn) and the RateLimit fields of the caller's quota. The
- * caller adds its content type and length.
- */
-export function leadingHeaders(requestId: string, corsFlat: readonly string[], quota: QuotaState): string[] {
-  return ['X-Request-Id', requestId, ...corsFlat, 'RateLimit-Limit', String(quota.limit), 'RateLimit-Remaining', String(quota.remaining), 'RateLimit-Reset', String(quota.resetSeconds)];
 }

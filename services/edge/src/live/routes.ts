@@ -82,9 +82,13 @@ async function serve<T>(
   if (failed) stream.end('upstream');
 }
 
-/** The live feeds of docs/decisions.md §8 (their rows: LIVE_FEEDS in api/), mounted at the path of `{base_url}`. */
-export function liveRoutes(deps: LiveDeps): Router {
+/**
+ * The live feeds of docs/decisions.md §8 (their rows: LIVE_FEEDS in api/): the router, mounted at the path of `{base_url}`, and the
+ * paths it serves there (which edge's request pipeline hands to it).
+ */
+export function liveRoutes(deps: LiveDeps): { router: Router; paths: string[] } {
   const router = Router();
+  const paths: string[] = [LIVE_FEEDS.posts.path];
   const { hub, live, auth, core, guard } = deps;
 
   router.get(LIVE_FEEDS.posts.path, guard, async (req, res) => {
@@ -100,6 +104,7 @@ export function liveRoutes(deps: LiveDeps): Router {
    */
   const agentFeed = (feed: AgentFeedName, watchOf: AgentWatch): void => {
     const { path, scope, event } = LIVE_FEEDS[feed];
+    paths.push(path);
     router.get(path, guard, async (req, res) => {
       const admission = admissionOf(res);
       const principal = core.authorize(admission, scope);
@@ -143,5 +148,5 @@ export function liveRoutes(deps: LiveDeps): Router {
     if (watchOf) agentFeed(feed, watchOf);
   }
 
-  return router;
+  return { router, paths };
 }

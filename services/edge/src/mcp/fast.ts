@@ -1,37 +1,24 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BODY_LIMIT_BYTES } from '@agentroom/kit/domain';
-import {
-  corsHeaders,
-  parseJsonBytes,
-  recordAdmission,
-  REQUEST_ID_HEADER,
-  requestIdFrom,
-  runWithContext,
-  watchRequest,
-} from '@agentroom/kit/http';
+import type { IncomingMessage } from 'node:http';
+import { isPlainJson } from '@agentroom/kit/http';
 import { scopeFor } from '@agentroom/api';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import type { Request, Response } from 'express';
-import { asksNoCache, type FastPathOptions, jsonBytes, leadingHeaders } from '../http/answers.js';
+import { asksNoCache, jsonBytes } from '../http/answers.js';
+import type { Exchange, RequestPipeline } from '../http/pipeline.js';
 import type { Admission, Core } from '../operations/core.js';
 import type { Operation } from '../operations/operation.js';
 import type { Problem } from '../operations/problem.js';
+import type { Surface } from '../operations/surface.js';
 import type { HostPolicy } from './hosts.js';
 import { TOOLS_BY_NAME } from './tools.js';
 
-/** `path` is the literal path of `{api_url}/mcp`; `surface` MCP's. */
-export interface McpFastOptions extends FastPathOptions {
+export interface McpFastOptions {
+  core: Core;
+  /** MCP's surface, for the remedies of any problem. */
+  surface: Surface;
   hosts: HostPolicy;
-  /** The MCP route's own handler of a POST (routes.ts), for every request this path does not answer itself. */
-  handle(req: Request, res: Response): Promise<void>;
-  /** The app's error handler: a body it cannot read, and what fails unexpectedly. */
-  answerError(error: unknown, req: Request, res: Response): void;
+  /** Edge's request pipeline, whose steps (count, body, headers) ran before and write the answer's head. */
+  pipeline: RequestPipeline;
 }
-
-/** A `Content-Type` both the app's body parser and the SDK's transport read as JSON in UTF-8. */
-const PLAIN_JSON = /^application\/json(?:;[\t ]*charset=utf-8)?$/i;
-/** A `Content-Length` as digits: the app's parser refuses more than BODY_LIMIT_BYTES itself (413). */
-const LENGTH = /^\d{1,5}$/;
 
 /** One tools/call this path answers itself: a reading tool that needs no scope. */
 interface FastCall {
@@ -52,54 +39,32 @@ function hasOnlyKeys(value: Record<string, unknown>, required: readonly string[]
 }
 
 /**
- * The fast path of `POST {api_url}/mcp` for the most frequent MCP request: one stateless
- * `tools/call` of a tool that reads and needs no scope (room_read_posts above all), answered with
- * the same bytes the SDK's transport answers (`{"result":{…},"jsonrpc":"2.0","id":…}`, JSON, 200),
- * after the same contract steps as the app's (request id and log line, CORS, one admission with its
- * RateLimit headers, the app's JSON parsing) and the same pipeline (`Core.invoke`). The
- * SDK's per-request server and transport, and the Web Request and Response the transport converts
- * to and from, cost several times the call itself.
+ * An optimisation of the MCP adapter for its most frequent request: one stateless `tools/call` of a
+ * tool that reads and needs no scope (room_read_posts above all), answered with the same bytes the
+ * SDK's transport answers (`{"result":{…},"jsonrpc":"2.0","id":…}`, JSON, 200) after the same
+ * operation pipeline (`Core.invoke`). The SDK's per-request server and transport, and the Web
+ * Request and Response the transport converts to and from, cost several times the call itself.
+ * Every contract step (request id, CORS, the count, the body) is edge's request pipeline's, done
+ * before this is asked; the answer's head is the pipeline's too.
  *
  * It answers only a message it can vouch for: a single JSON-RPC request object with exactly
  * `jsonrpc`, `id` (a string or a whole number), `method: "tools/call"` and `params` of exactly `name`
  * (a tool of the table that writes nothing and needs no scope) and, if any, `arguments` (an
- * object), on a request whose Host and Origin are allowed, whose token (if any) holds, whose
- * `Accept` lists both types and whose `Mcp-Protocol-Version` (if any) is one the SDK supports.
- * Everything else (initialize, tools/list, batches, notifications, other tools, a bad token or
- * header) goes, with its body already read, to the route's own handler, the SDK answering it as
- * before. Answers whether it took the request.
+ * object), sent as plain JSON (kit's `isPlainJson`) on a request whose Host and Origin are allowed,
+ * whose token (if any) holds, whose `Accept` lists both types and whose `Mcp-Protocol-Version` (if
+ * any) is one the SDK supports. Everything else (initialize, tools/list, batches, notifications,
+ * other tools, a bad token or header) is the SDK's to answer (routes.ts). Answers whether it
+ * answered the request.
  */
-export function mcpFastCalls(options: McpFastOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { core, surface, hosts, log, path } = options;
-  const cors = Object.entries(corsHeaders());
-  const corsFlat = cors.flat();
-  // The route's own label: its router is mounted at {api_url}/mcp and answers '/'.
-  const route = (): string => `${path}/`;
+export function mcpFastCalls(options: McpFastOptions): (exchange: Exchange, body: unknown, admission: Admission) => Promise<boolean> {
+  const { core, surface, hosts, pipeline } = options;
   /** Each tool's result for an output it answered before, without the JSON-RPC id: the first page is the same object until it changes. */
   const results = new Map<string, WeakMap<object, Buffer>>();
-
-  /**
-   * The body, read whole and parsed as the app's parser does (kit's `parseJsonBytes`, for the plain
-   * JSON this path takes): the JSON, or the error the app answers. `Content-Length` was checked
-   * within the limit; a client that goes away leaves nothing to answer.
-   */
-  const readBody = (incoming: IncomingMessage): Promise<{ body: unknown } | { error: unknown }> =>
-    new Promise((resolve) => {
-      const chunks: Buffer[] = [];
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-      incoming.once('end', () => {
-        try {
-          resolve({ body: parseJsonBytes(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)) });
-        } catch (error) {
-          resolve({ error });
-        }
-      });
-    });
 
   /** The one call of a body this path may answer itself, or undefined. */
   const fastCall = (incoming: IncomingMessage, body: unknown, admission: Admission): FastCall | undefined => {
     const { headers } = incoming;
-    if (!hosts.allowsHost(headers.host) || !hosts.allowsOrigin(headers.origin) || admission.tokenRefusal) return undefined;
+    if (!isPlainJson(incoming) || !hosts.allowsHost(headers.host) || !hosts.allowsOrigin(headers.origin) || admission.tokenRefusal) return undefined;
     const accept = headers.accept ?? '';
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return undefined;
     const version = headers['mcp-protocol-version'];
@@ -136,71 +101,19 @@ export function mcpFastCalls(options: McpFastOptions): (req: IncomingMessage, re
   /** A refused call, as the route's handler words it (routes.ts, toolError): the problem document as text. */
   const errorOf = (problem: Problem): Buffer => Buffer.from(`{"result":{"content":[{"type":"text","text":${JSON.stringify(JSON.stringify(problem.document))}}],"isError":true}`, 'utf8');
 
-  /** Express's response with what the app's earlier steps put on it (request id, CORS, the admission). */
-  const asApp = (incoming: IncomingMessage, outgoing: ServerResponse, requestId: string, admission?: Admission): { req: Request; res: Response } => {
-    const objects = options.asExpress(incoming, outgoing);
-    const { res } = objects;
-    if (!res.headersSent) {
-      res.setHeader('X-Request-Id', requestId);
-      for (const [name, value] of cors) res.setHeader(name, value);
-      if (admission !== undefined) {
-        res.locals.admission = admission;
-        recordAdmission(res, admission);
-      }
-    }
-    return objects;
-  };
-
-  const serve = async (incoming: IncomingMessage, outgoing: ServerResponse, requestId: string, address: string): Promise<void> => {
-    const { headers } = incoming;
-    // Counted first, as the app's admission step does before its body parser.
-    const admission = await core.admit({ authorization: headers.authorization, address, path });
-    const read = await readBody(incoming);
-    if ('error' in read) {
-      const { req, res } = asApp(incoming, outgoing, requestId, admission);
-      options.answerError(read.error, req, res);
-      return;
-    }
-    const call = fastCall(incoming, read.body, admission);
-    if (call === undefined) {
-      const { req, res } = asApp(incoming, outgoing, requestId, admission);
-      // Where the app's body parser leaves it.
-      req.body = read.body;
-      await options.handle(req, res);
-      return;
-    }
+  return async (exchange, body, admission) => {
+    const { headers } = exchange.req;
+    const call = fastCall(exchange.req, body, admission);
+    if (call === undefined) return false;
     const outcome = await core.invoke(admission, call.name, call.args, { surface, readThrough: asksNoCache(headers['cache-control']) });
     const result = outcome.ok ? resultOf(call, outcome.output) : errorOf(outcome.problem);
     const end = `,"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`;
-    const { quota } = admission;
-    // The headers the app's steps set, then those the SDK's transport writes (its names in lower case).
-    outgoing.writeHead(200, [
-      ...leadingHeaders(requestId, corsFlat, quota),
-      'content-type',
-      'application/json',
-      'content-length',
-      String(result.length + Buffer.byteLength(end, 'utf8')),
-    ]);
+    // After the pipeline's headers, those the SDK's transport writes (its names in lower case).
+    pipeline.head(exchange, 200, ['content-type', 'application/json', 'content-length', String(result.length + Buffer.byteLength(end, 'utf8'))]);
+    const { res } = exchange;
     // Two parts, one write: the socket is corked until the end of this tick.
-    outgoing.write(result);
-    outgoing.end(end, 'utf8');
-  };
-
-  return (incoming, outgoing) => {
-    const { headers } = incoming;
-    if (incoming.method !== 'POST' || incoming.url !== path) return false;
-    const type = headers['content-type'];
-    const length = headers['content-length'];
-    if (type === undefined || !PLAIN_JSON.test(type) || length === undefined || !LENGTH.test(length) || Number(length) > BODY_LIMIT_BYTES) return false;
-    if (headers['transfer-encoding'] !== undefined || headers['content-encoding'] !== undefined) return false;
-    const address = options.knownAddress(incoming);
-    if (address === undefined) return false;
-    const requestId = requestIdFrom(headers[REQUEST_ID_HEADER]);
-    watchRequest(incoming, outgoing, 'edge', log, route, requestId);
-    runWithContext({ requestId }, () => serve(incoming, outgoing, requestId, address)).catch((error: unknown) => {
-      const { req, res } = asApp(incoming, outgoing, requestId);
-      options.answerError(error, req, res);
-    });
+    res.write(result);
+    res.end(end, 'utf8');
     return true;
   };
 }

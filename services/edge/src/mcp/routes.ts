@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { idempotencyKeyInvalid } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
@@ -15,8 +14,9 @@ import type { Admission, Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
 import { admissionOf, asksNoCache, otherMethods, sendProblem } from '../http/answers.js';
+import type { PipelineRoute, RequestPipeline } from '../http/pipeline.js';
 import type { HostPolicy } from './hosts.js';
-import { type McpFastOptions, mcpFastCalls } from './fast.js';
+import { mcpFastCalls } from './fast.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
 export interface McpOptions {
@@ -27,14 +27,17 @@ export interface McpOptions {
   log: Logger;
 }
 
-/** What the fast path of a tool call needs beyond the route (mcp/fast.ts). */
-export type McpFastPathOptions = Pick<McpFastOptions, 'path' | 'knownAddress' | 'asExpress' | 'answerError'>;
+/** Where MCP is served: edge's request pipeline, and the path of `{api_url}/mcp` in it. */
+export interface McpPipelineOptions {
+  pipeline: RequestPipeline;
+  path: string;
+}
 
-/** `{api_url}/mcp`: the express route, and the fast path of a reading tool call in front of it. */
+/** `{api_url}/mcp`: its POST as a route of edge's request pipeline, and the express router of what that route does not take. */
 export interface McpEndpoint {
+  route: PipelineRoute;
+  /** Mounted at the path: every other method (405), and a POST at a path the route does not match as written (`/mcp//`). */
   router: Router;
-  /** Answers whether it took the request (mcp/fast.ts); the app answers the others through `router`. */
-  fast(req: IncomingMessage, res: ServerResponse): boolean;
 }
 
 const INSTRUCTIONS =
@@ -83,11 +86,12 @@ function scopedCalls(body: unknown, operations: Core['operations']): ScopedCall[
 /**
  * `{api_url}/mcp`: MCP over stateless Streamable HTTP. Every POST gets a new server and transport
  * (no session: any edge replica answers any request) over tool definitions built once from the
- * operation table; each tool call goes through the same pipeline as REST and A2A. A single call of
- * a reading tool is answered in front of express by the fast path (mcp/fast.ts), with the same bytes.
+ * operation table; each tool call goes through the same pipeline as REST and A2A. The POST is a
+ * route of edge's request pipeline, which counted it and reads its body; a single call of a reading
+ * tool is answered without the SDK (mcp/fast.ts), with the same bytes.
  */
-export function mcpRoutes(options: McpOptions & McpFastPathOptions): McpEndpoint {
-  const { core, surface, hosts } = options;
+export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint {
+  const { core, surface, hosts, pipeline } = options;
   const tools: Tool[] = toolDefinitions(core.operations);
   // Each Server would build its own Ajv (with formats) for the schemas of elicitation: a seventh of
   // an MCP request's CPU in a profile. One, shared, serves every request.
@@ -174,5 +178,21 @@ export function mcpRoutes(options: McpOptions & McpFastPathOptions): McpEndpoint
   // Stateless: no server-initiated stream to GET, no session to DELETE.
   router.all('/', otherMethods(core, surface, ['POST'], (method) => `${method} is not served here: this MCP endpoint is stateless.`));
 
-  return { router, fast: mcpFastCalls({ core, surface, hosts, log: options.log, path: options.path, knownAddress: options.knownAddress, asExpress: options.asExpress, handle: post, answerError: options.answerError }) };
+  const fast = mcpFastCalls({ core, surface, hosts, pipeline });
+  const route: PipelineRoute = {
+    path: options.path,
+    methods: ['POST'],
+    handle: async (exchange) => {
+      const unreadable = await pipeline.body(exchange);
+      // Answered by the app's error handler, as a body it cannot read anywhere.
+      if (unreadable !== undefined) throw unreadable;
+      const { body } = exchange.req as typeof exchange.req & { body?: unknown };
+      const admission = exchange.admission;
+      if (admission === undefined) throw new Error('the MCP route was reached without the admission step');
+      if (await fast(exchange, body, admission)) return;
+      const { req, res } = pipeline.toExpress(exchange);
+      await post(req, res);
+    },
+  };
+  return { route, router };
 }

@@ -158,8 +158,8 @@ export class Core {
   }
 
   /**
-   * `admit`, then `invoke` of one write, for a request that carries exactly that write (REST's
-   * `POST {base_url}/posts`, edge's lean path): the same steps in the same order, but the quota
+   * `admit`, then `invoke` of one operation, for a request that carries exactly that operation (a
+   * REST binding with a body, rest/routes.ts): the same steps in the same order, but the quota
    * count and the idempotency claim go to the store together, one Redis round trip instead of
    * two. The key is claimed only when the call passes every step before the claim: its token and
    * scope, its input and key (checked first, without a store), and its quota (the store counts

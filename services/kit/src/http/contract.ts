@@ -29,8 +29,13 @@ export interface HttpContractOptions {
   log: Logger;
   /** Express `trust proxy`: which hops may set X-Forwarded-For (our router and Envoy). */
   trustProxy: string;
-  /** Counts every request against a daily quota before anything else runs (see `addressAdmission`). */
-  admit(req: Request, res: Response): Promise<Admission>;
+  /**
+   * Counts every request against a daily quota before anything else runs (see `addressAdmission`).
+   * Left out, the request id, CORS, admission and preflight steps ran before the app (edge's request
+   * pipeline, which calls this module's step functions): the app adds the body step, its routes and
+   * the error handler only.
+   */
+  admit?(req: Request, res: Response): Promise<Admission>;
   /** Words the remedy of a problem (and any headers it needs) for whoever this surface serves. */
   answer(error: DomainError, req: Request): ProblemAnswer;
   /** When set, every POST honours `Idempotency-Key` by replaying its first HTTP answer. */
@@ -67,11 +72,8 @@ export function uncountedQuota(limit: number, now = Date.now()): QuotaState {
 /** Raised while reading a JSON body whose bytes are not UTF-8. */
 const NOT_UTF8 = 'encoding.not.utf8';
 
-/**
- * The JSON body parser of every app: at most 64 KiB, UTF-8 only. A path that reads a body without
- * express's router (edge's lean writes) parses with it too, so it accepts and refuses alike.
- */
-export function jsonBody(): RequestHandler {
+/** The JSON body parser of the body step (`readBody`): at most 64 KiB, UTF-8 only. */
+function jsonBody(): RequestHandler {
   return express.json({
     limit: BODY_LIMIT_BYTES,
     type: ['application/json', 'application/*+json'],
@@ -87,11 +89,11 @@ const JSON_START = /^[ \t\n\r]*([^ \t\n\r])/;
 
 /**
  * What `jsonBody()` makes of a whole body sent as `application/json` in UTF-8 (no other charset, no
- * Content-Encoding), for a path that reads the bytes itself (edge's MCP calls): the same value (a
- * byte order mark dropped, an empty body `{}`), or an error the error handler answers the same way
- * (not UTF-8, not JSON, JSON that is neither an object nor an array).
+ * Content-Encoding), for the body step's plain lane: the same value (a byte order mark dropped, an
+ * empty body `{}`), or an error the error handler answers the same way (not UTF-8, not JSON, JSON
+ * that is neither an object nor an array).
  */
-export function parseJsonBytes(bytes: Buffer): unknown {
+function parseJsonBytes(bytes: Buffer): unknown {
   if (!isUtf8(bytes)) throw Object.assign(new Error('The body is not valid UTF-8.'), { type: NOT_UTF8 });
   let text = bytes.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -115,11 +117,100 @@ const emptyBodyIsNone: RequestHandler = (req, _res, next) => {
   next();
 };
 
+/** A `Content-Type` both `jsonBody()` and `parseJsonBytes` read as JSON in UTF-8. */
+const PLAIN_JSON = /^application\/json(?:;[\t ]*charset=utf-8)?$/i;
+/** A `Content-Length` as digits, at most five: more than BODY_LIMIT_BYTES is the parsers' 413. */
+const PLAIN_LENGTH = /^\d{1,5}$/;
+
+/** Whether a request's body is plain JSON: `application/json` in UTF-8, a Content-Length within the limit, no Content-Encoding. */
+export function isPlainJson(req: IncomingMessage): boolean {
+  const { headers } = req;
+  const type = headers['content-type'];
+  const length = headers['content-length'];
+  return (
+    type !== undefined &&
+    length !== undefined &&
+    PLAIN_JSON.test(type) &&
+    PLAIN_LENGTH.test(length) &&
+    Number(length) <= BODY_LIMIT_BYTES &&
+    headers['transfer-encoding'] === undefined &&
+    headers['content-encoding'] === undefined
+  );
+}
+
+/** The requests whose body the JSON parser took (`hasJsonBody`). */
+const jsonBodies = new WeakSet<IncomingMessage>();
+
+/**
+ * The body step of the HTTP contract, one function for every app and for edge's request pipeline:
+ * reads the body into `req.body` (JSON, an OAuth form, or raw bytes of any other type, each at most
+ * 64 KiB; none for a body of no bytes without a parsed type) and answers the parser's error (413,
+ * 400, not UTF-8), or undefined. A body in plain JSON (`application/json`, UTF-8, a Content-Length
+ * within the limit, no Content-Encoding) is read whole and parsed at once (`parseJsonBytes`, which
+ * answers as the parser does): the parsers' streams and decoders cost more than such a request.
+ */
+export function readBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  if (isPlainJson(req)) {
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      // A client that goes away first leaves nothing to answer.
+      req.once('end', () => {
+        try {
+          (req as IncomingMessage & { body?: unknown }).body = parseJsonBytes(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+          jsonBodies.add(req);
+          resolve(undefined);
+        } catch (error) {
+          resolve(error);
+        }
+      });
+    });
+  }
+  return new Promise((resolve) => {
+    let i = 0;
+    const next = (error?: unknown): void => {
+      if (error !== undefined) return resolve(error);
+      // The JSON parser leaves a body only when it took the request (its type, and bytes to read).
+      if (i === 1 && (req as IncomingMessage & { body?: unknown }).body !== undefined) jsonBodies.add(req);
+      const parser = BODY_PARSERS[i++];
+      if (parser === undefined) return resolve(undefined);
+      void parser(req as Request, res as Response, next);
+    };
+    next();
+  });
+}
+
+/** Whether the body step read the request's body as JSON (`application/json` or `application/*+json`, as `req.is` would say). */
+export function hasJsonBody(req: IncomingMessage): boolean {
+  return jsonBodies.has(req);
+}
+
+/** The steps of `readBody` after its plain lane, in order: JSON, then an OAuth form, then any other bytes. */
+const BODY_PARSERS: readonly RequestHandler[] = [
+  jsonBody(),
+  // OAuth endpoints (RFC 8628, RFC 7009) and human forms take form bodies.
+  express.urlencoded({ limit: BODY_LIMIT_BYTES, extended: false, parameterLimit: 50 }),
+  // Any other body still counts against the limit, so 413 holds whatever the content type.
+  express.raw({ limit: BODY_LIMIT_BYTES, type: () => true }),
+  emptyBodyIsNone,
+];
+
+/** Whether a request is a CORS preflight: only an OPTIONS naming Access-Control-Request-Method is one (Fetch standard). */
+export function isPreflight(req: IncomingMessage): boolean {
+  return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+}
+
+/** The route a request took through an express app, for its metrics and log line (`unmatched` for none). */
+export function expressRoute(req: IncomingMessage): string {
+  const { route, baseUrl } = req as IncomingMessage & { route?: { path?: string }; baseUrl?: string };
+  return route?.path === undefined ? 'unmatched' : `${baseUrl ?? ''}${route.path}`;
+}
+
 export interface HttpApp {
   app: Express;
   /** Adds the 404 problem for unknown routes and the error handler; call after the routes. */
   finish(): void;
-  /** What the error handler does with a failure, for a request answered outside the app's routes (edge's lean reads). */
+  /** What the error handler does with a failure, for a request answered outside the app's routes (edge's request pipeline). */
   answerError(error: unknown, req: Request, res: Response): void;
 }
 
@@ -134,34 +225,27 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
   app.set('etag', false);
   app.set('trust proxy', options.trustProxy);
 
-  app.use(requestContext(options.service, options.log));
-  const { cors } = options;
-  // Before admission, so that a refusal (429, 503, 413...) is readable by the browser too.
-  if (cors) {
-    app.use((req, res, next) => {
-      if (cors(req)) for (const [name, value] of Object.entries(corsHeaders())) res.setHeader(name, value);
-      next();
-    });
+  const { cors, admit } = options;
+  if (admit !== undefined) {
+    app.use(requestContext(options.service, options.log));
+    // Before admission, so that a refusal (429, 503, 413...) is readable by the browser too.
+    if (cors) {
+      app.use((req, res, next) => {
+        if (cors(req)) for (const [name, value] of Object.entries(corsHeaders())) res.setHeader(name, value);
+        next();
+      });
+    }
+    app.use(admission(admit));
+    // A preflight counts like any request (once), and is answered here, before any route's 405; a
+    // plain OPTIONS goes on to its route, which answers with the methods it takes in Allow.
+    if (cors) {
+      app.use((req, res, next) => {
+        if (!isPreflight(req) || !cors(req)) return next();
+        answerPreflight(res);
+      });
+    }
   }
-  app.use(admission(options));
-  // A preflight counts like any request (once), and is answered here, before any route's 405. Only
-  // an OPTIONS naming Access-Control-Request-Method is one (Fetch standard); a plain OPTIONS goes on
-  // to its route, which answers with the methods it takes in Allow.
-  if (cors) {
-    app.use((req, res, next) => {
-      if (req.method !== 'OPTIONS' || req.headers['access-control-request-method'] === undefined || !cors(req)) return next();
-      for (const [name, value] of Object.entries(corsPreflightHeaders())) res.setHeader(name, value);
-      res.status(204).end();
-    });
-  }
-  app.use(
-    jsonBody(),
-    // OAuth endpoints (RFC 8628, RFC 7009) and human forms take form bodies.
-    express.urlencoded({ limit: BODY_LIMIT_BYTES, extended: false, parameterLimit: 50 }),
-    // Any other body still counts against the limit, so 413 holds whatever the content type.
-    express.raw({ limit: BODY_LIMIT_BYTES, type: () => true }),
-    emptyBodyIsNone,
-  );
+  app.use((req, res, next) => void readBody(req, res).then(next));
   if (options.idempotency) app.use(idempotency(options.idempotency, options.log));
   const answerError = errorHandler(options);
   return {
@@ -182,23 +266,26 @@ export function createHttpApp(options: HttpContractOptions): HttpApp {
  */
 function requestContext(service: string, log: Logger): RequestHandler {
   return (req, res, next) => {
-    const requestId = followRequest(req, res, service, log, () => {
-      const route = (req.route as { path?: string } | undefined)?.path;
-      return route === undefined ? 'unmatched' : `${req.baseUrl}${route}`;
-    });
+    const requestId = followRequest(req, res, service, log, expressRoute);
     runWithContext({ requestId }, next);
   };
+}
+
+/** Answers a CORS preflight (`isPreflight`): 204 with the methods and headers the public API takes. */
+export function answerPreflight(res: ServerResponse): void {
+  for (const [name, value] of Object.entries(corsPreflightHeaders())) res.setHeader(name, value);
+  res.statusCode = 204;
+  res.end();
 }
 
 /**
  * Follows one request from its start (call it before anything else reads or answers it): sets
  * `X-Request-Id` (the client's when well-formed, a fresh one otherwise), and when the response ends
- * observes `http_request_duration_seconds` under `route()` (read then, once the route is known) and
+ * observes `http_request_duration_seconds` under `route(req)` (read then, once the route is known) and
  * writes the request's log line (see `requestContext`). Answers the request id, for
- * `runWithContext`. Every HTTP app gets it through `createHttpApp`; a path that answers without
- * express (edge's lean reads) calls it itself, so its answers and log lines are the same.
+ * `runWithContext`. Every HTTP app gets it through `createHttpApp`.
  */
-export function followRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: () => string): string {
+export function followRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: (req: IncomingMessage) => string): string {
   const requestId = requestIdFrom(req.headers[REQUEST_ID_HEADER]);
   res.setHeader('X-Request-Id', requestId);
   watchRequest(req, res, service, log, route, requestId);
@@ -207,9 +294,12 @@ export function followRequest(req: IncomingMessage, res: ServerResponse, service
 
 /**
  * `followRequest` without setting `X-Request-Id`: for a path that writes it with the rest of its
- * answer's headers at once (edge's first page), having taken `requestId` from `requestIdFrom`.
+ * answer's headers at once (edge's request pipeline), having taken `requestId` from `requestIdFrom`.
+ * `route` is one function for every request, given the request when it ends: a closure made per
+ * request and kept by the response's listener keeps what it captured alive past the young
+ * generation's collections, which costs more than the request (docs/decisions.md §28).
  */
-export function watchRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: () => string, requestId: string): void {
+export function watchRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: (req: IncomingMessage) => string, requestId: string): void {
   const started = process.hrtime.bigint();
   // Read now: express rewrites `req.url` under a mounted router, and the line names the path as sent.
   const { method = 'GET', url = '/' } = req;
@@ -218,7 +308,7 @@ export function watchRequest(req: IncomingMessage, res: ServerResponse, service:
     const elapsed = Number(process.hrtime.bigint() - started);
     const status = res.statusCode;
     const complete = res.writableFinished;
-    if (complete) httpRequestDuration.observe({ service, method, route: route(), status }, elapsed / 1e9);
+    if (complete) httpRequestDuration.observe({ service, method, route: route(req), status }, elapsed / 1e9);
     // The line is only made when it is written (the embedded default logs warnings only).
     if (status < 500 && !log.isLevelEnabled('info')) return;
     const durationMs = Math.round(elapsed / 1e5) / 10;
@@ -231,17 +321,16 @@ export function watchRequest(req: IncomingMessage, res: ServerResponse, service:
   });
 }
 
-export function setRateLimitHeaders(res: Response, state: QuotaState): void {
-  res.setHeader('RateLimit-Limit', String(state.limit));
-  res.setHeader('RateLimit-Remaining', String(state.remaining));
-  res.setHeader('RateLimit-Reset', String(state.resetSeconds));
+export function setRateLimitHeaders(res: ServerResponse, state: QuotaState): void {
+  const fields = rateLimitFields(state);
+  for (let i = 0; i < fields.length; i += 2) res.setHeader(fields[i] as string, fields[i + 1] as string);
 }
 
-function admission(options: HttpContractOptions): RequestHandler {
+function admission(admit: NonNullable<HttpContractOptions['admit']>): RequestHandler {
   return async (req, res, next) => {
     let refusal: DomainError | undefined;
     try {
-      refusal = await admitRequest(options.admit, req, res);
+      refusal = await admitRequest(admit, req, res);
     } catch (error) {
       return next(error);
     }
@@ -251,19 +340,18 @@ function admission(options: HttpContractOptions): RequestHandler {
 
 /**
  * Counts one request with `admit`: its RateLimit headers and quota subject go on the response, and
- * it answers the refusal, if any. The app's admission step; a path that answers without express
- * (edge's lean reads) calls it itself.
+ * it answers the refusal, if any. The app's admission step.
  */
-export async function admitRequest(admit: HttpContractOptions['admit'], req: Request, res: Response): Promise<DomainError | undefined> {
+async function admitRequest(admit: NonNullable<HttpContractOptions['admit']>, req: Request, res: Response): Promise<DomainError | undefined> {
   const admitted = await admit(req, res);
-  recordAdmission(res, admitted);
+  setRateLimitHeaders(res, admitted.quota);
+  res.locals.quotaSubject = admitted.subject;
   return admitted.refusal;
 }
 
-/** Puts a request's count on its response (RateLimit headers, and its quota subject for what reads it later), as `admitRequest` does. */
-export function recordAdmission(res: Response, admitted: Admission): void {
-  setRateLimitHeaders(res, admitted.quota);
-  res.locals.quotaSubject = admitted.subject;
+/** The RateLimit fields of `state`, name and value in turn, for an answer written in one `writeHead`. */
+export function rateLimitFields(state: QuotaState): string[] {
+  return ['RateLimit-Limit', String(state.limit), 'RateLimit-Remaining', String(state.remaining), 'RateLimit-Reset', String(state.resetSeconds)];
 }
 
 /** A full allowance until midnight, for answers whose count is unknown because storage failed. */
