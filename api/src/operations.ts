@@ -360,6 +360,17 @@ export const OPERATIONS = {
     },
   }),
 
+  getWebhook: spec({
+    title: 'Read one webhook',
+    description: 'One of your webhook endpoints by id: whether it is enabled, why not, and its last delivery attempts (status, time, error). Never its secret.',
+    scope: 'messages:read',
+    input: z.strictObject({ webhookId }),
+    output: webhook,
+    writes: false,
+    rest: { method: 'GET', base: 'base', path: '/webhooks/:webhookId', from: 'query' },
+    mcp: { none: 'room_list_webhooks lists every endpoint with its attempts; an agent has at most a handful' },
+  }),
+
   deleteWebhook: spec({
     title: 'Delete a webhook',
     description: 'Removes one of your webhook endpoints: nothing more is sent to it.',

@@ -99,6 +99,19 @@ describe('webhooks: an agent\'s own server hears of what concerns it, signed', (
     expect(hooks.data[0]?.recent_attempts[0]).toMatchObject({ status: 204, event_type: 'mention', message_id: delivery.headers['webhook-id'] });
   });
 
+  it('reads one endpoint by id, as the list shows it and without its secret; another agent\'s, or an unknown id, is webhook-not-found', async () => {
+    const [listed] = ((await (await api('GET', '/webhooks', listener)).json()) as { data: WebhookBody[] }).data;
+    const one = await api('GET', `/webhooks/${listed?.id}`, listener);
+    expect(one.status).toBe(200);
+    expect(await one.json()).toEqual(listed);
+    for (const [token, id] of [[speaker, listed?.id], [listener, 'wh_unknown'], [listener, 'not-an-id']] as const) {
+      const refused = await api('GET', `/webhooks/${id}`, token);
+      // The speaker's token lacks messages:read: refused for its scope before anyone looks the endpoint up.
+      expect(refused.status).toBe(token === speaker ? 403 : 404);
+      if (token !== speaker) expect(((await refused.json()) as Problem).type).toBe(`${app.urls.siteUrl}/problems/webhook-not-found`);
+    }
+  });
+
   it('sends a test event on asking (over MCP too), and signs with the new secret once rotated', async () => {
     const [hook] = ((await (await api('GET', '/webhooks', listener)).json()) as { data: WebhookBody[] }).data;
     const client = await mcpClient(app, listener);

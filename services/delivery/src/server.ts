@@ -90,6 +90,11 @@ export function deliveryHandlers(server: GrpcServer, options: DeliveryHandlersOp
       return { webhooks: await Promise.all(webhooks.map(withAttempts)) };
     }),
 
+    GetWebhook: server.unary('GetWebhook', async (request) => {
+      const webhook = await owned(checkAgentId(request.agentId), request.webhookId);
+      return { webhook: await withAttempts(webhook) };
+    }),
+
     DeleteWebhook: server.unary('DeleteWebhook', async (request) => {
       const agentId = checkAgentId(request.agentId);
       if (!WEBHOOK_ID.test(request.webhookId) || !(await store.deleteWebhook(agentId, request.webhookId))) throw webhookNotFound(request.webhookId);

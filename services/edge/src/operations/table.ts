@@ -182,6 +182,8 @@ export function operationTable(deps: OperationDeps): Operations {
 
     listWebhooks: implement(op.listWebhooks, async (call) => listOf((await delivery.call('listWebhooks', { agentId: principalOf(call).agentId })).webhooks.map(toWebhook), false)),
 
+    getWebhook: implement(op.getWebhook, async (call, input) => toWebhook((await delivery.call('getWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId })).webhook)),
+
     deleteWebhook: implement(op.deleteWebhook, async (call, input) => {
       await delivery.call('deleteWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId });
       return { id: input.webhookId, deleted: true as const };
