@@ -36,7 +36,8 @@ export default {
     },
     {
       name: 'edge-adapter-to-adapter',
-      comment: "Edge's adapters (rest, mcp, a2a, oauth, live, web, and any new folder) never import each other: what two need lives in operations/, gateways/ or http/.",
+      comment:
+        "Edge's adapters (rest, mcp, a2a, oauth, live, web, and any new folder) never import each other: what two need lives in operations/, gateways/ or http/.",
       severity: 'error',
       from: { path: `^services/edge/src/(?!${EDGE_SHARED}/)([^/]+)/` },
       to: { path: EDGE_ADAPTER, pathNot: '^services/edge/src/$1/' },
@@ -85,14 +86,15 @@ export default {
     },
     {
       name: 'image-to-kit-local',
-      comment: "kit's local area starts processes on this machine (free ports, a redis-server): the launcher, tests and the bench use it, what the image runs never does.",
+      comment:
+        "kit's local area starts processes on this machine (free ports, a redis-server): the launcher, tests and the bench use it, what the image runs never does.",
       severity: 'error',
       from: { path: [`${SERVICE}src/`, '^gateway/src/', '^api/src/'] },
       to: { path: '^services/kit/src/local/' },
     },
     {
       name: 'kit-by-area',
-      comment: "Outside kit, kit is imported by area (@agentroom/kit/grpc, /http, /store...), never by a path into its files.",
+      comment: 'Outside kit, kit is imported by area (@agentroom/kit/grpc, /http, /store...), never by a path into its files.',
       severity: 'error',
       from: { pathNot: '^services/kit/' },
       to: { path: '^services/kit/src/', pathNot: KIT_AREAS },

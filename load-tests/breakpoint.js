@@ -15,7 +15,12 @@ import { thresholds, TREND_STATS } from './lib/thresholds.js';
 const MAX = number('MAX_RATE', 500);
 
 /** Kept apart from `options`, which k6 replaces with its own consolidated copy inside a VU. */
-const PLAN = ramping({ exec: 'breakpoint', startRate: number('START_RATE', 5), stages: [{ target: MAX, duration: duration('RAMP', '10m') }], maxVUs: number('MAX_VUS', Math.max(200, MAX * 4)) });
+const PLAN = ramping({
+  exec: 'breakpoint',
+  startRate: number('START_RATE', 5),
+  stages: [{ target: MAX, duration: duration('RAMP', '10m') }],
+  maxVUs: number('MAX_VUS', Math.max(200, MAX * 4)),
+});
 
 export const options = {
   scenarios: { breakpoint: PLAN },

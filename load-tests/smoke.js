@@ -14,7 +14,9 @@ export { a2aSend, directMessages, mcpClient, readRoom, sharePost } from './lib/j
 const DURATION = duration('SMOKE_DURATION', '20s');
 
 export const options = {
-  scenarios: Object.fromEntries(JOURNEYS.map((journey) => [journey.tag, steady({ exec: journey.exec, rate: 1, timeUnit: '2s', duration: DURATION, preAllocatedVUs: 1, maxVUs: 2 })])),
+  scenarios: Object.fromEntries(
+    JOURNEYS.map((journey) => [journey.tag, steady({ exec: journey.exec, rate: 1, timeUnit: '2s', duration: DURATION, preAllocatedVUs: 1, maxVUs: 2 })]),
+  ),
   thresholds: thresholds({ failedRate: 0, checksRate: 1, latency: 2 }),
   summaryTrendStats: TREND_STATS,
 };

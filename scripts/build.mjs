@@ -41,7 +41,9 @@ function fail(line, code = 1) {
 const engines = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).engines?.node ?? '';
 const minimum = /^>=\s*(\d+(?:\.\d+){0,2})$/.exec(engines.trim())?.[1];
 if (minimum !== undefined && isOlderThan(process.versions.node, minimum)) {
-  fail(`Agent Room needs Node.js ${minimum} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: run it through npm (\`npm start\`, \`npm test\`, \`npm run cluster\`), which finds or installs Node.js 24 itself, or put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\``);
+  fail(
+    `Agent Room needs Node.js ${minimum} or newer (package.json "engines"), and this is Node.js ${process.versions.node}: run it through npm (\`npm start\`, \`npm test\`, \`npm run cluster\`), which finds or installs Node.js 24 itself, or put Node.js 24 first on PATH with \`export PATH="$(bash scripts/install-node.sh):$PATH"\` (a project-local copy from the npm registry) or \`nvm install 24\``,
+  );
 }
 
 /** True when version `a` (`20.18.1`) is older than `b` (`20.19`). */
@@ -100,7 +102,9 @@ if (toBuild.length > 0) {
   const cached = tasks.length - toBuild.length;
   say(
     `Build: ${toBuild.length} of ${tasks.length} workspaces to compile${cached > 0 ? ` (${cached} from turbo's cache)` : ''}; ` +
-      (toBuild.length === tasks.length ? 'a first build takes half a minute on two free cores, a few on a busy machine; later starts reuse the cache' : 'this takes a few seconds to a minute'),
+      (toBuild.length === tasks.length
+        ? 'a first build takes half a minute on two free cores, a few on a busy machine; later starts reuse the cache'
+        : 'this takes a few seconds to a minute'),
   );
 }
 
@@ -125,7 +129,11 @@ function restoreCached() {
   if (cached.length === 0) return;
   const filters = cached.map((task) => `--filter=${task.id.split('#')[0]}`);
   const restored = spawnSync(turbo, ['run', 'build', '--only', '--output-logs=none', ...filters], { cwd: root, encoding: 'utf8' });
-  if (restored.status !== 0) fail(`${restored.stdout}${restored.stderr}\nBuild failed: restoring ${cached.map((task) => task.name).join(', ')} from turbo's cache failed (above)`, restored.status ?? 1);
+  if (restored.status !== 0)
+    fail(
+      `${restored.stdout}${restored.stderr}\nBuild failed: restoring ${cached.map((task) => task.name).join(', ')} from turbo's cache failed (above)`,
+      restored.status ?? 1,
+    );
 }
 
 /** The one `tsc -b` over the workspaces to build, saying which project it is on (`--verbose`). */
@@ -133,12 +141,16 @@ async function compileTogether() {
   const proto = toBuild.find((task) => task.name === 'proto');
   if (proto !== undefined) {
     const generated = spawnSync('npm', ['run', 'generate', '--silent'], { cwd: join(root, proto.directory), encoding: 'utf8' });
-    if (generated.status !== 0) fail(`${generated.stdout}${generated.stderr}\nBuild failed: generating the gRPC types from proto/ failed (above)`, generated.status ?? 1);
+    if (generated.status !== 0)
+      fail(`${generated.stdout}${generated.stderr}\nBuild failed: generating the gRPC types from proto/ failed (above)`, generated.status ?? 1);
   }
   print(`  ${clock()} compiling ${toBuild.length} workspaces in one tsc process…`);
   const byTsconfig = new Map(toBuild.map((task) => [join(root, task.directory, 'tsconfig.json'), task.name]));
   const lines = [];
-  const tsc = spawn(join(root, 'node_modules', '.bin', 'tsc'), ['-b', '--verbose', ...toBuild.map((task) => task.directory)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tsc = spawn(join(root, 'node_modules', '.bin', 'tsc'), ['-b', '--verbose', ...toBuild.map((task) => task.directory)], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const passOn = (signal) => tsc.kill(signal);
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, passOn);
   const onText = (chunk) => {
@@ -158,7 +170,10 @@ async function compileTogether() {
     // The compiler's messages, without --verbose's own lines (`4:40:05 AM - Building project …`, or `[4:40:05 AM] …` on a terminal).
     const chatter = /^(\[[^\]]+\]|\d{1,2}:\d{2}:\d{2}(\s?[AP]M)?\s+-)\s*(Projects in this build|Project '|Building project|Updating )/;
     process.stdout.write(`${lines.filter((line) => !chatter.test(line) && !/^\s+\* /.test(line)).join('\n')}\n`);
-    fail(`Build failed after ${((Date.now() - started) / 1000).toFixed(1)} s (tsc exit ${code}): the compiler's messages are above; fix them and run this again`, typeof code === 'number' ? code : 1);
+    fail(
+      `Build failed after ${((Date.now() - started) / 1000).toFixed(1)} s (tsc exit ${code}): the compiler's messages are above; fix them and run this again`,
+      typeof code === 'number' ? code : 1,
+    );
   }
   print(`  ${clock()} compiled; each workspace's other steps follow, and turbo keeps the result in its cache`);
 }
@@ -240,7 +255,10 @@ child.on('close', (code, signal) => {
     return;
   }
   // What the failed tasks printed (everything turbo said when that is not known), then what to do.
-  const shown = failed.size === 0 ? output : output.filter((line) => [...failed].some((id) => line.startsWith(tasks.find((task) => task.id === id).prefix) || line.startsWith(`${id}:`)));
+  const shown =
+    failed.size === 0
+      ? output
+      : output.filter((line) => [...failed].some((id) => line.startsWith(tasks.find((task) => task.id === id).prefix) || line.startsWith(`${id}:`)));
   process.stdout.write(`${shown.join('\n')}\n`);
   fail(`Build failed after ${seconds} s (turbo ${signal ?? `exit ${code}`}): the compiler's messages are above; fix them and run this again`, code ?? 1);
 });

@@ -70,7 +70,9 @@ function findK6() {
     const probe = spawnSync(candidate, ['version'], { encoding: 'utf8' });
     if (probe.status === 0) return { path: candidate, version: probe.stdout.trim().split('\n')[0] };
   }
-  return fail(`k6 is not installed${process.env.K6 ? ` (K6=${process.env.K6} does not run)` : ''}: run \`bash scripts/install-tools.sh\`, which builds k6 into $(go env GOPATH)/bin.`);
+  return fail(
+    `k6 is not installed${process.env.K6 ? ` (K6=${process.env.K6} does not run)` : ''}: run \`bash scripts/install-tools.sh\`, which builds k6 into $(go env GOPATH)/bin.`,
+  );
 }
 
 /** `{response}`, or `{error}` when nothing answered within 5 s. */
@@ -90,18 +92,24 @@ function quotaSpent(url) {
 async function checkTarget(baseUrl) {
   const manifestUrl = `${baseUrl}/.well-known/ai-agent.json`;
   const { response: manifest, error: unreachable } = await get(manifestUrl);
-  if (!manifest) fail(`nothing answers at ${baseUrl} (${unreachable}). Start the room first, e.g. \`${RAISE_QUOTAS}\` in another terminal, or set BASE_URL to a running deployment's site URL.`);
+  if (!manifest)
+    fail(
+      `nothing answers at ${baseUrl} (${unreachable}). Start the room first, e.g. \`${RAISE_QUOTAS}\` in another terminal, or set BASE_URL to a running deployment's site URL.`,
+    );
   if (manifest.status === 429) fail(quotaSpent(manifestUrl));
   const body = manifest.status === 200 ? await manifest.json().catch(() => undefined) : undefined;
   const rest = body?.interfaces?.rest?.url;
-  if (typeof rest !== 'string') fail(`${manifestUrl} answered ${manifest.status} without an Agent Room manifest: BASE_URL must be the site URL of the room, not its API.`);
+  if (typeof rest !== 'string')
+    fail(`${manifestUrl} answered ${manifest.status} without an Agent Room manifest: BASE_URL must be the site URL of the room, not its API.`);
   const { response: health, error: down } = await get(`${rest}/health`);
   if (!health) fail(`the manifest at ${baseUrl} answers but GET ${rest}/health does not (${down}).`);
   if (health.status === 429) fail(quotaSpent(`${rest}/health`));
   const state = await health.json().catch(() => undefined);
   // `npm start` without REDIS_URL is "degraded" only for keeping everything in memory: measurable all the same.
-  const inMemory = state?.status === 'degraded' && state.checks?.storage === 'memory' && state.checks.room === 'serving' && state.checks.messaging === 'serving';
-  if (state?.status !== 'healthy' && !inMemory) fail(`${rest}/health answered ${health.status} ${JSON.stringify(state?.checks ?? state)}: the target is not ready.`);
+  const inMemory =
+    state?.status === 'degraded' && state.checks?.storage === 'memory' && state.checks.room === 'serving' && state.checks.messaging === 'serving';
+  if (state?.status !== 'healthy' && !inMemory)
+    fail(`${rest}/health answered ${health.status} ${JSON.stringify(state?.checks ?? state)}: the target is not ready.`);
   return rest;
 }
 
@@ -110,7 +118,8 @@ function checkTokens() {
   // A TOKENS given on the command line is relative to where npm was run; the default to the repository.
   const path = process.env.TOKENS ? resolve(process.env.INIT_CWD ?? process.cwd(), process.env.TOKENS) : join(ROOT, 'load-tests', 'tokens.json');
   const name = shown(path);
-  if (!existsSync(path)) fail(`there is no tokens file at ${name}. Create one with \`${PROVISION}\`${process.env.TOKENS ? ' (with --out naming your TOKENS file)' : ''}.`);
+  if (!existsSync(path))
+    fail(`there is no tokens file at ${name}. Create one with \`${PROVISION}\`${process.env.TOKENS ? ' (with --out naming your TOKENS file)' : ''}.`);
   let file;
   try {
     file = JSON.parse(readFileSync(path, 'utf8'));
@@ -191,7 +200,8 @@ if (code === 99 && report) {
   const failed = report.thresholds.filter((result) => !result.ok);
   console.log(`load: k6 exited 99: ${failed.length} threshold(s) failed:`);
   for (const result of failed) console.log(`  ✗ ${result.metric} ${result.expression} (measured ${measured(result)})`);
-  if (scenario === 'breakpoint') console.log('load: a breakpoint run ends this way: the load when it stopped (above: "arrival rate asked") is where the target broke.');
+  if (scenario === 'breakpoint')
+    console.log('load: a breakpoint run ends this way: the load when it stopped (above: "arrival rate asked") is where the target broke.');
 } else if (code !== 0) {
   console.log(`load: k6 exited ${code}${K6_EXITS[code] ? `: ${K6_EXITS[code]}` : ''}.`);
 }

@@ -38,12 +38,16 @@ const FIXTURE: Record<string, string> = {
   'services/delivery/src/index.ts': 'export const delivery = 1;\n',
   'services/messaging/src/uses-testkit.ts': "import { tk } from '../../../testkit/src/index.js';\nexport const f = tk;\n",
   'services/messaging/src/uses-local.ts': "import { port } from '../../kit/src/local/index.js';\nexport const g = port;\n",
-  'services/messaging/test/uses-testkit.test.ts': "import { tk } from '../../../testkit/src/index.js';\nimport { port } from '../../kit/src/local/index.js';\nexport const h = [tk, port];\n",
-  'services/edge/src/server.ts': "import { routes } from './rest/routes.js';\nimport { tools } from './mcp/tools.js';\nexport const server = [routes, tools];\n",
-  'services/edge/src/rest/routes.ts': "import { tools } from '../mcp/tools.js';\nimport { core } from '../operations/core.js';\nimport { answers } from '../http/answers.js';\nexport const routes = [tools, core, answers];\n",
+  'services/messaging/test/uses-testkit.test.ts':
+    "import { tk } from '../../../testkit/src/index.js';\nimport { port } from '../../kit/src/local/index.js';\nexport const h = [tk, port];\n",
+  'services/edge/src/server.ts':
+    "import { routes } from './rest/routes.js';\nimport { tools } from './mcp/tools.js';\nexport const server = [routes, tools];\n",
+  'services/edge/src/rest/routes.ts':
+    "import { tools } from '../mcp/tools.js';\nimport { core } from '../operations/core.js';\nimport { answers } from '../http/answers.js';\nexport const routes = [tools, core, answers];\n",
   'services/edge/src/mcp/tools.ts': "import { core } from '../operations/core.js';\nexport const tools = core;\n",
   'services/edge/src/feeds/new-adapter.ts': "import { routes } from '../rest/routes.js';\nexport const feeds = routes;\n",
-  'services/edge/src/operations/core.ts': "import type { Page } from '../live/first-page.js';\nimport { upstream } from '../gateways/room.gateway.js';\nexport const core: Page | number = upstream;\n",
+  'services/edge/src/operations/core.ts':
+    "import type { Page } from '../live/first-page.js';\nimport { upstream } from '../gateways/room.gateway.js';\nexport const core: Page | number = upstream;\n",
   'services/edge/src/gateways/room.gateway.ts': 'export const upstream = 1;\n',
   'services/edge/src/http/answers.ts': 'export const answers = 1;\n',
   'services/edge/src/live/first-page.ts': 'export interface Page { n: number }\n',
@@ -54,10 +58,12 @@ const FIXTURE: Record<string, string> = {
   'proto/src/to-api.ts': "import { api } from '../../api/src/index.js';\nexport const j = api;\n",
   'api/src/index.ts': "import { a } from '../../services/auth/src/by-path.js';\nexport const api = a;\n",
   'gateway/src/index.ts': "import { delivery } from '../../services/delivery/src/index.js';\nexport const gateway = delivery;\n",
-  'launcher/src/index.ts': "import { port } from '../../services/kit/src/local/index.js';\nimport { delivery } from '../../services/delivery/src/index.js';\nexport const launcher = [port, delivery];\n",
+  'launcher/src/index.ts':
+    "import { port } from '../../services/kit/src/local/index.js';\nimport { delivery } from '../../services/delivery/src/index.js';\nexport const launcher = [port, delivery];\n",
   'bench/src/faults.ts': 'export const faults = 1;\n',
   'bench/src/run.ts': "import { faults } from './faults.js';\nimport { tk } from '../../testkit/src/index.js';\nexport const run = [faults, tk];\n",
-  'e2e/cluster/chaos.test.ts': "import { faults } from '../../bench/src/faults.js';\nimport { tk } from '../../testkit/src/index.js';\nexport const k = [faults, tk];\n",
+  'e2e/cluster/chaos.test.ts':
+    "import { faults } from '../../bench/src/faults.js';\nimport { tk } from '../../testkit/src/index.js';\nexport const k = [faults, tk];\n",
   'testkit/src/index.ts': "import { port } from '../../services/kit/src/local/index.js';\nexport const tk = port;\n",
   'scripts/tool.ts': "import { tk } from '../testkit/src/index.js';\nexport const l = tk;\n",
 };
@@ -105,7 +111,10 @@ describe('the import rules (.dependency-cruiser.mjs, checked by npm run lint)', 
 });
 
 describe('what the packages declare', () => {
-  const manifests = ['package.json', ...(JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces.map((folder) => `${folder}/package.json`)];
+  const manifests = [
+    'package.json',
+    ...(JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { workspaces: string[] }).workspaces.map((folder) => `${folder}/package.json`),
+  ];
 
   it('the dev-only package is a devDependency wherever it is declared, never a dependency', () => {
     const declaring = manifests.filter((path) => {
@@ -121,7 +130,7 @@ describe('what the packages declare', () => {
     expect(dockerfile.split('\n').filter((line) => /^COPY\b/.test(line) && line.includes('testkit'))).toEqual([]);
   });
 
-  it("kit, proto, api and the gateway declare no service, and no service depends on another", () => {
+  it('kit, proto, api and the gateway declare no service, and no service depends on another', () => {
     const services = readdirSync(join(repo, 'services'), { withFileTypes: true })
       .filter((entry) => entry.isDirectory() && entry.name !== 'kit')
       .map((entry) => entry.name);
@@ -137,7 +146,10 @@ describe('what the packages declare', () => {
     ];
     const offenders = checked.flatMap(({ folder, fields }) =>
       declared(folder, fields)
-        .filter((name) => [...services.map((service) => `@agentroom/${service}`), '@agentroom/launcher'].includes(name) && name !== `@agentroom/${folder.split('/')[1]}`)
+        .filter(
+          (name) =>
+            [...services.map((service) => `@agentroom/${service}`), '@agentroom/launcher'].includes(name) && name !== `@agentroom/${folder.split('/')[1]}`,
+        )
         .map((name) => `${folder} declares ${name}`),
     );
     expect(offenders).toEqual([]);

@@ -6,7 +6,6 @@ import { DEVICE_CODE_GRANT } from './oauth.js';
 import { restUrl } from './rest.js';
 import type { ApiIndex, ConnectSteps, Overview, UrlMap } from './schemas.js';
 
-
 /**
  * The well-known URL of an identifier, as RFC 8414 §3.1 and RFC 9728 §3.1 place it:
  * `/.well-known/<suffix>` between the host and the identifier's path (a terminating slash removed).
@@ -108,7 +107,12 @@ export function overviewOf(urls: PublicUrls): Overview {
     ],
     urls: urlMapOf(urls),
     scopes: SCOPE_MEANINGS,
-    limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, poll_interval_seconds: LIMITS.poll_interval_seconds },
+    limits: {
+      post_text: LIMITS.post_text,
+      message_text: LIMITS.message_text,
+      page_size_max: LIMITS.page_size_max,
+      poll_interval_seconds: LIMITS.poll_interval_seconds,
+    },
   };
 }
 

@@ -10,7 +10,9 @@ export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
  * revocation): form bodies in, OAuth's own JSON out. Edge parses with them; the OpenAPI document shows them.
  */
 export const deviceAuthorizationForm = z.object({
-  client_id: codePointsAtMost(z.string().min(1), AGENT_NAME_MAX, { pattern: PLAIN_TEXT_PATTERN }).describe(`any client name of 1 to ${AGENT_NAME_MAX} characters (Unicode code points); it names the agent when agent_name is left out`),
+  client_id: codePointsAtMost(z.string().min(1), AGENT_NAME_MAX, { pattern: PLAIN_TEXT_PATTERN }).describe(
+    `any client name of 1 to ${AGENT_NAME_MAX} characters (Unicode code points); it names the agent when agent_name is left out`,
+  ),
   scope: z.string().max(500).optional().describe(`space-separated scopes, at most ${SIGNUP_SCOPES_MAX}, e.g. "posts:write messages:read"`),
   agent_name: agentName.optional().describe(AGENT_NAME_EXPECTED),
 });
@@ -31,12 +33,19 @@ export const oauthToken = z.object({
   token_type: z.literal('Bearer'),
   expires_in: z.number().int(),
   scope: z.string().describe('the granted scopes, space-separated'),
-  refresh_token: z.string().optional().describe('authorization code and refresh grants: the refresh token (agr_…), good for one refresh; the next answer brings the next'),
+  refresh_token: z
+    .string()
+    .optional()
+    .describe('authorization code and refresh grants: the refresh token (agr_…), good for one refresh; the next answer brings the next'),
   agent_id: z.string().optional().describe("the agent's id (a_…), as the room's posts and agent list show it"),
 });
 
 export const oauthError = z.object({
-  error: z.string().describe('authorization_pending, slow_down, access_denied, expired_token, invalid_grant, invalid_client, invalid_target, invalid_scope, invalid_request, invalid_redirect_uri, invalid_client_metadata or unsupported_grant_type'),
+  error: z
+    .string()
+    .describe(
+      'authorization_pending, slow_down, access_denied, expired_token, invalid_grant, invalid_client, invalid_target, invalid_scope, invalid_request, invalid_redirect_uri, invalid_client_metadata or unsupported_grant_type',
+    ),
   error_description: z.string(),
 });
 
@@ -57,12 +66,24 @@ export const REDIRECT_URIS_MAX = 10;
  */
 export const tokenRequestForm = z.object({
   // Any other grant type is answered unsupported_grant_type (RFC 6749 section 5.2), so zod takes any string; the document names the ones that work.
-  grant_type: z.string().max(200).meta({ enum: [...TOKEN_GRANTS] }).describe(`${AUTHORIZATION_CODE_GRANT}, ${REFRESH_TOKEN_GRANT} or ${DEVICE_CODE_GRANT}`),
+  grant_type: z
+    .string()
+    .max(200)
+    .meta({ enum: [...TOKEN_GRANTS] })
+    .describe(`${AUTHORIZATION_CODE_GRANT}, ${REFRESH_TOKEN_GRANT} or ${DEVICE_CODE_GRANT}`),
   // Any malformed code is the unknown grant it names (invalid_grant, RFC 8628 section 3.5): pollSignup's own input holds its form.
   device_code: z.string().max(200).optional().describe(`with ${DEVICE_CODE_GRANT}: the device_code of the signup`),
   code: z.string().max(200).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the code the authorization endpoint sent to redirect_uri`),
-  code_verifier: z.string().max(200).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the PKCE verifier (RFC 7636) whose S256 challenge the authorization request carried`),
-  redirect_uri: z.string().max(CLIENT_URL_MAX).optional().describe(`with ${AUTHORIZATION_CODE_GRANT}: the redirect_uri of the authorization request, exactly; required when that request named one`),
+  code_verifier: z
+    .string()
+    .max(200)
+    .optional()
+    .describe(`with ${AUTHORIZATION_CODE_GRANT}: the PKCE verifier (RFC 7636) whose S256 challenge the authorization request carried`),
+  redirect_uri: z
+    .string()
+    .max(CLIENT_URL_MAX)
+    .optional()
+    .describe(`with ${AUTHORIZATION_CODE_GRANT}: the redirect_uri of the authorization request, exactly; required when that request named one`),
   refresh_token: z.string().max(200).optional().describe(`with ${REFRESH_TOKEN_GRANT}: the newest refresh token; each is good once`),
   resource: z.string().max(CLIENT_URL_MAX).optional().describe('RFC 8707: the resource the token is for, as the authorization request named it'),
   scope: z.string().max(500).optional().describe(`with ${REFRESH_TOKEN_GRANT}: ignored; a refreshed token keeps the scopes the human approved`),
@@ -75,7 +96,9 @@ export const clientRegistrationRequest = z.object({
     .array(z.string().max(CLIENT_URL_MAX))
     .min(1)
     .max(REDIRECT_URIS_MAX)
-    .describe('where the authorization endpoint may send the code: https URLs, http on a loopback address (any port at use, RFC 8252), or a private-use scheme such as com.example.app:/callback'),
+    .describe(
+      'where the authorization endpoint may send the code: https URLs, http on a loopback address (any port at use, RFC 8252), or a private-use scheme such as com.example.app:/callback',
+    ),
   client_name: codePointsAtMost(z.string(), CLIENT_NAME_MAX).optional().describe('the name the human sees on the consent page, marked as unverified'),
   client_uri: z.string().max(CLIENT_URL_MAX).optional().describe('an https URL of the client, shown to the human'),
   logo_uri: z.string().max(CLIENT_URL_MAX).optional(),

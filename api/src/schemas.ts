@@ -13,7 +13,7 @@ export const via = z.enum(VIAS).describe('Where it came from: rest, mcp, a2a or 
 const dateTime = z.iso.datetime();
 
 export const mention = z.object({
-  id: z.string().describe('The mentioned agent\'s id.'),
+  id: z.string().describe("The mentioned agent's id."),
   agentName: z.string().describe('Its name when the post was made.'),
 });
 
@@ -34,7 +34,9 @@ export const post = z.object({
   mentions: z
     .array(mention)
     .optional()
-    .describe(`The agents the text mentions (\`@<agent id>\`, or \`@name\` for the one active agent of that name), in text order, each once, at most ${MENTIONS_MAX}; left out when none.`),
+    .describe(
+      `The agents the text mentions (\`@<agent id>\`, or \`@name\` for the one active agent of that name), in text order, each once, at most ${MENTIONS_MAX}; left out when none.`,
+    ),
 });
 
 export const agent = z.object({
@@ -46,7 +48,9 @@ export const agent = z.object({
   revokedAt: dateTime
     .nullable()
     .optional()
-    .describe('When every token of the agent was revoked (by its human or by itself); left out while it holds one. The profile stays, since its posts name it.'),
+    .describe(
+      'When every token of the agent was revoked (by its human or by itself); left out while it holds one. The profile stays, since its posts name it.',
+    ),
 });
 
 export const message = z.object({
@@ -137,7 +141,9 @@ export const overview = z.object({
 });
 
 export const connectSteps = z.object({
-  steps: z.array(z.object({ step: z.number().int(), action: z.string(), call: z.string(), body: z.record(z.string(), z.unknown()).optional(), then: z.string() })),
+  steps: z.array(
+    z.object({ step: z.number().int(), action: z.string(), call: z.string(), body: z.record(z.string(), z.unknown()).optional(), then: z.string() }),
+  ),
   scopes: z.record(scope, z.string()),
   poll_interval_seconds: z.number().int(),
   expires_in_seconds: z.number().int(),
@@ -172,7 +178,9 @@ export const apiIndex = z.object({
       device_authorization_endpoint: z.url(),
       revocation_endpoint: z.url(),
     })
-    .describe('The standard OAuth endpoints (POST, form bodies; the authorization endpoint is a page for humans), as the authorization server metadata lists them.'),
+    .describe(
+      'The standard OAuth endpoints (POST, form bodies; the authorization endpoint is a page for humans), as the authorization server metadata lists them.',
+    ),
   discovery: z
     .object({
       manifest: z.url(),
@@ -273,11 +281,7 @@ export const limit = z.number().int().min(LIMIT_MIN).max(LIMIT_MAX).default(LIMI
  */
 export const CURSOR_PATTERN = /^A[g-v][A-Za-z0-9_-]{22,254}$/;
 export const cursor = withRule(
-  z
-    .string()
-    .regex(CURSOR_PATTERN)
-    .optional()
-    .describe('the next_cursor of the previous page, unchanged, or left out to start from the newest item'),
+  z.string().regex(CURSOR_PATTERN).optional().describe('the next_cursor of the previous page, unchanged, or left out to start from the newest item'),
   { invalid: { slug: 'invalid-cursor', detail: 'The cursor is not one this list issued.' } },
 );
 /** An id that must name a post of the room: a malformed one names none, and answers as an unknown one does. */
@@ -338,7 +342,9 @@ export const deviceCode = z.string().regex(/^[A-Za-z0-9_-]{43}$/);
 /** What concerns an agent: a post that mentions it, a reply to one of its posts, a direct message to it. */
 export const notification = z.object({
   id: z.string().describe('Its position in your feed, ordered by time: pass it as up_to to mark it, and everything older, read.'),
-  type: z.enum(['mention', 'reply', 'direct_message']).describe('mention: a post names you; reply: a post answers one of yours (and may name you too); direct_message: a message to you.'),
+  type: z
+    .enum(['mention', 'reply', 'direct_message'])
+    .describe('mention: a post names you; reply: a post answers one of yours (and may name you too); direct_message: a message to you.'),
   createdAt: dateTime,
   read: z.boolean().describe('Whether your read marker has passed it.'),
   post: post.optional().describe('mention and reply: the post, as it was made.'),
@@ -378,7 +384,9 @@ export const webhook = z.object({
   id: z.string(),
   url: z.string().describe('Where the events are POSTed.'),
   events: z.array(z.enum(WEBHOOK_EVENTS)),
-  enabled: z.boolean().describe('false once the endpoint answered 410 Gone or failed too many times in a row; enable it again with POST {base_url}/webhooks/{webhookId}/enable.'),
+  enabled: z
+    .boolean()
+    .describe('false once the endpoint answered 410 Gone or failed too many times in a row; enable it again with POST {base_url}/webhooks/{webhookId}/enable.'),
   disabled_reason: z.string().nullable(),
   failures_in_a_row: z.number().int().min(0),
   created_at: dateTime,

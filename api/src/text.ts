@@ -22,7 +22,10 @@ export function more(nextCursor: string | null): string {
 export function notificationLine(notification: Notification): string {
   const state = notification.read ? 'read' : 'unread';
   const { post, message } = notification;
-  if (notification.type === 'direct_message' && message) return `- [${notification.id}, ${state}] direct message from ${message.fromAgentName} (${message.fromAgentId}): ${message.text}`;
+  if (notification.type === 'direct_message' && message)
+    return `- [${notification.id}, ${state}] direct message from ${message.fromAgentName} (${message.fromAgentId}): ${message.text}`;
   const what = notification.type === 'reply' ? 'replied to your post' : 'mentioned you';
-  return post ? `- [${notification.id}, ${state}] ${post.agentName} ${what} in post ${post.id}${post.threadId === undefined ? '' : ` (thread ${post.threadId})`}: ${post.text}` : `- [${notification.id}, ${state}] ${notification.type}`;
+  return post
+    ? `- [${notification.id}, ${state}] ${post.agentName} ${what} in post ${post.id}${post.threadId === undefined ? '' : ` (thread ${post.threadId})`}: ${post.text}`
+    : `- [${notification.id}, ${state}] ${notification.type}`;
 }

@@ -133,7 +133,10 @@ export function toWebhook(wire: Webhook__Output | null): Webhook {
 }
 
 /** A list the service pages by cursor: its items in the API's shape; the wire's '' next cursor (the last page) is null. */
-export function pageOf<T>(data: T[], answer: { hasMore: boolean; nextCursor: string }): { object: 'list'; data: T[]; has_more: boolean; next_cursor: string | null } {
+export function pageOf<T>(
+  data: T[],
+  answer: { hasMore: boolean; nextCursor: string },
+): { object: 'list'; data: T[]; has_more: boolean; next_cursor: string | null } {
   return { object: 'list', data, has_more: answer.hasMore, next_cursor: answer.nextCursor || null };
 }
 
@@ -158,7 +161,15 @@ export function toSignupStart(flow: StartDeviceFlowResponse__Output, siteUrl: st
 /** A poll of a device flow: pending until the human approved it, then its token, once. */
 export function toSignupPoll(poll: PollDeviceFlowResponse__Output): z.output<typeof signupPoll> {
   if (poll.status !== 'FLOW_STATUS_COMPLETED') return { status: 'pending' };
-  return { status: 'completed', access_token: poll.accessToken, token_type: 'Bearer', scopes: poll.scopes as Scope[], human: poll.human, agent_id: poll.agentId, expires_in: poll.expiresIn };
+  return {
+    status: 'completed',
+    access_token: poll.accessToken,
+    token_type: 'Bearer',
+    scopes: poll.scopes as Scope[],
+    human: poll.human,
+    agent_id: poll.agentId,
+    expires_in: poll.expiresIn,
+  };
 }
 
 /** The token endpoint's answer for a code or a refresh (RFC 6749 §5.1): the scopes space-separated. */

@@ -13,18 +13,41 @@ function wire<In, Out>(type: { serialize(value: In): Buffer; deserialize(bytes: 
   return type.deserialize(type.serialize(value));
 }
 
-const roomPost = { id: '1700000000000-0', agentId: 'a_1', agentName: 'scout', humanLabel: 'Ada', text: 'hello', via: 'VIA_MCP' as const, createdAt: '2026-01-01T00:00:00.000Z', cursor: 'Agxyz' };
+const roomPost = {
+  id: '1700000000000-0',
+  agentId: 'a_1',
+  agentName: 'scout',
+  humanLabel: 'Ada',
+  text: 'hello',
+  via: 'VIA_MCP' as const,
+  createdAt: '2026-01-01T00:00:00.000Z',
+  cursor: 'Agxyz',
+};
 
 describe('the mappers from the wire to the API', () => {
-  it('leaves a post\'s empty reply fields, zero reply count and no mentions out', () => {
+  it("leaves a post's empty reply fields, zero reply count and no mentions out", () => {
     const mapped = toPost(wire(roomProto().Post, roomPost));
-    expect(mapped).toEqual({ id: roomPost.id, agentId: 'a_1', agentName: 'scout', humanLabel: 'Ada', text: 'hello', via: 'mcp', createdAt: roomPost.createdAt });
+    expect(mapped).toEqual({
+      id: roomPost.id,
+      agentId: 'a_1',
+      agentName: 'scout',
+      humanLabel: 'Ada',
+      text: 'hello',
+      via: 'mcp',
+      createdAt: roomPost.createdAt,
+    });
     expect(post.strict().parse(mapped)).toEqual(mapped);
   });
 
-  it('keeps a reply\'s fields and names each mention by id, the same for the room\'s post and a notification\'s copy', () => {
+  it("keeps a reply's fields and names each mention by id, the same for the room's post and a notification's copy", () => {
     const reply = { ...roomPost, replyTo: '1-0', threadId: '1-0', replyCount: 2, mentions: [{ agentId: 'a_2', agentName: 'bee' }] };
-    const expected = { ...toPost(wire(roomProto().Post, roomPost)), replyTo: '1-0', threadId: '1-0', replyCount: 2, mentions: [{ id: 'a_2', agentName: 'bee' }] };
+    const expected = {
+      ...toPost(wire(roomProto().Post, roomPost)),
+      replyTo: '1-0',
+      threadId: '1-0',
+      replyCount: 2,
+      mentions: [{ id: 'a_2', agentName: 'bee' }],
+    };
     expect(toPost(wire(roomProto().Post, reply))).toEqual(expected);
     expect(toPost(wire(messagingProto().NotifiedPost, reply))).toEqual(expected);
     expect(post.strict().parse(expected)).toEqual(expected);
@@ -43,11 +66,32 @@ describe('the mappers from the wire to the API', () => {
   });
 
   it('maps each notification type, with its post or message, and knows no type it was not taught', () => {
-    const sent = { id: '5-0', fromAgentId: 'a_1', fromAgentName: 'scout', toAgentId: 'a_2', toAgentName: 'bee', text: 'psst', via: 'VIA_REST' as const, createdAt: roomPost.createdAt };
+    const sent = {
+      id: '5-0',
+      fromAgentId: 'a_1',
+      fromAgentName: 'scout',
+      toAgentId: 'a_2',
+      toAgentName: 'bee',
+      text: 'psst',
+      via: 'VIA_REST' as const,
+      createdAt: roomPost.createdAt,
+    };
     expect(message.strict().parse(toMessage(wire(messagingProto().Message, sent)))).toMatchObject({ text: 'psst', via: 'rest' });
     const direct = wire(messagingProto().Notification, { id: '9-0', type: 'NOTIFICATION_TYPE_DIRECT_MESSAGE', createdAt: roomPost.createdAt, message: sent });
-    expect(notification.strict().parse(toNotification(direct))).toEqual({ id: '9-0', type: 'direct_message', createdAt: roomPost.createdAt, read: false, message: toMessage(direct.message) });
-    const mention = wire(messagingProto().Notification, { id: '8-0', type: 'NOTIFICATION_TYPE_MENTION', createdAt: roomPost.createdAt, read: true, post: roomPost });
+    expect(notification.strict().parse(toNotification(direct))).toEqual({
+      id: '9-0',
+      type: 'direct_message',
+      createdAt: roomPost.createdAt,
+      read: false,
+      message: toMessage(direct.message),
+    });
+    const mention = wire(messagingProto().Notification, {
+      id: '8-0',
+      type: 'NOTIFICATION_TYPE_MENTION',
+      createdAt: roomPost.createdAt,
+      read: true,
+      post: roomPost,
+    });
     expect(notification.strict().parse(toNotification(mention))).toMatchObject({ type: 'mention', read: true, post: { id: roomPost.id } });
     expect(notificationTypeOf(wire(messagingProto().Notification, { id: '7-0', type: 'NOTIFICATION_TYPE_REPLY' }))).toBe('reply');
     const unknown = wire(messagingProto().Notification, { id: '6-0' });
@@ -55,12 +99,20 @@ describe('the mappers from the wire to the API', () => {
     expect(() => toNotification(unknown)).toThrow('unknown type NOTIFICATION_TYPE_UNSPECIFIED');
   });
 
-  it('says a webhook\'s missing reason, an attempt\'s missing HTTP answer and missing error as null', () => {
+  it("says a webhook's missing reason, an attempt's missing HTTP answer and missing error as null", () => {
     const attempts = [
       { messageId: 'msg_1', eventType: 'mention', status: 0, error: 'connection refused', at: roomPost.createdAt, attempt: 2, durationMs: 12 },
       { messageId: 'msg_1', eventType: 'mention', status: 204, at: roomPost.createdAt, attempt: 1, durationMs: 30 },
     ];
-    const wired = wire(deliveryProto().Webhook, { id: 'wh_1', agentId: 'a_1', url: 'https://example.com/hook', events: ['mention'], enabled: true, createdAt: roomPost.createdAt, recentAttempts: attempts });
+    const wired = wire(deliveryProto().Webhook, {
+      id: 'wh_1',
+      agentId: 'a_1',
+      url: 'https://example.com/hook',
+      events: ['mention'],
+      enabled: true,
+      createdAt: roomPost.createdAt,
+      recentAttempts: attempts,
+    });
     const mapped = webhook.strict().parse(toWebhook(wired));
     expect(mapped).toMatchObject({ disabled_reason: null, failures_in_a_row: 0, created_at: roomPost.createdAt });
     expect(mapped.recent_attempts).toEqual([
@@ -73,7 +125,7 @@ describe('the mappers from the wire to the API', () => {
     expect(disabled).toMatchObject({ enabled: false, disabled_reason: 'the endpoint answered 410 Gone' });
   });
 
-  it('reads the last page\'s empty next cursor as null', () => {
+  it("reads the last page's empty next cursor as null", () => {
     const last = wire(roomProto().ListPostsResponse, { posts: [roomPost] });
     expect(postList.strict().parse(pageOf(last.posts.map(toPost), last))).toMatchObject({ has_more: false, next_cursor: null });
     const more = wire(roomProto().ListPostsResponse, { posts: [roomPost], hasMore: true, nextCursor: 'Agnext' });
@@ -82,7 +134,14 @@ describe('the mappers from the wire to the API', () => {
   });
 
   it('leaves out the registration metadata a client did not send, and gives the issue time as a number', () => {
-    const registered = wire(authProto().RegisterClientResponse, { clientId: 'c_1', clientIdIssuedAt: '1767225600', redirectUris: ['https://app.example/cb'], clientName: 'App', grantTypes: ['authorization_code'], responseTypes: ['code'] });
+    const registered = wire(authProto().RegisterClientResponse, {
+      clientId: 'c_1',
+      clientIdIssuedAt: '1767225600',
+      redirectUris: ['https://app.example/cb'],
+      clientName: 'App',
+      grantTypes: ['authorization_code'],
+      responseTypes: ['code'],
+    });
     expect(clientRegistration.strict().parse(toClientRegistration(registered))).toEqual({
       client_id: 'c_1',
       client_id_issued_at: 1767225600,
@@ -95,8 +154,27 @@ describe('the mappers from the wire to the API', () => {
   });
 
   it('answers a device flow pending until auth says it completed, and its token only then', () => {
-    expect(toSignupPoll(wire(authProto().PollDeviceFlowResponse, { status: 'FLOW_STATUS_PENDING', accessToken: 'never shown' }))).toEqual({ status: 'pending' });
-    const done = toSignupPoll(wire(authProto().PollDeviceFlowResponse, { status: 'FLOW_STATUS_COMPLETED', accessToken: 'ar_t', scopes: ['posts:write'], human: 'Ada', agentId: 'a_1', expiresIn: 60 }));
-    expect(signupPoll.parse(done)).toEqual({ status: 'completed', access_token: 'ar_t', token_type: 'Bearer', scopes: ['posts:write'], human: 'Ada', agent_id: 'a_1', expires_in: 60 });
+    expect(toSignupPoll(wire(authProto().PollDeviceFlowResponse, { status: 'FLOW_STATUS_PENDING', accessToken: 'never shown' }))).toEqual({
+      status: 'pending',
+    });
+    const done = toSignupPoll(
+      wire(authProto().PollDeviceFlowResponse, {
+        status: 'FLOW_STATUS_COMPLETED',
+        accessToken: 'ar_t',
+        scopes: ['posts:write'],
+        human: 'Ada',
+        agentId: 'a_1',
+        expiresIn: 60,
+      }),
+    );
+    expect(signupPoll.parse(done)).toEqual({
+      status: 'completed',
+      access_token: 'ar_t',
+      token_type: 'Bearer',
+      scopes: ['posts:write'],
+      human: 'Ada',
+      agent_id: 'a_1',
+      expires_in: 60,
+    });
   });
 });

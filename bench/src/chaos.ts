@@ -55,7 +55,8 @@ try {
 if (args['redis-cluster'] === true) {
   if (args.replicas !== undefined) refuse('--replicas does not apply to --redis-cluster');
   const script = new URL('./redis-failover.js', import.meta.url);
-  if (!existsSync(fileURLToPath(script))) refuse('--redis-cluster runs bench/src/redis-failover.ts, which this checkout does not have (build it first: npm run build)');
+  if (!existsSync(fileURLToPath(script)))
+    refuse('--redis-cluster runs bench/src/redis-failover.ts, which this checkout does not have (build it first: npm run build)');
   const failover: unknown = await import(script.href);
   if (typeof failover !== 'object' || failover === null || !('runRedisFailover' in failover) || typeof failover.runRedisFailover !== 'function') {
     refuse('bench/src/redis-failover.ts exports no runRedisFailover()');
@@ -113,7 +114,14 @@ try {
   redis = await startRedisServer({ dir, appendfsync: 'everysec' });
   say(`redis-server with appendonly yes, appendfsync everysec at ${redis.url}, folder ${dir}`);
   const count = String(replicas);
-  cluster = await startCluster({ REDIS_URL: redis.url, ROOM_REPLICAS: count, MESSAGING_REPLICAS: count, DELIVERY_REPLICAS: count, AUTH_REPLICAS: count, EDGE_REPLICAS: count });
+  cluster = await startCluster({
+    REDIS_URL: redis.url,
+    ROOM_REPLICAS: count,
+    MESSAGING_REPLICAS: count,
+    DELIVERY_REPLICAS: count,
+    AUTH_REPLICAS: count,
+    EDGE_REPLICAS: count,
+  });
   // Every process the launcher started, in its order (room…, messaging…, delivery…, auth…, edge-…), but the router: the one way in.
   const services = Object.keys(cluster.metrics).filter((name) => name !== 'router');
   say(`cluster ready at ${cluster.origin}: ${services.join(', ')} and the router`);
@@ -202,10 +210,26 @@ try {
   say(`load stopped; waiting for the notifications of ${acknowledgedIds.length} posts`);
   const missedByNotifications = await notificationsFeed.awaitKeys(acknowledgedIds, NOTIFICATIONS_GRACE_MS);
   await Promise.all(feeds.map((feed) => feed.stop()));
-  const acknowledgedIn = (row: { from: number; to: number }): string[] => [...load!.acknowledged].filter(([, at]) => at >= row.from && at < row.to).map(([id]) => id);
-  const cutsIn = (row: { from: number; to: number }): number => feeds.reduce((sum, feed) => sum + feed.cuts.filter((at) => at >= row.from && at < row.to).length, 0);
+  const acknowledgedIn = (row: { from: number; to: number }): string[] =>
+    [...load!.acknowledged].filter(([, at]) => at >= row.from && at < row.to).map(([id]) => id);
+  const cutsIn = (row: { from: number; to: number }): number =>
+    feeds.reduce((sum, feed) => sum + feed.cuts.filter((at) => at >= row.from && at < row.to).length, 0);
 
-  const header = ['fault', 'window', 'requests', 'errors', 'error rate', 'timeouts', 'posts acknowledged', 'posts found afterwards', 'errors by kind', '503 without Retry-After', 'slowest answer', 'last error after', 'live feeds cut'];
+  const header = [
+    'fault',
+    'window',
+    'requests',
+    'errors',
+    'error rate',
+    'timeouts',
+    'posts acknowledged',
+    'posts found afterwards',
+    'errors by kind',
+    '503 without Retry-After',
+    'slowest answer',
+    'last error after',
+    'live feeds cut',
+  ];
   const table = [
     ...rows.map((row) => {
       const acked = acknowledgedIn(row);
@@ -218,7 +242,9 @@ try {
         String(row.stats.timeouts),
         String(acked.length),
         String(acked.filter((id) => listed.has(id)).length),
-        Object.entries(row.stats.byOutcome).map(([kind, n]) => `${kind}×${n}`).join(' ') || '-',
+        Object.entries(row.stats.byOutcome)
+          .map(([kind, n]) => `${kind}×${n}`)
+          .join(' ') || '-',
         String(row.stats.withoutRetryAfter),
         `${(row.stats.maxMs / 1000).toFixed(2)} s${row.stats.slowest === undefined ? '' : ` (${row.stats.slowest})`}`,
         row.stats.errors === 0 ? '-' : `${(row.stats.lastErrorAfterMs / 1000).toFixed(1)} s${row.recovered ? '' : ' (NOT RECOVERED)'}`,
@@ -234,7 +260,9 @@ try {
       String(total.timeouts),
       String(load.acknowledged.size),
       String(load.acknowledged.size - lost.length),
-      Object.entries(total.byOutcome).map(([kind, n]) => `${kind}×${n}`).join(' ') || '-',
+      Object.entries(total.byOutcome)
+        .map(([kind, n]) => `${kind}×${n}`)
+        .join(' ') || '-',
       String(total.withoutRetryAfter),
       `${(total.maxMs / 1000).toFixed(2)} s${total.slowest === undefined ? '' : ` (${total.slowest})`}`,
       '',
@@ -243,7 +271,11 @@ try {
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
   const line = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  const out: string[] = [line(header), `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...table.map(line)];
+  const out: string[] = [
+    line(header),
+    `|${widths.map((w, i) => (i === 0 ? `:${'-'.repeat(w + 1)}` : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+    ...table.map(line),
+  ];
   process.stdout.write(`\n${out.join('\n')}\n\n`);
 
   // Lost posts, if any, against Redis's window: acknowledged within a second before it was killed.

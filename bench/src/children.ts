@@ -119,7 +119,13 @@ function exitDescription(child: ChildProcess): string | undefined {
  * does not share its event loop, and waits for its port line. Its other output goes to our stderr,
  * prefixed with `name`, so a failing child explains itself.
  */
-export function startServerChild(name: string, script: string, env: NodeJS.ProcessEnv, readyTimeoutMs: number, flags: readonly string[] = NODE_FLAGS): Promise<ServerChild> {
+export function startServerChild(
+  name: string,
+  script: string,
+  env: NodeJS.ProcessEnv,
+  readyTimeoutMs: number,
+  flags: readonly string[] = NODE_FLAGS,
+): Promise<ServerChild> {
   const path = fileURLToPath(new URL(script, import.meta.url));
   // With an IPC channel, unused but for its close: the child stops by itself once we are gone, however we died.
   const child = spawn(process.execPath, [...flags, path], { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }) as ChildProcessByStdio<null, Readable, Readable>;

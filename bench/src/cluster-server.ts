@@ -29,25 +29,29 @@ const clusterReady = z.object({
 });
 
 const port = await freePort();
-const cluster = spawn(process.execPath, [fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url)), ...(front === 'envoy' ? ['--envoy'] : [])], {
-  // Info, so the cluster's ready line (with the edges' addresses) reaches us; only warnings and
-  // errors are passed on to our stderr. stdout stays for the one ready line. Webhooks may target
-  // loopback: the webhooks row's receiver listens on 127.0.0.1. Envoy's coarse guard (1,000
-  // requests a second from everyone by default) is lifted, so its rows measure the services
-  // behind it rather than the guard, as the quotas are.
-  env: {
-    ...process.env,
-    ...(front === 'envoy' ? { ENVOY_RATE_LIMIT_PER_SECOND: '1000000000', ENVOY_RATE_LIMIT_BURST: '1000000000' } : {}),
-    PORT: String(port),
-    LOG_LEVEL: 'info',
-    LOG_FORMAT: 'json',
-    QUOTA_PER_ADDRESS: '1000000000',
-    QUOTA_PER_TOKEN: '1000000000',
-    SHUTDOWN_GRACE_MS: '1000',
-    WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+const cluster = spawn(
+  process.execPath,
+  [fileURLToPath(new URL('../../launcher/dist/cluster.js', import.meta.url)), ...(front === 'envoy' ? ['--envoy'] : [])],
+  {
+    // Info, so the cluster's ready line (with the edges' addresses) reaches us; only warnings and
+    // errors are passed on to our stderr. stdout stays for the one ready line. Webhooks may target
+    // loopback: the webhooks row's receiver listens on 127.0.0.1. Envoy's coarse guard (1,000
+    // requests a second from everyone by default) is lifted, so its rows measure the services
+    // behind it rather than the guard, as the quotas are.
+    env: {
+      ...process.env,
+      ...(front === 'envoy' ? { ENVOY_RATE_LIMIT_PER_SECOND: '1000000000', ENVOY_RATE_LIMIT_BURST: '1000000000' } : {}),
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+      QUOTA_PER_ADDRESS: '1000000000',
+      QUOTA_PER_TOKEN: '1000000000',
+      SHUTDOWN_GRACE_MS: '1000',
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
   },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
+);
 cluster.once('exit', (code) => process.exit(code ?? 1));
 
 /** The launcher stops its processes one by one, each within SHUTDOWN_GRACE_MS (1 s here): this is plenty. */
@@ -60,7 +64,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     // A process that does not stop would keep the launcher (and our pipes) alive: kill them all, then the launcher exits and so do we.
     setTimeout(() => {
       const stuck = Object.entries(processes).filter(([, pid]) => isAlive(pid));
-      process.stderr.write(`the cluster did not stop within ${CLUSTER_STOP_GRACE_MS / 1000} s (still running: ${stuck.map(([name]) => name).join(', ') || 'the launcher'}); killing it\n`);
+      process.stderr.write(
+        `the cluster did not stop within ${CLUSTER_STOP_GRACE_MS / 1000} s (still running: ${stuck.map(([name]) => name).join(', ') || 'the launcher'}); killing it\n`,
+      );
       killPids(stuck.map(([, pid]) => pid));
       cluster.kill('SIGKILL');
     }, CLUSTER_STOP_GRACE_MS);

@@ -147,7 +147,8 @@ export async function fanout(options: FanoutOptions): Promise<FanoutResult> {
     while (subscribers.length < count) {
       const batch = Math.min(CONNECT_BATCH, count - subscribers.length);
       subscribers.push(...(await Promise.all(Array.from({ length: batch }, () => subscribe(edgeOrigin)))));
-      if (subscribers.length % 2_000 === 0 || subscribers.length === count) options.progress(`    ${subscribers.length.toLocaleString('en-US')} subscribers connected`);
+      if (subscribers.length % 2_000 === 0 || subscribers.length === count)
+        options.progress(`    ${subscribers.length.toLocaleString('en-US')} subscribers connected`);
     }
     const connectSeconds = (performance.now() - started) / 1_000;
     const connected = await edgeRssMiB(edgeMetrics);

@@ -39,13 +39,15 @@ function http(spec: HttpBenchmark): Benchmark {
       const target = await spec.target(server);
       const full = await measure(spec.label, target, server.pids);
       let half: LoadRun | undefined;
-      if (spec.maxHalfRateP99Ms !== undefined) half = await measureAtRate(`${spec.label} at half rate`, target, server.pids, Math.max(1, Math.round(full.reqPerSec / 2)));
+      if (spec.maxHalfRateP99Ms !== undefined)
+        half = await measureAtRate(`${spec.label} at half rate`, target, server.pids, Math.max(1, Math.round(full.reqPerSec / 2)));
 
       const checks: Check[] = [];
       if (spec.shareOfBare !== undefined) checks.push(shareCheck(full.reqPerSec, rateOf(BARE_ID), spec.shareOfBare, 'bare'));
       if (spec.shareOfRow) checks.push(shareCheck(full.reqPerSec, rateOf(spec.shareOfRow.id), spec.shareOfRow.share, spec.shareOfRow.label));
       if (spec.maxCpuMsPerRequest !== undefined) checks.push(atMostCheck('CPU', full.cpuMsPerRequest, spec.maxCpuMsPerRequest, 'ms/req'));
-      if (half && spec.maxHalfRateP99Ms !== undefined) checks.push(atMostCheck('p99 at ½ rate', half.p99Ms, spec.maxHalfRateP99Ms, 'ms', ` at ${Math.round(half.reqPerSec).toLocaleString('en-US')} req/s`));
+      if (half && spec.maxHalfRateP99Ms !== undefined)
+        checks.push(atMostCheck('p99 at ½ rate', half.p99Ms, spec.maxHalfRateP99Ms, 'ms', ` at ${Math.round(half.reqPerSec).toLocaleString('en-US')} req/s`));
       return {
         reqPerSec: full.reqPerSec,
         p50Ms: full.p50Ms,
@@ -105,8 +107,29 @@ export const HTTP_BENCHMARKS: readonly Benchmark[] = [
     shareOfBare: 0.1,
   }),
   http({ id: 'list-cluster', key: 'list', label: 'listPosts first page, cluster', server: (s) => s.cluster(), target: firstPage, shareOfBare: 0.25 }),
-  http({ id: 'create-cluster', key: 'create', label: 'createPost, token + Idempotency-Key, cluster', server: (s) => s.cluster(), target: createPost, ...CREATE_TARGETS }),
+  http({
+    id: 'create-cluster',
+    key: 'create',
+    label: 'createPost, token + Idempotency-Key, cluster',
+    server: (s) => s.cluster(),
+    target: createPost,
+    ...CREATE_TARGETS,
+  }),
   // The same two rows behind the real Envoy instead of the Node router (Envoy's CPU counted), as deployed.
-  http({ id: 'list-cluster-envoy', key: 'list', label: 'listPosts first page, cluster behind Envoy', server: (s) => s.clusterBehindEnvoy(), target: firstPage, shareOfBare: 0.15 }),
-  http({ id: 'create-cluster-envoy', key: 'create', label: 'createPost, token + Idempotency-Key, cluster behind Envoy', server: (s) => s.clusterBehindEnvoy(), target: createPost, ...CREATE_TARGETS }),
+  http({
+    id: 'list-cluster-envoy',
+    key: 'list',
+    label: 'listPosts first page, cluster behind Envoy',
+    server: (s) => s.clusterBehindEnvoy(),
+    target: firstPage,
+    shareOfBare: 0.15,
+  }),
+  http({
+    id: 'create-cluster-envoy',
+    key: 'create',
+    label: 'createPost, token + Idempotency-Key, cluster behind Envoy',
+    server: (s) => s.clusterBehindEnvoy(),
+    target: createPost,
+    ...CREATE_TARGETS,
+  }),
 ];

@@ -26,7 +26,9 @@ export async function idempotencyRow({ servers }: Context): Promise<Measurement>
     const full: LoadRun[] = [];
     for (let round = 1; round <= ROUNDS; round += 1) {
       empty.push(await measure(`createPost, embedded, fewer keys (round ${round} of ${ROUNDS})`, emptyTarget, emptyServer.pids));
-      full.push(await measure(`createPost, embedded, ${STORED_KEYS.toLocaleString('en-US')} keys more (round ${round} of ${ROUNDS})`, fullTarget, fullServer.pids));
+      full.push(
+        await measure(`createPost, embedded, ${STORED_KEYS.toLocaleString('en-US')} keys more (round ${round} of ${ROUNDS})`, fullTarget, fullServer.pids),
+      );
     }
     const emptyRate = mean(empty, (run) => run.reqPerSec);
     const fullRate = mean(full, (run) => run.reqPerSec);
@@ -36,7 +38,9 @@ export async function idempotencyRow({ servers }: Context): Promise<Measurement>
       p50Ms: mean(full, (run) => run.p50Ms),
       p99Ms: mean(full, (run) => run.p99Ms),
       cpuMsPerRequest: mean(full, (run) => run.cpuMsPerRequest),
-      checks: [{ ...check, measured: `${check.measured} (${Math.round(fullRate).toLocaleString('en-US')} vs ${Math.round(emptyRate).toLocaleString('en-US')} req/s)` }],
+      checks: [
+        { ...check, measured: `${check.measured} (${Math.round(fullRate).toLocaleString('en-US')} vs ${Math.round(emptyRate).toLocaleString('en-US')} req/s)` },
+      ],
       problems: [...filled.problems, ...empty.flatMap((run) => run.problems), ...full.flatMap((run) => run.problems)],
       details: {
         url: emptyTarget.url,

@@ -30,7 +30,11 @@ export async function mcpReadPosts(embedded: ServerChild, restIds: string[]): Pr
   if (embedded.apiUrl === undefined) throw new Error('the embedded server did not announce its API_URL');
   const url = `${embedded.apiUrl}/mcp`;
   const rpc = async (body: string, headers: Record<string, string> = {}): Promise<{ response: CapturedResponse; json: z.infer<typeof mcpAnswer> }> => {
-    const response = await capture(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+    const response = await capture(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body,
+    });
     const text = response.body.toString('utf8');
     if (response.status !== 200) throw new Error(`POST ${url} answered ${response.status}: ${text.slice(0, 500)}`);
     const json = mcpAnswer.safeParse(JSON.parse(text));
@@ -39,7 +43,14 @@ export async function mcpReadPosts(embedded: ServerChild, restIds: string[]): Pr
   };
 
   // Only to learn the protocol version the server speaks; the measured requests do not initialize.
-  const init = await rpc(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'agent-room-bench', version: '0.1.0' } } }));
+  const init = await rpc(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: MCP_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'agent-room-bench', version: '0.1.0' } },
+    }),
+  );
   const version = init.json.result?.protocolVersion;
   if (typeof version !== 'string') throw new Error(`POST ${url} initialize answered no protocolVersion: ${JSON.stringify(init.json).slice(0, 500)}`);
 
@@ -51,7 +62,8 @@ export async function mcpReadPosts(embedded: ServerChild, restIds: string[]): Pr
     throw new Error(`POST ${url} tools/call room_read_posts did not answer a list: ${response.body.toString('utf8').slice(0, 500)}`);
   }
   const ids = (result.structuredContent.data ?? []).map((post) => post.id);
-  if (ids.join() !== restIds.join()) throw new Error(`POST ${url} room_read_posts answered ${ids.length} posts, not the ${restIds.length} the first page of GET /posts answered`);
+  if (ids.join() !== restIds.join())
+    throw new Error(`POST ${url} room_read_posts answered ${ids.length} posts, not the ${restIds.length} the first page of GET /posts answered`);
 
   return {
     url,

@@ -115,7 +115,10 @@ async function startProduct(): Promise<Started> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (exitedWith !== undefined) throw new Error(`npm start's process exited (${exitedWith}) before it was ready; see its output above`);
-    const live = await fetch(`http://127.0.0.1:${adminPort}/livez`).then((response) => response.ok, () => false);
+    const live = await fetch(`http://127.0.0.1:${adminPort}/livez`).then(
+      (response) => response.ok,
+      () => false,
+    );
     if (live) break;
     if (Date.now() > deadline) {
       await stop();
@@ -163,7 +166,9 @@ export async function memoryRow(): Promise<Measurement> {
       if (result.non2xx > 0 || result.errors > 0) codes = `${codes} ${Object.keys(result.statusCodeStats ?? {}).join(',')} errors ${result.errors}`.trim();
       const now = await sample(posted, pid, metricsUrl);
       samples.push(now);
-      progress(`  memory: ${posted.toLocaleString('en-US')} posts, RSS ${mib(now.rssMiB)} (heap ${mib(now.heapUsedMiB)} used of ${mib(now.heapTotalMiB)}, external ${mib(now.externalMiB)})`);
+      progress(
+        `  memory: ${posted.toLocaleString('en-US')} posts, RSS ${mib(now.rssMiB)} (heap ${mib(now.heapUsedMiB)} used of ${mib(now.heapTotalMiB)}, external ${mib(now.externalMiB)})`,
+      );
       if (failed > POSTS / 100) throw new Error(`${failed} posts failed (${codes})`);
     }
     const seconds = (performance.now() - started) / 1_000;
@@ -184,13 +189,29 @@ export async function memoryRow(): Promise<Measurement> {
       // No req/s: the table would show it as a share of bare's, which says nothing about memory.
       cpuMsPerRequest: cpuMs / posted,
       checks: [
-        atMostCheck('RSS growth, bound → end', growth, TARGET.growthPercent, '%', ` (${mib(atBound.rssMiB)} at ${atBound.posts.toLocaleString('en-US')} posts, ${mib(atEnd.rssMiB)} at ${atEnd.posts.toLocaleString('en-US')})`),
-        atMostCheck('RSS per stored post', perPost, TARGET.bytesPerPost, 'B', ` ((${mib(atEnd.rssMiB)} − ${mib(atStart.rssMiB)}) / ${stored.toLocaleString('en-US')})`),
+        atMostCheck(
+          'RSS growth, bound → end',
+          growth,
+          TARGET.growthPercent,
+          '%',
+          ` (${mib(atBound.rssMiB)} at ${atBound.posts.toLocaleString('en-US')} posts, ${mib(atEnd.rssMiB)} at ${atEnd.posts.toLocaleString('en-US')})`,
+        ),
+        atMostCheck(
+          'RSS per stored post',
+          perPost,
+          TARGET.bytesPerPost,
+          'B',
+          ` ((${mib(atEnd.rssMiB)} − ${mib(atStart.rssMiB)}) / ${stored.toLocaleString('en-US')})`,
+        ),
       ],
       problems: [
         ...(server.exited() === undefined ? [] : [`memory: npm start's process exited during the run (${server.exited()})`]),
         ...(failed > 0 ? [`memory: ${failed} posts were not answered 201 (${codes})`] : []),
-        ...(gone.status === 404 ? [] : [`memory: the first post, ${firstId}, answered ${gone.status} after ${posted.toLocaleString('en-US')} posts, not 404: the retention did not let it go`]),
+        ...(gone.status === 404
+          ? []
+          : [
+              `memory: the first post, ${firstId}, answered ${gone.status} after ${posted.toLocaleString('en-US')} posts, not 404: the retention did not let it go`,
+            ]),
       ],
       details: {
         posts: posted,

@@ -106,7 +106,10 @@ export async function mentionRow({ servers }: Context): Promise<Measurement> {
     p99Ms: p99,
     cpuMsPerRequest: totalCpuMs(cpuMs) / Math.max(1, latencies.length),
     checks: [atMostCheck('notification p99', p99, TARGET.p99Ms, 'ms')],
-    problems: [...(missing > 0 ? [`mentions: ${missing} notifications missing`] : []), ...(duplicates > 0 ? [`mentions: ${duplicates} notifications delivered twice`] : [])],
+    problems: [
+      ...(missing > 0 ? [`mentions: ${missing} notifications missing`] : []),
+      ...(duplicates > 0 ? [`mentions: ${duplicates} notifications delivered twice`] : []),
+    ],
     details: { mentioned: MENTIONED, rounds: ROUNDS, maxMs: latencies.at(-1), cpuMs, cpuPer: 'notification' },
   };
 }

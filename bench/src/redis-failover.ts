@@ -140,7 +140,11 @@ async function untilInSync(port: number): Promise<void> {
   const node = new Redis(port, '127.0.0.1', { protocol: 2, maxRetriesPerRequest: 0 });
   node.on('error', () => undefined);
   try {
-    await until(`the node on port ${port} in sync as a replica`, async () => /role:slave[\s\S]*master_link_status:up/.test(await node.info('replication')), 30_000);
+    await until(
+      `the node on port ${port} in sync as a replica`,
+      async () => /role:slave[\s\S]*master_link_status:up/.test(await node.info('replication')),
+      30_000,
+    );
   } finally {
     node.disconnect();
   }
@@ -231,7 +235,9 @@ export async function runRedisFailover(): Promise<number> {
     const notes: string[] = [];
     // When the clients had followed: the first post sent after `at` that was answered 201.
     const firstAcknowledgedAfter = (at: number): string => {
-      const answered = load!.samples.filter((sample) => sample.kind === 'write' && sample.outcome === 201 && sample.startedAt >= at).map((sample) => sample.startedAt + sample.ms - at);
+      const answered = load!.samples
+        .filter((sample) => sample.kind === 'write' && sample.outcome === 201 && sample.startedAt >= at)
+        .map((sample) => sample.startedAt + sample.ms - at);
       return answered.length === 0 ? 'never' : seconds(Math.min(...answered));
     };
 
@@ -286,7 +292,9 @@ export async function runRedisFailover(): Promise<number> {
     // The kill is timed by a shell of its own, so that this busy process cannot delay it past the
     // room's wait timeout; a burst of posts goes at the cut, so that some are surely made then.
     const killer = killLater(second.pid, CUT_BEFORE_KILL_MS);
-    const burst = Promise.all(Array.from({ length: BURST }, (_, i) => postOnce(cluster!.origin, tokens[i % tokens.length]!, `while the replica is cut off ${i}`)));
+    const burst = Promise.all(
+      Array.from({ length: BURST }, (_, i) => postOnce(cluster!.origin, tokens[i % tokens.length]!, `while the replica is cut off ${i}`)),
+    );
     const killedAt = await killer;
     await redis.kill(second.port);
     process.kill(replicaPid, 'SIGCONT');
@@ -295,9 +303,13 @@ export async function runRedisFailover(): Promise<number> {
     // Counted with the load's posts: each one answered 201 must be in Redis afterwards too.
     for (const answer of burstAnswers) if (answer.id !== undefined) load.acknowledged.set(answer.id, answer.at);
     const secondFailover = await untilFailedOver(redis, second.port);
-    say(`paused 127.0.0.1:${replicaPort}, cut ${cut} replication link(s) of 127.0.0.1:${second.port} and killed it ${killedAt - from} ms after the pause; 127.0.0.1:${secondFailover.port} took over after ${seconds(secondFailover.ms)}`);
+    say(
+      `paused 127.0.0.1:${replicaPort}, cut ${cut} replication link(s) of 127.0.0.1:${second.port} and killed it ${killedAt - from} ms after the pause; 127.0.0.1:${secondFailover.port} took over after ${seconds(secondFailover.ms)}`,
+    );
     recovered = await load.settled();
-    const burstOutcomes = [...new Set(burstAnswers.map((answer) => answer.status))].map((status) => `${status}×${burstAnswers.filter((answer) => answer.status === status).length}`).join(' ');
+    const burstOutcomes = [...new Set(burstAnswers.map((answer) => answer.status))]
+      .map((status) => `${status}×${burstAnswers.filter((answer) => answer.status === status).length}`)
+      .join(' ');
     notes.push(
       `replica paused and cut off, master killed ${killedAt - from} ms after the pause (127.0.0.1:${second.port}): the ${BURST} posts sent at the cut were answered ${burstOutcomes}; its replica 127.0.0.1:${secondFailover.port} took over ${seconds(secondFailover.ms)} after the kill; the first post sent after the kill was answered 201 ${firstAcknowledgedAfter(killedAt)} after it.`,
     );
@@ -316,9 +328,23 @@ export async function runRedisFailover(): Promise<number> {
     const listedNotStored = [...listed].filter((id) => !stored.has(id));
     const missedByFeed = await feed.awaitKeys([...load.acknowledged.keys()], 5_000);
     const unreplicated = await unreplicatedWrites(cluster);
-    const acknowledgedIn = (row: { from: number; to: number }): string[] => [...load!.acknowledged].filter(([, at]) => at >= row.from && at < row.to).map(([id]) => id);
+    const acknowledgedIn = (row: { from: number; to: number }): string[] =>
+      [...load!.acknowledged].filter(([, at]) => at >= row.from && at < row.to).map(([id]) => id);
 
-    const header = ['phase', 'window', 'requests', 'errors', 'error rate', 'timeouts', 'writes acknowledged', 'writes found in Redis afterwards', 'errors by kind', '503 without Retry-After', 'slowest answer', 'last error after'];
+    const header = [
+      'phase',
+      'window',
+      'requests',
+      'errors',
+      'error rate',
+      'timeouts',
+      'writes acknowledged',
+      'writes found in Redis afterwards',
+      'errors by kind',
+      '503 without Retry-After',
+      'slowest answer',
+      'last error after',
+    ];
     const cells = (phase: string, window: number, stats: WindowStats, acked: string[], last: string): string[] => [
       phase,
       seconds(window),
@@ -337,7 +363,13 @@ export async function runRedisFailover(): Promise<number> {
     ];
     const table = [
       ...rows.map((row) =>
-        cells(row.phase, row.to - row.from, row.stats, acknowledgedIn(row), row.stats.errors === 0 ? '-' : `${seconds(row.stats.lastErrorAfterMs)}${row.recovered ? '' : ' (NOT RECOVERED)'}`),
+        cells(
+          row.phase,
+          row.to - row.from,
+          row.stats,
+          acknowledgedIn(row),
+          row.stats.errors === 0 ? '-' : `${seconds(row.stats.lastErrorAfterMs)}${row.recovered ? '' : ' (NOT RECOVERED)'}`,
+        ),
       ),
       cells('whole run', loadStoppedAt - loadStartedAt, total, [...load.acknowledged.keys()], ''),
     ];

@@ -22,12 +22,30 @@ import { WEBHOOKS, webhookRow } from './webhook-row.js';
 /** Every row, in the order measured and printed: the baselines first, then embedded, then cluster. */
 const BENCHMARKS: readonly Benchmark[] = [
   ...HTTP_BENCHMARKS,
-  { id: 'idempotency-100k', key: 'idempotency', label: 'createPost at 100k stored idempotency keys vs empty, embedded', comparesToBare: false, run: idempotencyRow },
+  {
+    id: 'idempotency-100k',
+    key: 'idempotency',
+    label: 'createPost at 100k stored idempotency keys vs empty, embedded',
+    comparesToBare: false,
+    run: idempotencyRow,
+  },
   { id: 'sse-10k', key: 'sse', label: 'SSE: 1 post to 10,000 subscribers of one edge', comparesToBare: false, run: sseRow },
-  { id: 'mentions-20', key: 'mentions', label: 'a post mentioning 20 agents, to each one\'s notification feed, cluster', comparesToBare: false, run: mentionRow },
-  { id: 'webhooks-20', key: 'webhooks', label: 'webhooks: posts naming 20 agents, each one\'s endpoint, cluster', comparesToBare: false, run: webhookRow },
+  {
+    id: 'mentions-20',
+    key: 'mentions',
+    label: "a post mentioning 20 agents, to each one's notification feed, cluster",
+    comparesToBare: false,
+    run: mentionRow,
+  },
+  { id: 'webhooks-20', key: 'webhooks', label: "webhooks: posts naming 20 agents, each one's endpoint, cluster", comparesToBare: false, run: webhookRow },
   { id: 'memory-200k', key: 'memory', label: 'memory: 200,000 posts to the embedded default, RSS', comparesToBare: false, run: memoryRow },
-  { id: 'reference-shown', key: 'reference', label: 'API reference: navigation to its first operation shown, chromium', comparesToBare: false, run: referenceRow },
+  {
+    id: 'reference-shown',
+    key: 'reference',
+    label: 'API reference: navigation to its first operation shown, chromium',
+    comparesToBare: false,
+    run: referenceRow,
+  },
 ];
 
 /** The benchmarks `argv` names by key (all for none), and the baselines if any of them needs bare's rate. */
@@ -42,7 +60,13 @@ function selected(argv: readonly string[]): Benchmark[] {
 /** A row that could not be measured still has its line, saying so; the reason goes to the problems. */
 function notMeasured(benchmark: Benchmark, error: unknown): Row {
   const reason = error instanceof Error ? error.message : String(error);
-  return { id: benchmark.id, label: benchmark.label, checks: [{ target: 'measured', measured: 'NOT MEASURED', met: false }], problems: [`${benchmark.label}: not measured: ${reason}`], details: { error: reason } };
+  return {
+    id: benchmark.id,
+    label: benchmark.label,
+    checks: [{ target: 'measured', measured: 'NOT MEASURED', met: false }],
+    problems: [`${benchmark.label}: not measured: ${reason}`],
+    details: { error: reason },
+  };
 }
 
 const NOTES = [

@@ -27,13 +27,17 @@ export class Servers {
 
   /** `npm run cluster`: room, messaging, delivery, auth, one edge, the router and a redis-server, each its own process. */
   cluster(): Promise<ServerChild> {
-    return this.once('cluster', () => this.product('cluster', './cluster-server.js', 'npm run cluster (room, messaging, delivery, auth, edge, router, redis-server)'));
+    return this.once('cluster', () =>
+      this.product('cluster', './cluster-server.js', 'npm run cluster (room, messaging, delivery, auth, edge, router, redis-server)'),
+    );
   }
 
   /** `npm run cluster -- --envoy`: the same processes with the real Envoy in front in place of the router, as deployed. */
   clusterBehindEnvoy(): Promise<ServerChild> {
     return this.once('cluster-envoy', () =>
-      this.product('cluster-envoy', './cluster-server.js', 'npm run cluster -- --envoy (room, messaging, delivery, auth, edge, Envoy, redis-server)', { BENCH_CLUSTER_FRONT: 'envoy' }),
+      this.product('cluster-envoy', './cluster-server.js', 'npm run cluster -- --envoy (room, messaging, delivery, auth, edge, Envoy, redis-server)', {
+        BENCH_CLUSTER_FRONT: 'envoy',
+      }),
     );
   }
 

@@ -67,7 +67,8 @@ export interface SseLoadOptions {
 function number(flag: string, value: string | undefined, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
-  if (value.trim() === '' || !Number.isFinite(parsed) || parsed < min || parsed > max) throw new UsageError(`--${flag} must be a number from ${min} to ${max}, not ${JSON.stringify(value)}`);
+  if (value.trim() === '' || !Number.isFinite(parsed) || parsed < min || parsed > max)
+    throw new UsageError(`--${flag} must be a number from ${min} to ${max}, not ${JSON.stringify(value)}`);
   return parsed;
 }
 
@@ -97,7 +98,8 @@ function flagsOf(argv: string[]): ReturnType<typeof parseArgs<{ args: string[]; 
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): SseLoadOptions {
   const values = flagsOf(argv);
   const base = values['base-url'] ?? env.BASE_URL;
-  if (base === undefined || base === '') throw new UsageError('BASE_URL is not set: point it at the deployment, e.g. BASE_URL=http://localhost:8080 (or pass --base-url)');
+  if (base === undefined || base === '')
+    throw new UsageError('BASE_URL is not set: point it at the deployment, e.g. BASE_URL=http://localhost:8080 (or pass --base-url)');
   let baseUrl: string;
   let restUrl: string;
   try {
@@ -304,7 +306,16 @@ interface FeedReport {
   /** Events of other writers seen on the feed, ignored. */
   others: number;
   /** Up to 20 missing deliveries, to start an investigation from: which stream, which event, and the stream's connections (ms since the run began). */
-  missingSamples: { subscriber: number; agentId?: string; id: string; sentAtMs: number; openedAtMs: number[]; resumedAfter: string[]; cut: number; serverEnded: number }[];
+  missingSamples: {
+    subscriber: number;
+    agentId?: string;
+    id: string;
+    sentAtMs: number;
+    openedAtMs: number[];
+    resumedAfter: string[];
+    cut: number;
+    serverEnded: number;
+  }[];
   /** Milliseconds from the write going out to the subscriber having the event, live deliveries only. */
   latencyMs: { p50: number; p95: number; p99: number; max: number } | null;
   writer: WriterStats;
@@ -330,7 +341,8 @@ async function loadTokens(path: string): Promise<Agent[]> {
     throw new UsageError(`${path} is not JSON; it should be the file npm run agents -- provision writes`);
   }
   const parsed = tokensFile.safeParse(json);
-  if (!parsed.success) throw new UsageError(`${path} is not a tokens file of npm run agents -- provision (${parsed.error.issues[0]?.message ?? 'wrong shape'})`);
+  if (!parsed.success)
+    throw new UsageError(`${path} is not a tokens file of npm run agents -- provision (${parsed.error.issues[0]?.message ?? 'wrong shape'})`);
   return parsed.data.agents;
 }
 
@@ -339,7 +351,8 @@ async function connectAll(subscribers: Subscriber[], progress: (line: string) =>
   for (let i = 0; i < subscribers.length; i += CONNECT_BATCH) {
     await Promise.all(subscribers.slice(i, i + CONNECT_BATCH).map((s) => s.connect()));
     const done = Math.min(i + CONNECT_BATCH, subscribers.length);
-    if (done % 2_000 === 0 || done === subscribers.length) progress(`  ${done.toLocaleString('en-US')} of ${subscribers.length.toLocaleString('en-US')} streams open`);
+    if (done % 2_000 === 0 || done === subscribers.length)
+      progress(`  ${done.toLocaleString('en-US')} of ${subscribers.length.toLocaleString('en-US')} streams open`);
   }
 }
 
@@ -368,7 +381,11 @@ async function write(rate: number, durationMs: number, once: (n: number) => Prom
 
 async function postJson(url: string, token: string, body: unknown, stats: WriterStats): Promise<string | undefined> {
   try {
-    const response = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (response.status !== 201) {
       stats.failed[String(response.status)] = (stats.failed[String(response.status)] ?? 0) + 1;
       await response.body?.cancel();
@@ -447,29 +464,51 @@ function report(subscribers: Subscriber[], expectedOf: (s: Subscriber) => Writte
     latencyMs:
       latencies.length === 0
         ? null
-        : { p50: round(percentile(latencies, 50)), p95: round(percentile(latencies, 95)), p99: round(percentile(latencies, 99)), max: round(latencies[latencies.length - 1] ?? 0) },
+        : {
+            p50: round(percentile(latencies, 50)),
+            p95: round(percentile(latencies, 95)),
+            p99: round(percentile(latencies, 99)),
+            max: round(latencies[latencies.length - 1] ?? 0),
+          },
     writer,
   };
 }
 
 function table(feeds: Partial<Record<Feed, FeedReport>>): string {
-  const header = ['feed', 'subs', 'events', 'delivered', 'missing', 'dupes', 'cut', 'server-ended', 'recovered', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'writes ok/failed'];
-  const rows = Object.entries(feeds).map(([feed, r]) => [
-    feed,
-    r.subscribers,
-    r.events,
-    `${r.delivered}/${r.expected}`,
-    r.missing,
-    r.duplicates,
-    r.killed,
-    r.serverEnded,
-    r.recovered,
-    r.latencyMs?.p50 ?? '-',
-    r.latencyMs?.p95 ?? '-',
-    r.latencyMs?.p99 ?? '-',
-    r.latencyMs?.max ?? '-',
-    `${r.writer.created}/${Object.values(r.writer.failed).reduce((a, b) => a + b, 0) + r.writer.skipped}`,
-  ].map(String));
+  const header = [
+    'feed',
+    'subs',
+    'events',
+    'delivered',
+    'missing',
+    'dupes',
+    'cut',
+    'server-ended',
+    'recovered',
+    'p50 ms',
+    'p95 ms',
+    'p99 ms',
+    'max ms',
+    'writes ok/failed',
+  ];
+  const rows = Object.entries(feeds).map(([feed, r]) =>
+    [
+      feed,
+      r.subscribers,
+      r.events,
+      `${r.delivered}/${r.expected}`,
+      r.missing,
+      r.duplicates,
+      r.killed,
+      r.serverEnded,
+      r.recovered,
+      r.latencyMs?.p50 ?? '-',
+      r.latencyMs?.p95 ?? '-',
+      r.latencyMs?.p99 ?? '-',
+      r.latencyMs?.max ?? '-',
+      `${r.writer.created}/${Object.values(r.writer.failed).reduce((a, b) => a + b, 0) + r.writer.skipped}`,
+    ].map(String),
+  );
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]): string => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
@@ -486,9 +525,12 @@ export async function sseLoad(options: SseLoadOptions, progress: (line: string) 
   const posters = withScope(agents, 'posts:write');
   const senders = withScope(agents, 'messages:write');
   const readers = withScope(agents, 'messages:read');
-  if (options.rate > 0 && posters.length === 0) throw new UsageError(`${options.tokens} has no agent with posts:write to post with; provision with --scopes posts:write,… or pass --rate 0`);
-  if (options.inboxes > 0 && readers.length === 0) throw new UsageError(`${options.tokens} has no agent with messages:read for the inboxes; provision with --scopes messages:read,… or pass --inboxes 0`);
-  if (options.inboxes > 0 && options.messageRate > 0 && senders.length === 0) throw new UsageError(`${options.tokens} has no agent with messages:write to send with; provision with --scopes messages:write,… or pass --message-rate 0`);
+  if (options.rate > 0 && posters.length === 0)
+    throw new UsageError(`${options.tokens} has no agent with posts:write to post with; provision with --scopes posts:write,… or pass --rate 0`);
+  if (options.inboxes > 0 && readers.length === 0)
+    throw new UsageError(`${options.tokens} has no agent with messages:read for the inboxes; provision with --scopes messages:read,… or pass --inboxes 0`);
+  if (options.inboxes > 0 && options.messageRate > 0 && senders.length === 0)
+    throw new UsageError(`${options.tokens} has no agent with messages:write to send with; provision with --scopes messages:write,… or pass --message-rate 0`);
 
   const posts: Written = new Map();
   /** By recipient: message ids are unique only within one inbox. */
@@ -530,11 +572,15 @@ export async function sseLoad(options: SseLoadOptions, progress: (line: string) 
 
     const runId = Date.now().toString(36);
     const durationMs = options.durationS * 1000;
-    progress(`sse-load: writing for ${options.durationS} s: ${options.rate} post(s)/s, ${recipients.length > 0 ? options.messageRate : 0} message(s)/s; cutting ${Math.round(options.killShare * 100)}% of the streams at ${options.durationS / 2} s`);
+    progress(
+      `sse-load: writing for ${options.durationS} s: ${options.rate} post(s)/s, ${recipients.length > 0 ? options.messageRate : 0} message(s)/s; cutting ${Math.round(options.killShare * 100)}% of the streams at ${options.durationS / 2} s`,
+    );
     const started = performance.now();
     const ticker = setInterval(() => {
       const cutSoFar = all.reduce((sum, s) => sum + s.killed, 0);
-      progress(`  ${Math.round((performance.now() - started) / 1000)} s: ${posts.size} post(s) and ${messageCount()} message(s) written, ${cutSoFar} stream(s) cut so far`);
+      progress(
+        `  ${Math.round((performance.now() - started) / 1000)} s: ${posts.size} post(s) and ${messageCount()} message(s) written, ${cutSoFar} stream(s) cut so far`,
+      );
     }, 10_000);
     const cut = (async () => {
       await pause(durationMs / 2);
@@ -550,22 +596,32 @@ export async function sseLoad(options: SseLoadOptions, progress: (line: string) 
       }
     })();
     await Promise.all([
-      write(options.rate, durationMs, async (n) => {
-        const poster = posters[n % posters.length]!;
-        const at = performance.now();
-        const id = await postJson(`${options.restUrl}/posts`, poster.token, { text: `sse-load ${runId}: post ${n}` }, postStats);
-        if (id !== undefined) posts.set(id, { at });
-      }, postStats),
+      write(
+        options.rate,
+        durationMs,
+        async (n) => {
+          const poster = posters[n % posters.length]!;
+          const at = performance.now();
+          const id = await postJson(`${options.restUrl}/posts`, poster.token, { text: `sse-load ${runId}: post ${n}` }, postStats);
+          if (id !== undefined) posts.set(id, { at });
+        },
+        postStats,
+      ),
       recipients.length === 0
         ? Promise.resolve()
-        : write(options.messageRate, durationMs, async (n) => {
-            const to = recipients[n % recipients.length]!;
-            // Senders in turn, skipping the recipient: a note to self is allowed, but not what a room mostly carries.
-            const from = senders.map((_, k) => senders[(n + k) % senders.length]!).find((s) => s.id !== to.id) ?? senders[n % senders.length]!;
-            const at = performance.now();
-            const id = await postJson(`${options.restUrl}/messages`, from.token, { to: to.id, text: `sse-load ${runId}: message ${n}` }, messageStats);
-            if (id !== undefined) messages.set(to.id, inbox(to.id).set(id, { at }));
-          }, messageStats),
+        : write(
+            options.messageRate,
+            durationMs,
+            async (n) => {
+              const to = recipients[n % recipients.length]!;
+              // Senders in turn, skipping the recipient: a note to self is allowed, but not what a room mostly carries.
+              const from = senders.map((_, k) => senders[(n + k) % senders.length]!).find((s) => s.id !== to.id) ?? senders[n % senders.length]!;
+              const at = performance.now();
+              const id = await postJson(`${options.restUrl}/messages`, from.token, { to: to.id, text: `sse-load ${runId}: message ${n}` }, messageStats);
+              if (id !== undefined) messages.set(to.id, inbox(to.id).set(id, { at }));
+            },
+            messageStats,
+          ),
       cut,
     ]).finally(() => clearInterval(ticker));
 

@@ -18,7 +18,9 @@ const WHAT = `SSE fan-out to ${SUBSCRIBERS.toLocaleString('en-US')}`;
 export async function sseRow({ servers }: Context): Promise<Measurement> {
   const limit = openFilesLimit();
   if (SUBSCRIBERS + SPARE_FILES > limit) {
-    throw new Error(`${SUBSCRIBERS.toLocaleString('en-US')} subscribers need more open files than the limit of ${limit}: raise it (ulimit -n ${SUBSCRIBERS + SPARE_FILES} or more) and run again`);
+    throw new Error(
+      `${SUBSCRIBERS.toLocaleString('en-US')} subscribers need more open files than the limit of ${limit}: raise it (ulimit -n ${SUBSCRIBERS + SPARE_FILES} or more) and run again`,
+    );
   }
   const cluster = await servers.cluster();
   const edge = cluster.edges[0];
@@ -55,7 +57,12 @@ export async function sseRow({ servers }: Context): Promise<Measurement> {
     ],
     details: {
       subscribers: SUBSCRIBERS,
-      rounds: result.rounds.map((round) => ({ p50Ms: percentile(round.latencies, 50), p99Ms: percentile(round.latencies, 99), maxMs: round.latencies.at(-1), missing: round.missing })),
+      rounds: result.rounds.map((round) => ({
+        p50Ms: percentile(round.latencies, 50),
+        p99Ms: percentile(round.latencies, 99),
+        maxMs: round.latencies.at(-1),
+        missing: round.missing,
+      })),
       maxMs: latencies.at(-1),
       connectSeconds: result.connectSeconds,
       rssMiB: result.rssMiB,

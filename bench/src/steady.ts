@@ -26,7 +26,15 @@ export async function steadyLoad(target: LoadTarget, rate: number, seconds: numb
       const { path, headers } = next();
       const length = target.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(target.body)) };
       const req = request(
-        { host: url.hostname, port: url.port, path: path ?? `${url.pathname}${url.search}`, method: target.method ?? 'GET', headers: { ...headers, ...length }, agent, timeout: TIMEOUT_MS },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: path ?? `${url.pathname}${url.search}`,
+          method: target.method ?? 'GET',
+          headers: { ...headers, ...length },
+          agent,
+          timeout: TIMEOUT_MS,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => target.expectBody && chunks.push(chunk));

@@ -27,7 +27,13 @@ const TARGET = { deliveriesPerSecond: 500, p99Ms: 1_000 } as const;
 const VERIFY_EVERY = 10;
 
 /** What the table's notes say of the load. */
-export const WEBHOOKS = { agents: AGENTS, offeredPerSecond: OFFERED_PER_SECOND, warmupSeconds: WARMUP_SECONDS, measureSeconds: MEASURE_SECONDS, verifyEvery: VERIFY_EVERY } as const;
+export const WEBHOOKS = {
+  agents: AGENTS,
+  offeredPerSecond: OFFERED_PER_SECOND,
+  warmupSeconds: WARMUP_SECONDS,
+  measureSeconds: MEASURE_SECONDS,
+  verifyEvery: VERIFY_EVERY,
+} as const;
 /** How long the deliveries of the first post may take before the row gives up (the pipeline does not work). */
 const FIRST_POST_TIMEOUT_MS = 15_000;
 /** After the last post, how long the deliveries still due may take before they count as missing. */
@@ -94,7 +100,11 @@ async function startReceiver(signers: Map<number, Webhook>): Promise<Receiver> {
       receiver.arrived.set(`${postId} ${index}`, at);
       if (receiver.requests % VERIFY_EVERY === 0) {
         try {
-          signer.verify(body, { 'webhook-id': id, 'webhook-timestamp': header(req.headers, 'webhook-timestamp'), 'webhook-signature': header(req.headers, 'webhook-signature') });
+          signer.verify(body, {
+            'webhook-id': id,
+            'webhook-timestamp': header(req.headers, 'webhook-timestamp'),
+            'webhook-signature': header(req.headers, 'webhook-signature'),
+          });
           receiver.verified += 1;
         } catch {
           receiver.badSignatures += 1;
@@ -150,7 +160,8 @@ interface Sent {
 }
 
 export async function webhookRow({ servers }: Context): Promise<Measurement> {
-  if (!Number.isFinite(OFFERED_PER_SECOND) || OFFERED_PER_SECOND < AGENTS) throw new Error(`BENCH_WEBHOOKS_RATE must be a number of deliveries per second of at least ${AGENTS}`);
+  if (!Number.isFinite(OFFERED_PER_SECOND) || OFFERED_PER_SECOND < AGENTS)
+    throw new Error(`BENCH_WEBHOOKS_RATE must be a number of deliveries per second of at least ${AGENTS}`);
   const postsPerSecond = OFFERED_PER_SECOND / AGENTS;
   const cluster = await servers.cluster();
   progress(`  webhooks: approving ${AGENTS} agents and a poster, each agent registering an endpoint…`);
@@ -180,9 +191,12 @@ export async function webhookRow({ servers }: Context): Promise<Measurement> {
     if (first === undefined) throw new Error('the first post was not created');
     const firstDeadline = performance.now() + FIRST_POST_TIMEOUT_MS;
     while (delivered(first) < AGENTS && performance.now() < firstDeadline) await pause(5);
-    if (delivered(first) < AGENTS) throw new Error(`the first post's deliveries did not all arrive: ${delivered(first)} of ${AGENTS} within ${FIRST_POST_TIMEOUT_MS / 1000} s`);
+    if (delivered(first) < AGENTS)
+      throw new Error(`the first post's deliveries did not all arrive: ${delivered(first)} of ${AGENTS} within ${FIRST_POST_TIMEOUT_MS / 1000} s`);
 
-    progress(`  webhooks: ${figure(postsPerSecond)} posts/s naming ${AGENTS} agents (${OFFERED_PER_SECOND} deliveries/s offered), ${WARMUP_SECONDS} s warm-up, then ${MEASURE_SECONDS} s measured…`);
+    progress(
+      `  webhooks: ${figure(postsPerSecond)} posts/s naming ${AGENTS} agents (${OFFERED_PER_SECOND} deliveries/s offered), ${WARMUP_SECONDS} s warm-up, then ${MEASURE_SECONDS} s measured…`,
+    );
     const sent: Sent[] = [];
     let cpu: { stop(): CpuSpent } | undefined;
     let cpuMs: CpuSpent = {};
@@ -196,7 +210,8 @@ export async function webhookRow({ servers }: Context): Promise<Measurement> {
     await new Promise<void>((done) => {
       const tick = (): void => {
         // Everything due by now goes out now: a late timer does not lower the rate.
-        for (const now = performance.now(); due <= now && due < measureTo; due += interval) sent.push({ dueAt: due, id: createPost(origin, keepAlive, poster.token, text(n++)) });
+        for (const now = performance.now(); due <= now && due < measureTo; due += interval)
+          sent.push({ dueAt: due, id: createPost(origin, keepAlive, poster.token, text(n++)) });
         if (due < measureTo) setTimeout(tick, Math.max(0, due - performance.now()));
         else done();
       };

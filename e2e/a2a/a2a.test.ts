@@ -26,8 +26,17 @@ async function agentId(app: Embedded, name: string): Promise<string> {
 }
 
 /** A raw JSON-RPC call, for what the 1.0 client never sends (0.3 methods, no version header). */
-async function rpc(url: string, method: string, params: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', id: 'req-1', method, params }) });
+async function rpc(
+  url: string,
+  method: string,
+  params: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 'req-1', method, params }),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
@@ -58,16 +67,26 @@ describe('A2A (embedded)', () => {
       [`${app.urls.apiUrl}/a2a`, 'JSONRPC', '0.3'],
     ]);
     // A2A 1.0's JSON, as read off the wire.
-    const raw = (await (await fetch(`${app.urls.siteUrl}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<string, unknown>;
+    const raw = (await (await fetch(`${app.urls.siteUrl}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<
+      string,
+      unknown
+    >;
     expect(raw.securitySchemes).toMatchObject({ bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } });
     // A bearer token, or OAuth: the authorization code flow (MCP hosts' way) or the device code flow.
     expect(raw.securityRequirements).toEqual([{ schemes: { bearer: {} } }, { schemes: { oauth2: {} } }, { schemes: { oauth2_device: {} } }]);
-    expect(raw.securitySchemes).toMatchObject({ oauth2: { oauth2SecurityScheme: { flows: { authorizationCode: { authorizationUrl: `${app.urls.siteUrl}/authorize` } } } } });
+    expect(raw.securitySchemes).toMatchObject({
+      oauth2: { oauth2SecurityScheme: { flows: { authorizationCode: { authorizationUrl: `${app.urls.siteUrl}/authorize` } } } },
+    });
     expect(JSON.stringify(raw)).not.toContain('$case');
     // An 0.3 client (no A2A-Version header) gets the 0.3 shape of the same card.
     const legacy = await fetch(`${app.urls.siteUrl}/.well-known/agent-card.json`);
     expect(legacy.headers.get('vary')).toContain('A2A-Version');
-    expect(await legacy.json()).toMatchObject({ name: 'Agent Room', url: `${app.urls.apiUrl}/a2a`, protocolVersion: '0.3', securitySchemes: { bearer: { type: 'http', scheme: 'Bearer' } } });
+    expect(await legacy.json()).toMatchObject({
+      name: 'Agent Room',
+      url: `${app.urls.apiUrl}/a2a`,
+      protocolVersion: '0.3',
+      securitySchemes: { bearer: { type: 'http', scheme: 'Bearer' } },
+    });
   });
 
   it("delivers a message to an agent's endpoint as a direct message via a2a; the recipient reads it over REST and MCP", async () => {
@@ -77,7 +96,9 @@ describe('A2A (embedded)', () => {
     const stored = answer.data.message as MessageBody;
     expect(stored).toMatchObject({ fromAgentId: aliceId, fromAgentName: 'alice', toAgentId: bobId, text: 'hello, bob,\nfrom A2A', via: 'a2a' });
     expect(answer.text).toContain(stored.id);
-    const rest = (await (await fetch(`${app.urls.baseUrl}/messages?limit=1`, { headers: { authorization: `Bearer ${bob}` } })).json()) as { data: MessageBody[] };
+    const rest = (await (await fetch(`${app.urls.baseUrl}/messages?limit=1`, { headers: { authorization: `Bearer ${bob}` } })).json()) as {
+      data: MessageBody[];
+    };
     expect(rest.data[0]).toEqual(stored);
     const mcp = await mcpClient(app, bob);
     const inbox = await callTool(mcp, 'room_read_messages', { limit: 1 });
@@ -100,9 +121,18 @@ describe('A2A (embedded)', () => {
     const message = { kind: 'message', messageId: 'legacy-one', role: 'user', parts: [{ kind: 'text', text: 'from an 0.3 client' }] };
     const { status, body } = await rpc(endpoint, 'message/send', { message }, { authorization: `Bearer ${alice}` });
     expect(status).toBe(200);
-    expect(body.result).toMatchObject({ kind: 'message', role: 'agent', parts: [{ kind: 'text' }, { kind: 'data', data: { message: { text: 'from an 0.3 client', via: 'a2a' } } }] });
+    expect(body.result).toMatchObject({
+      kind: 'message',
+      role: 'agent',
+      parts: [{ kind: 'text' }, { kind: 'data', data: { message: { text: 'from an 0.3 client', via: 'a2a' } } }],
+    });
     // Without the header, the 1.0 method name is not the one the SDK routes 0.3 requests by.
-    const unversioned = await rpc(endpoint, 'SendMessage', { message: { messageId: 'x', role: 'ROLE_USER', parts: [{ text: 'x' }] } }, { authorization: `Bearer ${alice}` });
+    const unversioned = await rpc(
+      endpoint,
+      'SendMessage',
+      { message: { messageId: 'x', role: 'ROLE_USER', parts: [{ text: 'x' }] } },
+      { authorization: `Bearer ${alice}` },
+    );
     expect(unversioned.body.error).toBeDefined();
   });
 
@@ -111,19 +141,27 @@ describe('A2A (embedded)', () => {
     const first = partsOf(await send(client, textMessage(['only once'], 'retry-me-1'), alice));
     const again = partsOf(await send(client, textMessage(['only once'], 'retry-me-1'), alice));
     expect(again.data).toEqual(first.data);
-    const rest = (await (await fetch(`${app.urls.baseUrl}/messages?limit=50`, { headers: { authorization: `Bearer ${bob}` } })).json()) as { data: MessageBody[] };
+    const rest = (await (await fetch(`${app.urls.baseUrl}/messages?limit=50`, { headers: { authorization: `Bearer ${bob}` } })).json()) as {
+      data: MessageBody[];
+    };
     expect(rest.data.filter((m) => m.text === 'only once')).toHaveLength(1);
   });
 
   it('answers an unknown agent with a JSON-RPC error and HTTP 404, and its card with a 404 problem', async () => {
     const endpoint = `${app.urls.apiUrl}/a2a/a_nobody0000000000`;
-    for (const [method, headers] of [['SendMessage', { 'A2A-Version': '1.0' }], ['message/send', {}]] as const) {
+    for (const [method, headers] of [
+      ['SendMessage', { 'A2A-Version': '1.0' }],
+      ['message/send', {}],
+    ] as const) {
       const { status, body } = await rpc(endpoint, method, { message: textMessage(['anyone?']) }, { ...headers, authorization: `Bearer ${alice}` });
       expect(status).toBe(404);
       expect(body).toMatchObject({ jsonrpc: '2.0', id: 'req-1', error: { code: -32044 } });
     }
     const v1 = await rpc(endpoint, 'SendMessage', {}, { 'A2A-Version': '1.0' });
-    expect((v1.body.error as { data: { metadata: Record<string, string> }[] }).data[0]?.metadata).toMatchObject({ code: 'not_found', type: `${app.urls.siteUrl}/problems/agent-not-found` });
+    expect((v1.body.error as { data: { metadata: Record<string, string> }[] }).data[0]?.metadata).toMatchObject({
+      code: 'not_found',
+      type: `${app.urls.siteUrl}/problems/agent-not-found`,
+    });
     const legacy = await rpc(endpoint, 'message/send', {});
     expect((legacy.body.error as { data: Record<string, unknown> }).data).toMatchObject({ code: 'not_found', status: 404 });
     const card = await fetch(`${endpoint}/.well-known/agent-card.json`);
@@ -141,10 +179,15 @@ describe('A2A (embedded)', () => {
     expect(anonymous).toMatchObject({ code: -32041, reason: 'NO_TOKEN', problem: { code: 'no_token', status: '401', required_scope: 'messages:write' } });
     expect(anonymous.problem.remedy).toContain(`POST ${app.urls.apiUrl}/agent/signup/start`);
     const weak = await rpcFailure(send(client, textMessage(['read-only bob writes']), bob));
-    expect(weak).toMatchObject({ code: -32043, problem: { code: 'scope_required', required_scope: 'messages:write', held_scopes: 'agents:read messages:read' } });
+    expect(weak).toMatchObject({
+      code: -32043,
+      problem: { code: 'scope_required', required_scope: 'messages:write', held_scopes: 'agents:read messages:read' },
+    });
     expect(weak.problem.remedy).toContain(`SendMessage to ${app.urls.apiUrl}/a2a/<agentId>`);
     const room = await a2aClient(app.urls.siteUrl);
-    expect(await rpcFailure(send(room, textMessage(['bob posts?']), bob))).toMatchObject({ problem: { code: 'scope_required', required_scope: 'posts:write' } });
+    expect(await rpcFailure(send(room, textMessage(['bob posts?']), bob))).toMatchObject({
+      problem: { code: 'scope_required', required_scope: 'posts:write' },
+    });
 
     expect(await rpcFailure(send(client, textMessage(['']), alice))).toMatchObject({ code: -32602, problem: { code: 'invalid_request', parameter: 'text' } });
     // A message of no part the room takes (data only) is A2A's own content type error.
@@ -157,7 +200,12 @@ describe('A2A (embedded)', () => {
   });
 
   it('refuses a bad bearer token at the HTTP level: 401 with the challenge, a JSON-RPC error in the body', async () => {
-    const { status, body } = await rpc(`${app.urls.apiUrl}/a2a/${bobId}`, 'SendMessage', { message: textMessage(['x']) }, { 'A2A-Version': '1.0', authorization: 'Bearer agt_forged' });
+    const { status, body } = await rpc(
+      `${app.urls.apiUrl}/a2a/${bobId}`,
+      'SendMessage',
+      { message: textMessage(['x']) },
+      { 'A2A-Version': '1.0', authorization: 'Bearer agt_forged' },
+    );
     expect(status).toBe(401);
     expect(body).toMatchObject({ jsonrpc: '2.0', error: { code: -32041 } });
   });

@@ -54,7 +54,9 @@ describe('an MCP agent and an A2A agent in one room, watched live', () => {
     const inbox = (await callTool(mcp, 'room_read_messages')).structuredContent as { data: { text: string; fromAgentName: string }[] };
     expect(inbox.data[0]).toMatchObject({ text: 'hello back from the A2A side', fromAgentName: 'a2a-agent' });
     // The A2A agent's own inbox holds the MCP agent's message (read over REST: A2A has no inbox method).
-    const theirs = (await (await fetch(`${app.urls.baseUrl}/messages`, { headers: { authorization: `Bearer ${a2aToken}` } })).json()) as { data: { text: string }[] };
+    const theirs = (await (await fetch(`${app.urls.baseUrl}/messages`, { headers: { authorization: `Bearer ${a2aToken}` } })).json()) as {
+      data: { text: string }[];
+    };
     expect(theirs.data[0]?.text).toBe('hello from the MCP side');
 
     // Each posts to the room, in its own protocol; a human sees both arrive without reloading.

@@ -121,14 +121,18 @@ describe('A2A 1.0 to the letter of its specification (embedded)', () => {
     const forTask = { ...textMessage(['go on with that task']), taskId: 'task-unknown' };
     expect(await rpcFailure(send(client, forTask, alice))).toMatchObject({ code: -32001, reason: 'TASK_NOT_FOUND' });
     const fileOnly = textMessage([]);
-    fileOnly.parts = [{ content: { $case: 'url', value: FILE_PART_V1.url }, metadata: undefined, filename: FILE_PART_V1.filename, mediaType: FILE_PART_V1.mediaType }];
+    fileOnly.parts = [
+      { content: { $case: 'url', value: FILE_PART_V1.url }, metadata: undefined, filename: FILE_PART_V1.filename, mediaType: FILE_PART_V1.mediaType },
+    ];
     expect(await rpcFailure(send(client, fileOnly, alice))).toMatchObject({ code: -32005, reason: 'CONTENT_TYPE_NOT_SUPPORTED' });
     expect(await rpcFailure(client.getTask(GetTaskRequest.fromJSON({ id: 'task-1' })))).toMatchObject({ code: -32001, reason: 'TASK_NOT_FOUND' });
     expect(await rpcFailure(client.cancelTask(CancelTaskRequest.fromJSON({ id: 'task-1' })))).toMatchObject({ code: -32001, reason: 'TASK_NOT_FOUND' });
     expect(await client.listTasks(ListTasksRequest.fromJSON({}))).toMatchObject({ tasks: [], nextPageToken: '', totalSize: 0 });
     // The client refuses push notification calls itself, reading the card's `pushNotifications: false`;
     // the room's own answer to them is read raw below.
-    expect(() => client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: 'task-1', url: 'https://example.com/hook' }))).toThrow(PushNotificationNotSupportedError);
+    expect(() => client.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: 'task-1', url: 'https://example.com/hook' }))).toThrow(
+      PushNotificationNotSupportedError,
+    );
   });
 
   it("answers every 1.0 method the room serves with JSON that A2A 1.0's schema accepts", async () => {
@@ -145,20 +149,49 @@ describe('A2A 1.0 to the letter of its specification (embedded)', () => {
       expect(listed.body.result).toMatchObject({ tasks: [], nextPageToken: '', totalSize: 0 });
 
       // The room's own refusals ride in the same ErrorInfo, under its host's domain.
-      expectV1Error(await rpc(endpoint, '1.0', 'SendMessage', { message: { ...message, messageId: crypto.randomUUID() } }), -32041, 'NO_TOKEN', new URL(app.urls.siteUrl).host);
-      expectV1Error(await rpc(endpoint, '1.0', 'SendMessage', { message: { ...message, messageId: crypto.randomUUID(), taskId: 'task-unknown' } }, alice), -32001, 'TASK_NOT_FOUND');
-      expectV1Error(await rpc(endpoint, '1.0', 'SendMessage', { message: { ...message, messageId: crypto.randomUUID(), parts: [FILE_PART_V1] } }, alice), -32005, 'CONTENT_TYPE_NOT_SUPPORTED');
+      expectV1Error(
+        await rpc(endpoint, '1.0', 'SendMessage', { message: { ...message, messageId: crypto.randomUUID() } }),
+        -32041,
+        'NO_TOKEN',
+        new URL(app.urls.siteUrl).host,
+      );
+      expectV1Error(
+        await rpc(endpoint, '1.0', 'SendMessage', { message: { ...message, messageId: crypto.randomUUID(), taskId: 'task-unknown' } }, alice),
+        -32001,
+        'TASK_NOT_FOUND',
+      );
+      expectV1Error(
+        await rpc(endpoint, '1.0', 'SendMessage', { message: { ...message, messageId: crypto.randomUUID(), parts: [FILE_PART_V1] } }, alice),
+        -32005,
+        'CONTENT_TYPE_NOT_SUPPORTED',
+      );
       expectV1Error(await rpc(endpoint, '1.0', 'GetTask', { id: 'task-1' }), -32001, 'TASK_NOT_FOUND');
       expectV1Error(await rpc(endpoint, '1.0', 'CancelTask', { id: 'task-1' }), -32001, 'TASK_NOT_FOUND');
-      expectV1Error(await rpc(endpoint, '1.0', 'CreateTaskPushNotificationConfig', { taskId: 'task-1', url: 'https://example.com/hook' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-      expectV1Error(await rpc(endpoint, '1.0', 'GetTaskPushNotificationConfig', { taskId: 'task-1', id: 'config-1' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
+      expectV1Error(
+        await rpc(endpoint, '1.0', 'CreateTaskPushNotificationConfig', { taskId: 'task-1', url: 'https://example.com/hook' }),
+        -32003,
+        'PUSH_NOTIFICATION_NOT_SUPPORTED',
+      );
+      expectV1Error(
+        await rpc(endpoint, '1.0', 'GetTaskPushNotificationConfig', { taskId: 'task-1', id: 'config-1' }),
+        -32003,
+        'PUSH_NOTIFICATION_NOT_SUPPORTED',
+      );
       expectV1Error(await rpc(endpoint, '1.0', 'ListTaskPushNotificationConfigs', { taskId: 'task-1' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
-      expectV1Error(await rpc(endpoint, '1.0', 'DeleteTaskPushNotificationConfig', { taskId: 'task-1', id: 'config-1' }), -32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED');
+      expectV1Error(
+        await rpc(endpoint, '1.0', 'DeleteTaskPushNotificationConfig', { taskId: 'task-1', id: 'config-1' }),
+        -32003,
+        'PUSH_NOTIFICATION_NOT_SUPPORTED',
+      );
       // The card says no streaming and no extended card: A2A answers those methods UnsupportedOperation,
       // and the refusal is an answer, not an error written to the product's stderr.
       const stderr = vi.spyOn(console, 'error');
       try {
-        expectV1Error(await rpc(endpoint, '1.0', 'SendStreamingMessage', { message: { ...message, messageId: crypto.randomUUID() } }, alice), -32004, 'UNSUPPORTED_OPERATION');
+        expectV1Error(
+          await rpc(endpoint, '1.0', 'SendStreamingMessage', { message: { ...message, messageId: crypto.randomUUID() } }, alice),
+          -32004,
+          'UNSUPPORTED_OPERATION',
+        );
         expectV1Error(await rpc(endpoint, '1.0', 'SubscribeToTask', { id: 'task-1' }), -32004, 'UNSUPPORTED_OPERATION');
         expect(stderr.mock.calls).toEqual([]);
       } finally {

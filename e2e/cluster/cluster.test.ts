@@ -59,7 +59,8 @@ describe('npm run cluster', () => {
   it('starts delivery as its own process, after messaging, serving gRPC health and metrics', async () => {
     expect(ready.delivery).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(ready.delivery).not.toBe(ready.messaging);
-    for (const name of ['room', 'messaging', 'delivery', 'auth', 'edge-1', 'edge-2', 'router', 'redis-server']) expect(ready.pids[name], name).toBeGreaterThan(0);
+    for (const name of ['room', 'messaging', 'delivery', 'auth', 'edge-1', 'edge-2', 'router', 'redis-server'])
+      expect(ready.pids[name], name).toBeGreaterThan(0);
     expect(new Set(Object.values(ready.pids)).size).toBe(Object.keys(ready.pids).length);
     expect(Object.keys(ready.pids).indexOf('delivery')).toBe(Object.keys(ready.pids).indexOf('messaging') + 1);
     const health = new HealthChecker(ready.delivery);
@@ -114,7 +115,7 @@ describe('npm run cluster', () => {
     }
   });
 
-  it('pages posts and an inbox with cursors across both edges, and refuses a forged or another list\'s cursor', async () => {
+  it("pages posts and an inbox with cursors across both edges, and refuses a forged or another list's cursor", async () => {
     const [one, two] = ready.edges as [string, string];
     const token = await approvedToken(ready.router, ['posts:write', 'messages:read', 'messages:write'], 'cluster-pager');
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };

@@ -62,7 +62,11 @@ describe('npm run cluster -- --envoy', () => {
     globalThis.fetch = async (input, init) => {
       const response = await fetchBefore(input, init);
       const url = new URL(response.url);
-      if (url.origin === envoyOrigin) answers.push({ what: `${init?.method ?? (input instanceof Request ? input.method : 'GET')} ${url.origin}${url.pathname} ${response.status}`, response });
+      if (url.origin === envoyOrigin)
+        answers.push({
+          what: `${init?.method ?? (input instanceof Request ? input.method : 'GET')} ${url.origin}${url.pathname} ${response.status}`,
+          response,
+        });
       return response;
     };
   }, 90_000);
@@ -99,7 +103,8 @@ describe('npm run cluster -- --envoy', () => {
     expect(problem.headers.get('content-security-policy')).toContain("default-src 'self'");
     expect(await problem.text()).toContain('The daily quota is spent');
     // The bundle, under the versioned link the interactive reference gives it: kept a year.
-    const bundle = /src="([^"]+\/developers\/assets\/scalar\.js\?v=[^"]+)"/.exec(await (await fetch(`${ready.site}/developers/reference/interactive`)).text())?.[1] ?? '';
+    const bundle =
+      /src="([^"]+\/developers\/assets\/scalar\.js\?v=[^"]+)"/.exec(await (await fetch(`${ready.site}/developers/reference/interactive`)).text())?.[1] ?? '';
     const scalar = await fetch(bundle);
     expect(scalar.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(scalar.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
@@ -112,7 +117,10 @@ describe('npm run cluster -- --envoy', () => {
     const compressed = await rawRequest(`${ready.site}/openapi.json`, { 'accept-encoding': 'br' });
     expect(compressed.headers['content-encoding']).toBe('br');
     expect(JSON.parse(decoded(compressed).toString('utf8'))).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
-    const preflight = await fetch(`${ready.site}/openapi.json`, { method: 'OPTIONS', headers: { origin: 'https://tools.example', 'access-control-request-method': 'GET' } });
+    const preflight = await fetch(`${ready.site}/openapi.json`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://tools.example', 'access-control-request-method': 'GET' },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
     const refused = await fetch(`${ready.site}/llms.txt`, { method: 'PUT', body: 'x' });
@@ -122,7 +130,8 @@ describe('npm run cluster -- --envoy', () => {
   });
 
   it("passes TRACE and OPTIONS on to auth's authorization endpoint, which answers 405 and 204 with Allow", async () => {
-    for (const method of ['TRACE', 'PUT']) expect(await rawStatus(`${ready.site}/authorize`, method), method).toEqual({ status: 405, allow: 'GET, HEAD, POST' });
+    for (const method of ['TRACE', 'PUT'])
+      expect(await rawStatus(`${ready.site}/authorize`, method), method).toEqual({ status: 405, allow: 'GET, HEAD, POST' });
     expect(await rawStatus(`${ready.site}/authorize`, 'OPTIONS')).toEqual({ status: 204, allow: 'GET, HEAD, POST' });
   });
 
@@ -199,10 +208,15 @@ describe('npm run cluster -- --envoy', () => {
 
   it('gave every answer through Envoy a request id and RateLimit headers, documents and the 404 included', () => {
     expect(answers.length).toBeGreaterThan(25);
-    const missing = answers.filter(({ response }) => !['x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'].every((name) => response.headers.has(name)));
+    const missing = answers.filter(
+      ({ response }) => !['x-request-id', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'].every((name) => response.headers.has(name)),
+    );
     expect(missing.map(({ what }) => what)).toEqual([]);
     for (const what of ['/developers/assets/scalar.js 200', '/no/such/page 404', '/llms.txt 405', '/openapi.json 204', '/api/mcp 200', '/api/a2a 200']) {
-      expect(answers.some((answer) => answer.what.endsWith(what)), what).toBe(true);
+      expect(
+        answers.some((answer) => answer.what.endsWith(what)),
+        what,
+      ).toBe(true);
     }
   });
 
@@ -216,7 +230,11 @@ describe('npm run cluster -- --envoy', () => {
     }
     expect(line, 'an access log line for envoy-journey-1').toBeDefined();
     // Answered by the documents' Lua filter, on the gateway's route for it, not by edge.
-    expect(JSON.parse(line as string)).toMatchObject({ http: { method: 'GET', path: '/.well-known/ai-agent.json', status: 200 }, route: 'documents at /.well-known/ai-agent.json', details: 'lua_response' });
+    expect(JSON.parse(line as string)).toMatchObject({
+      http: { method: 'GET', path: '/.well-known/ai-agent.json', status: 200 },
+      route: 'documents at /.well-known/ai-agent.json',
+      details: 'lua_response',
+    });
   });
 
   it('writes every log line whole while Envoy and the edges log at once', async () => {

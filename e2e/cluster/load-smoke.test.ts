@@ -51,7 +51,11 @@ describe('npm run load -- smoke against npm run cluster', () => {
     // The human's own step before any provisioning: registering on the sign-in page, as in a browser.
     await registerHuman(site, human, 'a load tester password');
     tokensPath = join(dir, 'tokens.json');
-    const provisioned = await run(process.execPath, ['services/auth/dist/agents-cli.js', 'provision', '--auth', ready.data.auth, '--human', human, '--count', '10', '--scopes', SCOPES, '--out', tokensPath], {});
+    const provisioned = await run(
+      process.execPath,
+      ['services/auth/dist/agents-cli.js', 'provision', '--auth', ready.data.auth, '--human', human, '--count', '10', '--scopes', SCOPES, '--out', tokensPath],
+      {},
+    );
     if (provisioned.code !== 0) throw new Error(`provisioning exited ${provisioned.code}: ${provisioned.stderr}`);
     agents = tokensFile.parse(JSON.parse(readFileSync(tokensPath, 'utf8'))).agents;
   }, 90_000);
@@ -64,7 +68,12 @@ describe('npm run load -- smoke against npm run cluster', () => {
   it('runs every journey with every check and threshold passing, and writes the JSON and HTML reports', async () => {
     // Four iterations of each journey (one every 2 s) rather than the default ten: enough to run every
     // step and check of each, retries included, and what a tester's run adds is more of the same.
-    const smoke = await run(process.execPath, ['scripts/load.mjs', 'smoke', '--quiet'], { BASE_URL: site, TOKENS: tokensPath, REPORTS_DIR: dir, SMOKE_DURATION: '8s' });
+    const smoke = await run(process.execPath, ['scripts/load.mjs', 'smoke', '--quiet'], {
+      BASE_URL: site,
+      TOKENS: tokensPath,
+      REPORTS_DIR: dir,
+      SMOKE_DURATION: '8s',
+    });
     expect(smoke.code, `${smoke.stdout}\n${smoke.stderr}`).toBe(0);
     expect(smoke.stdout).toContain('every threshold held');
     console.log(`load smoke: k6 and the runner took ${(smoke.ms / 1000).toFixed(1)} s`);
@@ -83,7 +92,10 @@ describe('npm run load -- smoke against npm run cluster', () => {
       expect(summary.journeys[journey]?.checksPassed, journey).toBeGreaterThan(0);
       expect(summary.journeys[journey]?.checksFailed, journey).toBe(0);
       for (const metric of ['http_req_duration', 'http_req_failed', 'checks']) {
-        expect(summary.thresholds.some((t) => t.metric === `${metric}{journey:${journey}}`), `${metric} of ${journey}`).toBe(true);
+        expect(
+          summary.thresholds.some((t) => t.metric === `${metric}{journey:${journey}}`),
+          `${metric} of ${journey}`,
+        ).toBe(true);
       }
     }
     expect(existsSync(htmlPath)).toBe(true);
@@ -91,7 +103,9 @@ describe('npm run load -- smoke against npm run cluster', () => {
 
     // The journeys wrote for real: the room holds posts of the provisioned agents over REST, MCP and A2A.
     const ids = new Set(agents.map((agent) => agent.id));
-    const room = z.object({ data: z.array(z.object({ agentId: z.string(), via: z.string() })) }).parse(await (await fetch(`${site}/api/v1/posts?limit=50`)).json());
+    const room = z
+      .object({ data: z.array(z.object({ agentId: z.string(), via: z.string() })) })
+      .parse(await (await fetch(`${site}/api/v1/posts?limit=50`)).json());
     expect(new Set(room.data.filter((post) => ids.has(post.agentId)).map((post) => post.via))).toEqual(new Set(['rest', 'mcp', 'a2a']));
   }, 120_000);
 

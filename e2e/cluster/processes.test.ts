@@ -91,7 +91,11 @@ async function launcherUnderParent(script: string, args: string[], env: Record<s
     createInterface({ input: child.stderr }).on('line', (line) => console.error(line));
     child.once('exit', (code, signal) => console.error('launcher exited', code, signal));
   `;
-  const parent = spawn(process.execPath, ['-e', parentScript, script, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const parent = spawn(process.execPath, ['-e', parentScript, script, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const errors: string[] = [];
   createInterface({ input: parent.stderr! }).on('line', (line) => errors.push(line));
   const launcher = await new Promise<number>((resolve, reject) => {

@@ -46,7 +46,9 @@ describe('the product on a three-master Redis Cluster, chosen by REDIS_URL', () 
       body: JSON.stringify({ to: bobId, text: 'a direct message across slots' }),
     });
     expect(sent.status).toBe(201);
-    const inbox = (await (await fetch(`${app.urls.baseUrl}/messages`, { headers: { authorization: `Bearer ${bob.token}` } })).json()) as { data: { text: string }[] };
+    const inbox = (await (await fetch(`${app.urls.baseUrl}/messages`, { headers: { authorization: `Bearer ${bob.token}` } })).json()) as {
+      data: { text: string }[];
+    };
     expect(inbox.data.map((item) => item.text)).toEqual(['a direct message across slots']);
   });
 });

@@ -103,7 +103,11 @@ describe('a threaded conversation with a mention, over three protocols, and the 
     const all = await notifications(scout);
     const middle = all.data[1] as NotificationBody;
     const mark = async (upTo: string): Promise<Response> =>
-      fetch(`${app.urls.baseUrl}/notifications/read`, { method: 'POST', headers: { authorization: `Bearer ${scout}`, 'content-type': 'application/json' }, body: JSON.stringify({ up_to: upTo }) });
+      fetch(`${app.urls.baseUrl}/notifications/read`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${scout}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ up_to: upTo }),
+      });
     const marked = await mark(middle.id);
     expect(marked.status).toBe(200);
     expect(await marked.json()).toEqual({ read_up_to: middle.id, unread_count: 1 });
@@ -134,9 +138,11 @@ describe('a threaded conversation with a mention, over three protocols, and the 
     await client.close();
   });
 
-  it('pages notifications newest first with cursors of the agent\'s own, and names no other feed', async () => {
+  it("pages notifications newest first with cursors of the agent's own, and names no other feed", async () => {
     for (let i = 0; i < 3; i += 1) await post(app, scribe, { text: `@scout page ${i}` });
-    await expect.poll(async () => (await notifications(scout, '?limit=50')).data.filter((n) => n.post?.text.includes('page')).length, { timeout: 5_000 }).toBe(3);
+    await expect
+      .poll(async () => (await notifications(scout, '?limit=50')).data.filter((n) => n.post?.text.includes('page')).length, { timeout: 5_000 })
+      .toBe(3);
     const first = await notifications(scout, '?limit=2');
     expect(first.has_more).toBe(true);
     const second = await notifications(scout, `?limit=2&cursor=${first.next_cursor}`);

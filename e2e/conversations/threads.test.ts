@@ -93,7 +93,9 @@ describe('replies and threads, over REST, MCP and A2A', () => {
     expect(page3).toMatchObject({ has_more: false, next_cursor: null });
     expect(page3.data.map((p) => p.text)).toEqual(['5']);
     // A cursor of the room's list, or of another thread, is not this thread's.
-    const roomCursor = ((await (await fetch(`${app.urls.baseUrl}/posts?limit=1`, { headers: { 'cache-control': 'no-cache' } })).json()) as { next_cursor: string }).next_cursor;
+    const roomCursor = (
+      (await (await fetch(`${app.urls.baseUrl}/posts?limit=1`, { headers: { 'cache-control': 'no-cache' } })).json()) as { next_cursor: string }
+    ).next_cursor;
     const foreign = await fetch(`${app.urls.baseUrl}/posts/${root.id}/replies?cursor=${roomCursor}`);
     expect(foreign.status).toBe(400);
     expect(((await foreign.json()) as Problem).type).toBe(`${app.urls.siteUrl}/problems/invalid-cursor`);
@@ -130,7 +132,10 @@ describe('replies and threads, over REST, MCP and A2A', () => {
     const read = await callTool(anonymous, 'room_read_thread', { postId: root.id });
     expect(read.structuredContent).toMatchObject({ post: { id: root.id, replyCount: 1 }, data: [{ text: 'from MCP, @scout' }] });
     expect(read.content[0]?.text).toContain('1 replies, oldest first');
-    expect(toolProblem(await callTool(anonymous, 'room_read_thread', { postId: '1-0' }))).toMatchObject({ code: 'not_found', type: `${app.urls.siteUrl}/problems/post-not-found` });
+    expect(toolProblem(await callTool(anonymous, 'room_read_thread', { postId: '1-0' }))).toMatchObject({
+      code: 'not_found',
+      type: `${app.urls.siteUrl}/problems/post-not-found`,
+    });
     await client.close();
     await anonymous.close();
   });

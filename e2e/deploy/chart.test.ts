@@ -77,7 +77,9 @@ const podSpec = z.looseObject({
   initContainers: z.array(container).default([]),
   securityContext: securityContext.optional(),
   terminationGracePeriodSeconds: z.number().optional(),
-  volumes: z.array(z.looseObject({ name: z.string(), emptyDir: z.looseObject({}).optional(), configMap: z.looseObject({ name: z.string() }).optional() })).default([]),
+  volumes: z
+    .array(z.looseObject({ name: z.string(), emptyDir: z.looseObject({}).optional(), configMap: z.looseObject({ name: z.string() }).optional() }))
+    .default([]),
 });
 const podTemplate = z.object({ metadata: z.looseObject({ labels: stringMap.default({}), annotations: stringMap.default({}) }), spec: podSpec });
 const workload = object.extend({
@@ -119,14 +121,37 @@ const networkPolicy = object.extend({
       .default([]),
   }),
 });
-const hpa = object.extend({ spec: z.looseObject({ scaleTargetRef: z.object({ kind: z.string(), name: z.string(), apiVersion: z.string() }), minReplicas: z.number(), maxReplicas: z.number() }) });
+const hpa = object.extend({
+  spec: z.looseObject({
+    scaleTargetRef: z.object({ kind: z.string(), name: z.string(), apiVersion: z.string() }),
+    minReplicas: z.number(),
+    maxReplicas: z.number(),
+  }),
+});
 const ingress = object.extend({
   spec: z.looseObject({
-    rules: z.array(z.object({ host: z.string(), http: z.object({ paths: z.array(z.object({ path: z.string(), pathType: z.string(), backend: z.object({ service: z.object({ name: z.string(), port: z.object({ name: z.string() }) }) }) })) }) })),
+    rules: z.array(
+      z.object({
+        host: z.string(),
+        http: z.object({
+          paths: z.array(
+            z.object({
+              path: z.string(),
+              pathType: z.string(),
+              backend: z.object({ service: z.object({ name: z.string(), port: z.object({ name: z.string() }) }) }),
+            }),
+          ),
+        }),
+      }),
+    ),
   }),
 });
 const serviceMonitor = object.extend({
-  spec: z.looseObject({ selector: labelSelector, namespaceSelector: z.object({ matchNames: z.array(z.string()) }), endpoints: z.array(z.looseObject({ port: z.string(), path: z.string() })) }),
+  spec: z.looseObject({
+    selector: labelSelector,
+    namespaceSelector: z.object({ matchNames: z.array(z.string()) }),
+    endpoints: z.array(z.looseObject({ port: z.string(), path: z.string() })),
+  }),
 });
 const configMap = object.extend({ data: stringMap });
 
@@ -137,7 +162,10 @@ class Rendered {
   private byComponent: Map<string, Workload> | undefined;
   private admitted: string[] | undefined;
 
-  constructor(readonly objects: z.output<typeof object>[], readonly dir: string) {}
+  constructor(
+    readonly objects: z.output<typeof object>[],
+    readonly dir: string,
+  ) {}
 
   all(kind: string): z.output<typeof object>[] {
     return this.objects.filter((o) => o.kind === kind);
@@ -237,7 +265,14 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     messaging: { pdb: { enabled: false } },
     delivery: { pdb: { enabled: false }, replicas: 3 },
     auth: { pdb: { enabled: false }, extraEnv: [{ name: 'PASSWORD_HASH_COST', value: '65536' }] },
-    edge: { pdb: { enabled: false }, replicas: 4, extraEnv: [{ name: 'QUOTA_PER_TOKEN', value: '50000' }, { name: 'LIVE_HEARTBEAT_MS', value: '20000' }] },
+    edge: {
+      pdb: { enabled: false },
+      replicas: 4,
+      extraEnv: [
+        { name: 'QUOTA_PER_TOKEN', value: '50000' },
+        { name: 'LIVE_HEARTBEAT_MS', value: '20000' },
+      ],
+    },
     envoy: { pdb: { enabled: false }, service: { type: 'NodePort' } },
     networkPolicy: { enabled: false },
     image: { repository: 'registry.example.com/agent-room', tag: '1.2.3', pullSecrets: ['registry'] },
@@ -312,7 +347,9 @@ describe('helm lint and kubectl-validate', () => {
       (error: { stdout?: string }) => ({ stdout: error.stdout ?? String(error) }),
     );
     const report = z.record(z.string(), z.array(z.looseObject({ status: z.string(), message: z.string().optional() }))).parse(JSON.parse(result.stdout));
-    const failures = Object.entries(report).flatMap(([file, results]) => results.filter((r) => r.status !== 'Success').map((r) => `${file.replace(work, '')}: ${r.message}`));
+    const failures = Object.entries(report).flatMap(([file, results]) =>
+      results.filter((r) => r.status !== 'Success').map((r) => `${file.replace(work, '')}: ${r.message}`),
+    );
     expect(failures).toEqual([]);
     // Every object was looked at, the ServiceMonitor included.
     const checked = Object.values(report).reduce((n, results) => n + results.length, 0);
@@ -321,10 +358,14 @@ describe('helm lint and kubectl-validate', () => {
 
   it('values that cannot work are refused before anything is rendered: a misspelt key, a number as an environment value, a non-Redis URL, two Redis sources, an HPA whose minimum is above its maximum', async () => {
     expect(await renderFails(['--set', 'edge.replica=3'])).toContain("additional properties 'replica' not allowed");
-    expect(await renderFails(['--set', 'edge.extraEnv[0].name=LIVE_HEARTBEAT_MS', '--set', 'edge.extraEnv[0].value=20000'])).toContain('/edge/extraEnv/0/value');
+    expect(await renderFails(['--set', 'edge.extraEnv[0].name=LIVE_HEARTBEAT_MS', '--set', 'edge.extraEnv[0].value=20000'])).toContain(
+      '/edge/extraEnv/0/value',
+    );
     expect(await renderFails(['--set', 'redis.external.url=http://redis:6379'])).toContain('/redis/external/url');
     expect(await renderFails(['--set', 'redis.external.url=redis://r:6379', '--set', 'redis.external.existingSecret=r'])).toContain('not both');
-    expect(await renderFails(['--set', 'edge.autoscaling.enabled=true', '--set', 'edge.autoscaling.minReplicas=5', '--set', 'edge.autoscaling.maxReplicas=3'])).toContain('minReplicas (5) is above maxReplicas (3)');
+    expect(
+      await renderFails(['--set', 'edge.autoscaling.enabled=true', '--set', 'edge.autoscaling.minReplicas=5', '--set', 'edge.autoscaling.maxReplicas=3']),
+    ).toContain('minReplicas (5) is above maxReplicas (3)');
     expect(await renderFails(['--set', 'delivery.egress.internet.enabled=sometimes'])).toContain('/delivery/egress/internet/enabled');
     expect(await renderFails(['--set', 'delivery.egress.externalRedisPorts={0}'])).toContain('/delivery/egress/externalRedisPorts/0');
     // Envoy routes the site at / and the API at /api of one origin: another layout would send requests astray.
@@ -421,7 +462,9 @@ describe("each service's environment fits its own zod schema", () => {
 
   it('room and messaging sign cursors with the same key; CURSOR_SECRET comes from the chart Secret or yours', () => {
     for (const [name, r] of rendered) {
-      const refs = (['room', 'messaging'] as const).map((svc) => r.deployment(svc).spec.template.spec.containers[0]!.env.find((v) => v.name === 'CURSOR_SECRET')?.valueFrom?.secretKeyRef);
+      const refs = (['room', 'messaging'] as const).map(
+        (svc) => r.deployment(svc).spec.template.spec.containers[0]!.env.find((v) => v.name === 'CURSOR_SECRET')?.valueFrom?.secretKeyRef,
+      );
       expect(refs[0], name).toEqual(refs[1]);
       expect(refs[0]?.name, name).toBe(name.includes('own-secret') || name === 'external-secret' ? 'my-secrets' : FULLNAME);
       const value = r.secretValue(refs[0]!.name, refs[0]!.key);
@@ -433,7 +476,10 @@ describe("each service's environment fits its own zod schema", () => {
     for (const [name, r] of rendered) {
       for (const w of r.workloads().values()) {
         for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
-          expect(c.env.map((v) => v.name), `${name} ${c.name}`).not.toContain('OAUTH_CIMD_ALLOW_LOOPBACK');
+          expect(
+            c.env.map((v) => v.name),
+            `${name} ${c.name}`,
+          ).not.toContain('OAUTH_CIMD_ALLOW_LOOPBACK');
         }
       }
     }
@@ -443,7 +489,10 @@ describe("each service's environment fits its own zod schema", () => {
     for (const [name, r] of rendered) {
       for (const w of r.workloads().values()) {
         for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
-          expect(c.env.map((v) => v.name), `${name} ${c.name}`).not.toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS');
+          expect(
+            c.env.map((v) => v.name),
+            `${name} ${c.name}`,
+          ).not.toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS');
         }
       }
     }
@@ -469,7 +518,10 @@ describe("each service's environment fits its own zod schema", () => {
     expect(site('bundled-own-secret', 'auth')).toEqual(['https://room.example.net', 'https://room.example.net/api']);
     // The documents Envoy serves are rendered for the same addresses.
     const docs = of('bundled-own-secret').deployment('envoy').spec.template.spec.initContainers[0]!;
-    expect(Object.fromEntries(docs.env.map((v) => [v.name, v.value]))).toEqual({ SITE_URL: 'https://room.example.net', API_URL: 'https://room.example.net/api' });
+    expect(Object.fromEntries(docs.env.map((v) => [v.name, v.value]))).toEqual({
+      SITE_URL: 'https://room.example.net',
+      API_URL: 'https://room.example.net/api',
+    });
   });
 });
 
@@ -532,7 +584,12 @@ describe('what is rendered', () => {
   });
 
   it('PodDisruptionBudgets follow their toggle', () => {
-    expect(of('defaults').all('PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(['auth', 'delivery', 'edge', 'envoy', 'messaging', 'room'].map((c) => `${FULLNAME}-${c}`));
+    expect(
+      of('defaults')
+        .all('PodDisruptionBudget')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(['auth', 'delivery', 'edge', 'envoy', 'messaging', 'room'].map((c) => `${FULLNAME}-${c}`));
     expect(of('bundled-own-secret').all('PodDisruptionBudget')).toEqual([]);
   });
 
@@ -563,7 +620,11 @@ describe('what is rendered', () => {
   it('probes: native gRPC health for room, messaging and delivery, /readyz and /livez on the admin port for edge and auth, /ready for Envoy', () => {
     const r = of('defaults');
     const probes = (component: string): Container => r.deployment(component).spec.template.spec.containers[0]!;
-    for (const [svc, port] of [['room', 50051], ['messaging', 50052], ['delivery', 50054]] as const) {
+    for (const [svc, port] of [
+      ['room', 50051],
+      ['messaging', 50052],
+      ['delivery', 50054],
+    ] as const) {
       expect(probes(svc).readinessProbe?.grpc?.port).toBe(port);
       expect(probes(svc).startupProbe?.grpc?.port).toBe(port);
       expect(probes(svc).livenessProbe?.httpGet).toMatchObject({ path: '/livez' });
@@ -663,13 +724,19 @@ describe('Envoy', () => {
     }
   });
 
-  it('believes X-Forwarded-For from one proxy behind an Ingress, from none when Envoy is the entry, and shows edge\'s per-address quota', async () => {
-    const hops = (r: Rendered): string | undefined => /xff_num_trusted_hops: (\S+)/.exec(r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!)?.[1];
-    const limit = (r: Rendered): string | undefined => /local LIMIT = "([^"]*)"/.exec(r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!)?.[1];
+  it("believes X-Forwarded-For from one proxy behind an Ingress, from none when Envoy is the entry, and shows edge's per-address quota", async () => {
+    const hops = (r: Rendered): string | undefined =>
+      /xff_num_trusted_hops: (\S+)/.exec(r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!)?.[1];
+    const limit = (r: Rendered): string | undefined =>
+      /local LIMIT = "([^"]*)"/.exec(r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!)?.[1];
     expect(hops(of('defaults'))).toBe('0');
     expect(hops(of('external-url'))).toBe('1');
     expect(limit(of('defaults'))).toBe('5000');
-    const explicit = await render('hops-explicit', { ingress: { enabled: true, hosts: ['room.example.com'] }, envoy: { trustedProxyHops: 2 }, quota: { perAddress: 900 } });
+    const explicit = await render('hops-explicit', {
+      ingress: { enabled: true, hosts: ['room.example.com'] },
+      envoy: { trustedProxyHops: 2 },
+      quota: { perAddress: 900 },
+    });
     expect(hops(explicit)).toBe('2');
     expect(limit(explicit)).toBe('900');
     expect(of('defaults').get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']).not.toMatch(/__[A-Z_]+__/);
@@ -690,7 +757,11 @@ describe('Envoy', () => {
     expect(docs!.args).toEqual(['gateway/dist/render.js', 'docs', '--out', '/etc/agent-room/docs']);
     const into = docs!.volumeMounts.find((m) => m.mountPath === '/etc/agent-room/docs');
     const envoy = pod.containers[0]!;
-    expect(envoy.volumeMounts.find((m) => m.mountPath === '/etc/agent-room/docs')).toEqual({ name: into!.name, mountPath: '/etc/agent-room/docs', readOnly: true });
+    expect(envoy.volumeMounts.find((m) => m.mountPath === '/etc/agent-room/docs')).toEqual({
+      name: into!.name,
+      mountPath: '/etc/agent-room/docs',
+      readOnly: true,
+    });
     expect(pod.volumes.find((v) => v.name === into!.name)?.emptyDir).toBeDefined();
     const config = envoy.volumeMounts.find((m) => m.mountPath === '/etc/envoy');
     expect(pod.volumes.find((v) => v.name === config!.name)?.configMap?.name).toBe(`${FULLNAME}-envoy`);
@@ -712,14 +783,21 @@ describe('Envoy', () => {
   it('the Service sends port 80 to Envoy, with the type asked for; the Ingress sends every path to it', () => {
     const envoyService = (name: string): Service => of(name).get(service, 'Service', `${FULLNAME}-envoy`);
     expect(envoyService('defaults').spec.type).toBe('ClusterIP');
-    expect(envoyService('external-secret').spec).toMatchObject({ type: 'LoadBalancer', externalTrafficPolicy: 'Local', loadBalancerSourceRanges: ['10.0.0.0/8'] });
+    expect(envoyService('external-secret').spec).toMatchObject({
+      type: 'LoadBalancer',
+      externalTrafficPolicy: 'Local',
+      loadBalancerSourceRanges: ['10.0.0.0/8'],
+    });
     expect(envoyService('bundled-own-secret').spec.type).toBe('NodePort');
     const port = envoyService('defaults').spec.ports[0]!;
     expect([port.port, of('defaults').port('envoy', port.targetPort)]).toEqual([80, 8080]);
     expect(of('defaults').all('Ingress')).toEqual([]);
     const ing = of('external-url').get(ingress, 'Ingress', FULLNAME);
     expect(ing.spec.rules).toEqual([
-      { host: 'room.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `${FULLNAME}-envoy`, port: { name: 'http' } } } }] } },
+      {
+        host: 'room.example.com',
+        http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: `${FULLNAME}-envoy`, port: { name: 'http' } } } }] },
+      },
     ]);
   });
 });
@@ -733,7 +811,12 @@ function socketAddresses(node: unknown, healthPort?: number): { host: string; po
   const here = health.success ? health.data.port_value : healthPort;
   const address = z.object({ address: z.string(), port_value: z.number() }).safeParse(record.socket_address);
   const found = address.success ? [{ host: address.data.address, port: address.data.port_value, ...(here === undefined ? {} : { healthPort: here }) }] : [];
-  return [...found, ...Object.entries(record).filter(([key]) => key !== 'socket_address').flatMap(([, value]) => socketAddresses(value, here))];
+  return [
+    ...found,
+    ...Object.entries(record)
+      .filter(([key]) => key !== 'socket_address')
+      .flatMap(([, value]) => socketAddresses(value, here)),
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -803,7 +886,14 @@ function egressFlows(r: Rendered, from?: string): string[] {
 
 describe("auth's egress", () => {
   it('auth reaches exactly what it calls: DNS, room, delivery, Redis, and HTTPS on public addresses for client metadata documents', () => {
-    expect(egressFlows(of('defaults'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> delivery:50054', 'auth -> public:443', 'auth -> redis:6379', 'auth -> room:50051']);
+    expect(egressFlows(of('defaults'), 'auth')).toEqual([
+      'auth -> any:53',
+      'auth -> any:53/UDP',
+      'auth -> delivery:50054',
+      'auth -> public:443',
+      'auth -> redis:6379',
+      'auth -> room:50051',
+    ]);
     // Both address families, each without its private, loopback, link-local and shared ranges.
     const policy = networkPolicy.parse(of('defaults').find('NetworkPolicy', `${FULLNAME}-auth-egress`));
     expect(policy.spec.egress.find((rule) => rule.ports.some((p) => p.port === 443))?.to).toEqual([{ ipBlock: PUBLIC_V4 }, { ipBlock: PUBLIC_V6 }]);
@@ -823,8 +913,18 @@ describe("auth's egress", () => {
   });
 
   it('an external Redis is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
-    expect(egressFlows(of('external-secret'), 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> any:6379', 'auth -> delivery:50054', 'auth -> public:443', 'auth -> room:50051']);
-    const ports = await render('egress-redis-ports', { redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } }, auth: { egress: { externalRedisPorts: [7000, 7001] } } });
+    expect(egressFlows(of('external-secret'), 'auth')).toEqual([
+      'auth -> any:53',
+      'auth -> any:53/UDP',
+      'auth -> any:6379',
+      'auth -> delivery:50054',
+      'auth -> public:443',
+      'auth -> room:50051',
+    ]);
+    const ports = await render('egress-redis-ports', {
+      redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } },
+      auth: { egress: { externalRedisPorts: [7000, 7001] } },
+    });
     expect(egressFlows(ports, 'auth').filter((flow) => flow.startsWith('auth -> any:7'))).toEqual(['auth -> any:7000', 'auth -> any:7001']);
     expect(of('external-url').find('NetworkPolicy', `${FULLNAME}-auth-egress`)).toBeUndefined();
   });
@@ -845,7 +945,13 @@ describe("delivery's egress", () => {
   });
 
   it('delivery reaches exactly what it calls: DNS, messaging, Redis, and HTTPS on public addresses for the webhooks', () => {
-    expect(egressFlows(of('defaults'), 'delivery')).toEqual(['delivery -> any:53', 'delivery -> any:53/UDP', 'delivery -> messaging:50052', 'delivery -> public:443', 'delivery -> redis:6379']);
+    expect(egressFlows(of('defaults'), 'delivery')).toEqual([
+      'delivery -> any:53',
+      'delivery -> any:53/UDP',
+      'delivery -> messaging:50052',
+      'delivery -> public:443',
+      'delivery -> redis:6379',
+    ]);
     // Both address families, each without its private, loopback, link-local and shared ranges: a
     // webhook URL that resolves to a pod, a node, the cloud's metadata service or localhost is not reached.
     const policy = networkPolicy.parse(of('defaults').find('NetworkPolicy', `${FULLNAME}-delivery-egress`));
@@ -873,14 +979,27 @@ describe("delivery's egress", () => {
   it('only edge and auth call delivery, on the port DELIVERY_ADDR names', () => {
     const r = of('defaults');
     const [, port] = dialTarget(r.deployment('edge').spec.template.spec.containers[0]!.env.find((v) => v.name === 'DELIVERY_ADDR')!.value!);
-    expect(r.flows().filter((flow) => / -> delivery:/.test(flow))).toEqual([`auth -> delivery:${port}`, `edge -> delivery:${port}`, 'prometheus -> delivery:9090']);
+    expect(r.flows().filter((flow) => / -> delivery:/.test(flow))).toEqual([
+      `auth -> delivery:${port}`,
+      `edge -> delivery:${port}`,
+      'prometheus -> delivery:9090',
+    ]);
     for (const svc of SERVICES.filter((name) => name !== 'edge' && name !== 'auth')) {
-      expect(r.deployment(svc).spec.template.spec.containers[0]!.env.map((v) => v.name), svc).not.toContain('DELIVERY_ADDR');
+      expect(
+        r.deployment(svc).spec.template.spec.containers[0]!.env.map((v) => v.name),
+        svc,
+      ).not.toContain('DELIVERY_ADDR');
     }
   });
 
   it('an external Redis is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
-    expect(egressFlows(of('external-secret'), 'delivery')).toEqual(['delivery -> any:53', 'delivery -> any:53/UDP', 'delivery -> any:6379', 'delivery -> messaging:50052', 'delivery -> public:443']);
+    expect(egressFlows(of('external-secret'), 'delivery')).toEqual([
+      'delivery -> any:53',
+      'delivery -> any:53/UDP',
+      'delivery -> any:6379',
+      'delivery -> messaging:50052',
+      'delivery -> public:443',
+    ]);
     const ports = await render('delivery-egress-redis-ports', {
       redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } },
       delivery: { egress: { externalRedisPorts: [7000, 7001] } },
@@ -932,8 +1051,9 @@ describe('NetworkPolicies', () => {
   it('the gRPC flows are exactly the calls the services are configured to make', () => {
     const r = of('defaults');
     const calls = SERVICES.flatMap((svc) =>
-      r.deployment(svc).spec.template.spec.containers[0]!.env
-        .filter((v) => /^(ROOM|AUTH|MESSAGING|DELIVERY)_ADDR$/.test(v.name))
+      r
+        .deployment(svc)
+        .spec.template.spec.containers[0]!.env.filter((v) => /^(ROOM|AUTH|MESSAGING|DELIVERY)_ADDR$/.test(v.name))
         .map((v) => `${svc} -> ${v.name.replace('_ADDR', '').toLowerCase()}:${dialTarget(v.value!)[1]}`),
     );
     const grpcFlows = flows(r).filter((f) => /:5005\d$/.test(f));
@@ -966,7 +1086,10 @@ describe('NetworkPolicies', () => {
       const servicePort = target.spec.ports.find((p) => p.port === Number(port || '80'));
       expect(servicePort, url).toBeDefined();
       const podPort = r.port(component, servicePort!.targetPort);
-      expect(f.some((x) => x === `test -> ${component}:${podPort}` || x === `anyone -> ${component}:${podPort}`), url).toBe(true);
+      expect(
+        f.some((x) => x === `test -> ${component}:${podPort}` || x === `anyone -> ${component}:${podPort}`),
+        url,
+      ).toBe(true);
     }
   });
 });
@@ -1001,9 +1124,16 @@ describe('chart README', () => {
     const copy = join(work, 'readme-copy');
     await cp(chart, copy, { recursive: true });
     const values = await readFile(join(copy, 'values.yaml'), 'utf8');
-    await writeFile(join(copy, 'values.yaml'), values.replace('## @param room.replicas Replicas when autoscaling is off', '## @param room.replicas How many room pods'));
-    await expect(run(process.execPath, [readmeScript, '--check', '--chart', copy])).rejects.toMatchObject({ stderr: expect.stringContaining('run npm run chart:readme') });
+    await writeFile(
+      join(copy, 'values.yaml'),
+      values.replace('## @param room.replicas Replicas when autoscaling is off', '## @param room.replicas How many room pods'),
+    );
+    await expect(run(process.execPath, [readmeScript, '--check', '--chart', copy])).rejects.toMatchObject({
+      stderr: expect.stringContaining('run npm run chart:readme'),
+    });
     await writeFile(join(copy, 'values.yaml'), `${values}\nundocumented: 1\n`);
-    await expect(run(process.execPath, [readmeScript, '--check', '--chart', copy])).rejects.toMatchObject({ stderr: expect.stringContaining('undocumented has no @param') });
+    await expect(run(process.execPath, [readmeScript, '--check', '--chart', copy])).rejects.toMatchObject({
+      stderr: expect.stringContaining('undocumented has no @param'),
+    });
   });
 });

@@ -12,7 +12,13 @@ import { readDockerignore, readRuntimeImage, type RuntimeImage } from '../suppor
 import { asImageUser, assembleRuntimeTree, type RuntimeTree } from '../support/image-tree.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as { version: string; license: string; packageManager: string; engines: { node: string }; scripts: Record<string, string> };
+const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
+  version: string;
+  license: string;
+  packageManager: string;
+  engines: { node: string };
+  scripts: Record<string, string>;
+};
 
 const SITE_URL = 'https://room.example.test';
 const API_URL = `${SITE_URL}/api`;
@@ -81,8 +87,10 @@ describe('the container image', () => {
   async function until(service: Running, ready: () => Promise<boolean>): Promise<void> {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (!(await ready())) {
-      if (service.child.exitCode !== null) throw new Error(`${service.name} exited with ${service.child.exitCode} before serving:\n${service.output.join('').slice(-2_000)}`);
-      if (Date.now() > deadline) throw new Error(`${service.name} did not serve within ${READY_TIMEOUT_MS / 1000} s:\n${service.output.join('').slice(-2_000)}`);
+      if (service.child.exitCode !== null)
+        throw new Error(`${service.name} exited with ${service.child.exitCode} before serving:\n${service.output.join('').slice(-2_000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`${service.name} did not serve within ${READY_TIMEOUT_MS / 1000} s:\n${service.output.join('').slice(-2_000)}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -120,13 +128,21 @@ describe('the container image', () => {
     // The `node` the entry point finds is that Node.js, wherever the checkout lies: as the image's
     // user, a node it could not reach would be skipped for the machine's, of another version.
     const found = spawnSync('node', ['--version'], { cwd: tree.root, env: imageEnv(), encoding: 'utf8', ...asImageUser() });
-    if (found.stdout.trim() !== process.version) throw new Error(`the image's user finds node ${found.stdout.trim() || `nowhere (${found.error?.message ?? found.stderr})`} on PATH, not ${process.version} at ${tree.nodeBin}`);
+    if (found.stdout.trim() !== process.version)
+      throw new Error(
+        `the image's user finds node ${found.stdout.trim() || `nowhere (${found.error?.message ?? found.stderr})`} on PATH, not ${process.version} at ${tree.nodeBin}`,
+      );
     for (const name of Object.keys(ports) as (keyof typeof ports)[]) ports[name] = await freePort();
     for (const name of Object.keys(admin) as (keyof typeof admin)[]) admin[name] = await freePort();
 
     // What a deployment gives every service (the Helm chart's values, on loopback ports here).
     const common = { SITE_URL, API_URL, REDIS_URL: redis.url };
-    const room = run('room', ['services/room/dist/main.js'], { ...common, ADMIN_PORT: String(admin.room), ROOM_GRPC_ADDR: `127.0.0.1:${ports.room}`, CURSOR_SECRET });
+    const room = run('room', ['services/room/dist/main.js'], {
+      ...common,
+      ADMIN_PORT: String(admin.room),
+      ROOM_GRPC_ADDR: `127.0.0.1:${ports.room}`,
+      CURSOR_SECRET,
+    });
     const messaging = run('messaging', ['services/messaging/dist/main.js'], {
       ...common,
       ADMIN_PORT: String(admin.messaging),
@@ -166,10 +182,14 @@ describe('the container image', () => {
       until(auth, async () => (await grpcHealth(ports.auth)) === 'SERVING'),
       until(auth, answers(`http://127.0.0.1:${ports.authWeb}/signin`)),
       until(edge, answers(`http://127.0.0.1:${ports.edge}/api/v1/posts?limit=1`)),
-      ...[room, messaging, delivery, auth, edge].map((service) => until(service, answers(`http://127.0.0.1:${admin[service.name as keyof typeof admin]}/readyz`))),
+      ...[room, messaging, delivery, auth, edge].map((service) =>
+        until(service, answers(`http://127.0.0.1:${admin[service.name as keyof typeof admin]}/readyz`)),
+      ),
     ]);
     const seconds = (ms: number) => (ms / 1000).toFixed(1);
-    console.log(`image tree: npm ci ${seconds(tree.installMs)} s${tree.cached ? ' (its layer from node_modules/.cache)' : ''}, assembled in ${seconds(assembled - started)} s, five services serving ${seconds(performance.now() - assembled)} s later`);
+    console.log(
+      `image tree: npm ci ${seconds(tree.installMs)} s${tree.cached ? ' (its layer from node_modules/.cache)' : ''}, assembled in ${seconds(assembled - started)} s, five services serving ${seconds(performance.now() - assembled)} s later`,
+    );
   }, 240_000);
 
   afterAll(async () => {
@@ -205,7 +225,10 @@ describe('the container image', () => {
   it('holds manifests, compiled JavaScript and .proto files only: no sources, tests or dev dependencies, nothing writable', () => {
     const ours = filesUnder(tree.root, (path) => path.split('/').includes('node_modules'));
     const unexpected = ours.filter(
-      (path) => !/^(package\.json|package-lock\.json|\.npmrc|LICENSE|([\w-]+\/)+package\.json|([\w-]+\/)+dist\/.+\.(js|js\.map|d\.ts|d\.ts\.map)|gateway\/dist\/assets\/.+\.js\.(br|gz)|proto\/agentroom\/.+\.proto)$/.test(path),
+      (path) =>
+        !/^(package\.json|package-lock\.json|\.npmrc|LICENSE|([\w-]+\/)+package\.json|([\w-]+\/)+dist\/.+\.(js|js\.map|d\.ts|d\.ts\.map)|gateway\/dist\/assets\/.+\.js\.(br|gz)|proto\/agentroom\/.+\.proto)$/.test(
+          path,
+        ),
     );
     expect(unexpected).toEqual([]);
     expect(ours.filter((path) => /(^|\/)(src|test)\/|\.test\.|(?<!\.d)\.ts$/.test(path))).toEqual([]);
@@ -219,7 +242,11 @@ describe('the container image', () => {
     expect(devPackages.map(([path]) => path).filter((path) => existsSync(join(tree.root, path)))).toEqual([]);
 
     // The image's user cannot write there: the services above started without writing under /app.
-    const write = spawnSync(join(tree.nodeBin, 'node'), ['-e', "require('node:fs').writeFileSync('written-at-run-time', '')"], { cwd: tree.root, ...asImageUser(), encoding: 'utf8' });
+    const write = spawnSync(join(tree.nodeBin, 'node'), ['-e', "require('node:fs').writeFileSync('written-at-run-time', '')"], {
+      cwd: tree.root,
+      ...asImageUser(),
+      encoding: 'utf8',
+    });
     expect(write.status).not.toBe(0);
     expect(write.stderr).toContain('EACCES');
   });
@@ -263,7 +290,13 @@ describe('the container image', () => {
       const render = run('render', ['gateway/dist/render.js', 'docs', '--out', out], { SITE_URL, API_URL });
       const code = await render.exit;
       expect(code, render.output.join('').slice(-2_000)).toBe(0);
-      const written = new Set(filesUnder(out).map((file) => createHash('sha256').update(readFileSync(join(out, file))).digest('hex')));
+      const written = new Set(
+        filesUnder(out).map((file) =>
+          createHash('sha256')
+            .update(readFileSync(join(out, file)))
+            .digest('hex'),
+        ),
+      );
       const documents = discoveryDocuments({ siteUrl: SITE_URL, apiUrl: API_URL, baseUrl: `${API_URL}/v1` });
       const missing = [...documents].filter(([, document]) => !written.has(createHash('sha256').update(document.body).digest('hex'))).map(([path]) => path);
       expect(missing, 'documents with no file of the same bytes').toEqual([]);

@@ -35,7 +35,13 @@ describe('the inbox stream (embedded)', () => {
   }
 
   beforeAll(async () => {
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', LIVE_HEARTBEAT_MS: '100' });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      LIVE_HEARTBEAT_MS: '100',
+    });
     stream = `${app.urls.baseUrl}/messages/stream`;
     reader = (await signUp(app, ['messages:read', 'messages:write'], 'reader', ada)).token;
     writer = (await signUp(app, ['messages:write'], 'writer', alan)).token;
@@ -99,7 +105,11 @@ describe('the inbox stream (embedded)', () => {
   it('ends the stream of a token revoked while it is open', async () => {
     const { token } = await signUp(app, ['messages:read'], 'short-lived', ada);
     const client = await SseClient.connect(stream, { authorization: `Bearer ${token}` });
-    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }) });
+    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token }),
+    });
     expect(revoked.status).toBe(200);
     // Within a few heartbeats (100 ms here) the server says why and closes the stream.
     await Promise.race([client.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('the stream outlived its token')), 3_000))]);

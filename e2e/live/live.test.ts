@@ -85,7 +85,9 @@ describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (
     const expected = missed.map((p) => p.id);
     for (const how of ['header', 'query'] as const) {
       const again =
-        how === 'header' ? await SseClient.connect(stream, { 'last-event-id': seen.id }) : await SseClient.connect(`${stream}?last_event_id=${encodeURIComponent(seen.id)}`);
+        how === 'header'
+          ? await SseClient.connect(stream, { 'last-event-id': seen.id })
+          : await SseClient.connect(`${stream}?last_event_id=${encodeURIComponent(seen.id)}`);
       await again.waitForEvents(expected.length);
       expected.push((await makePost(app, token, `live after resuming by ${how}`)).id);
       const events = await again.waitForEvents(expected.length);
@@ -102,7 +104,13 @@ describe.each(['memory', 'redis'] as const)('the posts stream (embedded, %s)', (
 
   it('resumes from an id older than the live buffer, through storage', async () => {
     // A fresh app: its feed starts at the newest post when the first subscriber comes.
-    const fresh = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', ...(redis ? { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'fresh' } : {}) });
+    const fresh = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      ...(redis ? { REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'fresh' } : {}),
+    });
     try {
       const { token: freshToken } = await signUp(fresh, ['posts:write'], 'early-bird', grace);
       const [a, b, c] = [await makePost(fresh, freshToken, 'a'), await makePost(fresh, freshToken, 'b'), await makePost(fresh, freshToken, 'c')];

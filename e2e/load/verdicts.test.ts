@@ -63,7 +63,9 @@ describe('load tests: checks are decided before k6 records them', () => {
   });
 
   /** Runs the script with `env`; k6's exit code, what the iteration logged, and the checks it recorded. */
-  async function k6Run(env: Record<string, string>): Promise<{ code: number; log: string; checks: Record<string, { passes: number; fails: number }>; journey: { passes?: number; fails?: number } }> {
+  async function k6Run(
+    env: Record<string, string>,
+  ): Promise<{ code: number; log: string; checks: Record<string, { passes: number; fails: number }>; journey: { passes?: number; fails?: number } }> {
     const out = join(dir, `summary-${Object.values(env).join('-') || 'plain'}.json`);
     const result = await run(k6, ['run', '--quiet', '--no-color', `--summary-export=${out}`, script], { env: { ...process.env, ...env }, cwd: dir }).then(
       ({ stderr }) => ({ code: 0, stderr }),

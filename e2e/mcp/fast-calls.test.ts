@@ -134,7 +134,7 @@ describe('MCP tools/call answered by the fast call and by the SDK (embedded)', (
     }
   });
 
-  it('counts each call once, and answers the SDK\'s own client', async () => {
+  it("counts each call once, and answers the SDK's own client", async () => {
     const remaining = async (body: object): Promise<number> => {
       const response = await fetch(`${app.urls.apiUrl}/mcp`, {
         method: 'POST',

@@ -96,7 +96,9 @@ describe('the MCP Inspector CLI against npm start', () => {
   });
 
   it('lists the fourteen room tools, with no schema the Inspector calls an error (`--strict` exits 6 on one)', async () => {
-    const listed = json<{ tools: { name: string; description?: string; inputSchema: { type: string } }[] }>(await inspector(mcpUrl, ['--method', 'tools/list', '--strict']));
+    const listed = json<{ tools: { name: string; description?: string; inputSchema: { type: string } }[] }>(
+      await inspector(mcpUrl, ['--method', 'tools/list', '--strict']),
+    );
     expect(listed.tools.map((tool) => tool.name).sort()).toEqual([...TOOLS].sort());
     for (const tool of listed.tools) {
       expect(tool.inputSchema.type, tool.name).toBe('object');

@@ -15,7 +15,22 @@ const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
  * The tools hosts and prompts already name, by name: a contract, so none may be renamed or dropped
  * (a new tool joins the table, and this list only when it is published).
  */
-const PUBLISHED_TOOLS = ['room_overview', 'room_how_to_connect', 'room_read_posts', 'room_list_agents', 'room_post', 'room_read_thread', 'room_send_message', 'room_read_messages', 'room_read_notifications', 'room_mark_read', 'room_create_webhook', 'room_list_webhooks', 'room_delete_webhook', 'room_test_webhook'];
+const PUBLISHED_TOOLS = [
+  'room_overview',
+  'room_how_to_connect',
+  'room_read_posts',
+  'room_list_agents',
+  'room_post',
+  'room_read_thread',
+  'room_send_message',
+  'room_read_messages',
+  'room_read_notifications',
+  'room_mark_read',
+  'room_create_webhook',
+  'room_list_webhooks',
+  'room_delete_webhook',
+  'room_test_webhook',
+];
 
 interface PostBody {
   id: string;
@@ -34,7 +49,12 @@ function rpc(app: Embedded, body: unknown, headers: Record<string, string> = {})
   });
 }
 
-const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const initialize = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
 
 describe('MCP at {api_url}/mcp (embedded)', () => {
   let app: Embedded;
@@ -69,7 +89,10 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     expect(anonymous.getInstructions()).toContain('room_overview');
     const { tools } = await anonymous.listTools();
     expect(tools.map((t) => t.name)).toEqual(Object.keys(MCP_TOOL_OPERATIONS));
-    expect(tools.map((t) => t.name), 'a published tool was renamed or dropped').toEqual(expect.arrayContaining(PUBLISHED_TOOLS));
+    expect(
+      tools.map((t) => t.name),
+      'a published tool was renamed or dropped',
+    ).toEqual(expect.arrayContaining(PUBLISHED_TOOLS));
     for (const tool of tools) {
       expect(tool.inputSchema.type).toBe('object');
       expect(tool.outputSchema?.type).toBe('object');
@@ -87,17 +110,24 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     }
     expect(byName.get('room_post')?.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false, destructiveHint: false });
     expect(Object.keys(byName.get('room_post')?.inputSchema.properties ?? {})).toEqual(['text', 'reply_to', 'idempotency_key']);
-    expect(byName.get('room_read_posts')?.inputSchema.properties).toMatchObject({ limit: { type: 'integer', minimum: LIMIT_MIN, maximum: LIMIT_MAX, default: LIMIT_DEFAULT } });
+    expect(byName.get('room_read_posts')?.inputSchema.properties).toMatchObject({
+      limit: { type: 'integer', minimum: LIMIT_MIN, maximum: LIMIT_MAX, default: LIMIT_DEFAULT },
+    });
     expect(byName.get('room_post')?.description).toContain('posts:write');
     expect(byName.get('room_read_posts')?.description).toContain('No token needed');
   });
 
-  it('answers room_overview and room_how_to_connect without a token, with the deployment\'s real URLs', async () => {
+  it("answers room_overview and room_how_to_connect without a token, with the deployment's real URLs", async () => {
     const overview = await callTool(anonymous, 'room_overview');
     expect(overview.isError).toBeUndefined();
     expect(overview.structuredContent).toMatchObject({
       name: 'Agent Room',
-      urls: { rest: app.urls.baseUrl, mcp: `${app.urls.apiUrl}/mcp`, a2a_card: `${app.urls.siteUrl}/.well-known/agent-card.json`, signup_start: `${app.urls.apiUrl}/agent/signup/start` },
+      urls: {
+        rest: app.urls.baseUrl,
+        mcp: `${app.urls.apiUrl}/mcp`,
+        a2a_card: `${app.urls.siteUrl}/.well-known/agent-card.json`,
+        signup_start: `${app.urls.apiUrl}/agent/signup/start`,
+      },
     });
     expect(overview.content[0]?.text).toContain(`${app.urls.apiUrl}/mcp`);
     const connect = await callTool(anonymous, 'room_how_to_connect');
@@ -132,7 +162,11 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
       ['room_send_message', { to: 'a_x', text: 'hi' }, 'messages:write'],
       ['room_read_messages', {}, 'messages:read'],
     ] as const) {
-      expect((await refusedToolCall(writerClient, tool, args)).problem).toMatchObject({ code: 'scope_required', required_scope: scope, held_scopes: ['posts:write'] });
+      expect((await refusedToolCall(writerClient, tool, args)).problem).toMatchObject({
+        code: 'scope_required',
+        required_scope: scope,
+        held_scopes: ['posts:write'],
+      });
     }
   });
 
@@ -147,10 +181,16 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     const anonymousAnswer = await call();
     expect(anonymousAnswer.status).toBe(401);
     expect(anonymousAnswer.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadata}", scope="messages:read"`);
-    expect(await anonymousAnswer.json()).toMatchObject({ jsonrpc: '2.0', id: 3, error: { code: -32001, data: { code: 'no_token', required_scope: 'messages:read' } } });
+    expect(await anonymousAnswer.json()).toMatchObject({
+      jsonrpc: '2.0',
+      id: 3,
+      error: { code: -32001, data: { code: 'no_token', required_scope: 'messages:read' } },
+    });
     const weakAnswer = await call(`Bearer ${writer}`);
     expect(weakAnswer.status).toBe(403);
-    expect(weakAnswer.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadata}", error="insufficient_scope", scope="posts:write messages:read"`);
+    expect(weakAnswer.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${metadata}", error="insufficient_scope", scope="posts:write messages:read"`,
+    );
     // The metadata it names describes exactly this MCP URL.
     expect(await (await fetch(metadata)).json()).toMatchObject({ resource: `${app.urls.apiUrl}/mcp`, authorization_servers: [app.urls.siteUrl] });
     // Reading stays open: the open tools answer without a token, as before.
@@ -182,7 +222,9 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
 
   it('sends and reads direct messages with their scopes', async () => {
     const client = await connect(everything);
-    const me = ((await callTool(client, 'room_list_agents', { limit: 50 })).structuredContent as { data: { id: string; agentName: string }[] }).data.find((a) => a.agentName === 'polymath');
+    const me = ((await callTool(client, 'room_list_agents', { limit: 50 })).structuredContent as { data: { id: string; agentName: string }[] }).data.find(
+      (a) => a.agentName === 'polymath',
+    );
     const sent = await callTool(client, 'room_send_message', { to: me?.id, text: 'a note to self over MCP' });
     expect(sent.structuredContent).toMatchObject({ toAgentId: me?.id, text: 'a note to self over MCP', via: 'mcp' });
     const inbox = await callTool(client, 'room_read_messages', { limit: 5 });
@@ -200,7 +242,10 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     expect(again._meta).toMatchObject({ 'agentroom/idempotent-replayed': true });
     const other = toolProblem(await callTool(writerClient, 'room_post', { text: 'another text', idempotency_key: 'mcp-once' }));
     expect(other).toMatchObject({ status: 422, type: `${app.urls.siteUrl}/problems/idempotency-mismatch` });
-    expect(toolProblem(await callTool(writerClient, 'room_post', { text: 'x', idempotency_key: 'é' }))).toMatchObject({ parameter: 'idempotency_key', type: `${app.urls.siteUrl}/problems/idempotency-key-invalid` });
+    expect(toolProblem(await callTool(writerClient, 'room_post', { text: 'x', idempotency_key: 'é' }))).toMatchObject({
+      parameter: 'idempotency_key',
+      type: `${app.urls.siteUrl}/problems/idempotency-key-invalid`,
+    });
     const listed = (await (await fetch(`${app.urls.baseUrl}/posts?limit=50`)).json()) as { data: PostBody[] };
     expect(listed.data.filter((p) => p.text === 'exactly once over MCP')).toHaveLength(1);
   });
@@ -210,18 +255,28 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     expect(tooMany).toMatchObject({ code: 'invalid_request', parameter: 'limit' });
     expect(tooMany.remedy).toBe('The argument "limit" must be a whole number from 1 to 50, or left out for 20; then call the tool room_read_posts again.');
     expect(toolProblem(await callTool(writerClient, 'room_post', {}))).toMatchObject({ code: 'invalid_request', parameter: 'text' });
-    expect(toolProblem(await callTool(writerClient, 'room_post', { text: 'x'.repeat(501) }))).toMatchObject({ type: `${app.urls.siteUrl}/problems/text-too-long`, max_length: 500, length: 501 });
+    expect(toolProblem(await callTool(writerClient, 'room_post', { text: 'x'.repeat(501) }))).toMatchObject({
+      type: `${app.urls.siteUrl}/problems/text-too-long`,
+      max_length: 500,
+      length: 501,
+    });
     await expect(anonymous.callTool({ name: 'room_delete_everything', arguments: {} })).rejects.toMatchObject({ code: -32602 });
   });
 
   it('answers a malformed, unknown or revoked token with HTTP 401 and the resource-metadata challenge', async () => {
     const { token: revoked } = await signUp(app, ['posts:write'], 'short-lived', ada);
-    await fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: revoked }) });
+    await fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: revoked }),
+    });
     for (const header of ['Bearer not-a-token', `Bearer ${revoked}`]) {
       const response = await rpc(app, initialize, { authorization: header });
       expect(response.status).toBe(401);
       // The path form of the MCP URL (RFC 9728 §3.1), which MCP hosts read to authorize.
-      expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}/mcp"`);
+      expect(response.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}/mcp"`,
+      );
       expect(((await response.json()) as { code: string }).code).toBe('token_invalid');
     }
     // No token at all is fine for the handshake: reading needs none.
@@ -248,7 +303,18 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
       new Promise((resolve, reject) => {
         const body = JSON.stringify(initialize);
         const req = httpRequest(
-          { host: '127.0.0.1', port: app.port, path: '/api/mcp', method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(body), ...headers } },
+          {
+            host: '127.0.0.1',
+            port: app.port,
+            path: '/api/mcp',
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              'content-length': Buffer.byteLength(body),
+              ...headers,
+            },
+          },
           (res) => {
             res.resume();
             resolve(res.statusCode ?? 0);

@@ -33,7 +33,15 @@ const repo = fileURLToPath(new URL('../../', import.meta.url));
 const self = fileURLToPath(import.meta.url).slice(repo.length);
 
 /** The Markdown this check reads: every page a newcomer or a contributor is sent to. */
-const DOCUMENTS = ['README.md', 'CONTRIBUTING.md', ...readdirSync(`${repo}docs`).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`), 'load-tests/README.md', 'charts/agent-room/README.md'];
+const DOCUMENTS = [
+  'README.md',
+  'CONTRIBUTING.md',
+  ...readdirSync(`${repo}docs`)
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+  'load-tests/README.md',
+  'charts/agent-room/README.md',
+];
 
 /** What the check knows of the repository: its files, scripts, headings and the words its code uses. */
 export interface Repository {
@@ -61,7 +69,11 @@ function withoutComments(path: string, text: string): string {
 
 /** The repository as git sees the working tree: tracked files and new ones it does not ignore. */
 export function loadRepository(): Repository {
-  const files = new Set(git(['ls-files', '-z', '--cached', '--others', '--exclude-standard']).split('\0').filter((path) => path !== '' && existsSync(`${repo}${path}`)));
+  const files = new Set(
+    git(['ls-files', '-z', '--cached', '--others', '--exclude-standard'])
+      .split('\0')
+      .filter((path) => path !== '' && existsSync(`${repo}${path}`)),
+  );
   const folders = new Set<string>();
   for (const file of files) for (let i = file.indexOf('/'); i >= 0; i = file.indexOf('/', i + 1)) folders.add(file.slice(0, i));
   const read = (path: string): string => readFileSync(`${repo}${path}`, 'utf8');
@@ -74,7 +86,8 @@ export function loadRepository(): Repository {
     }
     return answer;
   };
-  const manifest = (folder: string): { name?: string; scripts?: Record<string, string>; workspaces?: string[] } => JSON.parse(read(`${folder}package.json`)) as { name?: string; scripts?: Record<string, string>; workspaces?: string[] };
+  const manifest = (folder: string): { name?: string; scripts?: Record<string, string>; workspaces?: string[] } =>
+    JSON.parse(read(`${folder}package.json`)) as { name?: string; scripts?: Record<string, string>; workspaces?: string[] };
   const root = manifest('');
   const workspaces = new Map<string, ReadonlySet<string>>();
   for (const folder of root.workspaces ?? []) {
@@ -84,7 +97,13 @@ export function loadRepository(): Repository {
   }
   const codeWords = new Set<string>();
   for (const file of files) {
-    if (file.endsWith('.md') || file === 'package-lock.json' || file === self || !/\.(ts|js|mjs|cjs|sh|json|ya?ml|toml|tpl|txt|py|proto|lua)$|(^|\/)(Dockerfile|run)$/.test(file)) continue;
+    if (
+      file.endsWith('.md') ||
+      file === 'package-lock.json' ||
+      file === self ||
+      !/\.(ts|js|mjs|cjs|sh|json|ya?ml|toml|tpl|txt|py|proto|lua)$|(^|\/)(Dockerfile|run)$/.test(file)
+    )
+      continue;
     for (const [word] of withoutComments(file, read(file)).matchAll(/\b[A-Z][A-Z0-9_]*\b/g)) codeWords.add(word);
   }
   return {
@@ -161,7 +180,12 @@ function pathPattern(path: string): RegExp {
     .split(/(\*|<[\w-]+>|\{[\w.,-]+\})/)
     .map((part) => {
       if (part === '*' || part.startsWith('<')) return '[^/]+';
-      if (part.startsWith('{')) return `(?:${part.slice(1, -1).split(',').map((name) => name.replace(/[.+?^$()|[\]\\]/g, '\\$&')).join('|')})`;
+      if (part.startsWith('{'))
+        return `(?:${part
+          .slice(1, -1)
+          .split(',')
+          .map((name) => name.replace(/[.+?^$()|[\]\\]/g, '\\$&'))
+          .join('|')})`;
       return part.replace(/[.+?^$()|[\]\\{}*]/g, '\\$&');
     })
     .join('');
@@ -193,7 +217,11 @@ function pathProblem(path: string, repository: Repository): string | undefined {
     const sources = [pathPattern(`${workspace}/src/${source}`), pathPattern(`${workspace}/${source}`)];
     if ([...repository.files].some((file) => sources.some((sourcePattern) => sourcePattern.test(file)))) return undefined;
     const named = `dist/${output}`;
-    if (!placeholders && [...repository.files].some((file) => file.startsWith(`${workspace}/`) && !file.endsWith('.md') && repository.read(file).includes(named))) return undefined;
+    if (
+      !placeholders &&
+      [...repository.files].some((file) => file.startsWith(`${workspace}/`) && !file.endsWith('.md') && repository.read(file).includes(named))
+    )
+      return undefined;
     return `a build output with no source (${workspace}/src/${source}) and named by no file of ${workspace}/`;
   }
   // What a run writes: git keeps the folder above the first ignored one (or above the ignored file).
@@ -257,7 +285,11 @@ export function staleReferences(file: string, text: string, repository: Reposito
       }
     }
   };
-  checkPaths(parsed.prose.replace(/`[^`]+`/g, (span) => ' '.repeat(span.length)), 0, 'prose');
+  checkPaths(
+    parsed.prose.replace(/`[^`]+`/g, (span) => ' '.repeat(span.length)),
+    0,
+    'prose',
+  );
   for (const piece of code) checkPaths(piece.text, piece.index, piece.where);
 
   // npm scripts, wherever a command is written.
@@ -267,7 +299,13 @@ export function staleReferences(file: string, text: string, repository: Reposito
     const workspace = /(?:^|\s)(?:-w|--workspace)(?:=|\s+)(\S+)/.exec(options)?.[1];
     const scripts = repository.scripts(workspace);
     if (scripts === undefined) report(match.index, 'text', `npm ${match[1] ?? ''} -w ${workspace ?? ''}`, `no workspace ${workspace ?? ''}`);
-    else if (!scripts.has(script)) report(match.index, 'text', `npm run ${script}`, `no script ${script} in ${workspace === undefined ? 'package.json' : `the package.json of ${workspace}`}`);
+    else if (!scripts.has(script))
+      report(
+        match.index,
+        'text',
+        `npm run ${script}`,
+        `no script ${script} in ${workspace === undefined ? 'package.json' : `the package.json of ${workspace}`}`,
+      );
   }
 
   // What a file holds: `path` (`NAME`, `call(…)`…): the code spans that open the parenthesis, up to
@@ -279,13 +317,17 @@ export function staleReferences(file: string, text: string, repository: Reposito
     const opening = /^(?:`[^`]+`\s*(?:[,;]\s*|and\s+|or\s+)?)+/.exec(group)?.[0] ?? '';
     for (const [, span = ''] of opening.matchAll(/`([^`]+)`/g)) {
       const name = /^([A-Za-z_$][\w$]*)(?:[.(].*)?$/.exec(span)?.[1];
-      if (name !== undefined && !new RegExp(String.raw`(?<![\w$])${name.replace(/\$/g, '\\$')}(?![\w$])`).test(holds)) report(match.index, 'prose', `${name} in ${path}`, `${path} does not hold ${name}`);
+      if (name !== undefined && !new RegExp(String.raw`(?<![\w$])${name.replace(/\$/g, '\\$')}(?![\w$])`).test(holds))
+        report(match.index, 'prose', `${name} in ${path}`, `${path} does not hold ${name}`);
     }
   }
 
   // Settings and constants.
   const shellVariables = new Set<string>();
-  const shell = parsed.blocks.filter((block) => block.language === 'sh').map((block) => block.text).join('\n');
+  const shell = parsed.blocks
+    .filter((block) => block.language === 'sh')
+    .map((block) => block.text)
+    .join('\n');
   for (const [, name = ''] of shell.matchAll(/^([A-Z][A-Z0-9_]*)=/gm)) if (new RegExp(String.raw`\$\{?${name}\b`).test(shell)) shellVariables.add(name);
   const notOurs = (name: string): boolean => shellVariables.has(name) || externalLinkTexts.some((label) => new RegExp(String.raw`\b${name}\b`).test(label));
   const checkName = (name: string, index: number, where: 'prose' | 'text'): void => {
@@ -327,10 +369,10 @@ describe('prose that names code', () => {
       'Real: `services/edge/src/operations/table.ts`, `scripts/install-tools.sh`, `charts/agent-room/values.yaml`,',
       '`launcher/dist/start.js`, `services/{room,auth}/src/`, `e2e/<feature>/`, `load-tests/reports/<scenario>.json`,',
       '`npm run bench`, `npm test -w @agentroom/room`, `QUOTA_PER_ADDRESS`, [the contract](http-contract.md#the-http-contract),',
-      '[the README](../README.md#first-five-minutes), [a page](#a-page), [glibc\'s `MALLOC_ARENA_MAX`](https://man7.org/linux/man-pages/man3/mallopt.3.html).',
+      "[the README](../README.md#first-five-minutes), [a page](#a-page), [glibc's `MALLOC_ARENA_MAX`](https://man7.org/linux/man-pages/man3/mallopt.3.html).",
       '',
       'Made up: `services/edge/src/operations/tables.ts`, `scripts/{install-tools,install-toys}.sh`.',
-      'Held: `api/src/rest.ts` (`REST_BINDINGS`, `restUrl`; not `checked` here); not held: `services/edge/src/mcp/tools.ts` (`bind(\'room_post\', {...})`).',
+      "Held: `api/src/rest.ts` (`REST_BINDINGS`, `restUrl`; not `checked` here); not held: `services/edge/src/mcp/tools.ts` (`bind('room_post', {...})`).",
       '```sh',
       'ROOM=http://localhost:8080',
       'curl $ROOM/api/v1/posts',

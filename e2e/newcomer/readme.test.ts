@@ -200,7 +200,8 @@ describe("the README's walk-throughs and docs/conversations.md's, run as written
     const started = await terminal.paste(signup);
     samplesHold(signup, started);
     // 3. Approve it in the browser: the printed verification_uri_complete.
-    const link = (JSON.parse(started.split('\n').find((line) => line.startsWith('{')) ?? '{}') as { verification_uri_complete?: string }).verification_uri_complete ?? '';
+    const link =
+      (JSON.parse(started.split('\n').find((line) => line.startsWith('{')) ?? '{}') as { verification_uri_complete?: string }).verification_uri_complete ?? '';
     expect(link).toContain(`http://localhost:${port}/device?user_code=`);
     await approve(link);
     samplesHold(poll, await terminal.paste(poll));

@@ -36,16 +36,22 @@ function oldNode(work: string): string {
 /** The working tree as a commit (tracked and new files, as `git add -A` sees them), cloned into `into`. */
 function cleanClone(into: string): void {
   const index = join(into, '..', 'snapshot-index');
-  const git = (args: string[], env: NodeJS.ProcessEnv = {}): string => execFileSync('git', args, { cwd: root, encoding: 'utf8', env: { ...process.env, ...env } }).trim();
+  const git = (args: string[], env: NodeJS.ProcessEnv = {}): string =>
+    execFileSync('git', args, { cwd: root, encoding: 'utf8', env: { ...process.env, ...env } }).trim();
   git(['read-tree', 'HEAD'], { GIT_INDEX_FILE: index });
   git(['add', '-A'], { GIT_INDEX_FILE: index });
   const tree = git(['write-tree'], { GIT_INDEX_FILE: index });
-  const commit = git(['commit-tree', tree, '-p', 'HEAD', '-m', 'the working tree, for a clean clone'], { GIT_AUTHOR_NAME: 'test', GIT_AUTHOR_EMAIL: 'test@localhost', GIT_COMMITTER_NAME: 'test', GIT_COMMITTER_EMAIL: 'test@localhost' });
+  const commit = git(['commit-tree', tree, '-p', 'HEAD', '-m', 'the working tree, for a clean clone'], {
+    GIT_AUTHOR_NAME: 'test',
+    GIT_AUTHOR_EMAIL: 'test@localhost',
+    GIT_COMMITTER_NAME: 'test',
+    GIT_COMMITTER_EMAIL: 'test@localhost',
+  });
   execFileSync('git', ['clone', '--quiet', '--no-checkout', root, into]);
   execFileSync('git', ['checkout', '--quiet', commit], { cwd: into });
 }
 
-describe('the README\'s two commands on a machine whose Node.js is older than 24', () => {
+describe("the README's two commands on a machine whose Node.js is older than 24", () => {
   let work: string;
   let clone: string;
   let env: NodeJS.ProcessEnv;
@@ -74,40 +80,62 @@ describe('the README\'s two commands on a machine whose Node.js is older than 24
     return { status: result.status, output: `${result.stdout}${result.stderr}` };
   }
 
-  it('npm ci works, and says once which Node.js the scripts will run on', () => {
-    expect(oldVersion).toMatch(/^v(1[89]|2[0-3])\./);
-    const { status, output } = npm(['ci', '--no-audit', '--no-fund'], 10 * MINUTE);
-    expect(status, output).toBe(0);
-    const said = output.split('\n').filter((line) => line.startsWith('Agent Room runs on Node.js'));
-    expect(said, output).toEqual([`Agent Room runs on Node.js v24.21.0 from .tools/node24 (this machine's Node.js is ${oldVersion}; it needs 24.11 or newer)`]);
-  }, 11 * MINUTE);
+  it(
+    'npm ci works, and says once which Node.js the scripts will run on',
+    () => {
+      expect(oldVersion).toMatch(/^v(1[89]|2[0-3])\./);
+      const { status, output } = npm(['ci', '--no-audit', '--no-fund'], 10 * MINUTE);
+      expect(status, output).toBe(0);
+      const said = output.split('\n').filter((line) => line.startsWith('Agent Room runs on Node.js'));
+      expect(said, output).toEqual([
+        `Agent Room runs on Node.js v24.21.0 from .tools/node24 (this machine's Node.js is ${oldVersion}; it needs 24.11 or newer)`,
+      ]);
+    },
+    11 * MINUTE,
+  );
 
-  it('npm start runs the room on Node.js 24 and ends its start-up with the block of addresses', async () => {
-    const port = await freePort();
-    // Its own process group, so that npm, the shells and node stop together.
-    const child: ChildProcess = spawn('npm', ['start'], { cwd: clone, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let output = '';
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    try {
-      await expect.poll(() => output, { timeout: 8 * MINUTE, interval: 500 }).toContain('The log follows.');
-      expect(output.split('\n').filter((line) => line.startsWith('Agent Room runs on Node.js')), output).toHaveLength(1);
-      expect(output).toContain(`The room          http://localhost:${port}/`);
-      const room = await fetch(`http://127.0.0.1:${port}/`);
-      expect(room.status).toBe(200);
-      expect(await room.text()).toContain('Agent Room');
-    } finally {
-      if (child.pid !== undefined && child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        process.kill(-child.pid, 'SIGTERM');
-        await exited;
+  it(
+    'npm start runs the room on Node.js 24 and ends its start-up with the block of addresses',
+    async () => {
+      const port = await freePort();
+      // Its own process group, so that npm, the shells and node stop together.
+      const child: ChildProcess = spawn('npm', ['start'], {
+        cwd: clone,
+        env: { ...env, PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let output = '';
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+      child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+      try {
+        await expect.poll(() => output, { timeout: 8 * MINUTE, interval: 500 }).toContain('The log follows.');
+        expect(
+          output.split('\n').filter((line) => line.startsWith('Agent Room runs on Node.js')),
+          output,
+        ).toHaveLength(1);
+        expect(output).toContain(`The room          http://localhost:${port}/`);
+        const room = await fetch(`http://127.0.0.1:${port}/`);
+        expect(room.status).toBe(200);
+        expect(await room.text()).toContain('Agent Room');
+      } finally {
+        if (child.pid !== undefined && child.exitCode === null) {
+          const exited = new Promise((resolve) => child.once('exit', resolve));
+          process.kill(-child.pid, 'SIGTERM');
+          await exited;
+        }
       }
-    }
-  }, 9 * MINUTE);
+    },
+    9 * MINUTE,
+  );
 
-  it('npm test runs its checks and the tests on Node.js 24', () => {
-    const { status, output } = npm(['test', '--', 'launcher/test/node-version.test.ts'], 15 * MINUTE);
-    expect(status, output.slice(-4000)).toBe(0);
-    expect(output).toContain('tests: 1 passed, 0 failed, 0 skipped');
-  }, 16 * MINUTE);
+  it(
+    'npm test runs its checks and the tests on Node.js 24',
+    () => {
+      const { status, output } = npm(['test', '--', 'launcher/test/node-version.test.ts'], 15 * MINUTE);
+      expect(status, output.slice(-4000)).toBe(0);
+      expect(output).toContain('tests: 1 passed, 0 failed, 0 skipped');
+    },
+    16 * MINUTE,
+  );
 });

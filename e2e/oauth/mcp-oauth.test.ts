@@ -33,7 +33,13 @@ class HostProvider implements OAuthClientProvider {
   }
 
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.name, redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    return {
+      client_name: this.name,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
 
   clientInformation(): OAuthClientInformationMixed | undefined {
@@ -91,12 +97,24 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
   const human = { name: 'Ada Lovelace', password: 'correct horse battery' };
 
   beforeAll(async () => {
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', OAUTH_CIMD_ALLOW_LOOPBACK: 'true' });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      OAUTH_CIMD_ALLOW_LOOPBACK: 'true',
+    });
     callback = await callbackServer();
     documents = createServer((req, res) => {
       const clientId = `${origin}${req.url ?? ''}`;
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' }).end(
-        JSON.stringify({ client_id: clientId, client_name: clientId === twiceUrl ? 'Code Host' : 'Metadata Host', client_uri: 'https://host.example/', redirect_uris: [callback.url], token_endpoint_auth_method: 'none' }),
+        JSON.stringify({
+          client_id: clientId,
+          client_name: clientId === twiceUrl ? 'Code Host' : 'Metadata Host',
+          client_uri: 'https://host.example/',
+          redirect_uris: [callback.url],
+          token_endpoint_auth_method: 'none',
+        }),
       );
     });
     await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
@@ -138,7 +156,14 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
   }
 
   /** Calls a tool the way a host does: an UnauthorizedError means the human was sent to authorize. */
-  async function callOrAuthorize(client: Client, transport: StreamableHTTPClientTransport, provider: HostProvider, name: string, args: Record<string, unknown>, choose?: (page: Page) => Promise<void>) {
+  async function callOrAuthorize(
+    client: Client,
+    transport: StreamableHTTPClientTransport,
+    provider: HostProvider,
+    name: string,
+    args: Record<string, unknown>,
+    choose?: (page: Page) => Promise<void>,
+  ) {
     try {
       return await client.callTool({ name, arguments: args });
     } catch (error) {
@@ -151,7 +176,7 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
     }
   }
 
-  it('by dynamic registration: the 401 leads to the consent page, and after one approval room_post lands as the human\'s agent', async () => {
+  it("by dynamic registration: the 401 leads to the consent page, and after one approval room_post lands as the human's agent", async () => {
     const provider = new HostProvider(callback.url, 'Test Host');
     const transport = new StreamableHTTPClientTransport(new URL(`${app.urls.apiUrl}/mcp`), { authProvider: provider });
     const client = new Client({ name: 'test-host', version: '1.0.0' });
@@ -176,7 +201,9 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
     expect(provider.saved?.expires_in).toBeLessThanOrEqual(3600);
 
     // The post is in the room for everyone.
-    const room = (await (await fetch(`${app.urls.baseUrl}/posts`, { headers: { 'cache-control': 'no-cache' } })).json()) as { data: { text: string; via: string }[] };
+    const room = (await (await fetch(`${app.urls.baseUrl}/posts`, { headers: { 'cache-control': 'no-cache' } })).json()) as {
+      data: { text: string; via: string }[];
+    };
     expect(room.data[0]).toMatchObject({ text: 'Hello from an MCP host, by OAuth', via: 'mcp' });
 
     // Step-up: the token holds posts:write; room_send_message needs messages:write. The 403 names
@@ -190,14 +217,18 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
     expect(challenge.status).toBe(403);
     const params = extractWWWAuthenticateParams(challenge);
     expect(params).toMatchObject({ error: 'insufficient_scope', scope: 'posts:write messages:write' });
-    expect(params.resourceMetadataUrl?.href).toBe(`${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}/mcp`);
+    expect(params.resourceMetadataUrl?.href).toBe(
+      `${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}/mcp`,
+    );
     const problem = ((await challenge.json()) as { error: { data: { code: string; required_scope: string } } }).error.data;
     expect(problem).toMatchObject({ code: 'scope_required', required_scope: 'messages:write' });
     // The SDK 1.32 client answers a 403 by refreshing first, and a refresh keeps the scopes the human
     // approved: the call fails again, and the host widens by authorizing anew with the challenge's scope.
     await expect(client.callTool({ name: 'room_send_message', arguments: { to: me, text: 'a note to self, after a step-up' } })).rejects.toThrow(/403/);
     provider.saved = undefined;
-    expect(await auth(provider, { serverUrl: new URL(`${app.urls.apiUrl}/mcp`), scope: params.scope, resourceMetadataUrl: params.resourceMetadataUrl })).toBe('REDIRECT');
+    expect(await auth(provider, { serverUrl: new URL(`${app.urls.apiUrl}/mcp`), scope: params.scope, resourceMetadataUrl: params.resourceMetadataUrl })).toBe(
+      'REDIRECT',
+    );
     const stepUp = provider.authorizations.at(-1) as URL;
     expect(stepUp.searchParams.get('scope')).toBe('posts:write messages:write');
     const answer = await humanAnswers(stepUp, 'Approve', async (consent) => {
@@ -205,7 +236,10 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
       expect(await consent.getByRole('radio', { name: /As Test Host/ }).isChecked()).toBe(true);
     });
     await transport.finishAuth(answer.get('code') ?? '');
-    const message = (await client.callTool({ name: 'room_send_message', arguments: { to: me, text: 'a note to self, after a step-up' } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
+    const message = (await client.callTool({ name: 'room_send_message', arguments: { to: me, text: 'a note to self, after a step-up' } })) as {
+      isError?: boolean;
+      structuredContent?: Record<string, unknown>;
+    };
     expect(message.isError).toBeFalsy();
     expect(message.structuredContent).toMatchObject({ fromAgentId: me, toAgentId: me, via: 'mcp' });
     // The same agent still posts: the new connection holds both scopes. The narrower one stays until it
@@ -236,7 +270,12 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
   it('one host installed on two machines (one client_id) connects as the same agent twice: both keep working, each listed and revoked on its own', async () => {
     const machines = ['laptop', 'desktop'].map((machine) => {
       const provider = new HostProvider(callback.url, 'Code Host', { client_id: twiceUrl });
-      return { machine, provider, transport: new StreamableHTTPClientTransport(new URL(`${app.urls.apiUrl}/mcp`), { authProvider: provider }), client: new Client({ name: `code-host-${machine}`, version: '1.0.0' }) };
+      return {
+        machine,
+        provider,
+        transport: new StreamableHTTPClientTransport(new URL(`${app.urls.apiUrl}/mcp`), { authProvider: provider }),
+        client: new Client({ name: `code-host-${machine}`, version: '1.0.0' }),
+      };
     });
     const [laptop, desktop] = machines as [(typeof machines)[0], (typeof machines)[0]];
     const posted: Record<string, unknown>[] = [];
@@ -252,7 +291,9 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
     const agentId = posted[0]?.agentId;
     expect(posted[1]).toMatchObject({ agentId, agentName: 'Code Host', text: 'Hello from the desktop' });
     // The laptop's connection outlived the desktop's approval: it posts without asking the human again.
-    expect((await laptop.client.callTool({ name: 'room_post', arguments: { text: 'the laptop, still connected' } })).structuredContent).toMatchObject({ agentId });
+    expect((await laptop.client.callTool({ name: 'room_post', arguments: { text: 'the laptop, still connected' } })).structuredContent).toMatchObject({
+      agentId,
+    });
     expect(laptop.provider.authorizations).toHaveLength(1);
 
     // /account lists both, told apart by when each was approved; the human revokes one of them.
@@ -273,8 +314,17 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
       for (const { machine, provider } of machines) {
         const response = await fetch(`${app.urls.apiUrl}/mcp`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${provider.saved?.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'room_post', arguments: { text: `the ${machine}, after a revocation` } } }),
+          headers: {
+            authorization: `Bearer ${provider.saved?.access_token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'tools/call',
+            params: { name: 'room_post', arguments: { text: `the ${machine}, after a revocation` } },
+          }),
         });
         await response.body?.cancel();
         if (response.status === 200) still.push(machine);

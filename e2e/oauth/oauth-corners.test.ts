@@ -172,14 +172,27 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
 
   /** A valid authorization request of the registered client, with `overrides`. */
   function request(challenge: string, overrides: Query = {}): Query {
-    return { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: STATE, ...overrides };
+    return {
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: STATE,
+      ...overrides,
+    };
   }
 
   /**
    * Signed in, the human reads the consent page of `query` and answers it, as a new agent or as the
    * agent `agent` names; answers the 303 of the answer.
    */
-  async function answer(query: Query, decision: 'approve' | 'decline', agentName?: string, agent = 'new'): Promise<{ response: Response; page: Response; html: string }> {
+  async function answer(
+    query: Query,
+    decision: 'approve' | 'decline',
+    agentName?: string,
+    agent = 'new',
+  ): Promise<{ response: Response; page: Response; html: string }> {
     const page = await authorize(app, query, cookie);
     expect(page.status).toBe(200);
     const html = await page.clone().text();
@@ -187,7 +200,13 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       method: 'POST',
       redirect: 'manual',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-      body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent, agent_name: agentName ?? `corner-${(agents += 1)}`, decision }).toString(),
+      body: new URLSearchParams({
+        csrf: inputValue(html, 'csrf'),
+        request: inputValue(html, 'request'),
+        agent,
+        agent_name: agentName ?? `corner-${(agents += 1)}`,
+        decision,
+      }).toString(),
     });
     return { response, page, html };
   }
@@ -204,7 +223,14 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
   }
 
   function exchange(grant: { code: string; verifier: string; clientId: string }, extra: Record<string, string> = {}): Promise<TokenAnswer> {
-    return tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: grant.clientId, redirect_uri: REDIRECT, ...extra });
+    return tokenRequest(app, {
+      grant_type: 'authorization_code',
+      code: grant.code,
+      code_verifier: grant.verifier,
+      client_id: grant.clientId,
+      redirect_uri: REDIRECT,
+      ...extra,
+    });
   }
 
   /** A whole connection: approved, exchanged; answers the tokens. */
@@ -225,7 +251,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
   }
 
   beforeAll(async () => {
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', OAUTH_CIMD_ALLOW_LOOPBACK: 'true' }, undefined, { clock });
+    app = await startEmbedded(
+      { ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', OAUTH_CIMD_ALLOW_LOOPBACK: 'true' },
+      undefined,
+      { clock },
+    );
     site = app.urls.siteUrl;
     await app.auth.humans.register(HUMAN.name, HUMAN.password);
     cookie = await signIn(app, HUMAN);
@@ -251,7 +281,10 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
     });
 
     it('refuses a request without code_challenge at the redirect URI: invalid_request, with state and iss', async () => {
-      const location = expectAuthorizationResponse(app, await authorize(app, request('', { code_challenge: undefined, code_challenge_method: undefined }), cookie));
+      const location = expectAuthorizationResponse(
+        app,
+        await authorize(app, request('', { code_challenge: undefined, code_challenge_method: undefined }), cookie),
+      );
       expect(location.searchParams.get('error')).toBe('invalid_request');
       expect(location.searchParams.get('error_description')).toMatch(/PKCE|code_challenge/);
       expect(location.searchParams.get('code')).toBeNull();
@@ -268,14 +301,20 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
 
     it('refuses an unregistered redirect_uri on a 400 page, never redirecting to it', async () => {
       for (const redirect of ['https://attacker.example/callback', 'http://127.0.0.1:8976/other', `${REDIRECT}?extra=1`]) {
-        const html = await expectRefusalPage(await authorize(app, request(pkce().challenge, { redirect_uri: redirect }), cookie), /redirect_uri is not one the client registered/);
+        const html = await expectRefusalPage(
+          await authorize(app, request(pkce().challenge, { redirect_uri: redirect }), cookie),
+          /redirect_uri is not one the client registered/,
+        );
         expect(html).not.toContain('attacker.example/callback?');
       }
     });
 
     it('refuses an unknown client_id on a 400 page, even with an error the client would otherwise hear by redirect', async () => {
       await expectRefusalPage(await authorize(app, request(pkce().challenge, { client_id: 'cl_nobodyRegisteredThis000' }), cookie), /No client is registered/);
-      await expectRefusalPage(await authorize(app, request('', { client_id: 'cl_nobodyRegisteredThis000', code_challenge: undefined })), /No client is registered/);
+      await expectRefusalPage(
+        await authorize(app, request('', { client_id: 'cl_nobodyRegisteredThis000', code_challenge: undefined })),
+        /No client is registered/,
+      );
       await expectRefusalPage(await authorize(app, request(pkce().challenge, { client_id: undefined }), cookie), /client_id is missing/);
     });
 
@@ -312,7 +351,13 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
           method: 'POST',
           redirect: 'manual',
           headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-          body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent: 'new', agent_name: 'twice', decision }).toString(),
+          body: new URLSearchParams({
+            csrf: inputValue(html, 'csrf'),
+            request: inputValue(html, 'request'),
+            agent: 'new',
+            agent_name: 'twice',
+            decision,
+          }).toString(),
         });
         expect(again.status, decision).toBeGreaterThanOrEqual(400);
         expect(again.headers.get('location'), decision).toBeNull();
@@ -337,7 +382,13 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
         method: 'POST',
         redirect: 'manual',
         headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-        body: new URLSearchParams({ csrf: inputValue(html, 'csrf'), request: inputValue(html, 'request'), agent: oldest, agent_name: '', decision: 'approve' }).toString(),
+        body: new URLSearchParams({
+          csrf: inputValue(html, 'csrf'),
+          request: inputValue(html, 'request'),
+          agent: oldest,
+          agent_name: '',
+          decision: 'approve',
+        }).toString(),
       });
       const code = expectAuthorizationResponse(app, response).searchParams.get('code') ?? '';
       const answered = await exchange({ code, verifier, clientId });
@@ -378,7 +429,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expectOAuthError(await exchange({ ...grant, verifier: pkce().verifier }), 400, 'invalid_grant');
       expectOAuthError(await exchange({ ...grant, clientId: otherId }), 400, 'invalid_grant');
       expectOAuthError(await exchange(grant, { redirect_uri: 'http://127.0.0.1:8976/elsewhere' }), 400, 'invalid_grant');
-      expectOAuthError(await tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: clientId }), 400, 'invalid_request');
+      expectOAuthError(
+        await tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: clientId }),
+        400,
+        'invalid_request',
+      );
       expectOAuthError(await exchange(grant, { resource: 'https://elsewhere.example/mcp' }), 400, 'invalid_target');
       expectOAuthError(await exchange(grant, { resource: app.urls.apiUrl }), 400, 'invalid_target');
       const answered = await exchange(grant, { resource: `${app.urls.apiUrl}/mcp` });
@@ -412,10 +467,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       expect(issued.length).toBeLessThanOrEqual(1);
       for (const refused of answers.filter((answered) => answered.status !== 200)) expectOAuthError(refused, 400, 'invalid_grant');
       // The winner's tokens may have been revoked before they were answered: then both were refused.
-      for (const answered of issued) expect(await refusal(app, (answered.body as IssuedTokens).access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
+      for (const answered of issued)
+        expect(await refusal(app, (answered.body as IssuedTokens).access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
     });
 
-    it('requires redirect_uri when the authorization request named it (RFC 6749 §4.1.3), and not when the client\'s one registered URI stood in for it', async () => {
+    it("requires redirect_uri when the authorization request named it (RFC 6749 §4.1.3), and not when the client's one registered URI stood in for it", async () => {
       const named = await approved();
       const without = (grant: { code: string; verifier: string; clientId: string }): Promise<TokenAnswer> =>
         tokenRequest(app, { grant_type: 'authorization_code', code: grant.code, code_verifier: grant.verifier, client_id: grant.clientId });
@@ -492,10 +548,20 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
 
     it('refuses a refresh for another resource with invalid_target, and the refresh token stays good for a correct retry', async () => {
       const tokens = await connected({ resource: `${app.urls.apiUrl}/mcp` });
-      const wrong = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, resource: app.urls.apiUrl });
+      const wrong = await tokenRequest(app, {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        client_id: clientId,
+        resource: app.urls.apiUrl,
+      });
       expectOAuthError(wrong, 400, 'invalid_target');
       // Nothing was issued, so nothing was rotated: the client's refresh token is still its newest (RFC 6749 §6, §5.2).
-      const retried = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, resource: `${app.urls.apiUrl}/mcp` });
+      const retried = await tokenRequest(app, {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        client_id: clientId,
+        resource: `${app.urls.apiUrl}/mcp`,
+      });
       expect(retried.status, JSON.stringify(retried.body)).toBe(200);
       await postViaMcp(app, (retried.body as IssuedTokens).access_token, 'after a refused refresh and a good one');
     });
@@ -539,7 +605,12 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       const connectionId = inputValue(row ?? '', 'connection_id');
       const csrf = inputValue(account, 'csrf');
       const revoke = (fields: Record<string, string>): Promise<Response> =>
-        fetch(`${site}/account/revoke`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams({ csrf, ...fields }).toString() });
+        fetch(`${site}/account/revoke`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+          body: new URLSearchParams({ csrf, ...fields }).toString(),
+        });
 
       const question = await revoke({ connection_id: connectionId });
       expect(question.status).toBe(200);
@@ -563,7 +634,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
 
   describe('several connections of one host as one agent (one client_id, installed on several machines)', () => {
     /** The connections /account lists as `agentName`, each item's markup up to the next. */
-    const connectionItems = (account: string, agentName: string): string[] => account.split('<li class="grant connection">').slice(1).filter((item) => item.includes(`connected as ${agentName}<`));
+    const connectionItems = (account: string, agentName: string): string[] =>
+      account
+        .split('<li class="grant connection">')
+        .slice(1)
+        .filter((item) => item.includes(`connected as ${agentName}<`));
     /** When a listed connection was approved: the first time of its item. */
     const approvedOf = (item: string): string => /<time datetime="([^"]+)"/.exec(item)?.[1] ?? '';
 
@@ -603,7 +678,12 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
       const olderRow = [...rows].sort((a, b) => approvedOf(a).localeCompare(approvedOf(b)))[0] ?? '';
       expect(approvedOf(olderRow)).not.toBe(approvedOf(rows.find((row) => row !== olderRow) ?? ''));
       const revoke = (fields: Record<string, string>): Promise<Response> =>
-        fetch(`${site}/account/revoke`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams({ csrf: inputValue(account, 'csrf'), ...fields }).toString() });
+        fetch(`${site}/account/revoke`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+          body: new URLSearchParams({ csrf: inputValue(account, 'csrf'), ...fields }).toString(),
+        });
       const question = await (await revoke({ connection_id: inputValue(olderRow, 'connection_id') })).text();
       expect(question).toContain('Other connections of this host stay.');
       expect((await revoke({ connection_id: inputValue(olderRow, 'connection_id'), confirm: 'yes' })).status).toBe(303);
@@ -617,7 +697,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
     it('ends the whole connection for its refresh token: the access token is refused, the refresh token is invalid_grant; unknown tokens answer 200', async () => {
       const tokens = await connected();
       const revoke = (token: string): Promise<Response> =>
-        fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }).toString() });
+        fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ token }).toString(),
+        });
       expect((await revoke(tokens.refresh_token)).status).toBe(200);
       expect(await refusal(app, tokens.access_token, 1_000)).toMatchObject({ status: 401, code: 'token_invalid' });
       expectOAuthError(await refresh(tokens.refresh_token), 400, 'invalid_grant');
@@ -627,7 +711,11 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
 
     it('ignores a token_type_hint it does not know, as the document says, and refuses one over 50 characters', async () => {
       const revoke = (hint: string): Promise<Response> =>
-        fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: 'agr_neverIssued', token_type_hint: hint }).toString() });
+        fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ token: 'agr_neverIssued', token_type_hint: hint }).toString(),
+        });
       expect((await revoke('id_token')).status).toBe(200);
       expect((await revoke('h'.repeat(50))).status).toBe(200);
       const refused = await revoke('h'.repeat(51));
@@ -651,7 +739,9 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
     });
 
     it('takes what the OpenAPI document allows and refuses what it does not (empty lists are the defaults)', async () => {
-      const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: object }> } }>> };
+      const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as {
+        paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: object }> } }>>;
+      };
       const schema = document.paths['/oauth/register']?.post?.requestBody.content['application/json']?.schema;
       const ajv = new Ajv2020({ strict: false });
       const valid = ajv.compile(schema ?? {});
@@ -808,7 +898,14 @@ describe('OAuth authorization code flow: the corners, with fetch as the host and
         ['https on a private address', () => 'https://10.0.0.1/client.json', /private address/],
       ])('refuses a client_id %s on a 400 page, sending no request', async (_what, clientIdOf, why) => {
         const before = requests.length;
-        const query = { response_type: 'code', client_id: clientIdOf(), redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', state: STATE };
+        const query = {
+          response_type: 'code',
+          client_id: clientIdOf(),
+          redirect_uri: REDIRECT,
+          code_challenge: pkce().challenge,
+          code_challenge_method: 'S256',
+          state: STATE,
+        };
         await expectRefusalPage(await authorize(strict, query), why);
         expect(requests.length).toBe(before);
         expect(connections).toHaveLength(0);
@@ -829,7 +926,8 @@ describe('OAuth registration rate limit', () => {
   });
 
   it('registers 20 clients per address in an hour, then answers 429 with Retry-After', async () => {
-    for (let i = 1; i <= 20; i += 1) expect((await register(app, { redirect_uris: [REDIRECT], client_name: `host ${i}` })).status, `registration ${i}`).toBe(201);
+    for (let i = 1; i <= 20; i += 1)
+      expect((await register(app, { redirect_uris: [REDIRECT], client_name: `host ${i}` })).status, `registration ${i}`).toBe(201);
     const refused = await register(app, { redirect_uris: [REDIRECT], client_name: 'one too many' });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -849,23 +947,26 @@ describe('the OAuth endpoints with a method they do not take', () => {
   });
 
   // The metadata names each one: a client that opens it (GET) learns the method, not a 404.
-  it.each(['/oauth/device_authorization', '/oauth/token', '/oauth/register', '/oauth/revoke'])('answers GET, PUT and DELETE on {api_url}%s with a 405 problem and Allow: POST, OPTIONS with 204', async (path) => {
-    const url = `${app.urls.apiUrl}${path}`;
-    for (const method of ['GET', 'PUT', 'DELETE']) {
-      const response = await fetch(url, { method });
-      expect(response.status, method).toBe(405);
-      expect(response.headers.get('allow')).toBe('POST');
-      expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-      const problem = (await response.json()) as Problem;
-      expect(problem).toMatchObject({ status: 405, code: 'invalid_request', type: `${app.urls.siteUrl}/problems/method-not-allowed` });
-      expect(problem.remedy).toContain('POST');
-    }
-    const options = await fetch(url, { method: 'OPTIONS' });
-    expect(options.status).toBe(204);
-    expect(options.headers.get('allow')).toBe('POST');
-    const head = await fetch(url, { method: 'HEAD' });
-    expect(head.status).toBe(405);
-  });
+  it.each(['/oauth/device_authorization', '/oauth/token', '/oauth/register', '/oauth/revoke'])(
+    'answers GET, PUT and DELETE on {api_url}%s with a 405 problem and Allow: POST, OPTIONS with 204',
+    async (path) => {
+      const url = `${app.urls.apiUrl}${path}`;
+      for (const method of ['GET', 'PUT', 'DELETE']) {
+        const response = await fetch(url, { method });
+        expect(response.status, method).toBe(405);
+        expect(response.headers.get('allow')).toBe('POST');
+        expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+        const problem = (await response.json()) as Problem;
+        expect(problem).toMatchObject({ status: 405, code: 'invalid_request', type: `${app.urls.siteUrl}/problems/method-not-allowed` });
+        expect(problem.remedy).toContain('POST');
+      }
+      const options = await fetch(url, { method: 'OPTIONS' });
+      expect(options.status).toBe(204);
+      expect(options.headers.get('allow')).toBe('POST');
+      const head = await fetch(url, { method: 'HEAD' });
+      expect(head.status).toBe(405);
+    },
+  );
 
   // The metadata names it beside the others: the methods it does not take are answered the same way.
   it('answers PUT, DELETE and PATCH on {site_url}/authorize with a 405 problem and Allow: GET, HEAD, POST, OPTIONS with 204', async () => {

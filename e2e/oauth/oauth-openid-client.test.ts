@@ -76,7 +76,9 @@ describe('openid-client as an MCP host: discovery, PKCE, a human approving in ch
         return;
       }
       callbacks.push(url);
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>Connected</title><p>Connected. You can close this window.</p>');
+      res
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end('<!doctype html><title>Connected</title><p>Connected. You can close this window.</p>');
     });
     await new Promise<void>((resolve) => callbackServer.listen(0, '127.0.0.1', resolve));
     redirectUri = `http://127.0.0.1:${(callbackServer.address() as { port: number }).port}/callback`;
@@ -165,16 +167,22 @@ describe('openid-client as an MCP host: discovery, PKCE, a human approving in ch
     // openid-client checks iss (RFC 9207): a response naming another issuer is refused before any token request.
     const forged = new URL(callback.href);
     forged.searchParams.set('iss', 'https://attacker.example');
-    const wrongIssuer = await rejection(oidc.authorizationCodeGrant(config, forged, { pkceCodeVerifier: verifier, expectedState: state }, { resource: mcpResource }));
+    const wrongIssuer = await rejection(
+      oidc.authorizationCodeGrant(config, forged, { pkceCodeVerifier: verifier, expectedState: state }, { resource: mcpResource }),
+    );
     expect(wrongIssuer).toBeInstanceOf(oidc.ClientError);
     expect(((wrongIssuer as Error).cause as Error).message).toMatch(/"iss"/);
     // ... and state.
-    const wrongState = await rejection(oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: oidc.randomState() }, { resource: mcpResource }));
+    const wrongState = await rejection(
+      oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: oidc.randomState() }, { resource: mcpResource }),
+    );
     expect(((wrongState as Error).cause as Error).message).toMatch(/"state"/);
 
     // A host's honest mistake at the token endpoint (the API for the resource it authorized with the
     // MCP URL) is refused before the code is spent: the corrected request gets the tokens.
-    const wrongResource = await rejection(oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state }, { resource: app.urls.apiUrl }));
+    const wrongResource = await rejection(
+      oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state }, { resource: app.urls.apiUrl }),
+    );
     expect(wrongResource).toBeInstanceOf(oidc.ResponseBodyError);
     expect(wrongResource).toMatchObject({ error: 'invalid_target', status: 400 });
 
@@ -213,7 +221,7 @@ describe('openid-client as an MCP host: discovery, PKCE, a human approving in ch
     expect(reused).toMatchObject({ error: 'invalid_grant', status: 400 });
     // Revocation reaches the edge within a second.
     let refused = await mcpPostStatus(app, refreshed.access_token, 'after the reuse');
-    for (const started = Date.now(); refused.status !== 401 && Date.now() - started < 1_000; ) {
+    for (const started = Date.now(); refused.status !== 401 && Date.now() - started < 1_000;) {
       await refused.body?.cancel();
       await new Promise((resolve) => setTimeout(resolve, 25));
       refused = await mcpPostStatus(app, refreshed.access_token, 'after the reuse');

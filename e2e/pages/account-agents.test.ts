@@ -27,10 +27,22 @@ describe('/account: every agent, its connections and its webhooks, in a real bro
   const card = (name: string): Locator => page.locator('li.agent', { has: page.getByRole('heading', { level: 3, name, exact: true }) });
 
   async function webhook(token: string, path: string, events: string[]): Promise<void> {
-    const made = await fetch(`${app.urls.baseUrl}/webhooks`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ url: `${hooks}${path}`, events }) });
+    const made = await fetch(`${app.urls.baseUrl}/webhooks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ url: `${hooks}${path}`, events }),
+    });
     expect(made.status, await made.clone().text()).toBe(201);
     const { id } = (await made.json()) as { id: string };
-    expect((await fetch(`${app.urls.baseUrl}/webhooks/${id}/test`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{}' })).status).toBe(202);
+    expect(
+      (
+        await fetch(`${app.urls.baseUrl}/webhooks/${id}/test`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(202);
   }
 
   beforeAll(async () => {
@@ -40,7 +52,13 @@ describe('/account: every agent, its connections and its webhooks, in a real bro
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    });
     await app.auth.humans.register(ada.name, ada.password);
     const { token: scoutToken } = await signUp(app, ['posts:write', 'messages:read'], 'scout', ada);
     const scoutId = ((await (await post(app, scoutToken, { text: 'hello' })).json()) as { agentId: string }).agentId;
@@ -82,12 +100,15 @@ describe('/account: every agent, its connections and its webhooks, in a real bro
     expect(await page.locator('#provisioned li.agent h3').allTextContents()).toEqual(['load-1']);
   });
 
-  it("lists every connection of an agent, and its webhooks: endpoint, events, state and last attempts", async () => {
+  it('lists every connection of an agent, and its webhooks: endpoint, events, state and last attempts', async () => {
     await expect
-      .poll(async () => {
-        await page.reload();
-        return card('scout').locator('.attempts li').count();
-      }, { timeout: 15_000 })
+      .poll(
+        async () => {
+          await page.reload();
+          return card('scout').locator('.attempts li').count();
+        },
+        { timeout: 15_000 },
+      )
       .toBe(2);
     const scout = card('scout');
     expect(await scout.locator('li.grant.connection strong').allTextContents()).toEqual(['Cursor', 'VS Code']);

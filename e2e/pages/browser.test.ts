@@ -23,7 +23,11 @@ describe('a human approves an agent in a real browser', () => {
 
   const startSignup = async (scopes: string[], agentName: string): Promise<Flow> =>
     (await (
-      await fetch(`${app.urls.apiUrl}/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes, agent_name: agentName }) })
+      await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ scopes, agent_name: agentName }),
+      })
     ).json()) as Flow;
 
   const poll = (flow: Flow): Promise<Response> => fetch(`${app.urls.apiUrl}/agent/signup/poll?device_code=${flow.device_code}`);
@@ -100,7 +104,11 @@ describe('a human approves an agent in a real browser', () => {
     // The approval's form sent again (from the history) reads the same, and approves nothing twice.
     const resent = await page.evaluate(async (userCode) => {
       const csrf = document.querySelector<HTMLInputElement>('input[name=csrf]')?.value ?? '';
-      const response = await fetch('/device', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf, user_code: userCode, decision: 'approve' }).toString() });
+      const response = await fetch('/device', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf, user_code: userCode, decision: 'approve' }).toString(),
+      });
       return { status: response.status, text: await response.text() };
     }, flow.user_code);
     expect(resent.status).toBe(200);
@@ -132,7 +140,7 @@ describe('a human approves an agent in a real browser', () => {
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('No signup waits for this code');
   });
 
-  it('revokes from /account: the agent\'s next call is 401 token_invalid', async () => {
+  it("revokes from /account: the agent's next call is 401 token_invalid", async () => {
     const flow = await startSignup(['posts:write'], 'short-lived');
     await page.goto(flow.verification_uri_complete);
     await page.getByRole('button', { name: 'Approve' }).click();
@@ -159,7 +167,11 @@ describe('a human approves an agent in a real browser', () => {
     const answer = await page.evaluate(
       async ({ url, userCode }) => {
         const csrf = document.querySelector<HTMLInputElement>('input[name=csrf]')?.value ?? '';
-        const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': csrf }, body: JSON.stringify({ user_code: userCode, human_label: 'Ada' }) });
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': csrf },
+          body: JSON.stringify({ user_code: userCode, human_label: 'Ada' }),
+        });
         return { status: response.status, body: (await response.json()) as unknown };
       },
       { url: `${app.urls.apiUrl}/agent/signup/complete`, userCode: flow.user_code },
@@ -172,7 +184,11 @@ describe('a human approves an agent in a real browser', () => {
   it('refuses a form POST without its CSRF token, and completeSignup from an agent', async () => {
     const flow = await startSignup(['posts:write'], 'forged');
     const status = await page.evaluate(async (userCode) => {
-      const response = await fetch('/device', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `user_code=${userCode}&decision=approve` });
+      const response = await fetch('/device', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `user_code=${userCode}&decision=approve`,
+      });
       return response.status;
     }, flow.user_code);
     expect(status).toBe(400);

@@ -63,7 +63,12 @@ describe('discovery: from the site address to everything else', () => {
   it('follows every link of the manifest, the OAuth metadata, the guides and the portal: documents answer 200 with their type, endpoints exist', async () => {
     const manifest = (await (await fetch(`${site}/.well-known/ai-agent.json`)).json()) as Record<string, unknown>;
     const endpoints = new Set<string>();
-    const queue = [...urlsIn(manifest), `${site}/.well-known/oauth-authorization-server`, `${site}/.well-known/oauth-protected-resource`, mcpResourceMetadataUrl(app.urls)];
+    const queue = [
+      ...urlsIn(manifest),
+      `${site}/.well-known/oauth-authorization-server`,
+      `${site}/.well-known/oauth-protected-resource`,
+      mcpResourceMetadataUrl(app.urls),
+    ];
     const seen = new Set<string>();
     // The authorization endpoint is a page for humans that needs a client's request: checked below, not crawled.
     const authorize = `${site}/authorize`;
@@ -87,11 +92,27 @@ describe('discovery: from the site address to everything else', () => {
       for (const link of next) if (link.startsWith(site) && !link.includes('#')) queue.push(link);
     }
     // The crawl reached every kind of document.
-    for (const path of ['/openapi.json', '/llms.txt', '/auth.md', '/developers', '/developers/reference', '/developers/reference/interactive', '/problems', '/problems/scope-required', '/.well-known/agent-card.json', '/.well-known/oauth-protected-resource/api/mcp', '/authorize']) {
+    for (const path of [
+      '/openapi.json',
+      '/llms.txt',
+      '/auth.md',
+      '/developers',
+      '/developers/reference',
+      '/developers/reference/interactive',
+      '/problems',
+      '/problems/scope-required',
+      '/.well-known/agent-card.json',
+      '/.well-known/oauth-protected-resource/api/mcp',
+      '/authorize',
+    ]) {
       expect(seen, path).toContain(`${site}${path}`);
     }
     // The pages' shared files, linked from every page with their version.
-    for (const path of ['/assets/site.css', '/favicon.svg']) expect([...seen].some((url) => url.startsWith(`${site}${path}?v=`)), path).toBe(true);
+    for (const path of ['/assets/site.css', '/favicon.svg'])
+      expect(
+        [...seen].some((url) => url.startsWith(`${site}${path}?v=`)),
+        path,
+      ).toBe(true);
     // The authorization endpoint is auth's page (HTML), not edge's 404 problem, even asked without a client.
     const page = await fetch(authorize, { headers: { accept: 'text/html' } });
     expect(page.status, authorize).not.toBe(404);
@@ -154,7 +175,7 @@ describe('discovery: from the site address to everything else', () => {
     });
   });
 
-  it('serves the MCP endpoint\'s protected resource metadata where RFC 9728 puts it, the URL its 401 challenge names', async () => {
+  it("serves the MCP endpoint's protected resource metadata where RFC 9728 puts it, the URL its 401 challenge names", async () => {
     const url = mcpResourceMetadataUrl(app.urls);
     expect(url).toBe(`${new URL(site).origin}/.well-known/oauth-protected-resource/api/mcp`);
     const response = await fetch(url);
@@ -236,7 +257,9 @@ describe('discovery documents follow the deployment addresses', () => {
           expect([new URL(urls.siteUrl).host, new URL(urls.apiUrl).host, 'json-schema.org', 'www.apache.org'], `${host} in ${path}`).toContain(host);
         }
       }
-      const manifest = JSON.parse(documents.get(`${rootPath}/.well-known/ai-agent.json`)?.body.toString('utf8') ?? '{}') as { interfaces: { mcp: { url: string }; rest: { url: string } } };
+      const manifest = JSON.parse(documents.get(`${rootPath}/.well-known/ai-agent.json`)?.body.toString('utf8') ?? '{}') as {
+        interfaces: { mcp: { url: string }; rest: { url: string } };
+      };
       expect(manifest.interfaces.mcp.url).toBe(`${urls.apiUrl}/mcp`);
       expect(manifest.interfaces.rest.url).toBe(urls.baseUrl);
     }
@@ -244,7 +267,13 @@ describe('discovery documents follow the deployment addresses', () => {
 
   it('serves each host its own documents when site and API live on two hosts', async () => {
     const port = await freePort();
-    const app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(port), SITE_URL: `http://room.test:${port}`, API_URL: `http://api.test:${port}` });
+    const app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(port),
+      SITE_URL: `http://room.test:${port}`,
+      API_URL: `http://api.test:${port}`,
+    });
     try {
       const get = (host: string, path: string) =>
         new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -297,41 +326,49 @@ describe('the portal in a real browser', () => {
     await app.stop();
   });
 
-  it.each(['/developers', '/developers/reference', '/developers/reference/interactive', '/developers/webhooks', '/problems/scope-required', '/problems'])('loads %s with no console error and no request to another origin', async (path) => {
-    const page = await browser.newPage();
-    const errors: string[] = [];
-    const foreign: string[] = [];
-    const origin = new URL(app.urls.siteUrl).origin;
-    page.on('console', (message) => {
-      if (message.type() === 'error') errors.push(message.text());
-    });
-    page.on('pageerror', (error) => errors.push(error.message));
-    page.on('request', (request) => {
-      const url = request.url();
-      if (!url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')) foreign.push(url);
-    });
-    const failed: string[] = [];
-    page.on('requestfailed', (request) => failed.push(`${request.url()} ${request.failure()?.errorText ?? ''}`));
-    page.on('response', (answer) => {
-      if (answer.status() >= 400) failed.push(`${answer.url()} ${answer.status()}`);
-    });
-    const response = await page.goto(`${app.urls.siteUrl}${path}`, { waitUntil: 'networkidle' });
-    expect(response?.status()).toBe(200);
-    if (path.startsWith('/developers/reference')) {
-      // Both references show the operations: the plain one in its HTML, the interactive one once its renderer read /openapi.json.
-      await page.locator(path.endsWith('/interactive') ? 'h3.section-header-label' : 'section.operation h3').first().waitFor({ timeout: 15_000 });
-      await page.getByText('Post to the room').first().waitFor({ timeout: 15_000 });
-      expect(failed).toEqual([]);
-    } else {
-      expect(await page.locator('h1').first().textContent()).toBeTruthy();
-    }
-    expect(errors).toEqual([]);
-    expect(foreign).toEqual([]);
-    await page.close();
-  });
+  it.each(['/developers', '/developers/reference', '/developers/reference/interactive', '/developers/webhooks', '/problems/scope-required', '/problems'])(
+    'loads %s with no console error and no request to another origin',
+    async (path) => {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      const foreign: string[] = [];
+      const origin = new URL(app.urls.siteUrl).origin;
+      page.on('console', (message) => {
+        if (message.type() === 'error') errors.push(message.text());
+      });
+      page.on('pageerror', (error) => errors.push(error.message));
+      page.on('request', (request) => {
+        const url = request.url();
+        if (!url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')) foreign.push(url);
+      });
+      const failed: string[] = [];
+      page.on('requestfailed', (request) => failed.push(`${request.url()} ${request.failure()?.errorText ?? ''}`));
+      page.on('response', (answer) => {
+        if (answer.status() >= 400) failed.push(`${answer.url()} ${answer.status()}`);
+      });
+      const response = await page.goto(`${app.urls.siteUrl}${path}`, { waitUntil: 'networkidle' });
+      expect(response?.status()).toBe(200);
+      if (path.startsWith('/developers/reference')) {
+        // Both references show the operations: the plain one in its HTML, the interactive one once its renderer read /openapi.json.
+        await page
+          .locator(path.endsWith('/interactive') ? 'h3.section-header-label' : 'section.operation h3')
+          .first()
+          .waitFor({ timeout: 15_000 });
+        await page.getByText('Post to the room').first().waitFor({ timeout: 15_000 });
+        expect(failed).toEqual([]);
+      } else {
+        expect(await page.locator('h1').first().textContent()).toBeTruthy();
+      }
+      expect(errors).toEqual([]);
+      expect(foreign).toEqual([]);
+      await page.close();
+    },
+  );
 
   it("opens a problem's page from the type URL of a real answer", async () => {
-    const answer = (await (await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text":"hi"}' })).json()) as { type: string; title: string };
+    const answer = (await (
+      await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text":"hi"}' })
+    ).json()) as { type: string; title: string };
     const page = await browser.newPage();
     const response = await page.goto(answer.type);
     expect(response?.status()).toBe(200);

@@ -28,7 +28,11 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
 
   const startSignup = async (scopes: string[], agentName: string): Promise<Flow> =>
     (await (
-      await fetch(`${app.urls.apiUrl}/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes, agent_name: agentName }) })
+      await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ scopes, agent_name: agentName }),
+      })
     ).json()) as Flow;
 
   /** The page's width against the viewport's, and what sticks out when it is wider. */
@@ -52,7 +56,10 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
   function unbroken(): Promise<string[]> {
     return page.evaluate(() =>
       Array.from(document.querySelectorAll<HTMLElement>('main .id, main time'))
-        .filter((element) => element.getClientRects().length !== 1 || element.getBoundingClientRect().height > Number.parseFloat(getComputedStyle(element).fontSize) * 2)
+        .filter(
+          (element) =>
+            element.getClientRects().length !== 1 || element.getBoundingClientRect().height > Number.parseFloat(getComputedStyle(element).fontSize) * 2,
+        )
         .map((element) => element.outerHTML),
     );
   }
@@ -117,7 +124,10 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     await expectNoOverflow('/account');
     expect(await unbroken(), 'ids and times on /account').toEqual([]);
 
-    await rows.filter({ hasText: LONG_NAME }).getByRole('button', { name: /Revoke/ }).click();
+    await rows
+      .filter({ hasText: LONG_NAME })
+      .getByRole('button', { name: /Revoke/ })
+      .click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(`Revoke ${LONG_NAME}?`);
     await expectNoOverflow('/account/revoke confirmation');
     await page.getByRole('link', { name: 'Keep it' }).click();
@@ -149,7 +159,11 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     expect(await page.locator('li.agent').filter({ hasText: 'careful' }).count()).toBe(1);
     expect((await post(app, token, { text: 'kept' })).status).toBe(201);
 
-    await page.locator('li.agent').filter({ hasText: 'careful' }).getByRole('button', { name: /Revoke/ }).click();
+    await page
+      .locator('li.agent')
+      .filter({ hasText: 'careful' })
+      .getByRole('button', { name: /Revoke/ })
+      .click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Revoke careful?');
     await page.getByRole('button', { name: 'Revoke', exact: true }).focus();
     await page.keyboard.press('Enter');
@@ -164,11 +178,7 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
   it('checks the CSRF token on both steps: asking and confirming', async () => {
     const { token } = await signUp(app, ['posts:write'], 'guarded', human);
     await page.goto(`${app.urls.siteUrl}/account`);
-    const tokenId = await page
-      .locator('li.agent')
-      .filter({ hasText: 'guarded' })
-      .locator('input[name=token_id]')
-      .getAttribute('value');
+    const tokenId = await page.locator('li.agent').filter({ hasText: 'guarded' }).locator('input[name=token_id]').getAttribute('value');
     expect(tokenId).toMatch(/./);
     const answers = await page.evaluate(async (id) => {
       const send = async (body: string): Promise<number> =>
@@ -183,14 +193,24 @@ describe('the human pages on a 360 px wide phone, in a real browser', () => {
     expect((await post(app, token, { text: 'still here' })).status).toBe(201);
 
     // The confirmation form carries the session's CSRF token; asking about a token of nobody's is not found.
-    await page.locator('li.agent').filter({ hasText: 'guarded' }).getByRole('button', { name: /Revoke/ }).click();
+    await page
+      .locator('li.agent')
+      .filter({ hasText: 'guarded' })
+      .getByRole('button', { name: /Revoke/ })
+      .click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Revoke guarded?');
     const form = page.locator('main form');
     expect(await form.locator('input[name=csrf]').getAttribute('value')).toBe(await page.locator('header input[name=csrf]').getAttribute('value'));
     expect(await form.locator('input[name=confirm]').getAttribute('value')).toBe('yes');
     const unknown = await page.evaluate(async () => {
       const csrf = document.querySelector<HTMLInputElement>('input[name=csrf]')?.value ?? '';
-      return (await fetch('/account/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${encodeURIComponent(csrf)}&token_id=tok_nothing` })).status;
+      return (
+        await fetch('/account/revoke', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `csrf=${encodeURIComponent(csrf)}&token_id=tok_nothing`,
+        })
+      ).status;
     });
     expect(unknown).toBe(404);
     expect((await post(app, token, { text: 'still here' })).status).toBe(201);

@@ -79,7 +79,12 @@ describe('human pages against a hostile web', () => {
     for (const [path, fields] of forms) {
       for (const csrf of [undefined, 'forged-csrf-token-0123456789abcdef']) {
         const body = new URLSearchParams({ ...fields, ...(csrf === undefined ? {} : { csrf }) }).toString();
-        const response = await fetch(`${site}${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body });
+        const response = await fetch(`${site}${path}`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+          body,
+        });
         expect([400, 403], `${path} with csrf ${csrf ?? 'missing'}`).toContain(response.status);
       }
     }
@@ -110,7 +115,9 @@ describe('human pages against a hostile web', () => {
       expect(scriptSrc, `${path} script-src`).not.toContain("'unsafe-inline'");
       expect(csp, `${path} frame-ancestors`).toContain("frame-ancestors 'none'");
       expect(response.headers.get('x-content-type-options'), `${path} nosniff`).toBe('nosniff');
-      expect(response.headers.get('referrer-policy'), `${path} referrer policy`).toMatch(/^(no-referrer|same-origin|strict-origin|strict-origin-when-cross-origin)$/);
+      expect(response.headers.get('referrer-policy'), `${path} referrer policy`).toMatch(
+        /^(no-referrer|same-origin|strict-origin|strict-origin-when-cross-origin)$/,
+      );
     }
   });
 });

@@ -57,17 +57,33 @@ describe('every human page, in chromium, at two widths and in both colour scheme
   const contexts: BrowserContext[] = [];
 
   async function startSignup(agentName: string, scopes: string[]): Promise<Flow> {
-    const started = await fetch(`${app.urls.apiUrl}/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes, agent_name: agentName }) });
+    const started = await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ scopes, agent_name: agentName }),
+    });
     return (await started.json()) as Flow;
   }
 
   /** A consent request of the registered host: the URL a browser is sent to. */
   function authorizeUrl(): string {
-    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: HOST_REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 'look', scope: 'posts:write messages:read' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: HOST_REDIRECT,
+      code_challenge: pkce().challenge,
+      code_challenge_method: 'S256',
+      state: 'look',
+      scope: 'posts:write messages:read',
+    });
     return `${app.urls.siteUrl}/authorize?${query.toString()}`;
   }
 
-  async function signedInContext(options: { viewport: { width: number; height: number }; colorScheme: 'light' | 'dark'; javaScriptEnabled?: boolean }): Promise<BrowserContext> {
+  async function signedInContext(options: {
+    viewport: { width: number; height: number };
+    colorScheme: 'light' | 'dark';
+    javaScriptEnabled?: boolean;
+  }): Promise<BrowserContext> {
     const context = await browser.newContext({ ...options, timezoneId: 'America/Los_Angeles', locale: 'en-US' });
     contexts.push(context);
     const page = await context.newPage();
@@ -87,24 +103,46 @@ describe('every human page, in chromium, at two widths and in both colour scheme
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '1000000', WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '1000000',
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    });
     await app.auth.humans.register(ada.name, ada.password);
     // An agent from each origin: approved with a code, provisioned by an operator, made for an MCP host.
     ({ token: scoutToken } = await signUp(app, ['posts:write', 'agents:read', 'messages:read'], 'scout', ada));
     const { token: heraldToken } = await signUp(app, ['posts:write', 'messages:read'], 'herald', grace);
     await app.auth.flows.provision({ humanName: ada.name, agentName: 'load-1', scopes: ['posts:write'], reason: 'k6 load test' });
     // A thread with replies and mentions.
-    const first = (await (await post(app, scoutToken, { text: 'Good morning, room. Anyone tried the new webhooks yet?' })).json()) as { id: string; agentId: string };
+    const first = (await (await post(app, scoutToken, { text: 'Good morning, room. Anyone tried the new webhooks yet?' })).json()) as {
+      id: string;
+      agentId: string;
+    };
     scoutId = first.agentId;
     await post(app, heraldToken, { text: 'Yes: mine fire on mentions and replies. @scout you should try them.', reply_to: first.id });
     await post(app, scoutToken, { text: 'Registered one just now, thanks @herald!', reply_to: first.id });
-    await post(app, heraldToken, { text: 'A longer post, to see how text wraps on a phone: the room keeps posts short, at most 500 characters, and every post says which agent wrote it, for which human, and how it arrived.' });
+    await post(app, heraldToken, {
+      text: 'A longer post, to see how text wraps on a phone: the room keeps posts short, at most 500 characters, and every post says which agent wrote it, for which human, and how it arrived.',
+    });
     // Webhooks of scout: one that works, one whose endpoint is gone.
-    for (const [path, events] of [['/agent-room', ['mention', 'reply']], ['/gone', ['direct_message']]] as const) {
-      const made = await fetch(`${app.urls.baseUrl}/webhooks`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${scoutToken}` }, body: JSON.stringify({ url: `${hooks}${path}`, events }) });
+    for (const [path, events] of [
+      ['/agent-room', ['mention', 'reply']],
+      ['/gone', ['direct_message']],
+    ] as const) {
+      const made = await fetch(`${app.urls.baseUrl}/webhooks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${scoutToken}` },
+        body: JSON.stringify({ url: `${hooks}${path}`, events }),
+      });
       expect(made.status, await made.clone().text()).toBe(201);
       const { id } = (await made.json()) as { id: string };
-      await fetch(`${app.urls.baseUrl}/webhooks/${id}/test`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${scoutToken}` }, body: '{}' });
+      await fetch(`${app.urls.baseUrl}/webhooks/${id}/test`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${scoutToken}` },
+        body: '{}',
+      });
     }
     // An MCP host, connected twice: as a new agent of its own, and as scout.
     clientId = await registerHost(app, 'Claude Code');
@@ -115,10 +153,12 @@ describe('every human page, in chromium, at two widths and in both colour scheme
     await connectHost(app, adaCookie, clientId, scoutId);
     await mkdir(SHOTS, { recursive: true });
     // The webhooks' test events are delivered in the background: wait until both have an attempt.
-    for (const started = Date.now(); ; ) {
-      const listed = (await (await fetch(`${app.urls.baseUrl}/webhooks`, { headers: { authorization: `Bearer ${scoutToken}` } })).json()) as { data: { recent_attempts: unknown[] }[] };
+    for (const started = Date.now(); ;) {
+      const listed = (await (await fetch(`${app.urls.baseUrl}/webhooks`, { headers: { authorization: `Bearer ${scoutToken}` } })).json()) as {
+        data: { recent_attempts: unknown[] }[];
+      };
       if (listed.data.every((hook) => hook.recent_attempts.length > 0)) break;
-      if (Date.now() - started > 15_000) throw new Error('the webhooks\' test events were not attempted within 15 s');
+      if (Date.now() - started > 15_000) throw new Error("the webhooks' test events were not attempted within 15 s");
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }, 120_000);
@@ -178,7 +218,10 @@ describe('every human page, in chromium, at two widths and in both colour scheme
         signedIn: true,
         async open(page) {
           await page.goto(`${site}/account`, { waitUntil: 'networkidle' });
-          await page.locator('#agent-' + scoutId).getByRole('button', { name: 'Revoke the connection of Claude Code' }).click();
+          await page
+            .locator('#agent-' + scoutId)
+            .getByRole('button', { name: 'Revoke the connection of Claude Code' })
+            .click();
           await page.getByRole('heading', { name: 'Revoke Claude Code?' }).waitFor();
         },
       },
@@ -231,7 +274,11 @@ describe('every human page, in chromium, at two widths and in both colour scheme
    * phone's layout changes structure, not colours); colour contrast alone (the dark scheme changes
    * colours, not structure); or none (both were checked at the other width).
    */
-  async function survey(viewport: { width: number; height: number }, colorScheme: 'light' | 'dark', audit: 'all' | 'structure' | 'contrast' | 'none'): Promise<Finding[]> {
+  async function survey(
+    viewport: { width: number; height: number },
+    colorScheme: 'light' | 'dark',
+    audit: 'all' | 'structure' | 'contrast' | 'none',
+  ): Promise<Finding[]> {
     const findings: Finding[] = [];
     const signedOut = await browser.newContext({ viewport, colorScheme, timezoneId: 'America/Los_Angeles', locale: 'en-US' });
     contexts.push(signedOut);
@@ -272,9 +319,16 @@ describe('every human page, in chromium, at two widths and in both colour scheme
       if (audit !== 'none') {
         // Scalar's own reference app is not ours to audit; the header around it is.
         const builder = new AxeBuilder({ page }).exclude('.scalar-app');
-        const axe = await (audit === 'contrast' ? builder.withRules(['color-contrast']) : audit === 'structure' ? builder.disableRules(['color-contrast']) : builder).analyze();
+        const axe = await (
+          audit === 'contrast' ? builder.withRules(['color-contrast']) : audit === 'structure' ? builder.disableRules(['color-contrast']) : builder
+        ).analyze();
         for (const violation of axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')) {
-          found(`axe ${violation.impact} ${violation.id}: ${violation.help} (${violation.nodes.map((node) => node.target.join(' ')).slice(0, 3).join('; ')})`);
+          found(
+            `axe ${violation.impact} ${violation.id}: ${violation.help} (${violation.nodes
+              .map((node) => node.target.join(' '))
+              .slice(0, 3)
+              .join('; ')})`,
+          );
         }
       }
       await page.screenshot({ path: `${SHOTS}${visit.name}-${viewport.width}${colorScheme === 'dark' ? '-dark' : ''}.png`, fullPage: true });
@@ -296,11 +350,19 @@ describe('every human page, in chromium, at two widths and in both colour scheme
         navigation: Array.from(document.querySelectorAll('header nav[aria-label=Site] .links a')).map((link) => link.textContent),
         inlineStyles: document.querySelectorAll('style, [style]').length,
       }));
-      expect(frame, visit.name).toEqual({ stylesheets: ['/assets/site.css'], icons: ['/favicon.svg image/svg+xml'], navigation: ['Room', 'Your agents', 'Developers'], inlineStyles: frame.inlineStyles });
+      expect(frame, visit.name).toEqual({
+        stylesheets: ['/assets/site.css'],
+        icons: ['/favicon.svg image/svg+xml'],
+        navigation: ['Room', 'Your agents', 'Developers'],
+        inlineStyles: frame.inlineStyles,
+      });
       // Our pages carry no inline style (Scalar's reference app adds its own, as its CSP allows).
       if (visit.name !== 'reference') expect(frame.inlineStyles, visit.name).toBe(0);
       // The buttons of a decision: the one that goes on is primary, the one that revokes destructive, the other plain.
-      const look = (name: string) => page.getByRole('button', { name, exact: true }).evaluate((button) => ({ kind: button.className, background: getComputedStyle(button).backgroundColor }));
+      const look = (name: string) =>
+        page
+          .getByRole('button', { name, exact: true })
+          .evaluate((button) => ({ kind: button.className, background: getComputedStyle(button).backgroundColor }));
       if (visit.name === 'device-confirm' || visit.name === 'consent') {
         const [approve, decline] = [await look('Approve'), await look('Decline')];
         expect(approve.kind, visit.name).toContain('primary');
@@ -309,7 +371,9 @@ describe('every human page, in chromium, at two widths and in both colour scheme
       }
       if (visit.name === 'revoke-token' || visit.name === 'revoke-connection') {
         const revoke = await look('Revoke');
-        const keep = await page.getByRole('link', { name: 'Keep it' }).evaluate((link) => ({ kind: link.className, background: getComputedStyle(link).backgroundColor }));
+        const keep = await page
+          .getByRole('link', { name: 'Keep it' })
+          .evaluate((link) => ({ kind: link.className, background: getComputedStyle(link).backgroundColor }));
         expect(revoke.kind, visit.name).toContain('danger');
         expect(keep.kind, visit.name).not.toMatch(/primary|danger/);
         expect(revoke.background, visit.name).not.toBe(keep.background);
@@ -328,7 +392,11 @@ describe('every human page, in chromium, at two widths and in both colour scheme
     ['360 px, light', PHONE, 'light', 'structure'],
     ['1280 px, dark', WIDE, 'dark', 'contrast'],
     ['360 px, dark', PHONE, 'dark', 'none'],
-  ] as const)('%s: no console error, no failed request, no sideways scroll, no serious accessibility violation', async (_label, viewport, scheme, audit) => {
-    expect(await survey(viewport, scheme, audit)).toEqual([]);
-  }, 480_000);
+  ] as const)(
+    '%s: no console error, no failed request, no sideways scroll, no serious accessibility violation',
+    async (_label, viewport, scheme, audit) => {
+      expect(await survey(viewport, scheme, audit)).toEqual([]);
+    },
+    480_000,
+  );
 });

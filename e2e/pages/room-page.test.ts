@@ -30,7 +30,9 @@ describe('the room page in a real browser', () => {
   /** Dialogs (alert) any page opened: injected script would show here. */
   const dialogs: string[] = [];
 
-  async function open(options: { javaScriptEnabled?: boolean; viewport?: { width: number; height: number }; timezoneId?: string; locale?: string } = {}): Promise<Page> {
+  async function open(
+    options: { javaScriptEnabled?: boolean; viewport?: { width: number; height: number }; timezoneId?: string; locale?: string } = {},
+  ): Promise<Page> {
     const context = await browser.newContext(options);
     contexts.push(context);
     const page = await context.newPage();
@@ -73,7 +75,14 @@ describe('the room page in a real browser', () => {
   beforeAll(async () => {
     const port = await freePort();
     proxy = await tcpProxy(port);
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(port), SITE_URL: `http://localhost:${proxy.port}`, QUOTA_PER_ADDRESS: '100000', LIVE_HEARTBEAT_MS: '1000' });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(port),
+      SITE_URL: `http://localhost:${proxy.port}`,
+      QUOTA_PER_ADDRESS: '100000',
+      LIVE_HEARTBEAT_MS: '1000',
+    });
     browser = await launchChromium();
     ({ token } = await signUp(app, ['posts:write'], 'herald', grace));
   }, 60_000);
@@ -95,7 +104,11 @@ describe('the room page in a real browser', () => {
     // Where it came from in plain words, and when, in the reader's time zone (the page's script rewrites the UTC text).
     const meta = page.locator(`#post-${created.id} .meta`);
     expect(await meta.locator('time').getAttribute('datetime')).toBe(created.createdAt);
-    await expect.poll(() => meta.textContent()).toBe(`herald for Grace Room · through the API · ${await page.evaluate((iso) => new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(iso)), created.createdAt)}`);
+    await expect
+      .poll(() => meta.textContent())
+      .toBe(
+        `herald for Grace Room · through the API · ${await page.evaluate((iso) => new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' }).format(new Date(iso)), created.createdAt)}`,
+      );
     // Newest first, like the server-rendered list.
     expect((await postTexts(page))[0]).toBe('fresh from the API');
   });
@@ -131,7 +144,11 @@ describe('the room page in a real browser', () => {
     expect(widths.scroll).toBeLessThanOrEqual(widths.client);
     const times = page.locator('#posts time');
     expect(await times.count()).toBeGreaterThan(0);
-    const cut = await page.evaluate(() => Array.from(document.querySelectorAll('#posts time')).filter((time) => time.getClientRects().length !== 1).map((time) => time.outerHTML));
+    const cut = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#posts time'))
+        .filter((time) => time.getClientRects().length !== 1)
+        .map((time) => time.outerHTML),
+    );
     expect(cut).toEqual([]);
   });
 
@@ -235,7 +252,7 @@ describe('the room page in a real browser', () => {
     await watcher.locator(`#post-${id}`).waitFor({ timeout: 1_000 });
   });
 
-  it('refuses a web post without the session\'s CSRF token, for an agent that is not theirs, and explains bad text', async () => {
+  it("refuses a web post without the session's CSRF token, for an agent that is not theirs, and explains bad text", async () => {
     const page = await open();
     await signIn(page, ada);
     const agentId = await page.getByLabel('Post as').inputValue();

@@ -113,16 +113,20 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
   });
 
   describe("2. the gateway's own documents", () => {
-    it.each(['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/ai-agent.json', '/openapi.json', '/developers', '/problems'])(
-      'serves %s with RateLimit headers and X-Request-Id',
-      async (path) => {
-        const response = await fetch(`${app.urls.siteUrl}${path}`);
-        expect(response.status).toBe(200);
-        expectContractHeaders(response.headers, PER_ADDRESS);
-        // A full allowance: the gateway's documents do not count against the quota.
-        expect(response.headers.get('ratelimit-remaining')).toBe(String(PER_ADDRESS));
-      },
-    );
+    it.each([
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/ai-agent.json',
+      '/openapi.json',
+      '/developers',
+      '/problems',
+    ])('serves %s with RateLimit headers and X-Request-Id', async (path) => {
+      const response = await fetch(`${app.urls.siteUrl}${path}`);
+      expect(response.status).toBe(200);
+      expectContractHeaders(response.headers, PER_ADDRESS);
+      // A full allowance: the gateway's documents do not count against the quota.
+      expect(response.headers.get('ratelimit-remaining')).toBe(String(PER_ADDRESS));
+    });
 
     it('refuses another method on a document with a 405 problem carrying the same headers', async () => {
       const response = await fetch(`${app.urls.siteUrl}/openapi.json`, { method: 'POST' });
@@ -171,14 +175,17 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
       await problemOf(response, 415, 'invalid_request');
     });
 
-    describe('an empty body is an empty input, with the path\'s parameters', () => {
+    describe("an empty body is an empty input, with the path's parameters", () => {
       let all: string;
       beforeAll(async () => {
         all = (await signUp(app, [...SCOPES], 'contract-empty-bodies', ada)).token;
       });
 
       /** Each POST that takes a JSON body, its path's parameters filled with ids that name nothing. */
-      const posts = REST_BINDINGS.filter((b) => b.method === 'POST' && b.from === 'body').map((b) => ({ base: b.base, path: b.path.replace(/:(\w+)/g, (_, name: string) => `${name === 'webhookId' ? 'wh' : 'x'}_nothing_here`) }));
+      const posts = REST_BINDINGS.filter((b) => b.method === 'POST' && b.from === 'body').map((b) => ({
+        base: b.base,
+        path: b.path.replace(/:(\w+)/g, (_, name: string) => `${name === 'webhookId' ? 'wh' : 'x'}_nothing_here`),
+      }));
 
       /** What an answer says: its status and, for a problem, its type, detail and parameter. */
       const essence = (answer: RawAnswer): unknown => {
@@ -198,7 +205,11 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
       });
 
       it('names the body, not a path parameter, when the body is a JSON array', async () => {
-        const response = await fetch(`${app.urls.baseUrl}/webhooks/wh_nothing_here/test`, { method: 'POST', headers: { authorization: `Bearer ${all}`, 'content-type': 'application/json' }, body: '[]' });
+        const response = await fetch(`${app.urls.baseUrl}/webhooks/wh_nothing_here/test`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${all}`, 'content-type': 'application/json' },
+          body: '[]',
+        });
         const problem = await problemOf(response, 400, 'invalid_request');
         expect(problem).toMatchObject({ parameter: 'body', type: `${app.urls.siteUrl}/problems/invalid-request` });
         expect(problem.remedy).toContain('JSON object');
@@ -206,7 +217,11 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
     });
 
     it('still takes form bodies on the OAuth endpoints', async () => {
-      const response = await fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: 'agt_unknown' }) });
+      const response = await fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: 'agt_unknown' }),
+      });
       expect(response.status).toBe(200);
     });
   });
@@ -243,18 +258,30 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
     });
 
     it('refuses a feedback problem holding a control character', async () => {
-      const response = await fetch(`${app.urls.apiUrl}/agent/feedback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ problem: 'broken\u0000' }) });
+      const response = await fetch(`${app.urls.apiUrl}/agent/feedback`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ problem: 'broken\u0000' }),
+      });
       expect((await problemOf(response, 400, 'invalid_request')).parameter).toBe('problem');
     });
 
     // The document's maxLength counts characters (code points), as a client does: an emoji is one, not two.
     it('takes as many emoji as the document allows characters, and refuses one more', async () => {
       const feedback = (body: Record<string, string>): Promise<Response> =>
-        fetch(`${app.urls.apiUrl}/agent/feedback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ problem: 'too long?', ...body }) });
+        fetch(`${app.urls.apiUrl}/agent/feedback`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ problem: 'too long?', ...body }),
+        });
       expect((await feedback({ problem: '🐛'.repeat(4_000), agent: '🤖'.repeat(200) })).status).toBe(200);
       expect((await problemOf(await feedback({ agent: '🤖'.repeat(201) }), 400, 'invalid_request')).parameter).toBe('agent');
       const message = (to: string): Promise<Response> =>
-        fetch(`${app.urls.baseUrl}/messages`, { method: 'POST', headers: { authorization: `Bearer ${messenger}`, 'content-type': 'application/json' }, body: JSON.stringify({ to, text: 'hi' }) });
+        fetch(`${app.urls.baseUrl}/messages`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${messenger}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ to, text: 'hi' }),
+        });
       expect((await problemOf(await message('🤖'.repeat(200)), 404, 'not_found')).type).toBe(`${app.urls.siteUrl}/problems/agent-not-found`);
       expect((await problemOf(await message('🤖'.repeat(201)), 400, 'invalid_request')).parameter).toBe('to');
     });
@@ -270,7 +297,11 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
 
     it('refuses a JSON body that is not valid UTF-8 with 400, rather than store U+FFFD', async () => {
       const body = Buffer.concat([Buffer.from('{"text":"bad '), Buffer.from([0xff, 0xfe]), Buffer.from(' bytes"}')]);
-      const response = await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { authorization: `Bearer ${writer}`, 'content-type': 'application/json' }, body });
+      const response = await fetch(`${app.urls.baseUrl}/posts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${writer}`, 'content-type': 'application/json' },
+        body,
+      });
       const problem = await problemOf(response, 400, 'invalid_request');
       expect(problem.expected).toMatch(/UTF-8/);
       const posts = (await (await fetch(`${app.urls.baseUrl}/posts?limit=5`)).json()) as { data: { text: string }[] };
@@ -283,21 +314,28 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
 
     beforeAll(async () => {
       revoked = (await signUp(app, ['posts:write'], 'contract-revoked', ada)).token;
-      await fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: revoked }) });
+      await fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: revoked }),
+      });
     });
 
-    it.each(['Bearer not-a-token', `Bearer agt_${'x'.repeat(49)}`, 'revoked'])('serves the room to Authorization %j as to anyone, counted per address', async (header) => {
-      const authorization = header === 'revoked' ? `Bearer ${revoked}` : header;
-      for (const path of ['/posts', '/agents']) {
-        const response = await fetch(`${app.urls.baseUrl}${path}`, { headers: { authorization } });
-        expect(response.status).toBe(200);
-        // Counted per address: the anonymous quota, not a token's.
-        expectContractHeaders(response.headers, PER_ADDRESS);
-      }
-      const health = await fetch(`${app.urls.baseUrl}/health`, { headers: { authorization } });
-      expect([200, 503]).toContain(health.status);
-      expect(((await health.json()) as { status: string }).status).toMatch(/healthy|degraded/);
-    });
+    it.each(['Bearer not-a-token', `Bearer agt_${'x'.repeat(49)}`, 'revoked'])(
+      'serves the room to Authorization %j as to anyone, counted per address',
+      async (header) => {
+        const authorization = header === 'revoked' ? `Bearer ${revoked}` : header;
+        for (const path of ['/posts', '/agents']) {
+          const response = await fetch(`${app.urls.baseUrl}${path}`, { headers: { authorization } });
+          expect(response.status).toBe(200);
+          // Counted per address: the anonymous quota, not a token's.
+          expectContractHeaders(response.headers, PER_ADDRESS);
+        }
+        const health = await fetch(`${app.urls.baseUrl}/health`, { headers: { authorization } });
+        expect([200, 503]).toContain(health.status);
+        expect(((await health.json()) as { status: string }).status).toMatch(/healthy|degraded/);
+      },
+    );
 
     it('takes feedback sent with a revoked token', async () => {
       const response = await fetch(`${app.urls.apiUrl}/agent/feedback`, {
@@ -326,7 +364,16 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
 
   describe('7. browsers on another origin', () => {
     const origin = 'https://elsewhere.example';
-    const exposed = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed', 'Retry-After', 'WWW-Authenticate', 'Mcp-Session-Id'];
+    const exposed = [
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+      'X-Request-Id',
+      'Idempotent-Replayed',
+      'Retry-After',
+      'WWW-Authenticate',
+      'Mcp-Session-Id',
+    ];
 
     function expectOpen(response: Response): void {
       expect(response.headers.get('access-control-allow-origin')).toBe('*');
@@ -343,12 +390,17 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
     ] as const)('answers a preflight on {%s}%s', async (root, path, method) => {
       const response = await fetch(`${app.urls[root]}${path}`, {
         method: 'OPTIONS',
-        headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization, content-type, idempotency-key, mcp-protocol-version' },
+        headers: {
+          origin,
+          'access-control-request-method': method,
+          'access-control-request-headers': 'authorization, content-type, idempotency-key, mcp-protocol-version',
+        },
       });
       expect(response.status).toBe(204);
       expectOpen(response);
       const allowed = (response.headers.get('access-control-allow-headers') ?? '').toLowerCase().split(/,\s*/);
-      for (const header of ['authorization', 'idempotency-key', 'content-type', 'mcp-protocol-version', 'last-event-id', 'a2a-version']) expect(allowed).toContain(header);
+      for (const header of ['authorization', 'idempotency-key', 'content-type', 'mcp-protocol-version', 'last-event-id', 'a2a-version'])
+        expect(allowed).toContain(header);
       expect(response.headers.get('access-control-allow-methods')).toContain(method);
     });
 
@@ -371,7 +423,7 @@ describe('the HTTP contract at its edges (embedded, through the router)', () => 
       expectOpen(preflight);
     });
 
-    it('keeps MCP\'s own Origin check: a foreign origin may read the refusal, not use the tools', async () => {
+    it("keeps MCP's own Origin check: a foreign origin may read the refusal, not use the tools", async () => {
       const response = await fetch(`${app.urls.apiUrl}/mcp`, {
         method: 'POST',
         headers: { origin, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },

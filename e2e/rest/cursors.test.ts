@@ -87,8 +87,14 @@ describe('cursors are signed by the deployment and bound to their list (embedded
   });
 
   it('issues cursors of the form the OpenAPI document gives for cursor, and refuses what falls outside it', async () => {
-    const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, { get: { parameters: { name: string; schema: { pattern: string } }[] } }> };
-    for (const [path, token] of [['/posts', undefined], ['/messages', bob], ['/notifications', bob]] as const) {
+    const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as {
+      paths: Record<string, { get: { parameters: { name: string; schema: { pattern: string } }[] } }>;
+    };
+    for (const [path, token] of [
+      ['/posts', undefined],
+      ['/messages', bob],
+      ['/notifications', bob],
+    ] as const) {
       const pattern = new RegExp(document.paths[`/v1${path}`]?.get.parameters.find((p) => p.name === 'cursor')?.schema.pattern ?? '');
       const issued = (await page(app, `${path}?limit=1`, token)).next_cursor ?? '';
       expect(issued, path).toMatch(pattern);
@@ -125,7 +131,7 @@ describe('cursors are signed by the deployment and bound to their list (embedded
     await refusedCursor(await get(app, `/posts?cursor=${inboxCursor}`));
   });
 
-  it('refuses a cursor from one agent\'s inbox on another agent\'s inbox', async () => {
+  it("refuses a cursor from one agent's inbox on another agent's inbox", async () => {
     const bobsCursor = (await page(app, '/messages?limit=2', bob)).next_cursor ?? '';
     await refusedCursor(await get(app, `/messages?cursor=${bobsCursor}`, alice));
     // Bob's own still works.
@@ -138,7 +144,15 @@ describe('the cursor secret (CURSOR_SECRET)', () => {
   const started: Embedded[] = [];
 
   async function deployment(env: Record<string, string> = {}): Promise<Embedded> {
-    const app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'cursors', ...env });
+    const app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: 'cursors',
+      ...env,
+    });
     started.push(app);
     return app;
   }
@@ -152,7 +166,7 @@ describe('the cursor secret (CURSOR_SECRET)', () => {
     await redis.stop();
   });
 
-  it('lets processes that share the secret (and the storage) page with each other\'s cursors; others refuse them', async () => {
+  it("lets processes that share the secret (and the storage) page with each other's cursors; others refuse them", async () => {
     const one = await deployment({ CURSOR_SECRET: SECRET });
     const two = await deployment({ CURSOR_SECRET: SECRET });
     const random = await deployment();

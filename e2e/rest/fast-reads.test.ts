@@ -102,7 +102,9 @@ describe.each([
       'content-type': 'application/json; charset=utf-8',
       'content-length': String(Buffer.byteLength(answer.body)),
     });
-    expect(Object.keys(answer.headers)).toEqual(expect.arrayContaining(['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'access-control-expose-headers']));
+    expect(Object.keys(answer.headers)).toEqual(
+      expect.arrayContaining(['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'access-control-expose-headers']),
+    );
   });
 
   it('counts each request once, whichever path takes it', async () => {

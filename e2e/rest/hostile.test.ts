@@ -45,7 +45,11 @@ describe('hostile input', () => {
   });
 
   const postWith = (token: string) =>
-    fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: '{"text":"hi"}' });
+    fetch(`${app.urls.baseUrl}/posts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: '{"text":"hi"}',
+    });
 
   it('refuses a token that fails its checksum before any store lookup', async () => {
     const real = mintToken();

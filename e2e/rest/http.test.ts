@@ -247,7 +247,11 @@ describe('SIGTERM with a request in flight', () => {
   it('lets the request complete, then exits 0', async () => {
     const port = await freePort();
     const root = fileURLToPath(new URL('../../', import.meta.url));
-    const server = spawn(process.execPath, ['launcher/dist/start.js'], { cwd: root, env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const server = spawn(process.execPath, ['launcher/dist/start.js'], {
+      cwd: root,
+      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const exited = new Promise<number | null>((resolve) => server.once('exit', resolve));
     let out = '';
     await new Promise<void>((resolve) =>

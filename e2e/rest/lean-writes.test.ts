@@ -73,7 +73,11 @@ describe.each([
 
   /** `token` null sends none; left out, the writer's. */
   const send = (url: string, body: string | Buffer<ArrayBuffer>, headers: Record<string, string> = {}, token: string | null = writer): Promise<Response> =>
-    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...headers }, body });
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...headers },
+      body,
+    });
 
   /** The same request on both paths: the same status, headers and problem. */
   async function alike(body: string | Buffer<ArrayBuffer>, headers: Record<string, string> = {}, token?: string | null): Promise<[Answer, Answer]> {
@@ -115,7 +119,11 @@ describe.each([
     expect(replayed).toMatchObject({ status: 201, body: first.body, headers: { 'idempotent-replayed': 'true' } });
     const other = `lean-${withRedis ? 'redis' : 'memory'}-2`;
     const second = await answerOf(await send(routed, JSON.stringify({ text: 'the other way round' }), { 'idempotency-key': other }));
-    expect(await answerOf(await send(plain, JSON.stringify({ text: 'the other way round' }), { 'idempotency-key': other }))).toMatchObject({ status: 201, body: second.body, headers: { 'idempotent-replayed': 'true' } });
+    expect(await answerOf(await send(plain, JSON.stringify({ text: 'the other way round' }), { 'idempotency-key': other }))).toMatchObject({
+      status: 201,
+      body: second.body,
+      headers: { 'idempotent-replayed': 'true' },
+    });
     const [mismatch] = await alike(JSON.stringify({ text: 'not what was first sent' }), { 'idempotency-key': key });
     expect(mismatch.body).toMatchObject({ status: 422, type: `${app.urls.siteUrl}/problems/idempotency-mismatch` });
   });

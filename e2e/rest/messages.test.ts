@@ -93,7 +93,7 @@ describe.each([['memory'], ['redis']])('direct messages over REST (embedded, %s)
     await redis?.stop();
   });
 
-  it('lets two agents of two humans exchange messages: each lands in its recipient\'s inbox with both names', async () => {
+  it("lets two agents of two humans exchange messages: each lands in its recipient's inbox with both names", async () => {
     const sent = await send(alice, { to: bobId, text: 'hello bob, shall we review the room?' });
     expect(sent.status).toBe(201);
     const question = (await sent.json()) as MessageBody;
@@ -168,8 +168,8 @@ describe.each([['memory'], ['redis']])('direct messages over REST (embedded, %s)
     expect((await inbox(bob)).data.map((m) => m.text)).not.toContain('hi');
   });
 
-  it('never shows another agent\'s inbox, whatever the request names', async () => {
-    const secret = (await (await send(alice, { to: bobId, text: 'for bob\'s eyes only' })).json()) as MessageBody;
+  it("never shows another agent's inbox, whatever the request names", async () => {
+    const secret = (await (await send(alice, { to: bobId, text: "for bob's eyes only" })).json()) as MessageBody;
     const { token: snoop } = await signUp(app, ['messages:read', 'messages:write', 'agents:read'], 'snoop', ada);
     for (const query of [`?agent_id=${bobId}`, `?agentId=${bobId}`, `?agent=${bobId}`, `?to=${bobId}`, `?inbox=${bobId}`, `?limit=5&for=${bobId}`]) {
       const problem = await problemOf(await list(snoop, query), 400, 'invalid_request');
@@ -227,7 +227,7 @@ describe.each([['memory'], ['redis']])('direct messages over REST (embedded, %s)
     expect((await inbox(counter)).data.map((m) => m.text)).toEqual(['exactly once']);
   });
 
-  it('shows an agent\'s profile at GET /agents/{id} to tokens with agents:read only; the list stays open', async () => {
+  it("shows an agent's profile at GET /agents/{id} to tokens with agents:read only; the list stays open", async () => {
     const { token: looker } = await signUp(app, ['agents:read'], 'looker', ada);
     const profile = await fetch(`${app.urls.baseUrl}/agents/${bobId}`, { headers: { authorization: `Bearer ${looker}` } });
     expect(profile.status).toBe(200);

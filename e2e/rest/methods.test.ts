@@ -72,14 +72,27 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
       expect(response.headers.get('content-type')).toMatch(/^application\/json/);
       expect(Number(response.headers.get('ratelimit-limit'))).toBeGreaterThan(0);
       const index = (await response.json()) as IndexAnswer;
-      expect(index).toMatchObject({ name: 'Agent Room', openapi: `${site}/openapi.json`, developers: `${site}/developers`, reference: `${site}/developers/reference` });
+      expect(index).toMatchObject({
+        name: 'Agent Room',
+        openapi: `${site}/openapi.json`,
+        developers: `${site}/developers`,
+        reference: `${site}/developers/reference`,
+      });
       expect(index.operations).toContainEqual({ operation: 'listPosts', title: expect.any(String) as string, method: 'GET', url: `${base}/posts` });
       expect(index.operations).toContainEqual(expect.objectContaining({ operation: 'createPost', method: 'POST', url: `${base}/posts`, scope: 'posts:write' }));
       expect(index.operations).toContainEqual(expect.objectContaining({ operation: 'getPost', method: 'GET', url: `${base}/posts/{postId}` }));
       expect(index.operations).toContainEqual(expect.objectContaining({ operation: 'startSignup', method: 'POST', url: `${api}/agent/signup/start` }));
       expect(index.operations).toContainEqual(expect.objectContaining({ operation: 'apiIndex', method: 'GET', url: base }));
-      expect(index.oauth).toMatchObject({ token_endpoint: `${api}/oauth/token`, device_authorization_endpoint: `${api}/oauth/device_authorization`, revocation_endpoint: `${api}/oauth/revoke` });
-      expect(index.discovery).toMatchObject({ manifest: `${site}/.well-known/ai-agent.json`, agent_card: `${site}/.well-known/agent-card.json`, llms_txt: `${site}/llms.txt` });
+      expect(index.oauth).toMatchObject({
+        token_endpoint: `${api}/oauth/token`,
+        device_authorization_endpoint: `${api}/oauth/device_authorization`,
+        revocation_endpoint: `${api}/oauth/revoke`,
+      });
+      expect(index.discovery).toMatchObject({
+        manifest: `${site}/.well-known/ai-agent.json`,
+        agent_card: `${site}/.well-known/agent-card.json`,
+        llms_txt: `${site}/llms.txt`,
+      });
 
       // Each is the operation of the same name, method and path in the OpenAPI document.
       const openapi = (await (await fetch(index.openapi)).json()) as { paths: Record<string, Record<string, { operationId?: string }>> };
@@ -100,7 +113,12 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
   });
 
   it('answers every URL the discovery documents and the index name, none with 404', async () => {
-    const documents = [`${site}/.well-known/ai-agent.json`, `${site}/.well-known/oauth-authorization-server`, `${site}/.well-known/oauth-protected-resource`, base];
+    const documents = [
+      `${site}/.well-known/ai-agent.json`,
+      `${site}/.well-known/oauth-authorization-server`,
+      `${site}/.well-known/oauth-protected-resource`,
+      base,
+    ];
     const named = new Set<string>();
     for (const document of documents) for (const url of urlsIn(await (await fetch(document)).json())) named.add(url);
     expect(named).toContain(`${api}/oauth/token`);
@@ -132,7 +150,10 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
       expect(response.status).toBe(204);
       expect(response.headers.get('allow')).toBe(allow);
       expect(await response.text()).toBe('');
-      const preflight = await fetch(`${app.urls[root]}${path}`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' } });
+      const preflight = await fetch(`${app.urls[root]}${path}`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' },
+      });
       expect(preflight.status).toBe(204);
       expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
       expect(preflight.headers.get('access-control-allow-methods')).toContain('POST');
@@ -196,7 +217,11 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
       const metadata = `${new URL(api).origin}/.well-known/oauth-protected-resource${new URL(api).pathname}`;
       const refusals = [
         await fetch(`${base}/messages`),
-        await fetch(`${base}/posts`, { method: 'POST', headers: { authorization: 'Bearer not-a-token', 'content-type': 'application/json' }, body: '{"text":"hi"}' }),
+        await fetch(`${base}/posts`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer not-a-token', 'content-type': 'application/json' },
+          body: '{"text":"hi"}',
+        }),
         await fetch(`${base}/agents/a_123`, { method: 'HEAD' }),
       ];
       for (const response of refusals) {
@@ -223,7 +248,9 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
       const tooLarge = (await (await postJson(`${base}/messages`, JSON.stringify({ text: 'x'.repeat(70_000) }))).json()) as Problem;
       expect(tooLarge.remedy).toContain(`POST ${base}/messages`);
       expect(tooLarge.remedy).toContain(`${site}/problems/payload-too-large`);
-      const notUtf8 = (await (await postJson(`${api}/agent/feedback`, new Uint8Array([0x7b, 0x22, 0x70, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]))).json()) as Problem;
+      const notUtf8 = (await (
+        await postJson(`${api}/agent/feedback`, new Uint8Array([0x7b, 0x22, 0x70, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]))
+      ).json()) as Problem;
       expect(notUtf8.detail).toContain('UTF-8');
       expect(notUtf8.remedy).toContain(`POST ${api}/agent/feedback`);
     });
@@ -231,7 +258,10 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
     it("for completeSignup's bad user_code: the approval page and the endpoint", async () => {
       const human = await app.auth.humans.register('Remedy Reader', 'a long password');
       const { sessionId, session } = await app.auth.humans.openSession(human.id);
-      const response = await postJson(`${api}/agent/signup/complete`, JSON.stringify({ user_code: '' }), { cookie: `ar_session=${sessionId}`, 'x-csrf-token': session.csrf });
+      const response = await postJson(`${api}/agent/signup/complete`, JSON.stringify({ user_code: '' }), {
+        cookie: `ar_session=${sessionId}`,
+        'x-csrf-token': session.csrf,
+      });
       expect(response.status).toBe(400);
       const problem = (await response.json()) as Problem;
       expect(problem.parameter).toBe('user_code');
@@ -240,13 +270,17 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
     });
 
     it('for completeSignup with a bearer token: 403 agent-cannot-approve, as docs/http-contract.md says', async () => {
-      const response = await postJson(`${api}/agent/signup/complete`, JSON.stringify({ user_code: 'BCDF-GHJK' }), { authorization: `Bearer agt_${'x'.repeat(49)}` });
+      const response = await postJson(`${api}/agent/signup/complete`, JSON.stringify({ user_code: 'BCDF-GHJK' }), {
+        authorization: `Bearer agt_${'x'.repeat(49)}`,
+      });
       const problem = (await response.json()) as Problem;
       expect(response.status).toBe(403);
       expect(problem.type).toBe(`${site}/problems/agent-cannot-approve`);
       expect(problem.remedy).toContain(`${site}/device`);
       const contract = readFileSync(new URL('../../docs/http-contract.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
-      expect(/`completeSignup` with a bearer token is refused \((\d{3})/.exec(contract)?.[1], 'the status docs/http-contract.md gives').toBe(String(response.status));
+      expect(/`completeSignup` with a bearer token is refused \((\d{3})/.exec(contract)?.[1], 'the status docs/http-contract.md gives').toBe(
+        String(response.status),
+      );
     });
   });
 });

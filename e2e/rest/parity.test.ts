@@ -23,20 +23,31 @@ describe('one core, three protocols (embedded)', () => {
     const agents = (await (await fetch(`${app.urls.baseUrl}/agents`)).json()) as { data: { id: string }[] };
     const to = agents.data[0]?.id ?? '';
 
-    const restResponse = await fetch(`${app.urls.baseUrl}/messages`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ to, text: 'hi' }) });
+    const restResponse = await fetch(`${app.urls.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ to, text: 'hi' }),
+    });
     const rest = (await restResponse.json()) as Problem;
     const client = await mcpClient(app, token);
     const mcp = (await refusedToolCall(client, 'room_send_message', { to, text: 'hi' })).problem;
     await client.close();
     const a2a = (await rpcFailure(send(await a2aClient(`${app.urls.apiUrl}/a2a/${to}`), textMessage(['hi']), token))).problem;
 
-    const shared = { type: `${app.urls.siteUrl}/problems/scope-required`, code: 'scope_required', status: 403, required_scope: 'messages:write', held_scopes: ['agents:read'] };
+    const shared = {
+      type: `${app.urls.siteUrl}/problems/scope-required`,
+      code: 'scope_required',
+      status: 403,
+      required_scope: 'messages:write',
+      held_scopes: ['agents:read'],
+    };
     expect(restResponse.status).toBe(403);
     expect(rest).toMatchObject(shared);
     expect(mcp).toMatchObject(shared);
     expect(a2a).toMatchObject({ ...shared, status: '403', held_scopes: 'agents:read' });
     // Every remedy names the signup call that fixes it, and the call to repeat in its own protocol's words.
-    for (const remedy of [rest.remedy, mcp.remedy, a2a.remedy ?? '']) expect(remedy).toContain(`POST ${app.urls.apiUrl}/agent/signup/start with {"scopes":["agents:read","messages:write"]}`);
+    for (const remedy of [rest.remedy, mcp.remedy, a2a.remedy ?? ''])
+      expect(remedy).toContain(`POST ${app.urls.apiUrl}/agent/signup/start with {"scopes":["agents:read","messages:write"]}`);
     expect(rest.remedy).toContain(`POST ${app.urls.baseUrl}/messages`);
     expect(mcp.remedy).toContain('the tool room_send_message');
     expect(a2a.remedy).toContain(`SendMessage to ${app.urls.apiUrl}/a2a/<agentId>`);
@@ -56,7 +67,12 @@ describe('one core, three protocols (embedded)', () => {
     const a2a = await fetch(`${app.urls.apiUrl}/a2a`, {
       method: 'POST',
       headers: { ...auth, 'content-type': 'application/json', 'A2A-Version': '1.0' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'counted-1', role: 'ROLE_USER', parts: [{ text: 'counted' }] } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: 'counted-1', role: 'ROLE_USER', parts: [{ text: 'counted' }] } },
+      }),
     });
     expect(a2a.status).toBe(200);
     const last = remaining(await fetch(`${app.urls.baseUrl}/posts?limit=1`, { headers: auth }));

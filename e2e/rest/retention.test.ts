@@ -53,7 +53,14 @@ describe.each([
   let oldCursor: string;
 
   beforeAll(async () => {
-    app = await startEmbedded({ ...FAST_PASSWORDS, ...storage(), LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', POSTS_RETENTION: String(RETENTION) });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      ...storage(),
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      POSTS_RETENTION: String(RETENTION),
+    });
     token = (await signUp(app, ['posts:write'], 'scout', ada)).token;
     const made = await post(app, token, { text: 'the first post' }, { 'idempotency-key': 'first-post' });
     expect(made.status).toBe(201);

@@ -96,7 +96,11 @@ describe.concurrent('slow clients', () => {
 
   it('closes a socket whose body trickles in past the request timeout', async () => {
     const host = new URL(app.urls.baseUrl).host;
-    const loris = await slowloris(app.port, `POST /api/v1/posts HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"text":"`, 'a');
+    const loris = await slowloris(
+      app.port,
+      `POST /api/v1/posts HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"text":"`,
+      'a',
+    );
     const { afterMs } = await loris.closed;
     expect(afterMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
     expect(afterMs).toBeLessThan(CLOSED_WITHIN_MS);
@@ -133,6 +137,8 @@ describe('router timeouts configuration', () => {
   });
 
   it('refuses a headers timeout longer than the request timeout when the router starts', async () => {
-    await expect(startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' })).rejects.toThrow(/HEADERS_TIMEOUT_MS/);
+    await expect(
+      startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }),
+    ).rejects.toThrow(/HEADERS_TIMEOUT_MS/);
   });
 });

@@ -48,15 +48,26 @@ describe('sign-up, tokens and the write path (embedded)', () => {
     expect(body).not.toHaveProperty('access_token');
   });
 
-  it.each([{}, { scopes: [] }, { scopes: 'posts:write' }, { scopes: ['posts:write', 'root'] }, { scopes: [''] }])('refuses %j with 400 naming the four scopes', async (body) => {
-    const response = await fetch(`${app.urls.apiUrl}/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const problem = await problemOf(response, 400, 'invalid_request');
-    expect(problem.remedy).toContain('agents:read, posts:write, messages:read, messages:write');
-  });
+  it.each([{}, { scopes: [] }, { scopes: 'posts:write' }, { scopes: ['posts:write', 'root'] }, { scopes: [''] }])(
+    'refuses %j with 400 naming the four scopes',
+    async (body) => {
+      const response = await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const problem = await problemOf(response, 400, 'invalid_request');
+      expect(problem.remedy).toContain('agents:read, posts:write, messages:read, messages:write');
+    },
+  );
 
   it('polls pending (202), too fast (429 Retry-After), then the token once, then signup-unknown', async () => {
     const started = (await (
-      await fetch(`${app.urls.apiUrl}/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes: ['posts:write'] }) })
+      await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ scopes: ['posts:write'] }),
+      })
     ).json()) as { device_code: string; user_code: string };
     const poll = (): Promise<Response> => fetch(`${app.urls.apiUrl}/agent/signup/poll?device_code=${started.device_code}`);
     const pending = await poll();
@@ -81,7 +92,11 @@ describe('sign-up, tokens and the write path (embedded)', () => {
 
   it('answers a declined signup with signup-declined', async () => {
     const started = (await (
-      await fetch(`${app.urls.apiUrl}/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes: ['posts:write'] }) })
+      await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ scopes: ['posts:write'] }),
+      })
     ).json()) as { device_code: string; user_code: string };
     await app.auth.flows.decline(started.user_code, await app.auth.humans.register('Decliner', 'a long password'));
     const problem = await problemOf(await fetch(`${app.urls.apiUrl}/agent/signup/poll?device_code=${started.device_code}`), 400, 'invalid_request');
@@ -104,15 +119,24 @@ describe('sign-up, tokens and the write path (embedded)', () => {
     const response = await post(app, undefined, { text: 'hi' });
     const problem = await problemOf(response, 401, 'no_token');
     // RFC 9728 §3.1: the metadata of the resource {api_url}, the well-known segment before its path.
-    expect(response.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}"`);
+    expect(response.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${new URL(app.urls.apiUrl).origin}/.well-known/oauth-protected-resource${new URL(app.urls.apiUrl).pathname}"`,
+    );
     expect(problem.remedy).toContain(`${app.urls.apiUrl}/agent/signup/start`);
   });
 
-  it.each(['Bearer', 'Bearer not-a-token', 'Basic YWRhOnB3', `Bearer agt_${'x'.repeat(49)}`])('answers Authorization %j with 401 token_invalid', async (header) => {
-    const response = await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { authorization: header, 'content-type': 'application/json' }, body: '{"text":"hi"}' });
-    await problemOf(response, 401, 'token_invalid');
-    expect(response.headers.get('www-authenticate')).toContain('resource_metadata=');
-  });
+  it.each(['Bearer', 'Bearer not-a-token', 'Basic YWRhOnB3', `Bearer agt_${'x'.repeat(49)}`])(
+    'answers Authorization %j with 401 token_invalid',
+    async (header) => {
+      const response = await fetch(`${app.urls.baseUrl}/posts`, {
+        method: 'POST',
+        headers: { authorization: header, 'content-type': 'application/json' },
+        body: '{"text":"hi"}',
+      });
+      await problemOf(response, 401, 'token_invalid');
+      expect(response.headers.get('www-authenticate')).toContain('resource_metadata=');
+    },
+  );
 
   it('answers a token without posts:write with 403, the scope it lacks, what it holds and the exact signup call', async () => {
     const { token } = await signUp(app, ['messages:write', 'agents:read'], 'reader', ada);
@@ -142,7 +166,11 @@ describe('sign-up, tokens and the write path (embedded)', () => {
 
   it('stops a token revoked through the OAuth revocation endpoint', async () => {
     const { token } = await signUp(app, ['posts:write'], 'revoked', ada);
-    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }) });
+    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token }),
+    });
     expect(revoked.status).toBe(200);
     await problemOf(await post(app, token, { text: 'still here?' }), 401, 'token_invalid');
   });
@@ -269,9 +297,17 @@ describe('standard OAuth clients', () => {
 
   it('answers the token endpoint with RFC 8628 errors', async () => {
     const form = (body: Record<string, string>): Promise<Response> =>
-      fetch(`${app.urls.apiUrl}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body) });
+      fetch(`${app.urls.apiUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(body),
+      });
     const started = (await (
-      await fetch(`${app.urls.apiUrl}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: 'cli', scope: 'posts:write' }) })
+      await fetch(`${app.urls.apiUrl}/oauth/device_authorization`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: 'cli', scope: 'posts:write' }),
+      })
     ).json()) as { device_code: string };
     const grant = 'urn:ietf:params:oauth:grant-type:device_code';
     expect(await (await form({ grant_type: grant, device_code: started.device_code })).json()).toMatchObject({ error: 'authorization_pending' });
@@ -302,7 +338,11 @@ describe('sendFeedback', () => {
   });
 
   it.each([{}, { problem: '' }, { problem: 42 }])('answers %j with 400 naming problem', async (body) => {
-    const response = await fetch(`${app.urls.apiUrl}/agent/feedback`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(`${app.urls.apiUrl}/agent/feedback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(response.status).toBe(400);
     expect(((await response.json()) as Problem).remedy).toContain('"problem"');
   });

@@ -38,7 +38,11 @@ describe('tokens for load testers: a registered human, npm run agents -- provisi
   }
 
   function post(token: string, text: string): Promise<Response> {
-    return fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+    return fetch(`${app.urls.baseUrl}/posts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ text }),
+    });
   }
 
   async function signedInPage(): Promise<Page> {
@@ -53,18 +57,29 @@ describe('tokens for load testers: a registered human, npm run agents -- provisi
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', REDIS_URL: redis.url, REDIS_KEY_PREFIX: 'provision' });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: 'provision',
+    });
     dir = await mkdtemp(join(tmpdir(), 'provision-'));
     browser = await launchChromium();
     // The human registers once, with curl as load-tests/README.md shows: the form's CSRF token is a
     // double submit, so any random value sent both as the ar_form cookie and as the field will do.
-    const registered = await run('bash', [
-      '-c',
-      `CSRF=$(openssl rand -hex 16)
+    const registered = await run(
+      'bash',
+      [
+        '-c',
+        `CSRF=$(openssl rand -hex 16)
 curl -sS -o /dev/null -w '%{http_code}\\n' "$SITE_URL/signin" \\
   -b "ar_form=$CSRF" --data-urlencode "csrf=$CSRF" --data-urlencode action=register \\
   --data-urlencode "name=${tester.name}" --data-urlencode "password=${tester.password}"`,
-    ], { SITE_URL: app.urls.siteUrl });
+      ],
+      { SITE_URL: app.urls.siteUrl },
+    );
     expect(registered).toMatchObject({ code: 0, stdout: '303\n' });
   }, 60_000);
 
@@ -76,12 +91,23 @@ curl -sS -o /dev/null -w '%{http_code}\\n' "$SITE_URL/signin" \\
   });
 
   it('gives tokens that post, agents the room lists, rows the human sees as provisioned, and a revoke from the page that stops a token', async () => {
-    const file = await provision(join(dir, 'tokens.json'), '--count', '3', '--prefix', 'load', '--scopes', 'posts:write,messages:write,messages:read', '--reason', 'k6 load test');
+    const file = await provision(
+      join(dir, 'tokens.json'),
+      '--count',
+      '3',
+      '--prefix',
+      'load',
+      '--scopes',
+      'posts:write,messages:write,messages:read',
+      '--reason',
+      'k6 load test',
+    );
     expect(file.agents.map((a) => a.name)).toEqual(['load-1', 'load-2', 'load-3']);
 
     for (const agent of file.agents) expect((await post(agent.token, `hello from ${agent.name}`)).status).toBe(201);
     const listed = (await (await fetch(`${app.urls.baseUrl}/agents?limit=50`)).json()) as { data: { id: string; agentName: string; humanLabel: string }[] };
-    for (const agent of file.agents) expect(listed.data).toContainEqual(expect.objectContaining({ id: agent.id, agentName: agent.name, humanLabel: 'Load Tester' }));
+    for (const agent of file.agents)
+      expect(listed.data).toContainEqual(expect.objectContaining({ id: agent.id, agentName: agent.name, humanLabel: 'Load Tester' }));
     // Their other scopes work too: one writes to another's inbox, which reads it.
     const [first, second] = file.agents as [TokensFile['agents'][number], TokensFile['agents'][number]];
     const sent = await fetch(`${app.urls.baseUrl}/messages`, {
@@ -90,7 +116,9 @@ curl -sS -o /dev/null -w '%{http_code}\\n' "$SITE_URL/signin" \\
       body: JSON.stringify({ to: second.id, text: 'load test hello' }),
     });
     expect(sent.status).toBe(201);
-    const inbox = (await (await fetch(`${app.urls.baseUrl}/messages`, { headers: { authorization: `Bearer ${second.token}` } })).json()) as { data: { text: string }[] };
+    const inbox = (await (await fetch(`${app.urls.baseUrl}/messages`, { headers: { authorization: `Bearer ${second.token}` } })).json()) as {
+      data: { text: string }[];
+    };
     expect(inbox.data.map((m) => m.text)).toContain('load test hello');
 
     const page = await signedInPage();
@@ -105,11 +133,7 @@ curl -sS -o /dev/null -w '%{http_code}\\n' "$SITE_URL/signin" \\
       // The day it was made, shown in the reader's time zone from the UTC moment the page holds.
       expect(await row.locator('.origin time').getAttribute('datetime')).toMatch(new RegExp(`^${today}T`));
     }
-    await page
-      .locator('li.agent')
-      .filter({ hasText: first.id })
-      .getByRole('button', { name: 'Revoke the token of load-1' })
-      .click();
+    await page.locator('li.agent').filter({ hasText: first.id }).getByRole('button', { name: 'Revoke the token of load-1' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Revoke load-1?');
     expect(await page.locator('main').textContent()).toContain('provisioned by an operator (k6 load test)');
     await page.getByRole('button', { name: 'Revoke' }).click();
@@ -128,7 +152,27 @@ curl -sS -o /dev/null -w '%{http_code}\\n' "$SITE_URL/signin" \\
     const reports = join(dir, 'reports');
     const load = await run(
       process.execPath,
-      [SSE_LOAD, '--tokens', tokens, '--posts', '20', '--inboxes', '4', '--duration', '3', '--rate', '10', '--message-rate', '10', '--kill-share', '0.5', '--drain', '5', '--report-dir', reports],
+      [
+        SSE_LOAD,
+        '--tokens',
+        tokens,
+        '--posts',
+        '20',
+        '--inboxes',
+        '4',
+        '--duration',
+        '3',
+        '--rate',
+        '10',
+        '--message-rate',
+        '10',
+        '--kill-share',
+        '0.5',
+        '--drain',
+        '5',
+        '--report-dir',
+        reports,
+      ],
       { BASE_URL: app.urls.siteUrl },
     );
     expect(load.stderr).toBe('');
@@ -139,7 +183,20 @@ curl -sS -o /dev/null -w '%{http_code}\\n' "$SITE_URL/signin" \\
     expect(name).toMatch(/^sse-fanout-.*\.json$/);
     const report = JSON.parse(await readFile(join(reports, name ?? ''), 'utf8')) as {
       ok: boolean;
-      feeds: Record<'posts' | 'messages', { subscribers: number; events: number; expected: number; delivered: number; missing: number; duplicates: number; killed: number; recovered: number; latencyMs: { p50: number; max: number } }>;
+      feeds: Record<
+        'posts' | 'messages',
+        {
+          subscribers: number;
+          events: number;
+          expected: number;
+          delivered: number;
+          missing: number;
+          duplicates: number;
+          killed: number;
+          recovered: number;
+          latencyMs: { p50: number; max: number };
+        }
+      >;
     };
     expect(report.ok).toBe(true);
     const { posts, messages } = report.feeds;

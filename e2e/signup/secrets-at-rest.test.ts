@@ -75,7 +75,9 @@ describe('secrets at rest', () => {
       const human = await app.auth.humans.verify('Grace Hopper', password);
       if (!human) throw new Error('the human registered above cannot sign in');
       await app.auth.flows.approve(started.user_code, human);
-      const polled = (await (await fetch(`${app.urls.apiUrl}/agent/signup/poll?device_code=${encodeURIComponent(started.device_code)}`)).json()) as { access_token: string };
+      const polled = (await (await fetch(`${app.urls.apiUrl}/agent/signup/poll?device_code=${encodeURIComponent(started.device_code)}`)).json()) as {
+        access_token: string;
+      };
       tokens.push(polled.access_token);
       secrets[`${name} device code`] = started.device_code;
       secrets[`${name} user code`] = started.user_code;
@@ -84,11 +86,22 @@ describe('secrets at rest', () => {
     }
     const [scoutToken, keeperToken] = tokens as [string, string];
     const auth = (token: string) => ({ 'content-type': 'application/json', authorization: `Bearer ${token}` });
-    expect((await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: auth(scoutToken), body: JSON.stringify({ text: 'hello, room' }) })).status).toBe(201);
-    const keeper = ((await (await fetch(`${app.urls.baseUrl}/agents`)).json()) as { data: { id: string; agentName: string }[] }).data.find((a) => a.agentName === 'keeper');
-    expect((await fetch(`${app.urls.baseUrl}/messages`, { method: 'POST', headers: auth(scoutToken), body: JSON.stringify({ to: keeper?.id, text: 'hi keeper' }) })).status).toBe(201);
+    expect(
+      (await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: auth(scoutToken), body: JSON.stringify({ text: 'hello, room' }) })).status,
+    ).toBe(201);
+    const keeper = ((await (await fetch(`${app.urls.baseUrl}/agents`)).json()) as { data: { id: string; agentName: string }[] }).data.find(
+      (a) => a.agentName === 'keeper',
+    );
+    expect(
+      (await fetch(`${app.urls.baseUrl}/messages`, { method: 'POST', headers: auth(scoutToken), body: JSON.stringify({ to: keeper?.id, text: 'hi keeper' }) }))
+        .status,
+    ).toBe(201);
     expect((await fetch(`${app.urls.baseUrl}/messages`, { headers: auth(keeperToken) })).status).toBe(200);
-    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(keeperToken)}` });
+    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `token=${encodeURIComponent(keeperToken)}`,
+    });
     expect(revoked.status).toBe(200);
 
     const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -98,12 +111,18 @@ describe('secrets at rest', () => {
       // The journey did write: the scan reads what is there.
       expect(stored.join('\n')).toContain('hello, room');
       for (const [what, secret] of Object.entries(secrets)) {
-        expect(stored.filter((value) => value.includes(secret)), `${what} is stored as it is`).toEqual([]);
+        expect(
+          stored.filter((value) => value.includes(secret)),
+          `${what} is stored as it is`,
+        ).toEqual([]);
       }
       // The token's random part alone (without its prefix and checksum) is not there either.
       for (const token of tokens) {
         const body = token.slice('agt_'.length, -6);
-        expect(stored.filter((value) => value.includes(body)), 'the random part of a token').toEqual([]);
+        expect(
+          stored.filter((value) => value.includes(body)),
+          'the random part of a token',
+        ).toEqual([]);
       }
     } finally {
       client.disconnect();

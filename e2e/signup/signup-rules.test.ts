@@ -100,7 +100,11 @@ describe('signup rules (embedded)', () => {
 
   // The document says at most 100 characters (code points) for client_id: the server takes exactly that, with or without agent_name.
   const deviceAuthorization = (form: Record<string, string>): Promise<Response> =>
-    fetch(`${app.urls.apiUrl}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ scope: 'posts:write', ...form }) });
+    fetch(`${app.urls.apiUrl}/oauth/device_authorization`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ scope: 'posts:write', ...form }),
+    });
 
   it.each([
     ['startSignup', (clientId: string) => start({ scopes: ['posts:write'], agent_name: 'named', client_id: clientId })],
@@ -116,7 +120,9 @@ describe('signup rules (embedded)', () => {
 
   it('documents the device_code startSignup answers, and refuses one of another form as it refuses an unknown one', async () => {
     const flow = await startFlow('polled');
-    const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, { get: { parameters: { name: string; schema: { pattern: string } }[] } }> };
+    const document = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as {
+      paths: Record<string, { get: { parameters: { name: string; schema: { pattern: string } }[] } }>;
+    };
     const pattern = new RegExp(document.paths['/agent/signup/poll']?.get.parameters.find((p) => p.name === 'device_code')?.schema.pattern ?? '');
     expect(flow.device_code).toMatch(pattern);
     for (const deviceCode of ['x', `${flow.device_code}x`, flow.device_code.replace(/^./, '.')]) {
@@ -139,7 +145,9 @@ describe('signup rules (embedded)', () => {
     interface Schema {
       properties: Record<string, { maxItems?: number; pattern?: string; description?: string }>;
     }
-    const openapi = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as { paths: Record<string, { post: { requestBody: { content: Record<string, { schema: Schema }> } } }> };
+    const openapi = (await (await fetch(`${app.urls.siteUrl}/openapi.json`)).json()) as {
+      paths: Record<string, { post: { requestBody: { content: Record<string, { schema: Schema }> } } }>;
+    };
     const json = openapi.paths['/agent/signup/start']?.post.requestBody.content['application/json']?.schema.properties.scopes;
     const form = openapi.paths['/oauth/device_authorization']?.post.requestBody.content['application/x-www-form-urlencoded']?.schema.properties.scope;
     const limit = json?.maxItems ?? 0;
@@ -152,7 +160,11 @@ describe('signup rules (embedded)', () => {
     expect(form?.description).toContain(`at most ${limit}`);
 
     const device = (count: number): Promise<Response> =>
-      fetch(`${app.urls.apiUrl}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: 'scope-counter', scope: names(count) }) });
+      fetch(`${app.urls.apiUrl}/oauth/device_authorization`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: 'scope-counter', scope: names(count) }),
+      });
     expect((await device(limit)).status).toBe(200);
     const tooMany = await device(limit + 1);
     expect(tooMany.status).toBe(400);
@@ -171,12 +183,20 @@ describe('signup rules (embedded)', () => {
     expect(done).toMatchObject({ status: 'completed' });
     expect(done.agent_id).toMatch(/^a_/);
     const posted = (await (
-      await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${done.access_token}` }, body: JSON.stringify({ text: 'who am I' }) })
+      await fetch(`${app.urls.baseUrl}/posts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${done.access_token}` },
+        body: JSON.stringify({ text: 'who am I' }),
+      })
     ).json()) as { agentId: string };
     expect(posted.agentId).toBe(done.agent_id);
 
     const device = (await (
-      await fetch(`${app.urls.apiUrl}/oauth/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: 'cli', scope: 'posts:write' }) })
+      await fetch(`${app.urls.apiUrl}/oauth/device_authorization`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: 'cli', scope: 'posts:write' }),
+      })
     ).json()) as Flow;
     await app.auth.flows.approve(device.user_code, human);
     const token = (await (
@@ -189,12 +209,18 @@ describe('signup rules (embedded)', () => {
     expect(token.agent_id).toMatch(/^a_/);
   });
 
-  it('keeps a revoked agent\'s profile with revokedAt, and leaves it out of the list unless include=revoked', async () => {
+  it("keeps a revoked agent's profile with revokedAt, and leaves it out of the list unless include=revoked", async () => {
     const reader = (await signUp(app, ['agents:read'], 'reader', ada)).token;
     const gone = await signUp(app, ['posts:write'], 'soon-gone', ada);
-    const agentId = ((await (
-      await fetch(`${app.urls.baseUrl}/posts`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${gone.token}` }, body: JSON.stringify({ text: 'my last post' }) })
-    ).json()) as { agentId: string }).agentId;
+    const agentId = (
+      (await (
+        await fetch(`${app.urls.baseUrl}/posts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${gone.token}` },
+          body: JSON.stringify({ text: 'my last post' }),
+        })
+      ).json()) as { agentId: string }
+    ).agentId;
     const profile = async (): Promise<Record<string, unknown>> =>
       (await (await fetch(`${app.urls.baseUrl}/agents/${agentId}`, { headers: { authorization: `Bearer ${reader}` } })).json()) as Record<string, unknown>;
     const listed = async (query = ''): Promise<string[]> =>
@@ -203,7 +229,11 @@ describe('signup rules (embedded)', () => {
     expect((await profile()).revokedAt ?? null).toBeNull();
     expect(await listed()).toContain(agentId);
 
-    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: gone.token }) });
+    const revoked = await fetch(`${app.urls.apiUrl}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: gone.token }),
+    });
     expect(revoked.status).toBe(200);
 
     const after = await profile();

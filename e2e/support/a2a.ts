@@ -24,7 +24,10 @@ export function textMessage(texts: string[], messageId = `test-${process.pid}-${
 
 /** Sends with the token as a bearer header, the way an agent configures its client. */
 export function send(client: Client, message: Message, token?: string): Promise<unknown> {
-  return client.sendMessage({ message, tenant: '', configuration: undefined, metadata: undefined }, token ? { serviceParameters: { Authorization: `Bearer ${token}` } } : undefined);
+  return client.sendMessage(
+    { message, tenant: '', configuration: undefined, metadata: undefined },
+    token ? { serviceParameters: { Authorization: `Bearer ${token}` } } : undefined,
+  );
 }
 
 /** A JSON-RPC error the SDK client threw: its code, and the room's problem as A2A 1.0 carries it (ErrorInfo metadata). */

@@ -18,7 +18,13 @@ export interface Problem {
  * An agent as docs/product.md describes it: starts a signup, has a human approve it (through
  * the auth service's own approval step, the one its pages call), polls, and holds the token.
  */
-export async function signUp(app: Embedded, scopes: string[], agentName: string, human: { name: string; password: string }, bearer?: string): Promise<{ token: string; human: string }> {
+export async function signUp(
+  app: Embedded,
+  scopes: string[],
+  agentName: string,
+  human: { name: string; password: string },
+  bearer?: string,
+): Promise<{ token: string; human: string }> {
   const started = await fetch(`${app.urls.apiUrl}/agent/signup/start`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },

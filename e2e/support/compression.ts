@@ -65,7 +65,15 @@ export function decoded(answer: RawAnswer): Buffer {
  * HEAD with GET's headers; `cacheControl` on every answer.
  */
 export async function expectCompressedAsset(url: string, identity: Buffer, cacheControl: string): Promise<void> {
-  const codings = { br: 'br', gzip: 'gzip', 'gzip, deflate, br, zstd': 'br', 'br;q=0.5, gzip': 'gzip', 'br;q=0, gzip;q=0': undefined, identity: undefined, '*': 'br' } as const;
+  const codings = {
+    br: 'br',
+    gzip: 'gzip',
+    'gzip, deflate, br, zstd': 'br',
+    'br;q=0.5, gzip': 'gzip',
+    'br;q=0, gzip;q=0': undefined,
+    identity: undefined,
+    '*': 'br',
+  } as const;
   const etags = new Set<string>();
   for (const [accept, coding] of Object.entries(codings)) {
     const answer = await rawRequest(url, { 'accept-encoding': accept });
@@ -90,13 +98,14 @@ export async function expectCompressedAsset(url: string, identity: Buffer, cache
     const head = await rawRequest(url, { 'accept-encoding': accept }, 'HEAD');
     expect(head.status).toBe(200);
     expect(head.body.length).toBe(0);
-    for (const name of ['content-type', 'content-length', 'content-encoding', 'etag', 'vary', 'cache-control']) expect(head.headers[name], `HEAD ${url} ${name}`).toBe(answer.headers[name]);
+    for (const name of ['content-type', 'content-length', 'content-encoding', 'etag', 'vary', 'cache-control'])
+      expect(head.headers[name], `HEAD ${url} ${name}`).toBe(answer.headers[name]);
   }
   // One ETag per coding, the same whatever asked for it.
   expect(new Set([...etags].map((entry) => entry.split(' ')[0])).size).toBe(3);
   expect(new Set([...etags].map((entry) => entry.split(' ')[1])).size).toBe(3);
   const gzipTag = [...etags].find((entry) => entry.startsWith('gzip '))?.split(' ')[1] ?? '';
-  expect((await rawRequest(url, { 'accept-encoding': 'br', 'if-none-match': gzipTag })).status, 'another coding\'s ETag').toBe(200);
+  expect((await rawRequest(url, { 'accept-encoding': 'br', 'if-none-match': gzipTag })).status, "another coding's ETag").toBe(200);
   // Without Accept-Encoding: the bytes as they are.
   const plain = await rawRequest(url);
   expect(plain.headers['content-encoding']).toBeUndefined();

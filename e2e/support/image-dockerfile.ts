@@ -274,7 +274,8 @@ function readCopy(instruction: Instruction, workdir: string, stages: Map<string,
   const sources = words.map((source) => {
     if (/[*?[\]$]/.test(source)) fail(instruction, `wildcards and variables are not understood: ${source}`);
     if (from === 'context') {
-      if (source.startsWith('/') || posix.normalize(source).startsWith('..')) fail(instruction, `a context source must be a relative path inside the context: ${source}`);
+      if (source.startsWith('/') || posix.normalize(source).startsWith('..'))
+        fail(instruction, `a context source must be a relative path inside the context: ${source}`);
       return posix.normalize(source);
     }
     if (!source.startsWith(prefix)) fail(instruction, `a source from another stage must lie under its WORKDIR ${prefix}: ${source}`);
@@ -285,7 +286,13 @@ function readCopy(instruction: Instruction, workdir: string, stages: Map<string,
   const absolute = dest.startsWith('/') ? posix.normalize(dest) : posix.join(workdir, dest);
   if (absolute !== workdir && !absolute.startsWith(`${workdir}/`)) fail(instruction, `destination ${dest} is outside WORKDIR ${workdir}`);
   const relative = posix.relative(workdir, absolute);
-  return { kind: 'copy', from, sources, dest: dest.endsWith('/') || relative === '' ? `${relative === '' ? '.' : relative}/` : relative, line: instruction.line };
+  return {
+    kind: 'copy',
+    from,
+    sources,
+    dest: dest.endsWith('/') || relative === '' ? `${relative === '' ? '.' : relative}/` : relative,
+    line: instruction.line,
+  };
 }
 
 /**
@@ -299,7 +306,10 @@ export function readDockerignore(text: string): (path: string) => boolean {
     .filter((line) => line !== '' && !line.startsWith('#'))
     .map((line) => {
       const exception = line.startsWith('!');
-      const pattern = posix.normalize((exception ? line.slice(1) : line).trim()).replace(/^\/+/, '').replace(/\/+$/, '');
+      const pattern = posix
+        .normalize((exception ? line.slice(1) : line).trim())
+        .replace(/^\/+/, '')
+        .replace(/\/+$/, '');
       if (/[[\]\\]/.test(pattern)) throw new DockerfileError(`.dockerignore: character classes and escapes are not understood: ${line}`);
       let source = '^';
       for (let i = 0; i < pattern.length; i += 1) {

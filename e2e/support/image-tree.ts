@@ -6,7 +6,20 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, type Hash } from 'node:crypto';
-import { chmodSync, copyFileSync, cpSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,9 +82,12 @@ function npmVersion(): string {
 function copy(repo: string, root: string, step: CopyStep, ignored: (path: string) => boolean): void {
   for (const source of step.sources) {
     const from = join(repo, source);
-    if (step.from === 'context' && ignored(source)) throw new Error(`Dockerfile line ${step.line}: ${source} is left out of the build context by .dockerignore`);
+    if (step.from === 'context' && ignored(source))
+      throw new Error(`Dockerfile line ${step.line}: ${source} is left out of the build context by .dockerignore`);
     if (!existsSync(from)) {
-      throw new Error(`Dockerfile line ${step.line}: ${source} does not exist${step.from === 'context' ? '' : ' (run npm run build: the build stage makes it)'}`);
+      throw new Error(
+        `Dockerfile line ${step.line}: ${source} does not exist${step.from === 'context' ? '' : ' (run npm run build: the build stage makes it)'}`,
+      );
     }
     const folder = statSync(from).isDirectory();
     const to = step.dest.endsWith('/') && !folder ? join(root, step.dest, basename(source)) : join(root, step.dest);

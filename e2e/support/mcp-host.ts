@@ -25,9 +25,22 @@ export async function registerHost(app: Embedded, name: string): Promise<string>
  * (signed in by `cookie`), the human's approval as `agent` ('new', named `agentName`, or an agent
  * id), then the code exchanged at the token endpoint. Answers the host's tokens.
  */
-export async function connectHost(app: Embedded, cookie: string, clientId: string, agent: string, agentName = ''): Promise<{ access_token: string; refresh_token: string; agent_id: string }> {
+export async function connectHost(
+  app: Embedded,
+  cookie: string,
+  clientId: string,
+  agent: string,
+  agentName = '',
+): Promise<{ access_token: string; refresh_token: string; agent_id: string }> {
   const { verifier, challenge } = pkce();
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: HOST_REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', state: 'state' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: HOST_REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state: 'state',
+  });
   const consent = await (await fetch(`${app.urls.siteUrl}/authorize?${query.toString()}`, { headers: { cookie } })).text();
   const field = (name: string): string => {
     const value = new RegExp(`name="${name}" value="([^"]*)"`).exec(consent)?.[1];
@@ -56,14 +69,21 @@ export async function signInCookie(app: Embedded, human: { name: string; passwor
   const site = app.urls.siteUrl;
   const form = await fetch(`${site}/signin`);
   const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
-  const formCookie = form.headers.getSetCookie().find((c) => c.startsWith('ar_form='))?.split(';')[0] ?? '';
+  const formCookie =
+    form.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('ar_form='))
+      ?.split(';')[0] ?? '';
   const response = await fetch(`${site}/signin`, {
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: formCookie },
     body: new URLSearchParams({ csrf, name: human.name, password: human.password, next: '/account', action: 'signin' }).toString(),
   });
-  const session = response.headers.getSetCookie().find((c) => c.startsWith('ar_session='))?.split(';')[0];
+  const session = response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('ar_session='))
+    ?.split(';')[0];
   if (session === undefined) throw new Error(`sign-in answered ${response.status} with no session`);
   return session;
 }

@@ -18,7 +18,10 @@ export interface ToolResult {
  */
 export async function mcpClient(app: Embedded, token?: string): Promise<Client> {
   const client = new Client({ name: 'test-agent', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.urls.apiUrl}/mcp`), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : undefined);
+  const transport = new StreamableHTTPClientTransport(
+    new URL(`${app.urls.apiUrl}/mcp`),
+    token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : undefined,
+  );
   await client.connect(transport);
   await client.listTools();
   return client;

@@ -60,12 +60,20 @@ export class SseClient {
 
   /** Waits until `count` events have arrived (all of them, not only new ones). */
   async waitForEvents(count: number, timeoutMs = 5_000): Promise<EventSourceMessage[]> {
-    await this.until(() => this.events.length >= count, timeoutMs, () => `${this.events.length} of ${count} events`);
+    await this.until(
+      () => this.events.length >= count,
+      timeoutMs,
+      () => `${this.events.length} of ${count} events`,
+    );
     return this.events.slice(0, count);
   }
 
   async waitForComments(count: number, timeoutMs = 5_000): Promise<void> {
-    await this.until(() => this.comments.length >= count, timeoutMs, () => `${this.comments.length} of ${count} comments`);
+    await this.until(
+      () => this.comments.length >= count,
+      timeoutMs,
+      () => `${this.comments.length} of ${count} comments`,
+    );
   }
 
   close(): void {

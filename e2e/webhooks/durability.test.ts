@@ -56,7 +56,11 @@ interface DeliveredEvent {
 
 /** What the Standard Webhooks library reads: the three headers, as strings. */
 function signatureHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  return { 'webhook-id': String(headers['webhook-id']), 'webhook-timestamp': String(headers['webhook-timestamp']), 'webhook-signature': String(headers['webhook-signature']) };
+  return {
+    'webhook-id': String(headers['webhook-id']),
+    'webhook-timestamp': String(headers['webhook-timestamp']),
+    'webhook-signature': String(headers['webhook-signature']),
+  };
 }
 
 /** An agent's own server on 127.0.0.1: each endpoint (a path) verifies every delivery with its secret and records it. */
@@ -262,7 +266,10 @@ describe('webhooks survive a killed delivery process and a Redis restart (cluste
     expect(newPid).not.toBe(killedPid);
     expect(c.lines.join('\n')).toMatch(/delivery exited \(SIGKILL\) after [\d.]+ s; restarting it in [\d.]+ s/);
     // What the killed worker held: jobs read from the queue and never acked, to be taken over.
-    const pending = await inspect((redis as LocalRedis).url, async (r) => (await r.xpending(QUEUE_STREAM, 'workers')) as [number, string | null, string | null, [string, string][] | null]);
+    const pending = await inspect(
+      (redis as LocalRedis).url,
+      async (r) => (await r.xpending(QUEUE_STREAM, 'workers')) as [number, string | null, string | null, [string, string][] | null],
+    );
 
     await sending;
     const sentAt = Date.now();
@@ -287,7 +294,10 @@ describe('webhooks survive a killed delivery process and a Redis restart (cluste
     const repeatedEvents = [...events.values()].filter((e) => e.posts > 1).length;
     const postsPerEvent = new Map<number, number>();
     for (const e of events.values()) postsPerEvent.set(e.posts, (postsPerEvent.get(e.posts) ?? 0) + 1);
-    const histogram = [...postsPerEvent].sort(([a], [b]) => a - b).map(([posts, count]) => `${count} × ${posts}`).join(', ');
+    const histogram = [...postsPerEvent]
+      .sort(([a], [b]) => a - b)
+      .map(([posts, count]) => `${count} × ${posts}`)
+      .join(', ');
     // Events sent after the kill wait for the new process, and for the killed one's lease to lapse.
     const firstAfterKill = Math.min(...received.filter((r) => r.at > killedAt).map((r) => r.at));
     const since = (at: number | undefined, from: number): string => (at === undefined ? 'never' : `${((at - from) / 1000).toFixed(1)} s`);
@@ -301,7 +311,10 @@ describe('webhooks survive a killed delivery process and a Redis restart (cluste
       ].join('\n'),
     );
 
-    expect(allArrived, `not every event arrived within ${BURST_BOUND_MS / 1000} s after the burst; missing ${missing.length}: ${missing.slice(0, 5).join(', ')}`).toBe(true);
+    expect(
+      allArrived,
+      `not every event arrived within ${BURST_BOUND_MS / 1000} s after the burst; missing ${missing.length}: ${missing.slice(0, 5).join(', ')}`,
+    ).toBe(true);
     expect(missing).toEqual([]);
     // Every POST verified with the endpoint's secret, and carried one of the burst's events, no other.
     expect(received.filter((r) => !r.verified)).toEqual([]);
@@ -361,7 +374,9 @@ describe('webhooks survive a killed delivery process and a Redis restart (cluste
     expect(deliveredBeforeStop).toBe(0);
     // Every job waited in Redis (the stream or the retry schedule), and only there, when it stopped.
     expect(waiting.queued + waiting.scheduled).toBe(RETRIED);
-    expect(allArrived, `not every event was delivered within ${RETRY_BOUND_MS / 1000} s after Redis was started again; missing ${missing.join(', ')}`).toBe(true);
+    expect(allArrived, `not every event was delivered within ${RETRY_BOUND_MS / 1000} s after Redis was started again; missing ${missing.join(', ')}`).toBe(
+      true,
+    );
     expect(received.filter((r) => !r.verified)).toEqual([]);
     expect([...events.keys()].filter((id) => !expected.has(id))).toEqual([]);
     expect([...events.values()].filter((e) => e.webhookIds.size !== 1)).toEqual([]);

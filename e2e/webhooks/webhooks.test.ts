@@ -41,10 +41,14 @@ async function receiver(): Promise<{ server: Server; url: string; deliveries: De
 
 /** What the Standard Webhooks library reads: the three headers, as strings. */
 function signatureHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  return { 'webhook-id': String(headers['webhook-id']), 'webhook-timestamp': String(headers['webhook-timestamp']), 'webhook-signature': String(headers['webhook-signature']) };
+  return {
+    'webhook-id': String(headers['webhook-id']),
+    'webhook-timestamp': String(headers['webhook-timestamp']),
+    'webhook-signature': String(headers['webhook-signature']),
+  };
 }
 
-describe('webhooks: an agent\'s own server hears of what concerns it, signed', () => {
+describe("webhooks: an agent's own server hears of what concerns it, signed", () => {
   let app: Embedded;
   let listener: string;
   let speaker: string;
@@ -52,7 +56,13 @@ describe('webhooks: an agent\'s own server hears of what concerns it, signed', (
 
   beforeAll(async () => {
     // The receiver is on loopback, so this product lifts the address and https rules.
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000', WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' });
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    });
     listener = (await signUp(app, ['messages:read', 'posts:write'], 'listener', ada)).token;
     speaker = (await signUp(app, ['posts:write', 'messages:write'], 'speaker', ada)).token;
     target = await receiver();
@@ -84,8 +94,15 @@ describe('webhooks: an agent\'s own server hears of what concerns it, signed', (
     await expect.poll(() => target.deliveries.length, { timeout: 1_000, interval: 10 }).toBe(1);
     expect(Date.now() - sentAt).toBeLessThan(1_000);
     const delivery = target.deliveries[0] as Delivery;
-    const event = verifier.verify(delivery.body, signatureHeaders(delivery.headers)) as { type: string; timestamp: string; data: { type: string; post: { id: string; text: string } } };
-    expect(event).toMatchObject({ type: 'mention', data: { type: 'mention', post: { id: (posted.structuredContent as { id: string }).id, text: 'Heads up, @listener' } } });
+    const event = verifier.verify(delivery.body, signatureHeaders(delivery.headers)) as {
+      type: string;
+      timestamp: string;
+      data: { type: string; post: { id: string; text: string } };
+    };
+    expect(event).toMatchObject({
+      type: 'mention',
+      data: { type: 'mention', post: { id: (posted.structuredContent as { id: string }).id, text: 'Heads up, @listener' } },
+    });
     // The same object as the REST list answers.
     const listed = (await (await api('GET', '/notifications', listener)).json()) as { data: unknown[] };
     expect(event.data).toEqual(listed.data[0]);
@@ -99,12 +116,16 @@ describe('webhooks: an agent\'s own server hears of what concerns it, signed', (
     expect(hooks.data[0]?.recent_attempts[0]).toMatchObject({ status: 204, event_type: 'mention', message_id: delivery.headers['webhook-id'] });
   });
 
-  it('reads one endpoint by id, as the list shows it and without its secret; another agent\'s, or an unknown id, is webhook-not-found', async () => {
+  it("reads one endpoint by id, as the list shows it and without its secret; another agent's, or an unknown id, is webhook-not-found", async () => {
     const [listed] = ((await (await api('GET', '/webhooks', listener)).json()) as { data: WebhookBody[] }).data;
     const one = await api('GET', `/webhooks/${listed?.id}`, listener);
     expect(one.status).toBe(200);
     expect(await one.json()).toEqual(listed);
-    for (const [token, id] of [[speaker, listed?.id], [listener, 'wh_unknown'], [listener, 'not-an-id']] as const) {
+    for (const [token, id] of [
+      [speaker, listed?.id],
+      [listener, 'wh_unknown'],
+      [listener, 'not-an-id'],
+    ] as const) {
       const refused = await api('GET', `/webhooks/${id}`, token);
       // The speaker's token lacks messages:read: refused for its scope before anyone looks the endpoint up.
       expect(refused.status).toBe(token === speaker ? 403 : 404);
@@ -179,10 +200,18 @@ describe('webhooks: an agent\'s own server hears of what concerns it, signed', (
     });
     await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
     try {
-      const hook = (await (await api('POST', '/webhooks', listener, { url: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/hook`, events: ['mention'] })).json()) as WebhookBody;
+      const hook = (await (
+        await api('POST', '/webhooks', listener, { url: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/hook`, events: ['mention'] })
+      ).json()) as WebhookBody;
       await api('POST', `/webhooks/${hook.id}/test`, listener, {});
       await expect
-        .poll(async () => ((await (await api('GET', '/webhooks', listener)).json()) as { data: (WebhookBody & { recent_attempts: { error: string | null }[] })[] }).data.find((w) => w.id === hook.id)?.recent_attempts[0]?.error ?? '', { timeout: 3_000 })
+        .poll(
+          async () =>
+            ((await (await api('GET', '/webhooks', listener)).json()) as { data: (WebhookBody & { recent_attempts: { error: string | null }[] })[] }).data.find(
+              (w) => w.id === hook.id,
+            )?.recent_attempts[0]?.error ?? '',
+          { timeout: 3_000 },
+        )
         .toContain('redirect');
       expect(hits).toEqual([]);
       await api('DELETE', `/webhooks/${hook.id}`, listener);

@@ -27,7 +27,9 @@ try {
   process.exit(1);
 }
 if (!existsSync(source)) {
-  process.stderr.write(`gateway build: ${source} is missing: @scalar/api-reference moved its standalone bundle; point gateway/scripts/vendor-assets.mjs at the new place\n`);
+  process.stderr.write(
+    `gateway build: ${source} is missing: @scalar/api-reference moved its standalone bundle; point gateway/scripts/vendor-assets.mjs at the new place\n`,
+  );
   process.exit(1);
 }
 mkdirSync(new URL('.', target), { recursive: true });
@@ -35,10 +37,22 @@ const brotli = new URL(`${target.href}.br`);
 const gzip = new URL(`${target.href}.gz`);
 // The forms are made again only when the bundle changed (a new version of the package): a rebuild
 // of the gateway alone costs no compression.
-const fresh = [target, brotli, gzip].every((file) => existsSync(file)) && readFileSync(target).equals(readFileSync(source)) && statSync(brotli).mtimeMs >= statSync(target).mtimeMs;
+const fresh =
+  [target, brotli, gzip].every((file) => existsSync(file)) &&
+  readFileSync(target).equals(readFileSync(source)) &&
+  statSync(brotli).mtimeMs >= statSync(target).mtimeMs;
 if (!fresh) {
   copyFileSync(source, target);
   const body = readFileSync(target);
-  writeFileSync(brotli, brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY, [constants.BROTLI_PARAM_LGWIN]: 24, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }));
+  writeFileSync(
+    brotli,
+    brotliCompressSync(body, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
+        [constants.BROTLI_PARAM_LGWIN]: 24,
+        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+      },
+    }),
+  );
   writeFileSync(gzip, gzipSync(body, { level: 9 }));
 }

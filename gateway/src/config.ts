@@ -37,16 +37,18 @@ export function timeoutsInOrder(config: z.output<typeof routerTimeoutsEnv>, cont
   }
 }
 
-export const routerEnv = z.object({
-  /** Edge replicas behind the router. */
-  EDGE_URLS: replicaUrls,
-  /** Auth replicas (human pages) behind the router. */
-  AUTH_URLS: replicaUrls,
-  /** Edge's daily quota per client address: the router's own answers show it whole in their RateLimit headers. */
-  QUOTA_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000_000).default(5_000),
-  ...routerTimeoutsEnv.shape,
-  ...publicUrlsEnv.shape,
-  ...logEnv.shape,
-  ...adminEnv.shape,
-  ...shutdownEnv.shape,
-}).superRefine(timeoutsInOrder);
+export const routerEnv = z
+  .object({
+    /** Edge replicas behind the router. */
+    EDGE_URLS: replicaUrls,
+    /** Auth replicas (human pages) behind the router. */
+    AUTH_URLS: replicaUrls,
+    /** Edge's daily quota per client address: the router's own answers show it whole in their RateLimit headers. */
+    QUOTA_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000_000).default(5_000),
+    ...routerTimeoutsEnv.shape,
+    ...publicUrlsEnv.shape,
+    ...logEnv.shape,
+    ...adminEnv.shape,
+    ...shutdownEnv.shape,
+  })
+  .superRefine(timeoutsInOrder);

@@ -1,6 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { apiResourceMetadataUrl, LIMITS, LIVE_FEED_NAMES, liveFeedUrl, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, mcpResourceUrl, oauthEndpointsOf, ROOM_SUMMARY, SCOPE_MEANINGS, TOKEN_GRANTS, urlMapOf, wellKnownUrlOf } from '@agentroom/api';
+import {
+  apiResourceMetadataUrl,
+  LIMITS,
+  LIVE_FEED_NAMES,
+  liveFeedUrl,
+  MCP_TOOL_OPERATIONS,
+  mcpResourceMetadataUrl,
+  mcpResourceUrl,
+  oauthEndpointsOf,
+  ROOM_SUMMARY,
+  SCOPE_MEANINGS,
+  TOKEN_GRANTS,
+  urlMapOf,
+  wellKnownUrlOf,
+} from '@agentroom/api';
 import type { PublicUrls } from '@agentroom/kit/config';
 import { IDEMPOTENCY_KEY_HOURS, SCOPES } from '@agentroom/kit/domain';
 import { type CachePolicy, type Compressed, digestOf, staticAsset, type StaticAsset } from '@agentroom/kit/http';
@@ -93,7 +107,12 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
     version,
     url: urls.siteUrl,
     interfaces: {
-      rest: { url: map.rest, openapi: map.openapi, protected_resource_metadata: apiResourceMetadataUrl(urls), live_feeds: Object.fromEntries(LIVE_FEED_NAMES.map((name) => [name, liveFeedUrl(urls, name)])) },
+      rest: {
+        url: map.rest,
+        openapi: map.openapi,
+        protected_resource_metadata: apiResourceMetadataUrl(urls),
+        live_feeds: Object.fromEntries(LIVE_FEED_NAMES.map((name) => [name, liveFeedUrl(urls, name)])),
+      },
       mcp: {
         url: map.mcp,
         protected_resource_metadata: mcpResourceMetadataUrl(urls),
@@ -134,8 +153,22 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
         refresh_tokens: 'rotated on every use; reusing an old one ends the connection',
       },
     },
-    documentation: { manifest: `${urls.siteUrl}/.well-known/ai-agent.json`, developers: map.developers, reference: `${urls.siteUrl}/developers/reference`, webhooks: `${urls.siteUrl}/developers/webhooks`, openapi: map.openapi, llms_txt: map.llms_txt, auth_md: map.auth_md, problems: `${urls.siteUrl}/problems` },
-    limits: { post_text: LIMITS.post_text, message_text: LIMITS.message_text, page_size_max: LIMITS.page_size_max, idempotency_key_hours: IDEMPOTENCY_KEY_HOURS },
+    documentation: {
+      manifest: `${urls.siteUrl}/.well-known/ai-agent.json`,
+      developers: map.developers,
+      reference: `${urls.siteUrl}/developers/reference`,
+      webhooks: `${urls.siteUrl}/developers/webhooks`,
+      openapi: map.openapi,
+      llms_txt: map.llms_txt,
+      auth_md: map.auth_md,
+      problems: `${urls.siteUrl}/problems`,
+    },
+    limits: {
+      post_text: LIMITS.post_text,
+      message_text: LIMITS.message_text,
+      page_size_max: LIMITS.page_size_max,
+      idempotency_key_hours: IDEMPOTENCY_KEY_HOURS,
+    },
     feedback: map.feedback,
     room: map.room,
   };
@@ -159,7 +192,10 @@ function scalarBundle(): Document {
     // Linked with its digest (referencePage), so browsers keep it without asking again.
     return { contentType: 'text/javascript; charset=utf-8', body: read(''), compressed: { br: read('.br'), gzip: read('.gz') }, cache: 'immutable' };
   } catch (error) {
-    throw new Error(`the API reference bundle ${fileURLToPath(SCALAR_BUNDLE)} or its compressed forms are missing: run \`npm run build\` (the gateway's build writes them)`, { cause: error });
+    throw new Error(
+      `the API reference bundle ${fileURLToPath(SCALAR_BUNDLE)} or its compressed forms are missing: run \`npm run build\` (the gateway's build writes them)`,
+      { cause: error },
+    );
   }
 }
 
@@ -177,7 +213,10 @@ function served(documents: Map<string, Document>): Map<string, ServedDocument> {
   const serve = (document: Document): ServedDocument => {
     let ready = done.get(document);
     if (ready === undefined) {
-      const asset = staticAsset(document.body, document.contentType, { ...(document.cache === undefined ? {} : { cache: document.cache }), ...(document.compressed === undefined ? {} : { compressed: document.compressed }) });
+      const asset = staticAsset(document.body, document.contentType, {
+        ...(document.cache === undefined ? {} : { cache: document.cache }),
+        ...(document.compressed === undefined ? {} : { compressed: document.compressed }),
+      });
       done.set(document, (ready = { ...document, asset }));
     }
     return ready;
@@ -192,7 +231,8 @@ function served(documents: Map<string, Document>): Map<string, ServedDocument> {
  */
 export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<string, ServedDocument> {
   const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
-  const html = (body: string, csp = PORTAL_CSP): Document => text('text/html; charset=utf-8', body, { 'content-security-policy': csp, 'referrer-policy': 'strict-origin-when-cross-origin' });
+  const html = (body: string, csp = PORTAL_CSP): Document =>
+    text('text/html; charset=utf-8', body, { 'content-security-policy': csp, 'referrer-policy': 'strict-origin-when-cross-origin' });
   const asMetadata = json(authorizationServerMetadata(urls));
   const mcpMetadata = json(mcpResourceMetadata(urls));
   const apiMetadata = json(protectedResourceMetadata(urls));
@@ -235,7 +275,8 @@ export function discoveryDocuments(urls: PublicUrls, version = VERSION): Map<str
   }
   for (const [path, document] of more) {
     const there = placed.get(path);
-    if (there !== undefined && !there.body.equals(document.body)) throw new Error(`two documents would be served at ${path}: the site's path and the API's clash`);
+    if (there !== undefined && !there.body.equals(document.body))
+      throw new Error(`two documents would be served at ${path}: the site's path and the API's clash`);
     placed.set(path, document);
   }
   return served(placed);

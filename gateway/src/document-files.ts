@@ -88,7 +88,11 @@ export function documentIndex(documents: ReadonlyMap<string, ServedDocument>, na
     index[path] = {
       digest: asset.digest,
       versioned: representationOf(asset, 'identity', asset.digest).headers['cache-control'] as string,
-      content: { 'content-type': document.contentType, 'x-content-type-options': 'nosniff', ...Object.fromEntries(Object.entries(document.headers ?? {}).map(([key, value]) => [key.toLowerCase(), value])) },
+      content: {
+        'content-type': document.contentType,
+        'x-content-type-options': 'nosniff',
+        ...Object.fromEntries(Object.entries(document.headers ?? {}).map(([key, value]) => [key.toLowerCase(), value])),
+      },
       codings,
     };
   }
@@ -106,7 +110,12 @@ export async function writeDocuments(urls: PublicUrls, documents: ReadonlyMap<st
     [...documents].flatMap(([path, document]) => {
       const name = join(dir, names.get(path) as string);
       const { compressed } = document.asset;
-      return [writeFile(name, document.body), ...(compressed === undefined ? [] : [writeFile(`${name}${CODING_SUFFIX.br}`, compressed.br), writeFile(`${name}${CODING_SUFFIX.gzip}`, compressed.gzip)])];
+      return [
+        writeFile(name, document.body),
+        ...(compressed === undefined
+          ? []
+          : [writeFile(`${name}${CODING_SUFFIX.br}`, compressed.br), writeFile(`${name}${CODING_SUFFIX.gzip}`, compressed.gzip)]),
+      ];
     }),
   );
   // Last: a directory with an index has every file the index names.

@@ -164,7 +164,12 @@ function lowerCased(values: Record<string, string>): Record<string, string> {
 function documentsLuaSource(docsDir: string): string {
   const allow = { allow: 'GET, HEAD' };
   const methodNotAllowed = JSON.stringify(
-    ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.', 'invalid_request'),
+    ownProblem(
+      405,
+      'Method not allowed',
+      'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.',
+      'invalid_request',
+    ),
   );
   return `-- Rendered by gateway/src/envoy.ts.
 local DIR = ${luaLiteral(docsDir.replace(/\/$/, ''))}
@@ -317,7 +322,9 @@ end
 
 /** Envoy's own failures and refusals, as problem documents (first match wins). */
 function localReplies(): JsonObject {
-  const status = (code: number): JsonObject => ({ status_code_filter: { comparison: { op: 'EQ', value: { default_value: code, runtime_key: `problem_${code}` } } } });
+  const status = (code: number): JsonObject => ({
+    status_code_filter: { comparison: { op: 'EQ', value: { default_value: code, runtime_key: `problem_${code}` } } },
+  });
   const problem = (body: JsonObject): JsonObject => ({ json_format: body, content_type: 'application/problem+json' });
   // A request that never became one (headers too large) has no id yet: it gets a fresh one here.
   const requestId = header('x-request-id', '%UNIQUE_ID%', 'ADD_IF_ABSENT');
@@ -344,7 +351,11 @@ function localReplies(): JsonObject {
         // The coarse guard (local_ratelimit) refused it: it is a safety net, far above any client's quota.
         filter: status(429),
         headers_to_add: [requestId, header('retry-after', '1', 'OVERWRITE_IF_EXISTS_OR_ADD')],
-        body_format_override: problem(ownProblem(429, 'Too many requests through the gateway', 'Retry after `Retry-After` seconds, with exponential backoff.', 'rate_limited', { retry_after: 1 })),
+        body_format_override: problem(
+          ownProblem(429, 'Too many requests through the gateway', 'Retry after `Retry-After` seconds, with exponential backoff.', 'rate_limited', {
+            retry_after: 1,
+          }),
+        ),
       },
       {
         filter: status(400),
@@ -365,7 +376,9 @@ function localReplies(): JsonObject {
         status_code: 503,
         headers_to_add: [requestId, header('retry-after', String(RETRY_AFTER_SECONDS), 'OVERWRITE_IF_EXISTS_OR_ADD')],
         body_format_override: problem(
-          ownProblem(503, 'The service behind the gateway is unavailable', 'Retry in a few seconds with exponential backoff.', 'internal', { retry_after: RETRY_AFTER_SECONDS }),
+          ownProblem(503, 'The service behind the gateway is unavailable', 'Retry in a few seconds with exponential backoff.', 'internal', {
+            retry_after: RETRY_AFTER_SECONDS,
+          }),
         ),
       },
       {
@@ -442,7 +455,9 @@ function gatewayRoute(route: ResolvedRoute, context: RenderContext): JsonObject 
 
 function routesFor(routes: readonly ResolvedRoute[], context: RenderContext): JsonObject[] {
   const rendered = routes.flatMap((route) =>
-    route.upstream === 'gateway' ? [gatewayRoute(route, context)] : [forward(`${route.upstream} ${route.path}`, matchOf(route), route.upstream, route.streaming, context)],
+    route.upstream === 'gateway'
+      ? [gatewayRoute(route, context)]
+      : [forward(`${route.upstream} ${route.path}`, matchOf(route), route.upstream, route.streaming, context)],
   );
   // Unmatched: edge answers the 404 problem with RateLimit headers.
   rendered.push(forward(`${CATCH_ALL} (unmatched)`, { prefix: '/' }, CATCH_ALL, false, context));
@@ -470,7 +485,14 @@ function virtualHosts(context: RenderContext): Json[] {
   return [
     ...hosts.map((host) => {
       if (host === undefined) throw new Error('a route without a host among routes with hosts');
-      return vhost(host, [host], routesFor(context.routes.filter((route) => route.host === host), context));
+      return vhost(
+        host,
+        [host],
+        routesFor(
+          context.routes.filter((route) => route.host === host),
+          context,
+        ),
+      );
     }),
     vhost('any other host', ['*'], routesFor([], context)),
   ];
@@ -525,7 +547,11 @@ function httpConnectionManager(context: RenderContext): JsonObject {
         },
       },
       // After the guard, which counts the documents' requests too; off but on the gateway's routes.
-      { name: DOCUMENTS_FILTER, disabled: true, typed_config: { '@type': TYPE.lua, source_codes: { [DOCUMENTS_SOURCE]: { inline_string: documentsLuaSource(options.docsDir) } } } },
+      {
+        name: DOCUMENTS_FILTER,
+        disabled: true,
+        typed_config: { '@type': TYPE.lua, source_codes: { [DOCUMENTS_SOURCE]: { inline_string: documentsLuaSource(options.docsDir) } } },
+      },
       // No x-envoy-* headers to upstreams or clients: they are Envoy's business.
       { name: 'envoy.filters.http.router', typed_config: { '@type': TYPE.router, suppress_envoy_headers: true } },
     ],
@@ -534,7 +560,10 @@ function httpConnectionManager(context: RenderContext): JsonObject {
       // As the router's stampForwarding: X-Forwarded-For is the client's address alone (a client's own
       // is dropped, not appended to), so edge and auth, trusting the proxy hop they get it from, see
       // the real client, and no client can claim another address.
-      request_headers_to_add: [header('x-forwarded-for', '%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%', 'OVERWRITE_IF_EXISTS_OR_ADD'), header('x-forwarded-host', '%REQ(:AUTHORITY)%', 'OVERWRITE_IF_EXISTS_OR_ADD')],
+      request_headers_to_add: [
+        header('x-forwarded-for', '%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%', 'OVERWRITE_IF_EXISTS_OR_ADD'),
+        header('x-forwarded-host', '%REQ(:AUTHORITY)%', 'OVERWRITE_IF_EXISTS_OR_ADD'),
+      ],
       request_headers_to_remove: ['x-envoy-external-address'],
       virtual_hosts: virtualHosts(context),
     },
@@ -559,7 +588,10 @@ function cluster(name: 'edge' | 'auth', endpoints: readonly Endpoint[], maxConne
       endpoints: [
         {
           lb_endpoints: endpoints.map((endpoint) => ({
-            endpoint: { address: { socket_address: { address: endpoint.host, port_value: endpoint.port } }, health_check_config: { port_value: endpoint.healthCheckPort } },
+            endpoint: {
+              address: { socket_address: { address: endpoint.host, port_value: endpoint.port } },
+              health_check_config: { port_value: endpoint.healthCheckPort },
+            },
           })),
         },
       ],
@@ -589,7 +621,15 @@ function cluster(name: 'edge' | 'auth', endpoints: readonly Endpoint[], maxConne
     // Every live stream holds one upstream request: the defaults (1,024) would refuse streams long
     // before the listener's connection limit.
     circuit_breakers: {
-      thresholds: [{ priority: 'DEFAULT', max_connections: maxConnections, max_requests: maxConnections, max_pending_requests: 1_024, retry_budget: { budget_percent: { value: 20 }, min_retry_concurrency: 10 } }],
+      thresholds: [
+        {
+          priority: 'DEFAULT',
+          max_connections: maxConnections,
+          max_requests: maxConnections,
+          max_pending_requests: 1_024,
+          retry_budget: { budget_percent: { value: 20 }, min_retry_concurrency: 10 },
+        },
+      ],
     },
     typed_extension_protocol_options: {
       'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
@@ -628,7 +668,10 @@ export function envoyBootstrap(options: EnvoyOptions, table: readonly Route[] = 
     },
     overload_manager: {
       resource_monitors: [
-        { name: 'envoy.resource_monitors.global_downstream_max_connections', typed_config: { '@type': TYPE.connections, max_active_downstream_connections: maxConnections } },
+        {
+          name: 'envoy.resource_monitors.global_downstream_max_connections',
+          typed_config: { '@type': TYPE.connections, max_active_downstream_connections: maxConnections },
+        },
       ],
     },
   };
@@ -707,8 +750,8 @@ export function chartEnvoyYaml(): string {
     [
       'Envoy bootstrap of the Agent Room chart: the public gateway, rendered from the route table',
       '(gateway/src/routes.ts) by gateway/src/envoy.ts. Do not edit: run `npm run render:envoy`.',
-      'The ConfigMap fills the upper-case placeholders: the edge and auth Services, edge\'s per-address',
-      'quota (for Envoy\'s own RateLimit headers) and how many proxies in front of Envoy are trusted.',
+      "The ConfigMap fills the upper-case placeholders: the edge and auth Services, edge's per-address",
+      "quota (for Envoy's own RateLimit headers) and how many proxies in front of Envoy are trusted.",
       `The documents are files in ${CHART_DOCS_DIR} with their index, written in the pod by`,
       '`node gateway/dist/render.js docs`: this file names none of them (docs/decisions.md §31).',
     ].join('\n'),

@@ -61,7 +61,12 @@ export function mcpHostSetup(urls: PublicUrls): McpHostSetup {
       `The browser goes back to the host, which is connected. The connection is listed on ${urls.siteUrl}/account, where it can be revoked at any time.`,
     ],
     configs: [
-      { host: 'Claude Code', where: 'a terminal', lines: `claude mcp add --transport http agent-room ${url}`, then: 'then run /mcp inside Claude Code to authenticate' },
+      {
+        host: 'Claude Code',
+        where: 'a terminal',
+        lines: `claude mcp add --transport http agent-room ${url}`,
+        then: 'then run /mcp inside Claude Code to authenticate',
+      },
       { host: 'VS Code', where: '.vscode/mcp.json', lines: JSON.stringify({ servers: { 'agent-room': { type: 'http', url } } }) },
       { host: 'Cursor', where: '~/.cursor/mcp.json', lines: JSON.stringify({ mcpServers: { 'agent-room': { url } } }) },
       { host: 'claude.ai', where: 'Settings → Connectors', lines: `Add custom connector, then paste ${url}` },
@@ -80,7 +85,10 @@ function openTools(): string[] {
 function mcpHostMarkdown(urls: PublicUrls, heading: string): string {
   const setup = mcpHostSetup(urls);
   const configs = setup.configs
-    .map((config) => `- ${config.host} (${config.where}):\n\n  \`\`\`\n  ${config.lines}\n  \`\`\`${config.then === undefined ? '' : `\n\n  ${config.then[0]?.toUpperCase() ?? ''}${config.then.slice(1)}.`}`)
+    .map(
+      (config) =>
+        `- ${config.host} (${config.where}):\n\n  \`\`\`\n  ${config.lines}\n  \`\`\`${config.then === undefined ? '' : `\n\n  ${config.then[0]?.toUpperCase() ?? ''}${config.then.slice(1)}.`}`,
+    )
     .join('\n');
   return `${heading} Connect an MCP host
 

@@ -7,7 +7,11 @@ export const MINIMUM_NODE = '24.11.0';
 
 /** True when `version` (`20.18.1`, `v22.3.0`) is older than `minimum`. */
 export function isOlderThan(version: string, minimum: string): boolean {
-  const parts = (value: string): number[] => value.replace(/^v/, '').split('.').map((part) => Number.parseInt(part, 10) || 0);
+  const parts = (value: string): number[] =>
+    value
+      .replace(/^v/, '')
+      .split('.')
+      .map((part) => Number.parseInt(part, 10) || 0);
   const have = parts(version);
   const need = parts(minimum);
   for (let i = 0; i < need.length; i += 1) {

@@ -1,4 +1,16 @@
-import { connectStepsOf, LIMITS, LIVE_FEED_NAMES, LIVE_FEEDS, liveFeedUrl, MCP_TOOL_OPERATIONS, OPERATIONS, ROOM_SUMMARY, SCOPE_MEANINGS, scopeFor, urlMapOf } from '@agentroom/api';
+import {
+  connectStepsOf,
+  LIMITS,
+  LIVE_FEED_NAMES,
+  LIVE_FEEDS,
+  liveFeedUrl,
+  MCP_TOOL_OPERATIONS,
+  OPERATIONS,
+  ROOM_SUMMARY,
+  SCOPE_MEANINGS,
+  scopeFor,
+  urlMapOf,
+} from '@agentroom/api';
 import type { PublicUrls } from '@agentroom/kit/config';
 import {
   BODY_LIMIT_BYTES,
@@ -17,7 +29,8 @@ import { mcpHostSetup } from './guides.js';
 const e = escapeHtml;
 
 /** The CSP of the portal's pages: everything from this origin, nothing inline. */
-export const PORTAL_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const PORTAL_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** The portal's own row of links under the site's header, the current page marked. */
 function portalNav(urls: PublicUrls, current: string): string {
@@ -104,10 +117,16 @@ await bob.sendMessage({ message: { messageId: crypto.randomUUID(), role: 1,
   }).join('\n');
   const hosts = mcpHostSetup(urls);
   const hostConfigs = hosts.configs
-    .map((config) => `<h4>${e(config.host)} <span class="note">(${e(config.where)})</span></h4>\n${pre(config.lines)}${config.then === undefined ? '' : `\n<p>${e(config.then[0]?.toUpperCase() ?? '')}${e(config.then.slice(1))}.</p>`}`)
+    .map(
+      (config) =>
+        `<h4>${e(config.host)} <span class="note">(${e(config.where)})</span></h4>\n${pre(config.lines)}${config.then === undefined ? '' : `\n<p>${e(config.then[0]?.toUpperCase() ?? '')}${e(config.then.slice(1))}.</p>`}`,
+    )
     .join('\n');
   const links = Object.entries(map)
-    .map(([name, url]) => `<tr><td>${e(name.replace(/_/g, ' '))}</td><td>${url.includes('<') ? `<code>${e(url)}</code>` : `<a href="${e(url)}">${e(url)}</a>`}</td></tr>`)
+    .map(
+      ([name, url]) =>
+        `<tr><td>${e(name.replace(/_/g, ' '))}</td><td>${url.includes('<') ? `<code>${e(url)}</code>` : `<a href="${e(url)}">${e(url)}</a>`}</td></tr>`,
+    )
     .join('\n');
   return page(
     urls,
@@ -190,8 +209,10 @@ const EXAMPLE_FIELDS: Partial<Record<ProblemSlug, Record<string, unknown>>> = {
  */
 function overOtherProtocols(slug: ProblemSlug, status: number): string {
   const a2a = 'over A2A, as the <code>data</code> of a JSON-RPC error.';
-  if (slug === 'no-token' || slug === 'scope-required') return `Over MCP a tool that needs a token answers it as HTTP ${status} with <code>WWW-Authenticate</code>, the same document as the <code>data</code> of a JSON-RPC error, never as a tool result; ${a2a}`;
-  if (slug === 'token-invalid' || slug === 'token-expired') return `Over MCP the request is refused as HTTP ${status} with <code>WWW-Authenticate</code> and this document; ${a2a}`;
+  if (slug === 'no-token' || slug === 'scope-required')
+    return `Over MCP a tool that needs a token answers it as HTTP ${status} with <code>WWW-Authenticate</code>, the same document as the <code>data</code> of a JSON-RPC error, never as a tool result; ${a2a}`;
+  if (slug === 'token-invalid' || slug === 'token-expired')
+    return `Over MCP the request is refused as HTTP ${status} with <code>WWW-Authenticate</code> and this document; ${a2a}`;
   return `Over MCP the same document comes back as a tool result with <code>isError: true</code>; ${a2a}`;
 }
 
@@ -272,7 +293,10 @@ ${pre(verify)}
 /** `/problems`: every problem type on one page. */
 export function problemsIndexPage(urls: PublicUrls): string {
   const rows = (Object.keys(PROBLEM_TYPES) as ProblemSlug[])
-    .map((slug) => `<tr><td><a href="${e(urls.siteUrl)}/problems/${e(slug)}">${e(slug)}</a></td><td>${problemStatus(slug)}</td><td>${e(PROBLEM_TYPES[slug].title)}</td></tr>`)
+    .map(
+      (slug) =>
+        `<tr><td><a href="${e(urls.siteUrl)}/problems/${e(slug)}">${e(slug)}</a></td><td>${problemStatus(slug)}</td><td>${e(PROBLEM_TYPES[slug].title)}</td></tr>`,
+    )
     .join('\n');
   return page(
     urls,

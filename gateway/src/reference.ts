@@ -99,7 +99,13 @@ function typeOf(schema: Schema | undefined): string {
   if (schema.enum !== undefined) return `one of ${schema.enum.map((value) => `<code>${e(JSON.stringify(value))}</code>`).join(', ')}`;
   const type = Array.isArray(schema.type) ? schema.type.join(' or ') : (schema.type ?? 'any');
   if (type === 'array') return `array of ${typeOf(schema.items)}`;
-  const limits = [schema.format, schema.maxLength === undefined ? undefined : `≤ ${schema.maxLength} characters`, schema.minimum === undefined ? undefined : `≥ ${schema.minimum}`, schema.maximum === undefined ? undefined : `≤ ${schema.maximum}`, schema.maxItems === undefined ? undefined : `≤ ${schema.maxItems} items`].filter((limit) => limit !== undefined);
+  const limits = [
+    schema.format,
+    schema.maxLength === undefined ? undefined : `≤ ${schema.maxLength} characters`,
+    schema.minimum === undefined ? undefined : `≥ ${schema.minimum}`,
+    schema.maximum === undefined ? undefined : `≤ ${schema.maximum}`,
+    schema.maxItems === undefined ? undefined : `≤ ${schema.maxItems} items`,
+  ].filter((limit) => limit !== undefined);
   return `${e(type)}${limits.length === 0 ? '' : ` (${e(limits.join(', '))})`}`;
 }
 
@@ -123,7 +129,10 @@ ${fieldRows(schema).join('\n')}
 
 function mediaOf(content: Record<string, Media> | undefined): string {
   return Object.entries(content ?? {})
-    .map(([type, media]) => `<p><code>${e(type)}</code>: ${media.schema?.properties === undefined ? typeOf(media.schema) : 'an object'}</p>${media.schema?.properties === undefined ? '' : fieldsTable(media.schema)}`)
+    .map(
+      ([type, media]) =>
+        `<p><code>${e(type)}</code>: ${media.schema?.properties === undefined ? typeOf(media.schema) : 'an object'}</p>${media.schema?.properties === undefined ? '' : fieldsTable(media.schema)}`,
+    )
     .join('\n');
 }
 
@@ -159,7 +168,9 @@ ${responses.map(([status, response]) => `<dt><code>${e(status)}</code></dt><dd>$
 type Entry = { method: string; path: string; operation: Operation };
 
 function entriesOf(paths: Record<string, Record<string, Operation>> | undefined): Entry[] {
-  return Object.entries(paths ?? {}).flatMap(([path, item]) => METHODS.filter((method) => item[method] !== undefined).map((method) => ({ method, path, operation: item[method] as Operation })));
+  return Object.entries(paths ?? {}).flatMap(([path, item]) =>
+    METHODS.filter((method) => item[method] !== undefined).map((method) => ({ method, path, operation: item[method] as Operation })),
+  );
 }
 
 /** The reference page, from the OpenAPI document as `openApiDocument` makes it. */
@@ -167,14 +178,24 @@ export function staticReferencePage(urls: PublicUrls, document: Record<string, u
   const api = document as unknown as OpenApi;
   const base = api.servers?.[0]?.url ?? urls.apiUrl;
   const operations = entriesOf(api.paths);
-  const tags = [...(api.tags ?? []), ...[...new Set(operations.flatMap((entry) => entry.operation.tags ?? []))].filter((name) => !(api.tags ?? []).some((tag) => tag.name === name)).map((name) => ({ name, description: undefined }))];
-  const byTag = tags.map((tag) => ({ tag, entries: operations.filter((entry) => (entry.operation.tags ?? [])[0] === tag.name) })).filter((group) => group.entries.length > 0);
+  const tags = [
+    ...(api.tags ?? []),
+    ...[...new Set(operations.flatMap((entry) => entry.operation.tags ?? []))]
+      .filter((name) => !(api.tags ?? []).some((tag) => tag.name === name))
+      .map((name) => ({ name, description: undefined })),
+  ];
+  const byTag = tags
+    .map((tag) => ({ tag, entries: operations.filter((entry) => (entry.operation.tags ?? [])[0] === tag.name) }))
+    .filter((group) => group.entries.length > 0);
   const untagged = operations.filter((entry) => (entry.operation.tags ?? []).length === 0);
   if (untagged.length > 0) byTag.push({ tag: { name: 'Other', description: undefined }, entries: untagged });
   const webhooks = entriesOf(api.webhooks);
   const schemas = Object.entries(api.components?.schemas ?? {});
   const contents = byTag
-    .map((group) => `<li>${e(group.tag.name)}<ul>${group.entries.map(({ method, path, operation }) => `<li><a href="#${e(anchorOf(method, path, operation))}">${e(operation.summary ?? path)}</a> <code>${e(method.toUpperCase())} ${e(path)}</code></li>`).join('')}</ul></li>`)
+    .map(
+      (group) =>
+        `<li>${e(group.tag.name)}<ul>${group.entries.map(({ method, path, operation }) => `<li><a href="#${e(anchorOf(method, path, operation))}">${e(operation.summary ?? path)}</a> <code>${e(method.toUpperCase())} ${e(path)}</code></li>`).join('')}</ul></li>`,
+    )
     .join('\n');
   return page(
     urls,

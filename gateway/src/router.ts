@@ -1,4 +1,13 @@
-import { type ClientRequest, createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse, Agent as HttpAgent, request as httpRequest } from 'node:http';
+import {
+  type ClientRequest,
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+  Agent as HttpAgent,
+  request as httpRequest,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { corsHeaders, corsPreflightHeaders, REQUEST_ID_HEADER, requestIdFrom, sendStatic, uncountedQuota } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
@@ -83,7 +92,14 @@ function unavailable(req: IncomingMessage, res: ServerResponse, limit: number): 
     return;
   }
   res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1', ...ownHeaders(limit, requestIdFrom(req.headers[REQUEST_ID_HEADER])) });
-  res.end(ownProblem(503, 'The service behind the gateway is unavailable', 'Retry in a second, then with exponential backoff; a write sent with an Idempotency-Key is safe to repeat.', 'internal'));
+  res.end(
+    ownProblem(
+      503,
+      'The service behind the gateway is unavailable',
+      'Retry in a second, then with exponential backoff; a write sent with an Idempotency-Key is safe to repeat.',
+      'internal',
+    ),
+  );
 }
 
 /** How long a replica that refused a connection is passed over before it is tried again. */
@@ -146,7 +162,10 @@ function serveDocument(req: IncomingMessage, res: ServerResponse, document: Serv
     res.end(ownProblem(405, 'Method not allowed', 'Use GET (or HEAD) on this document; every URL is listed in the manifest, /.well-known/ai-agent.json.'));
     return;
   }
-  sendStatic(req, res, document.asset, { always: headers, content: { 'content-type': document.contentType, 'x-content-type-options': 'nosniff', ...document.headers } });
+  sendStatic(req, res, document.asset, {
+    always: headers,
+    content: { 'content-type': document.contentType, 'x-content-type-options': 'nosniff', ...document.headers },
+  });
 }
 
 /** Errors of Node's HTTP parser, by their code: what the raw answer says. */
@@ -156,7 +175,8 @@ function parserProblem(error: NodeJS.ErrnoException): { status: number; reason: 
       status: 431,
       reason: 'Request Header Fields Too Large',
       title: 'The request headers are too large',
-      remedy: 'Send at most 16 KiB of request headers: drop cookies and headers this API does not read, and send the token once, as Authorization: Bearer <token>.',
+      remedy:
+        'Send at most 16 KiB of request headers: drop cookies and headers this API does not read, and send the token once, as Authorization: Bearer <token>.',
     };
   }
   if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
@@ -337,7 +357,9 @@ export async function startRouter(options: RouterOptions & { port: number; host?
     routeRequests(options),
   );
   // Without this, Node answers a bare status line with no body or headers of ours.
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket, options.quotaLimit ?? DEFAULT_QUOTA_LIMIT, options.log));
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) =>
+    answerClientError(error, socket, options.quotaLimit ?? DEFAULT_QUOTA_LIMIT, options.log),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());

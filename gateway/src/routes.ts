@@ -91,7 +91,13 @@ export const ROUTES: readonly Route[] = [
   { base: 'site', path: '/signin', match: 'exact', upstream: 'auth', what: 'humans sign in or register' },
   { base: 'site', path: '/signout', match: 'exact', upstream: 'auth', what: 'humans sign out' },
   { base: 'site', path: '/device', match: 'exact', upstream: 'auth', what: 'humans approve or decline an agent' },
-  { base: 'site', path: '/authorize', match: 'exact', upstream: 'auth', what: 'the OAuth authorization endpoint: humans sign in and approve or decline an MCP host' },
+  {
+    base: 'site',
+    path: '/authorize',
+    match: 'exact',
+    upstream: 'auth',
+    what: 'the OAuth authorization endpoint: humans sign in and approve or decline an MCP host',
+  },
   { base: 'site', path: '/account', match: 'exact', upstream: 'auth', what: 'humans see their agents' },
   { base: 'site', path: '/account/revoke', match: 'exact', upstream: 'auth', what: 'humans revoke an agent' },
   { base: 'api', path: '/agent/signup/complete', match: 'exact', upstream: 'auth', what: 'completeSignup, the human step' },
@@ -164,8 +170,6 @@ export function resolveRoutes(urls: PublicUrls, routes: readonly Route[] = ROUTE
 /** The first route that takes this host and path, or undefined for the catch-all. */
 export function matchRoute(routes: readonly ResolvedRoute[], host: string | undefined, path: string): ResolvedRoute | undefined {
   return routes.find(
-    (route) =>
-      (route.host === undefined || route.host === host) &&
-      (route.match === 'exact' ? path === route.path : path.startsWith(route.path)),
+    (route) => (route.host === undefined || route.host === host) && (route.match === 'exact' ? path === route.path : path.startsWith(route.path)),
   );
 }

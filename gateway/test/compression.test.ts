@@ -16,12 +16,14 @@ describe('negotiating a coding', () => {
 });
 
 describe('the documents, compressed once', () => {
-  it('compresses every document of a text type from 4 KiB, links the reference bundle and the pages\' shared files by their digests, and lets caches keep only those for long', () => {
+  it("compresses every document of a text type from 4 KiB, links the reference bundle and the pages' shared files by their digests, and lets caches keep only those for long", () => {
     const documents = discoveryDocuments({ siteUrl: 'http://localhost:8080', apiUrl: 'http://localhost:8080/api', baseUrl: 'http://localhost:8080/api/v1' });
     for (const [path, document] of documents) {
       const text = /^(text\/|application\/json)/.test(document.contentType);
       expect(document.asset.compressed !== undefined, path).toBe(text && document.body.length >= MIN_COMPRESSED_BYTES);
-      expect(document.asset.cache, path).toBe(['/developers/assets/scalar.js', '/assets/site.css', '/assets/site.js', '/favicon.svg'].includes(path) ? 'immutable' : 'revalidate');
+      expect(document.asset.cache, path).toBe(
+        ['/developers/assets/scalar.js', '/assets/site.css', '/assets/site.js', '/favicon.svg'].includes(path) ? 'immutable' : 'revalidate',
+      );
     }
     const scalar = documents.get('/developers/assets/scalar.js')!;
     expect(documents.get('/developers/reference/interactive')!.body.toString('utf8')).toContain(`/developers/assets/scalar.js?v=${scalar.asset.digest}"`);
@@ -47,7 +49,14 @@ describe('the router sends the documents compressed, cacheable and revalidated',
         res.end();
       },
     };
-    ({ server } = await startRouter({ routes: resolveRoutes(urls), targets: { edge: standIn, auth: standIn }, documents, log: createLogger('test', 'silent'), port, host: '127.0.0.1' }));
+    ({ server } = await startRouter({
+      routes: resolveRoutes(urls),
+      targets: { edge: standIn, auth: standIn },
+      documents,
+      log: createLogger('test', 'silent'),
+      port,
+      host: '127.0.0.1',
+    }));
   });
 
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -1,5 +1,14 @@
 import type { Server } from 'node:http';
-import { apiResourceMetadataUrl, LIVE_FEED_NAMES, LIVE_FEEDS, liveFeedUrl, mcpResourceMetadataUrl, mcpResourceUrl, TOKEN_GRANTS, wellKnownUrlOf } from '@agentroom/api';
+import {
+  apiResourceMetadataUrl,
+  LIVE_FEED_NAMES,
+  LIVE_FEEDS,
+  liveFeedUrl,
+  mcpResourceMetadataUrl,
+  mcpResourceUrl,
+  TOKEN_GRANTS,
+  wellKnownUrlOf,
+} from '@agentroom/api';
 import type { PublicUrls } from '@agentroom/kit/config';
 import { SCOPES } from '@agentroom/kit/domain';
 import { freePort } from '@agentroom/kit/local';
@@ -15,7 +24,11 @@ const LAYOUTS: Record<string, PublicUrls> = {
   'one origin': { siteUrl: 'http://localhost:8080', apiUrl: 'http://localhost:8080/api', baseUrl: 'http://localhost:8080/api/v1' },
   'a site with a path': { siteUrl: 'https://agents.test/room', apiUrl: 'https://agents.test/room/api', baseUrl: 'https://agents.test/room/api/v1' },
   'two hosts': { siteUrl: 'https://room.example', apiUrl: 'https://api.room.example', baseUrl: 'https://api.room.example/v1' },
-  'two hosts, both with a path': { siteUrl: 'https://example.org/room', apiUrl: 'https://api.example.org/agents', baseUrl: 'https://api.example.org/agents/v1' },
+  'two hosts, both with a path': {
+    siteUrl: 'https://example.org/room',
+    apiUrl: 'https://api.example.org/agents',
+    baseUrl: 'https://api.example.org/agents/v1',
+  },
 };
 
 function jsonAt(documents: Map<string, { body: Buffer }>, path: string): Record<string, unknown> {
@@ -100,7 +113,10 @@ describe('the OAuth metadata documents', () => {
     }
     const hosts = [...new Set(routes.map((route) => route.host))];
     for (const path of documents.keys()) {
-      expect(hosts.some((host) => matchRoute(routes, host, path)?.upstream === 'gateway'), path).toBe(true);
+      expect(
+        hosts.some((host) => matchRoute(routes, host, path)?.upstream === 'gateway'),
+        path,
+      ).toBe(true);
     }
     const names = documentFileNames(urls, documents.keys());
     expect(new Set(names.values()).size).toBe(documents.size);
@@ -124,9 +140,16 @@ describe('the manifest and the guides', () => {
       protected_resource_metadata: `${urls.siteUrl}/.well-known/oauth-protected-resource`,
       authorization_endpoint: `${urls.siteUrl}/authorize`,
       registration_endpoint: `${urls.apiUrl}/oauth/register`,
-      mcp_hosts: { url: `${urls.apiUrl}/mcp`, protected_resource_metadata: 'http://localhost:8080/.well-known/oauth-protected-resource/api/mcp', how: expect.stringContaining('PKCE') },
+      mcp_hosts: {
+        url: `${urls.apiUrl}/mcp`,
+        protected_resource_metadata: 'http://localhost:8080/.well-known/oauth-protected-resource/api/mcp',
+        how: expect.stringContaining('PKCE'),
+      },
     });
-    expect(manifest.interfaces.mcp).toMatchObject({ url: `${urls.apiUrl}/mcp`, protected_resource_metadata: 'http://localhost:8080/.well-known/oauth-protected-resource/api/mcp' });
+    expect(manifest.interfaces.mcp).toMatchObject({
+      url: `${urls.apiUrl}/mcp`,
+      protected_resource_metadata: 'http://localhost:8080/.well-known/oauth-protected-resource/api/mcp',
+    });
   });
 
   it("auth.md, llms.txt and the portal show the one URL, what the human sees, and each host's configuration", () => {
@@ -137,8 +160,13 @@ describe('the manifest and the guides', () => {
       '{"mcpServers":{"agent-room":{"url":"http://localhost:8080/api/mcp"}}}',
       'Add custom connector, then paste http://localhost:8080/api/mcp',
     ]);
-    const escaped = (value: string): string => value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll("'", '&#39;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
-    for (const [path, encode] of [['/auth.md', (value: string) => value], ['/llms.txt', (value: string) => value], ['/developers', escaped]] as const) {
+    const escaped = (value: string): string =>
+      value.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll("'", '&#39;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+    for (const [path, encode] of [
+      ['/auth.md', (value: string) => value],
+      ['/llms.txt', (value: string) => value],
+      ['/developers', escaped],
+    ] as const) {
       const body = text(path);
       expect(body, path).toContain('Connect an MCP host');
       for (const config of setup.configs) expect(body, `${path}: ${config.host}`).toContain(encode(config.lines));
@@ -153,14 +181,35 @@ describe('the manifest and the guides', () => {
   });
 
   it('the OpenAPI document shows the three grants, registration, and revocation of refresh tokens', () => {
-    const openapi = jsonAt(documents, '/openapi.json') as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }>; requestBody: { content: Record<string, { schema: { properties: Record<string, { enum?: string[] }> } }> } }>> };
+    const openapi = jsonAt(documents, '/openapi.json') as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            responses: Record<string, { content?: Record<string, unknown> }>;
+            requestBody: { content: Record<string, { schema: { properties: Record<string, { enum?: string[] }> } }> };
+          }
+        >
+      >;
+    };
     const token = openapi.paths['/oauth/token']!.post!;
     expect(Object.keys(token.responses).sort()).toEqual(['200', '400', '401', '413', '429', '503']);
     // One form per grant, each with the fields that grant needs.
-    const grants = (token.requestBody.content['application/x-www-form-urlencoded']!.schema as unknown as { oneOf: { properties: Record<string, { enum?: string[] }>; required: string[] }[] }).oneOf;
+    const grants = (
+      token.requestBody.content['application/x-www-form-urlencoded']!.schema as unknown as {
+        oneOf: { properties: Record<string, { enum?: string[] }>; required: string[] }[];
+      }
+    ).oneOf;
     expect(grants.flatMap((grant) => grant.properties.grant_type!.enum)).toEqual([...TOKEN_GRANTS]);
-    expect(grants.map((grant) => grant.required.sort())).toEqual([['code', 'code_verifier', 'grant_type'], ['grant_type', 'refresh_token'], ['device_code', 'grant_type']]);
-    expect(grants.flatMap((grant) => Object.keys(grant.properties))).toEqual(expect.arrayContaining(['code', 'code_verifier', 'redirect_uri', 'refresh_token', 'resource', 'device_code', 'client_id']));
+    expect(grants.map((grant) => grant.required.sort())).toEqual([
+      ['code', 'code_verifier', 'grant_type'],
+      ['grant_type', 'refresh_token'],
+      ['device_code', 'grant_type'],
+    ]);
+    expect(grants.flatMap((grant) => Object.keys(grant.properties))).toEqual(
+      expect.arrayContaining(['code', 'code_verifier', 'redirect_uri', 'refresh_token', 'resource', 'device_code', 'client_id']),
+    );
     const register = openapi.paths['/oauth/register']!.post!;
     expect(Object.keys(register.responses).sort()).toEqual(['201', '400', '413', '415', '429', '503']);
     expect(Object.keys(register.requestBody.content)).toEqual(['application/json']);
@@ -172,25 +221,38 @@ describe('the manifest and the guides', () => {
 });
 
 describe('the live feeds, read off their rows', () => {
-  it.each(Object.entries(LAYOUTS))('%s: the manifest, the OpenAPI document, llms.txt and the portal name every feed of LIVE_FEEDS, with its scope', (_name, urls) => {
-    const documents = discoveryDocuments(urls);
-    const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
-    const text = (path: string): string => documents.get(`${root}${path}`)!.body.toString('utf8');
-    const manifest = jsonAt(documents, `${root}/.well-known/ai-agent.json`) as { interfaces: { rest: { live_feeds: Record<string, string> } } };
-    expect(manifest.interfaces.rest.live_feeds).toEqual(Object.fromEntries(LIVE_FEED_NAMES.map((name) => [name, liveFeedUrl(urls, name)])));
-    const openapi = jsonAt(documents, `${root}/openapi.json`) as { paths: Record<string, Record<string, { operationId: string; security: Record<string, string[]>[]; responses: Record<string, unknown> }>> };
-    const streams = Object.entries(openapi.paths).flatMap(([path, methods]) => Object.values(methods).filter((operation) => 'text/event-stream' in ((operation.responses['200'] as { content?: object } | undefined)?.content ?? {})).map((operation) => ({ path, operation })));
-    expect(streams.map(({ operation }) => operation.operationId)).toEqual(LIVE_FEED_NAMES.map((name) => LIVE_FEEDS[name].operation));
-    for (const name of LIVE_FEED_NAMES) {
-      const feed = LIVE_FEEDS[name];
-      const url = liveFeedUrl(urls, name);
-      const stream = streams.find(({ operation }) => operation.operationId === feed.operation)!;
-      expect(`${urls.apiUrl}${stream.path}`, feed.operation).toBe(url);
-      expect(stream.operation.security, feed.operation).toEqual(feed.scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [feed.scope] }]);
-      expect(text('/llms.txt'), `llms.txt names ${url}`).toContain(`- \`GET ${url}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\``);
-      expect(text('/developers'), `the portal names ${url}`).toContain(`<tr><td><code>GET ${url}</code></td><td>${feed.title}</td><td><code>${feed.event}</code></td><td>${feed.scope === undefined ? 'none' : `<code>${feed.scope}</code>`}</td></tr>`);
-    }
-  });
+  it.each(Object.entries(LAYOUTS))(
+    '%s: the manifest, the OpenAPI document, llms.txt and the portal name every feed of LIVE_FEEDS, with its scope',
+    (_name, urls) => {
+      const documents = discoveryDocuments(urls);
+      const root = new URL(urls.siteUrl).pathname.replace(/\/$/, '');
+      const text = (path: string): string => documents.get(`${root}${path}`)!.body.toString('utf8');
+      const manifest = jsonAt(documents, `${root}/.well-known/ai-agent.json`) as { interfaces: { rest: { live_feeds: Record<string, string> } } };
+      expect(manifest.interfaces.rest.live_feeds).toEqual(Object.fromEntries(LIVE_FEED_NAMES.map((name) => [name, liveFeedUrl(urls, name)])));
+      const openapi = jsonAt(documents, `${root}/openapi.json`) as {
+        paths: Record<string, Record<string, { operationId: string; security: Record<string, string[]>[]; responses: Record<string, unknown> }>>;
+      };
+      const streams = Object.entries(openapi.paths).flatMap(([path, methods]) =>
+        Object.values(methods)
+          .filter((operation) => 'text/event-stream' in ((operation.responses['200'] as { content?: object } | undefined)?.content ?? {}))
+          .map((operation) => ({ path, operation })),
+      );
+      expect(streams.map(({ operation }) => operation.operationId)).toEqual(LIVE_FEED_NAMES.map((name) => LIVE_FEEDS[name].operation));
+      for (const name of LIVE_FEED_NAMES) {
+        const feed = LIVE_FEEDS[name];
+        const url = liveFeedUrl(urls, name);
+        const stream = streams.find(({ operation }) => operation.operationId === feed.operation)!;
+        expect(`${urls.apiUrl}${stream.path}`, feed.operation).toBe(url);
+        expect(stream.operation.security, feed.operation).toEqual(feed.scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [feed.scope] }]);
+        expect(text('/llms.txt'), `llms.txt names ${url}`).toContain(
+          `- \`GET ${url}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\``,
+        );
+        expect(text('/developers'), `the portal names ${url}`).toContain(
+          `<tr><td><code>GET ${url}</code></td><td>${feed.title}</td><td><code>${feed.event}</code></td><td>${feed.scope === undefined ? 'none' : `<code>${feed.scope}</code>`}</td></tr>`,
+        );
+      }
+    },
+  );
 });
 
 describe('the router serves the metadata where each RFC puts it, for a site below a path', () => {
@@ -210,7 +272,14 @@ describe('the router serves the metadata where each RFC puts it, for a site belo
         res.end();
       },
     });
-    ({ server } = await startRouter({ routes: resolveRoutes(urls), targets: { edge: standIn('edge'), auth: standIn('auth') }, documents: discoveryDocuments(urls), log: createLogger('test', 'silent'), port, host: '127.0.0.1' }));
+    ({ server } = await startRouter({
+      routes: resolveRoutes(urls),
+      targets: { edge: standIn('edge'), auth: standIn('auth') },
+      documents: discoveryDocuments(urls),
+      log: createLogger('test', 'silent'),
+      port,
+      host: '127.0.0.1',
+    }));
   });
 
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -236,7 +305,11 @@ describe('the router serves the metadata where each RFC puts it, for a site belo
 
   it('the authorization endpoint goes to auth', async () => {
     expect((await fetch(`${origin}/room/authorize?response_type=code`)).headers.get('x-upstream')).toBe('auth');
-    expect((await fetch(`${origin}/room/authorize`, { method: 'POST', body: 'decision=approve', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).headers.get('x-upstream')).toBe('auth');
+    expect(
+      (
+        await fetch(`${origin}/room/authorize`, { method: 'POST', body: 'decision=approve', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+      ).headers.get('x-upstream'),
+    ).toBe('auth');
     expect((await fetch(`${origin}/authorize`)).headers.get('x-upstream')).toBe('edge');
   });
 });

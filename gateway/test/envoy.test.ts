@@ -50,7 +50,15 @@ interface VirtualHost {
 type Bootstrap = {
   static_resources: {
     listeners: { filter_chains: { filters: { typed_config: { route_config: { virtual_hosts: VirtualHost[] } } }[] }[] }[];
-    clusters: { name: string; type: string; load_assignment: { endpoints: { lb_endpoints: { endpoint: { address: { socket_address: { address: string; port_value: number } }; health_check_config: { port_value: number } } }[] }[] } }[];
+    clusters: {
+      name: string;
+      type: string;
+      load_assignment: {
+        endpoints: {
+          lb_endpoints: { endpoint: { address: { socket_address: { address: string; port_value: number } }; health_check_config: { port_value: number } } }[];
+        }[];
+      };
+    }[];
   };
   admin: { address: { socket_address: { address: string; port_value: number } } };
 };
@@ -117,7 +125,12 @@ describe('the Envoy bootstrap', () => {
     expectEveryRoute(bootstrap, urls);
     const edge = (bootstrap as unknown as Bootstrap).static_resources.clusters.find((cluster) => cluster.name === 'edge');
     expect(edge?.type).toBe('STATIC');
-    expect(edge?.load_assignment.endpoints[0]?.lb_endpoints.map(({ endpoint }) => [endpoint.address.socket_address.port_value, endpoint.health_check_config.port_value])).toEqual([
+    expect(
+      edge?.load_assignment.endpoints[0]?.lb_endpoints.map(({ endpoint }) => [
+        endpoint.address.socket_address.port_value,
+        endpoint.health_check_config.port_value,
+      ]),
+    ).toEqual([
       [8081, 9091],
       [8082, 9092],
     ]);
@@ -176,22 +189,35 @@ describe('the Envoy bootstrap', () => {
     expect(site!.routes.find((entry) => entry.match.path === '/room/authorize')?.route?.cluster).toBe('auth');
     // Each of those paths has its document in the files Envoy serves, named as the index says.
     const index = readFileSync(join(docsDir, DOCUMENT_INDEX), 'utf8');
-    for (const path of ['/.well-known/oauth-authorization-server/room', '/room/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/agents/mcp']) {
+    for (const path of [
+      '/.well-known/oauth-authorization-server/room',
+      '/room/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource/agents/mcp',
+    ]) {
       expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(documents.get(path)!.body), path).toBe(true);
       expect(index).toContain(`["${path}"] = {`);
     }
   });
 
-  it('keeps the chart\'s bootstrap as a fresh rendering makes it, and Envoy accepts it with the documents the pod writes, not without', async () => {
+  it("keeps the chart's bootstrap as a fresh rendering makes it, and Envoy accepts it with the documents the pod writes, not without", async () => {
     const committed = join(root, CHART_ENVOY_FILE);
     const fresh = chartEnvoyYaml();
     expect(existsSync(committed), `${CHART_ENVOY_FILE} is missing: run \`npm run render:envoy\``).toBe(true);
-    expect(readFileSync(committed, 'utf8') === fresh, `${CHART_ENVOY_FILE} differs from a fresh rendering of the route table: run \`npm run render:envoy\` and commit the result`).toBe(true);
+    expect(
+      readFileSync(committed, 'utf8') === fresh,
+      `${CHART_ENVOY_FILE} differs from a fresh rendering of the route table: run \`npm run render:envoy\` and commit the result`,
+    ).toBe(true);
 
     const bootstrap = parse(fresh) as Bootstrap;
     expect(bootstrap.admin.address.socket_address).toEqual({ address: '0.0.0.0', port_value: 9901 });
     const endpoints = Object.fromEntries(
-      bootstrap.static_resources.clusters.map((cluster) => [cluster.name, [cluster.type, cluster.load_assignment.endpoints[0]!.lb_endpoints.map(({ endpoint }) => [endpoint.address.socket_address, endpoint.health_check_config.port_value])]]),
+      bootstrap.static_resources.clusters.map((cluster) => [
+        cluster.name,
+        [
+          cluster.type,
+          cluster.load_assignment.endpoints[0]!.lb_endpoints.map(({ endpoint }) => [endpoint.address.socket_address, endpoint.health_check_config.port_value]),
+        ],
+      ]),
     );
     expect(endpoints).toEqual({
       edge: ['STRICT_DNS', [[{ address: '__EDGE_HOST__', port_value: 8080 }, 9090]]],
@@ -209,7 +235,13 @@ describe('the Envoy bootstrap', () => {
     // Validated as the pod has it: the documents where the init container writes them (here, a temporary directory).
     const docsDir = join(scratch, 'chart-docs');
     const file = join(scratch, 'chart.yaml');
-    writeFileSync(file, fillChartPlaceholders(fresh, { edgeHost: 'edge.example', authHost: 'auth.example', quotaLimit: 5_000, trustedProxyHops: 1 }).replaceAll(CHART_DOCS_DIR, docsDir));
+    writeFileSync(
+      file,
+      fillChartPlaceholders(fresh, { edgeHost: 'edge.example', authHost: 'auth.example', quotaLimit: 5_000, trustedProxyHops: 1 }).replaceAll(
+        CHART_DOCS_DIR,
+        docsDir,
+      ),
+    );
     // Without them, Envoy refuses it: a pod never serves without its documents.
     const refused = spawnSync(envoyBin(), ['--mode', 'validate', '-c', file, '--log-level', 'warn', '--disable-hot-restart'], { encoding: 'utf8' });
     expect(refused.status).not.toBe(0);
@@ -221,7 +253,8 @@ describe('the Envoy bootstrap', () => {
 
 describe('render.js', () => {
   const render = join(root, 'gateway/dist/render.js');
-  const run = (args: string[], env: Record<string, string> = {}) => spawnSync(process.execPath, [render, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [render, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
 
   it('writes the documents and a bootstrap that refers to them, which Envoy accepts', () => {
     const docsDir = join(scratch, 'cli-docs');
@@ -233,17 +266,36 @@ describe('render.js', () => {
       expect(readFileSync(join(docsDir, documentFileName(urls, path))).equals(document.body), path).toBe(true);
       // The compressed forms of a document sent compressed, the ones the router sends.
       expect(existsSync(join(docsDir, `${documentFileName(urls, path)}.br`)), path).toBe(document.asset.compressed !== undefined);
-      if (document.asset.compressed) expect(readFileSync(join(docsDir, `${documentFileName(urls, path)}.gz`)).equals(document.asset.compressed.gzip), path).toBe(true);
+      if (document.asset.compressed)
+        expect(readFileSync(join(docsDir, `${documentFileName(urls, path)}.gz`)).equals(document.asset.compressed.gzip), path).toBe(true);
     }
     expect(existsSync(join(docsDir, DOCUMENT_INDEX))).toBe(true);
 
     const file = join(scratch, 'cli.yaml');
-    const envoy = run(['envoy', '--out', file, '--docs-dir', docsDir, '--edge', '127.0.0.1:8081:9091,127.0.0.1:8082:9092', '--auth', 'auth.internal:8081', '--admin-port', '19901'], env);
+    const envoy = run(
+      [
+        'envoy',
+        '--out',
+        file,
+        '--docs-dir',
+        docsDir,
+        '--edge',
+        '127.0.0.1:8081:9091,127.0.0.1:8082:9092',
+        '--auth',
+        'auth.internal:8081',
+        '--admin-port',
+        '19901',
+      ],
+      env,
+    );
     expect(envoy.status, envoy.stderr).toBe(0);
     validate(file);
     const bootstrap = parse(readFileSync(file, 'utf8')) as Bootstrap;
     expectEveryRoute(bootstrap, urls);
-    expect(bootstrap.static_resources.clusters.find((cluster) => cluster.name === 'auth')?.load_assignment.endpoints[0]?.lb_endpoints[0]?.endpoint.health_check_config.port_value).toBe(9090);
+    expect(
+      bootstrap.static_resources.clusters.find((cluster) => cluster.name === 'auth')?.load_assignment.endpoints[0]?.lb_endpoints[0]?.endpoint
+        .health_check_config.port_value,
+    ).toBe(9090);
   });
 
   /** render.js's exit status and first line on stderr; the four runs below go at once, each a Node start. */
@@ -309,7 +361,18 @@ async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: 
   const down = (upstream: number) => [{ host: '127.0.0.1', port: upstream, healthCheckPort: upstream }];
   writeFileSync(
     file,
-    envoyYaml(envoyBootstrap({ urls, docsDir, listen: { address: '127.0.0.1', port }, admin: { address: '127.0.0.1', port: adminPort }, edge: down(edgePort), auth: down(authPort), ...(rateLimit ? { rateLimit } : {}) }), name),
+    envoyYaml(
+      envoyBootstrap({
+        urls,
+        docsDir,
+        listen: { address: '127.0.0.1', port },
+        admin: { address: '127.0.0.1', port: adminPort },
+        edge: down(edgePort),
+        auth: down(authPort),
+        ...(rateLimit ? { rateLimit } : {}),
+      }),
+      name,
+    ),
   );
   return runEnvoy(file, port, adminPort, urls);
 }
@@ -331,9 +394,17 @@ describe('Envoy on the rendered bootstrap', () => {
 
   afterAll(() => envoy?.stop());
 
-  it('answers the documents itself with the router\'s headers: GET, HEAD, the preflight, and 405 otherwise', async () => {
+  it("answers the documents itself with the router's headers: GET, HEAD, the preflight, and 405 otherwise", async () => {
     const documents = discoveryDocuments(envoy.urls);
-    for (const path of ['/openapi.json', '/developers', '/developers/reference', '/problems/not-found', '/developers/assets/scalar.js', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/mcp']) {
+    for (const path of [
+      '/openapi.json',
+      '/developers',
+      '/developers/reference',
+      '/problems/not-found',
+      '/developers/assets/scalar.js',
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource/api/mcp',
+    ]) {
       const document = documents.get(path)!;
       const response = await fetch(`${envoy.origin}${path}`);
       expect(response.status, path).toBe(200);
@@ -350,7 +421,10 @@ describe('Envoy on the rendered bootstrap', () => {
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe(String(documents.get('/llms.txt')!.body.length));
     expect(await head.text()).toBe('');
-    const preflight = await fetch(`${envoy.origin}/.well-known/ai-agent.json`, { method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' } });
+    const preflight = await fetch(`${envoy.origin}/.well-known/ai-agent.json`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET' },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('allow')).toBe('GET, HEAD');
     expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, HEAD, POST, DELETE');
@@ -365,7 +439,8 @@ describe('Envoy on the rendered bootstrap', () => {
 
   it('sends the documents compressed as the router does: Brotli or gzip by Accept-Encoding, ETag and 304, Vary, Cache-Control, HEAD as GET', async () => {
     const documents = discoveryDocuments(envoy.urls);
-    for (const path of ['/openapi.json', '/llms.txt', '/developers']) await expectCompressedAsset(`${envoy.origin}${path}`, documents.get(path)!.body, 'public, no-cache');
+    for (const path of ['/openapi.json', '/llms.txt', '/developers'])
+      await expectCompressedAsset(`${envoy.origin}${path}`, documents.get(path)!.body, 'public, no-cache');
     const scalar = documents.get('/developers/assets/scalar.js')!;
     await expectCompressedAsset(`${envoy.origin}/developers/assets/scalar.js?v=${scalar.asset.digest}`, scalar.body, 'public, max-age=31536000, immutable');
     // Kept a year only under its own digest, as the router does.
@@ -406,7 +481,10 @@ describe('Envoy on the rendered bootstrap', () => {
       ['GET', '/signin'],
       ['GET', '/problems/no-such-problem'],
     ] as const) {
-      const response = await fetch(`${envoy.origin}${path}`, { method, ...(method === 'POST' ? { body: '{"text":"hello"}', headers: { 'content-type': 'application/json' } } : {}) });
+      const response = await fetch(`${envoy.origin}${path}`, {
+        method,
+        ...(method === 'POST' ? { body: '{"text":"hello"}', headers: { 'content-type': 'application/json' } } : {}),
+      });
       expect(response.status, `${method} ${path}`).toBe(503);
       expect(response.headers.get('content-type')).toBe('application/problem+json');
       expect(response.headers.get('retry-after')).toBe('5');
@@ -424,7 +502,7 @@ describe('Envoy on the rendered bootstrap', () => {
   });
 });
 
-describe('Envoy\'s guard', () => {
+describe("Envoy's guard", () => {
   it('answers a 429 problem once its token bucket is spent', async () => {
     const envoy = await startEnvoy('guarded', { perSecond: 1, burst: 3 });
     try {
@@ -464,7 +542,9 @@ describe("Envoy on the chart's bootstrap", () => {
     const added = servedDocument('text/html; charset=utf-8', '<!doctype html><title>A problem type added after the bootstrap</title>\n');
     documents.set('/problems/added-after-the-bootstrap', added);
     const openapi = JSON.parse(documents.get('/openapi.json')!.body.toString('utf8')) as { paths: Record<string, unknown> };
-    openapi.paths['/added'] = { get: { operationId: 'addedAfterTheBootstrap', responses: { '200': { description: 'What an operation added later answers' } } } };
+    openapi.paths['/added'] = {
+      get: { operationId: 'addedAfterTheBootstrap', responses: { '200': { description: 'What an operation added later answers' } } },
+    };
     const changed = servedDocument('application/json', `${JSON.stringify(openapi, null, 2)}\n`);
     documents.set('/openapi.json', changed);
     const docsDir = join(scratch, 'grown-docs');
@@ -472,7 +552,12 @@ describe("Envoy on the chart's bootstrap", () => {
 
     // The committed file, byte for byte, as the ConfigMap fills it: only the addresses differ, to run here.
     expect(committed === chartEnvoyYaml(), `${CHART_ENVOY_FILE} differs from a fresh rendering`).toBe(true);
-    const bootstrap = parse(fillChartPlaceholders(committed, { edgeHost: '127.0.0.1', authHost: '127.0.0.1', quotaLimit: 5_000, trustedProxyHops: 0 }).replaceAll(CHART_DOCS_DIR, docsDir)) as Bootstrap;
+    const bootstrap = parse(
+      fillChartPlaceholders(committed, { edgeHost: '127.0.0.1', authHost: '127.0.0.1', quotaLimit: 5_000, trustedProxyHops: 0 }).replaceAll(
+        CHART_DOCS_DIR,
+        docsDir,
+      ),
+    ) as Bootstrap;
     bootstrap.admin.address.socket_address = { address: '127.0.0.1', port_value: adminPort };
     const listener = bootstrap.static_resources.listeners[0] as unknown as { address: { socket_address: { address: string; port_value: number } } };
     listener.address.socket_address = { address: '127.0.0.1', port_value: port };
@@ -490,7 +575,11 @@ describe("Envoy on the chart's bootstrap", () => {
       const page = await rawRequest(`${envoy.origin}/problems/added-after-the-bootstrap`, { 'accept-encoding': 'br, gzip' });
       expect(page.status).toBe(200);
       expect(page.body.equals(added.body)).toBe(true);
-      expect(page.headers).toMatchObject({ 'content-type': 'text/html; charset=utf-8', etag: etagOf(added.asset.digest, 'identity'), 'cache-control': 'public, no-cache' });
+      expect(page.headers).toMatchObject({
+        'content-type': 'text/html; charset=utf-8',
+        etag: etagOf(added.asset.digest, 'identity'),
+        'cache-control': 'public, no-cache',
+      });
       await expectUncompressedAsset(`${envoy.origin}/problems/added-after-the-bootstrap`, added.body, 'public, no-cache');
       await expectCompressedAsset(`${envoy.origin}/openapi.json`, changed.body, 'public, no-cache');
       expect((await rawRequest(`${envoy.origin}/openapi.json`, { 'accept-encoding': 'br' })).headers.etag).toBe(etagOf(changed.asset.digest, 'br'));

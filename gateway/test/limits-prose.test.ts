@@ -23,7 +23,12 @@ import { describe, expect, it } from 'vitest';
  */
 const root = new URL('../../', import.meta.url);
 // docs/ and any folder below it: the README's pages may move there.
-const FILES = ['README.md', ...readdirSync(new URL('docs/', root), { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const FILES = [
+  'README.md',
+  ...readdirSync(new URL('docs/', root), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 /** Each file's text with its line breaks and runs of spaces made one space: a sentence may wrap anywhere. */
 const TEXTS = new Map(FILES.map((file) => [file, readFileSync(new URL(file, root), 'utf8').replace(/\s+/g, ' ')]));
 
@@ -54,12 +59,25 @@ const LIMITS: Record<string, { value: number; statements: Statement[] }> = {
     ],
   },
   MENTIONS_MAX: { value: MENTIONS_MAX, statements: [{ pattern: /at most (\d[\d,]*) \(`MENTIONS_MAX`/g }] },
-  LIMIT_MIN: { value: LIMIT_MIN, statements: [{ pattern: /`limit` (?:is a whole number from )?(\d[\d,]*) to [\d,]+/g }, { pattern: /a whole number from (\d[\d,]*) to [\d,]+, or left out/g }] },
+  LIMIT_MIN: {
+    value: LIMIT_MIN,
+    statements: [
+      { pattern: /`limit` (?:is a whole number from )?(\d[\d,]*) to [\d,]+/g },
+      { pattern: /a whole number from (\d[\d,]*) to [\d,]+, or left out/g },
+    ],
+  },
   LIMIT_MAX: {
     value: LIMIT_MAX,
-    statements: [{ pattern: /`limit` (?:is a whole number from )?[\d,]+ to (\d[\d,]*)/g }, { pattern: /a whole number from [\d,]+ to (\d[\d,]*), or left out/g }, { pattern: /every `limit` from [\d,]+ to (\d[\d,]*)/g }],
+    statements: [
+      { pattern: /`limit` (?:is a whole number from )?[\d,]+ to (\d[\d,]*)/g },
+      { pattern: /a whole number from [\d,]+ to (\d[\d,]*), or left out/g },
+      { pattern: /every `limit` from [\d,]+ to (\d[\d,]*)/g },
+    ],
   },
-  LIMIT_DEFAULT: { value: LIMIT_DEFAULT, statements: [{ pattern: /`limit` (?:is a whole number from )?[\d,]+ to [\d,]+, default (\d[\d,]*)/g }, { pattern: /or left out for (\d[\d,]*)/g }] },
+  LIMIT_DEFAULT: {
+    value: LIMIT_DEFAULT,
+    statements: [{ pattern: /`limit` (?:is a whole number from )?[\d,]+ to [\d,]+, default (\d[\d,]*)/g }, { pattern: /or left out for (\d[\d,]*)/g }],
+  },
   BODY_LIMIT_BYTES: {
     value: BODY_LIMIT_BYTES,
     statements: [
@@ -70,24 +88,36 @@ const LIMITS: Record<string, { value: number; statements: Statement[] }> = {
   },
   SIGNUP_EXPIRES_IN_SECONDS: {
     value: SIGNUP_EXPIRES_IN_SECONDS,
-    statements: [{ pattern: /`expires_in` \(?(\d[\d,]*) seconds/g }, { pattern: /"expires_in":(\d[\d,]*),"interval"/g }, { pattern: /nobody approved within (\d[\d,]*) minutes/g, scale: 60 }],
+    statements: [
+      { pattern: /`expires_in` \(?(\d[\d,]*) seconds/g },
+      { pattern: /"expires_in":(\d[\d,]*),"interval"/g },
+      { pattern: /nobody approved within (\d[\d,]*) minutes/g, scale: 60 },
+    ],
   },
-  SIGNUP_POLL_INTERVAL_SECONDS: { value: SIGNUP_POLL_INTERVAL_SECONDS, statements: [{ pattern: /`interval` \(?(\d[\d,]*) seconds/g }, { pattern: /"interval":(\d[\d,]*)/g }] },
+  SIGNUP_POLL_INTERVAL_SECONDS: {
+    value: SIGNUP_POLL_INTERVAL_SECONDS,
+    statements: [{ pattern: /`interval` \(?(\d[\d,]*) seconds/g }, { pattern: /"interval":(\d[\d,]*)/g }],
+  },
   WEBHOOKS_MAX: { value: WEBHOOKS_MAX, statements: [{ pattern: /at most (\d[\d,]*) per agent \(`too-many-webhooks`\)/g }] },
   WEBHOOK_FAILURES_MAX: { value: WEBHOOK_FAILURES_MAX, statements: [{ pattern: /(\d[\d,]*) failures in a row/g }] },
-  IDEMPOTENCY_KEY_HOURS: { value: IDEMPOTENCY_KEY_HOURS, statements: [{ pattern: /result (?:object )?is kept (\d[\d,]*) hours/g }, { pattern: /remembered (\d[\d,]*) hours per/g }] },
+  IDEMPOTENCY_KEY_HOURS: {
+    value: IDEMPOTENCY_KEY_HOURS,
+    statements: [{ pattern: /result (?:object )?is kept (\d[\d,]*) hours/g }, { pattern: /remembered (\d[\d,]*) hours per/g }],
+  },
   FEEDBACK_TEXT_MAX: { value: FEEDBACK_TEXT_MAX, statements: [{ pattern: /`problem` \(1 to (\d[\d,]*) characters\)/g }] },
 };
 
 /** Every statement of a limit in the docs: where, what it says, and the number it gives in kit's unit. */
 function statementsOf(statements: Statement[]): { file: string; text: string; stated: number }[] {
   return [...TEXTS].flatMap(([file, text]) =>
-    statements.flatMap(({ pattern, scale = 1 }) => [...text.matchAll(pattern)].map((match) => ({ file, text: match[0], stated: Number((match[1] ?? '').replaceAll(',', '')) * scale }))),
+    statements.flatMap(({ pattern, scale = 1 }) =>
+      [...text.matchAll(pattern)].map((match) => ({ file, text: match[0], stated: Number((match[1] ?? '').replaceAll(',', '')) * scale })),
+    ),
   );
 }
 
 describe("the docs' numbers for the limits", () => {
-  it.each(Object.entries(LIMITS))('%s: every statement in README.md and docs/*.md gives kit\'s number', (_name, { value, statements }) => {
+  it.each(Object.entries(LIMITS))("%s: every statement in README.md and docs/*.md gives kit's number", (_name, { value, statements }) => {
     for (const statement of statements) {
       const found = statementsOf([statement]);
       // A statement reworded so that its pattern finds nothing would pass unseen: each still finds one.

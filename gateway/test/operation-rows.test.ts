@@ -1,5 +1,15 @@
 import { readFileSync } from 'node:fs';
-import { isMcpTool, isOAuthEndpoint, isRestRoute, LIVE_FEED_NAMES, LIVE_FEEDS, MCP_TOOL_OPERATIONS, type OperationName, OPERATIONS, REST_BINDINGS } from '@agentroom/api';
+import {
+  isMcpTool,
+  isOAuthEndpoint,
+  isRestRoute,
+  LIVE_FEED_NAMES,
+  LIVE_FEEDS,
+  MCP_TOOL_OPERATIONS,
+  type OperationName,
+  OPERATIONS,
+  REST_BINDINGS,
+} from '@agentroom/api';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -22,7 +32,9 @@ describe('every operation row', () => {
 
   it.each(REST_BINDINGS.map((binding) => [binding.operation, binding] as const))('%s: docs/product.md lists its route', (name, binding) => {
     const path = `${binding.base === 'base' ? '{base_url}' : '{api_url}'}${binding.path.replace(/:(\w+)/g, '{$1}')}`;
-    expect(product, `docs/product.md names ${binding.method} ${path} in the row of ${name}`).toMatch(new RegExp(`\\| ${name} \\| \`${binding.method} ${path.replace(/[{}]/g, '\\$&')}`));
+    expect(product, `docs/product.md names ${binding.method} ${path} in the row of ${name}`).toMatch(
+      new RegExp(`\\| ${name} \\| \`${binding.method} ${path.replace(/[{}]/g, '\\$&')}`),
+    );
   });
 
   it.each(Object.entries(MCP_TOOL_OPERATIONS))('%s: docs/product.md and docs/mcp-and-a2a.md list the tool', (tool) => {
@@ -33,7 +45,9 @@ describe('every operation row', () => {
   it.each(LIVE_FEED_NAMES)('the %s feed: docs/product.md lists it under "Live feeds", with its scope and event', (name) => {
     const feed = LIVE_FEEDS[name];
     const section = product.slice(product.indexOf('## Live feeds'), product.indexOf('\n## ', product.indexOf('## Live feeds') + 1)).replace(/\s+/g, ' ');
-    const line = new RegExp(`- \`GET \\{base_url\\}${feed.path}\`: [^;]*?${feed.scope === undefined ? 'no token' : `scope \`${feed.scope}\``}[^;]*?, \`event: ${feed.event}\``);
+    const line = new RegExp(
+      `- \`GET \\{base_url\\}${feed.path}\`: [^;]*?${feed.scope === undefined ? 'no token' : `scope \`${feed.scope}\``}[^;]*?, \`event: ${feed.event}\``,
+    );
     expect(section, `docs/product.md, "Live feeds": GET {base_url}${feed.path}`).toMatch(line);
   });
 

@@ -13,7 +13,9 @@ describe('the API reference as HTML', () => {
   };
 
   it('shows every operation of openapi.json, with its method, path and summary, linked from the contents', () => {
-    const operations = Object.entries(openapi.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, ...operation })));
+    const operations = Object.entries(openapi.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, operation]) => ({ path, method, ...operation })),
+    );
     expect(operations.length).toBeGreaterThan(20);
     for (const operation of operations) {
       expect(html, operation.operationId).toContain(`<section class="operation" id="op-${operation.operationId}">`);

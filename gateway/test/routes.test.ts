@@ -4,7 +4,24 @@ import { matchRoute, resolveRoutes, ROUTES } from '../src/routes.js';
 describe('the route table', () => {
   it('covers every edge path of docs/decisions.md §1', () => {
     const paths = ROUTES.map((r) => `${r.base}:${r.path}`);
-    for (const path of ['site:/', 'site:/developers', 'site:/assets/', 'site:/device', 'site:/authorize', 'site:/signin', 'site:/signout', 'site:/account', 'api:/agent/signup/complete', 'api:/agent/signup/start', 'api:/agent/signup/poll', 'api:/agent/feedback', 'api:/mcp', 'api:/a2a/', 'api:/oauth/', 'base:/']) {
+    for (const path of [
+      'site:/',
+      'site:/developers',
+      'site:/assets/',
+      'site:/device',
+      'site:/authorize',
+      'site:/signin',
+      'site:/signout',
+      'site:/account',
+      'api:/agent/signup/complete',
+      'api:/agent/signup/start',
+      'api:/agent/signup/poll',
+      'api:/agent/feedback',
+      'api:/mcp',
+      'api:/a2a/',
+      'api:/oauth/',
+      'base:/',
+    ]) {
       expect(paths).toContain(path);
     }
   });
@@ -45,7 +62,10 @@ describe('the route table', () => {
     expect(matchRoute(routes, 'room.example', '/')).toMatchObject({ host: 'room.example', path: '/' });
     expect(matchRoute(routes, 'api.room.example', '/mcp')?.path).toBe('/mcp');
     // The MCP resource's metadata on the API's host (where RFC 9728 puts it) and on the site's.
-    expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource/mcp')).toMatchObject({ host: 'api.room.example', upstream: 'gateway' });
+    expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource/mcp')).toMatchObject({
+      host: 'api.room.example',
+      upstream: 'gateway',
+    });
     expect(matchRoute(routes, 'room.example', '/.well-known/oauth-protected-resource/mcp')).toMatchObject({ host: 'room.example', upstream: 'gateway' });
     // The API at its host's root: its metadata is that host's root document (RFC 9728 §3.1).
     expect(matchRoute(routes, 'api.room.example', '/.well-known/oauth-protected-resource')).toMatchObject({ host: 'api.room.example', upstream: 'gateway' });
@@ -69,7 +89,10 @@ describe('the route table', () => {
     const routes = resolveRoutes({ siteUrl: 'https://example.org/room', apiUrl: 'https://api.example.org/v2', baseUrl: 'https://api.example.org/v2/v1' });
     expect(matchRoute(routes, 'example.org', '/.well-known/oauth-authorization-server/room')).toMatchObject({ host: 'example.org', upstream: 'gateway' });
     expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-authorization-server/room')).toBeUndefined();
-    expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-protected-resource/v2/mcp')).toMatchObject({ host: 'api.example.org', upstream: 'gateway' });
+    expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-protected-resource/v2/mcp')).toMatchObject({
+      host: 'api.example.org',
+      upstream: 'gateway',
+    });
     expect(matchRoute(routes, 'example.org', '/room/.well-known/oauth-protected-resource/v2/mcp')).toMatchObject({ host: 'example.org', upstream: 'gateway' });
     expect(matchRoute(routes, 'api.example.org', '/.well-known/oauth-protected-resource/v2')).toMatchObject({ host: 'api.example.org', upstream: 'gateway' });
     expect(matchRoute(routes, 'example.org', '/room/.well-known/oauth-protected-resource/v2')).toMatchObject({ host: 'example.org', upstream: 'gateway' });

@@ -23,7 +23,9 @@ import { z } from 'zod';
 const FLAGS = ['--envoy'] as const;
 const unknownFlag = process.argv.slice(2).find((arg) => !(FLAGS as readonly string[]).includes(arg));
 if (unknownFlag !== undefined) {
-  process.stderr.write(`cluster: unknown argument ${JSON.stringify(unknownFlag)}; the only one is --envoy (Envoy on PORT instead of the router): npm run cluster -- --envoy\n`);
+  process.stderr.write(
+    `cluster: unknown argument ${JSON.stringify(unknownFlag)}; the only one is --envoy (Envoy on PORT instead of the router): npm run cluster -- --envoy\n`,
+  );
   process.exit(2);
 }
 const withEnvoy = process.argv.includes('--envoy');
@@ -139,7 +141,13 @@ async function launch(name: string, script: string, env: Record<string, string>)
   metrics[name] = `http://127.0.0.1:${metricsPort}/metrics`;
   adminPorts[name] = metricsPort;
   // The same environment on every restart: same ports, same addresses, so peers find it again.
-  return supervise({ name, command: process.execPath, args: [...NODE_FLAGS, script], env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env }, node: true });
+  return supervise({
+    name,
+    command: process.execPath,
+    args: [...NODE_FLAGS, script],
+    env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env },
+    node: true,
+  });
 }
 
 function supervise(spec: Pick<Supervised, 'name' | 'command' | 'args' | 'env' | 'node'>): ChildProcess {
@@ -167,7 +175,11 @@ async function startEnvoy(edges: { port: number; name: string }[], auths: { port
   const docsDir = join(envoyDir, 'docs');
   await writeDocuments(urls, discoveryDocuments(urls), docsDir);
   const adminPort = await freePort();
-  const endpoint = ({ port: upstreamPort, name }: { port: number; name: string }) => ({ host: '127.0.0.1', port: upstreamPort, healthCheckPort: adminPorts[name] as number });
+  const endpoint = ({ port: upstreamPort, name }: { port: number; name: string }) => ({
+    host: '127.0.0.1',
+    port: upstreamPort,
+    healthCheckPort: adminPorts[name] as number,
+  });
   const bootstrap = join(envoyDir, 'envoy.yaml');
   const rendered = envoyBootstrap({
     urls,
@@ -183,7 +195,13 @@ async function startEnvoy(edges: { port: number; name: string }[], auths: { port
   });
   await writeFile(bootstrap, envoyYaml(rendered, `Envoy bootstrap of \`npm run cluster -- --envoy\` for ${urls.siteUrl}, rendered from the route table.`));
   // One Envoy per cluster, and maybe another cluster's beside it: no shared memory for hot restarts.
-  supervise({ name: 'envoy', command: ENVOY_BIN, args: ['--config-path', bootstrap, '--disable-hot-restart', '--log-level', envoyLogLevel(config.LOG_LEVEL)], env: process.env, node: false });
+  supervise({
+    name: 'envoy',
+    command: ENVOY_BIN,
+    args: ['--config-path', bootstrap, '--disable-hot-restart', '--log-level', envoyLogLevel(config.LOG_LEVEL)],
+    env: process.env,
+    node: false,
+  });
   const admin = `http://127.0.0.1:${adminPort}`;
   // Live once its listener is bound and every upstream had its first health check.
   await waitFor('envoy', async () => (await fetch(`${admin}/ready`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined))?.status === 200);
@@ -214,7 +232,10 @@ function watch(supervised: Supervised): void {
       if (stopping) return;
       supervised.child = spawnChild(supervised);
       supervised.startedAt = Date.now();
-      log.info({ process: name, pid: supervised.child.pid, restart: supervised.restarts }, `${name} restarted (pid ${supervised.child.pid ?? '?'}, restart ${supervised.restarts})`);
+      log.info(
+        { process: name, pid: supervised.child.pid, restart: supervised.restarts },
+        `${name} restarted (pid ${supervised.child.pid ?? '?'}, restart ${supervised.restarts})`,
+      );
       watch(supervised);
     }, delayMs);
   });
@@ -394,7 +415,13 @@ try {
   const common = { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX, SITE_URL: urls.siteUrl, API_URL: urls.apiUrl, CURSOR_SECRET };
 
   // Each service's replicas share Redis, so any of them answers any call; its clients dial one target naming them all.
-  const rooms = await startGrpcReplicas('room', config.ROOM_REPLICAS, entry('@agentroom/room', './main.js'), async ({ addr }) => ({ ...common, ROOM_GRPC_ADDR: addr }), config.ROOM_GRPC_PORT);
+  const rooms = await startGrpcReplicas(
+    'room',
+    config.ROOM_REPLICAS,
+    entry('@agentroom/room', './main.js'),
+    async ({ addr }) => ({ ...common, ROOM_GRPC_ADDR: addr }),
+    config.ROOM_GRPC_PORT,
+  );
   const roomTarget = grpcTargetOf(rooms);
 
   const messagings = await startGrpcReplicas('messaging', config.MESSAGING_REPLICAS, entry('@agentroom/messaging', './main.js'), async ({ addr }) => ({
@@ -418,7 +445,14 @@ try {
   const authReplicas = await startGrpcReplicas('auth', config.AUTH_REPLICAS, entry('@agentroom/auth', './main.js'), async ({ name, addr }) => {
     const httpPort = await freePort();
     authHttpPorts.set(name, httpPort);
-    return { ...common, AUTH_GRPC_ADDR: addr, ROOM_ADDR: roomTarget, DELIVERY_ADDR: deliveryTarget, AUTH_HTTP_PORT: String(httpPort), AUTH_HTTP_HOST: '127.0.0.1' };
+    return {
+      ...common,
+      AUTH_GRPC_ADDR: addr,
+      ROOM_ADDR: roomTarget,
+      DELIVERY_ADDR: deliveryTarget,
+      AUTH_HTTP_PORT: String(httpPort),
+      AUTH_HTTP_HOST: '127.0.0.1',
+    };
   });
   const auths = authReplicas.map((replica) => ({ ...replica, httpPort: authHttpPorts.get(replica.name) ?? 0 }));
   const authAddr = auths[0]?.addr ?? '';
@@ -429,7 +463,15 @@ try {
   for (let i = 0; i < config.EDGE_REPLICAS; i += 1) {
     const edgePort = await freePort();
     edges.push({ port: edgePort, name: `edge-${i + 1}` });
-    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), { ...common, ROOM_ADDR: roomTarget, AUTH_ADDR: authTarget, MESSAGING_ADDR: messagingTarget, DELIVERY_ADDR: deliveryTarget, EDGE_PORT: String(edgePort), EDGE_HOST: '127.0.0.1' });
+    await launch(`edge-${i + 1}`, entry('@agentroom/edge', './main.js'), {
+      ...common,
+      ROOM_ADDR: roomTarget,
+      AUTH_ADDR: authTarget,
+      MESSAGING_ADDR: messagingTarget,
+      DELIVERY_ADDR: deliveryTarget,
+      EDGE_PORT: String(edgePort),
+      EDGE_HOST: '127.0.0.1',
+    });
     edgeUrls.push(`http://127.0.0.1:${edgePort}`);
   }
   for (const url of edgeUrls) await waitFor(url, () => httpAnswers(url));
@@ -437,18 +479,31 @@ try {
   const routerUrl = `http://127.0.0.1:${config.PORT}`;
   let envoy: { admin: string; bootstrap: string } | undefined;
   if (withEnvoy) {
-    envoy = await startEnvoy(edges, auths.map((auth) => ({ port: auth.httpPort, name: auth.name })));
+    envoy = await startEnvoy(
+      edges,
+      auths.map((auth) => ({ port: auth.httpPort, name: auth.name })),
+    );
   } else {
-    const router = await launch('router', entry('@agentroom/gateway', './main.js'), { ...common, PORT: String(config.PORT), EDGE_URLS: edgeUrls.join(','), AUTH_URLS: auths.map((auth) => `http://127.0.0.1:${auth.httpPort}`).join(',') });
+    const router = await launch('router', entry('@agentroom/gateway', './main.js'), {
+      ...common,
+      PORT: String(config.PORT),
+      EDGE_URLS: edgeUrls.join(','),
+      AUTH_URLS: auths.map((auth) => `http://127.0.0.1:${auth.httpPort}`).join(','),
+    });
     // Its own word, not an answer on PORT: another process may hold PORT, and would answer too.
     await listening('router', router);
   }
 
   supervising = true;
   // The redis-server the launcher started is one of its processes too (the bench sums their CPU time).
-  const pids = { ...Object.fromEntries(processes.map(({ name, child }) => [name, child.pid])), ...(redis?.pid === undefined ? {} : { 'redis-server': redis.pid }) };
+  const pids = {
+    ...Object.fromEntries(processes.map(({ name, child }) => [name, child.pid])),
+    ...(redis?.pid === undefined ? {} : { 'redis-server': redis.pid }),
+  };
   // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
-  const privateTargets = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS ? '; webhooks may target private and loopback addresses (WEBHOOKS_ALLOW_PRIVATE_TARGETS=true)' : '';
+  const privateTargets = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS
+    ? '; webhooks may target private and loopback addresses (WEBHOOKS_ALLOW_PRIVATE_TARGETS=true)'
+    : '';
   const provision = `npm run agents -- provision --auth ${authAddr} --human "<a name registered at ${urls.siteUrl}/signin>" --count 200 --scopes posts:write,messages:write,messages:read --out load-tests/tokens.json`;
   log.info(
     {
@@ -462,7 +517,10 @@ try {
       auth: authAddr,
       auths: auths.map((auth) => auth.addr),
       replicas: Object.fromEntries(
-        Object.entries({ room: rooms, messaging: messagings, delivery: deliveries, auth: auths }).map(([service, replicas]) => [service, replicas.map((replica) => replica.addr)]),
+        Object.entries({ room: rooms, messaging: messagings, delivery: deliveries, auth: auths }).map(([service, replicas]) => [
+          service,
+          replicas.map((replica) => replica.addr),
+        ]),
       ),
       edges: edgeUrls,
       router: routerUrl,

@@ -45,7 +45,11 @@ export async function seedDemo(running: Embedded): Promise<Demo> {
   const agents = {} as Record<AgentName, { token: string; id: string }>;
   for (const [name, scopes] of Object.entries(AGENTS) as [AgentName, readonly string[]][]) {
     const flow = started.parse(
-      await call(`${running.urls.apiUrl}/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agent_name: name, scopes }) }, 200),
+      await call(
+        `${running.urls.apiUrl}/agent/signup/start`,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agent_name: name, scopes }) },
+        200,
+      ),
     );
     await running.auth.flows.approve(flow.user_code, human);
     const token = polled.parse(await call(`${running.urls.apiUrl}/agent/signup/poll?device_code=${encodeURIComponent(flow.device_code)}`, {}, 200));

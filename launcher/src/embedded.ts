@@ -57,13 +57,22 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }),
     createLogger('delivery', config.LOG_LEVEL, output),
   );
-  const auth = await startAuth(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, DELIVERY_ADDR: `127.0.0.1:${delivery.port}` }), {
-    listen: false,
-    log: createLogger('auth', config.LOG_LEVEL, output),
-    clock,
-    ...(quota ? { quota } : {}),
+  const auth = await startAuth(
+    loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, DELIVERY_ADDR: `127.0.0.1:${delivery.port}` }),
+    {
+      listen: false,
+      log: createLogger('auth', config.LOG_LEVEL, output),
+      clock,
+      ...(quota ? { quota } : {}),
+    },
+  );
+  const edgeConfig = loadConfig(edgeEnv, {
+    ...env,
+    ROOM_ADDR: `127.0.0.1:${room.port}`,
+    AUTH_ADDR: `127.0.0.1:${auth.port}`,
+    MESSAGING_ADDR: `127.0.0.1:${messaging.port}`,
+    DELIVERY_ADDR: `127.0.0.1:${delivery.port}`,
   });
-  const edgeConfig = loadConfig(edgeEnv, { ...env, ROOM_ADDR: `127.0.0.1:${room.port}`, AUTH_ADDR: `127.0.0.1:${auth.port}`, MESSAGING_ADDR: `127.0.0.1:${messaging.port}`, DELIVERY_ADDR: `127.0.0.1:${delivery.port}` });
   const edge = await startEdge(edgeConfig, {
     listen: false,
     log: createLogger('edge', config.LOG_LEVEL, output),

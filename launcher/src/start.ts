@@ -19,7 +19,9 @@ const config = loadConfigOrExit(embeddedEnv, 'Agent Room');
 // `npm run demo` (`npm start -- --demo`): a demo human whose password is printed, so never on a store that outlives the process.
 const demo = process.argv.includes('--demo');
 if (demo && config.REDIS_URL !== undefined) {
-  process.stderr.write('Agent Room could not start: the demo runs on in-memory storage only (it makes a human whose password it prints): unset REDIS_URL, or run npm start\n');
+  process.stderr.write(
+    'Agent Room could not start: the demo runs on in-memory storage only (it makes a human whose password it prints): unset REDIS_URL, or run npm start\n',
+  );
   process.exit(1);
 }
 // In a terminal, the services' start-up lines give way to the block of addresses below; JSON logs keep every line.

@@ -112,7 +112,11 @@ describe('npm start when it cannot start', () => {
     beforeAll(async () => {
       redisPort = await freePort();
       dir = mkdtempSync(join(tmpdir(), 'agentroom-startup-'));
-      redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--requirepass', 'right-one'], { stdio: 'ignore' });
+      redis = spawn(
+        'redis-server',
+        ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--requirepass', 'right-one'],
+        { stdio: 'ignore' },
+      );
       const deadline = Date.now() + 10_000;
       for (;;) {
         const accepted = await new Promise<boolean>((resolve) => {
@@ -192,9 +196,17 @@ describe('npm start when it runs', () => {
    * Runs `npm start`'s launcher until its block is out (stdout in a terminal, stderr with JSON
    * logs), hands it to `use` while it runs, then stops it.
    */
-  async function startOnce(env: Record<string, string>, args: string[] = [], use?: (site: string, stdout: string) => Promise<void>): Promise<{ port: number; stdout: string; stderr: string }> {
+  async function startOnce(
+    env: Record<string, string>,
+    args: string[] = [],
+    use?: (site: string, stdout: string) => Promise<void>,
+  ): Promise<{ port: number; stdout: string; stderr: string }> {
     const port = await freePort();
-    const child = spawn(process.execPath, ['launcher/dist/start.js', ...args], { cwd: root, env: cleanEnv({ PORT: String(port), ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['launcher/dist/start.js', ...args], {
+      cwd: root,
+      env: cleanEnv({ PORT: String(port), ...env }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -232,7 +244,10 @@ describe('npm start when it runs', () => {
     const lines = stdout.split('\n').filter((line) => line !== '');
     expect(lines.length).toBeGreaterThan(3);
     for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
-    expect(lines.some((line) => line.includes('room service ready')), 'JSON keeps the start-up lines').toBe(true);
+    expect(
+      lines.some((line) => line.includes('room service ready')),
+      'JSON keeps the start-up lines',
+    ).toBe(true);
   });
 
   it('--demo (npm run demo): a human whose printed sign-in works, three agents and a thread with replies and mentions', async () => {
@@ -245,7 +260,11 @@ describe('npm start when it runs', () => {
       expect(posts.data.filter((post) => post.replyTo !== undefined)).toHaveLength(3);
       expect(posts.data.filter((post) => (post.mentions ?? []).length > 0).length).toBeGreaterThanOrEqual(3);
       const agents = (await (await fetch(`${site}/api/v1/agents`)).json()) as { data: { agentName: string; humanLabel: string }[] };
-      expect(agents.data.map((agent) => `${agent.agentName} for ${agent.humanLabel}`).sort()).toEqual([`atlas for ${human}`, `quill for ${human}`, `scout for ${human}`]);
+      expect(agents.data.map((agent) => `${agent.agentName} for ${agent.humanLabel}`).sort()).toEqual([
+        `atlas for ${human}`,
+        `quill for ${human}`,
+        `scout for ${human}`,
+      ]);
       // The printed sign-in opens a session: the sign-in form answers a redirect with the session cookie.
       const form = await fetch(`${site}/signin`);
       const cookie = (form.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
@@ -282,7 +301,11 @@ describe('request logs', () => {
   async function start(env: Record<string, string>): Promise<{ port: number; lines: string[] }> {
     const port = await freePort();
     const lines: string[] = [];
-    const started = spawn(process.execPath, ['launcher/dist/start.js'], { cwd: root, env: cleanEnv({ PORT: String(port), ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn(process.execPath, ['launcher/dist/start.js'], {
+      cwd: root,
+      env: cleanEnv({ PORT: String(port), ...env }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child = started;
     let buffer = '';
     await new Promise<void>((resolve, reject) => {

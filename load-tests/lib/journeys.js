@@ -116,7 +116,9 @@ function reportFault(what, response, fault, journey) {
   faultsLogged += 1;
   const body = typeof response.body === 'string' ? response.body : String(response.body);
   // eslint-disable-next-line no-console -- k6's log is where a run's operator reads what went wrong
-  console.error(`${what}: ${fault}; status ${response.status}, X-Request-Id ${response.headers['X-Request-Id']}, ${body.length} characters: ${body.slice(0, FAULT_BODY_MAX)}`);
+  console.error(
+    `${what}: ${fault}; status ${response.status}, X-Request-Id ${response.headers['X-Request-Id']}, ${body.length} characters: ${body.slice(0, FAULT_BODY_MAX)}`,
+  );
 }
 
 function json(response) {
@@ -150,12 +152,19 @@ export function readRoom(data) {
   const first = http.get(`${data.rest}/posts?limit=${PAGE}`, params(journey, 'GET {rest}/posts'));
   let page = json(first);
   const fault = pageFault(page, isPost, PAGE);
-  judge(first, { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => fault === '' }, journey);
+  judge(
+    first,
+    { 'read_room: first page answers 200': (r) => r.status === 200, 'read_room: first page is a page of posts, newest first': () => fault === '' },
+    journey,
+  );
   reportFault('read_room: first page', first, fault, journey);
   const depth = Math.floor(Math.random() * (DEEP_PAGES + 1));
   for (let i = 0; i < depth && isPage(page, isPost, PAGE) && page.next_cursor !== null; i += 1) {
     const previous = page;
-    const response = http.get(`${data.rest}/posts?limit=${PAGE}&cursor=${encodeURIComponent(previous.next_cursor)}`, params(journey, 'GET {rest}/posts?cursor'));
+    const response = http.get(
+      `${data.rest}/posts?limit=${PAGE}&cursor=${encodeURIComponent(previous.next_cursor)}`,
+      params(journey, 'GET {rest}/posts?cursor'),
+    );
     page = json(response);
     const seen = new Set(previous.data.map((post) => post.id));
     const deepFault = pageFault(page, isPost, PAGE);
@@ -167,7 +176,9 @@ export function readRoom(data) {
         'read_room: deep page is older than the page before, with no post twice': () =>
           isPage(page, isPost, PAGE) &&
           page.data.every((post) => !seen.has(post.id)) &&
-          (page.data.length === 0 || previous.data.length === 0 || Date.parse(page.data[0].createdAt) <= Date.parse(previous.data[previous.data.length - 1].createdAt)),
+          (page.data.length === 0 ||
+            previous.data.length === 0 ||
+            Date.parse(page.data[0].createdAt) <= Date.parse(previous.data[previous.data.length - 1].createdAt)),
       },
       journey,
     );
@@ -192,7 +203,8 @@ export function sharePost(data) {
     response,
     {
       'share_post: answers 201': (r) => r.status === 201,
-      'share_post: answers the post, by this agent, via rest': () => isPost(post) && post.agentId === me.id && post.agentName === me.name && post.text === JSON.parse(body).text && post.via === 'rest',
+      'share_post: answers the post, by this agent, via rest': () =>
+        isPost(post) && post.agentId === me.id && post.agentName === me.name && post.text === JSON.parse(body).text && post.via === 'rest',
       'share_post: a first write is not marked replayed': (r) => r.headers['Idempotent-Replayed'] === undefined,
     },
     journey,
@@ -215,7 +227,11 @@ export function directMessages(data) {
   const journey = 'direct_messages';
   const { me, peer } = agentsFor(exec.scenario.iterationInTest);
   const text = uniqueText('message');
-  const sent = http.post(`${data.rest}/messages`, JSON.stringify({ to: peer.id, text }), params(journey, 'POST {rest}/messages', bearer(me, { ...JSON_BODY, 'Idempotency-Key': `k6-${crypto.randomUUID()}` })));
+  const sent = http.post(
+    `${data.rest}/messages`,
+    JSON.stringify({ to: peer.id, text }),
+    params(journey, 'POST {rest}/messages', bearer(me, { ...JSON_BODY, 'Idempotency-Key': `k6-${crypto.randomUUID()}` })),
+  );
   const message = json(sent);
   judge(
     sent,
@@ -232,7 +248,8 @@ export function directMessages(data) {
     read,
     {
       'direct_messages: inbox answers 200': (r) => r.status === 200,
-      'direct_messages: inbox is a page of messages to this agent, newest first': () => isPage(inbox, isMessage, PAGE) && inbox.data.every((m) => m.toAgentId === me.id) && newestFirst(inbox.data),
+      'direct_messages: inbox is a page of messages to this agent, newest first': () =>
+        isPage(inbox, isMessage, PAGE) && inbox.data.every((m) => m.toAgentId === me.id) && newestFirst(inbox.data),
     },
     journey,
   );
@@ -269,14 +286,21 @@ function toolAnswered(call, id, valid) {
 export function mcpClient(data) {
   const journey = 'mcp';
   const { me } = agentsFor(exec.scenario.iterationInTest);
-  const init = mcpCall(data, me, 'POST {api}/mcp initialize', { id: 1, method: 'initialize', params: { protocolVersion: MCP_PROTOCOL, capabilities: {}, clientInfo: { name: 'k6-load', version: '1.0.0' } } });
+  const init = mcpCall(data, me, 'POST {api}/mcp initialize', {
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: MCP_PROTOCOL, capabilities: {}, clientInfo: { name: 'k6-load', version: '1.0.0' } },
+  });
   const result = init.body?.result;
   const ready = judge(
     init.response,
     {
       'mcp: initialize answers 200': (r) => r.status === 200,
       'mcp: initialize answers the server, its tools capability and a protocol version': () =>
-        init.body?.id === 1 && typeof result?.protocolVersion === 'string' && result.serverInfo?.name === 'agent-room' && typeof result.capabilities?.tools === 'object',
+        init.body?.id === 1 &&
+        typeof result?.protocolVersion === 'string' &&
+        result.serverInfo?.name === 'agent-room' &&
+        typeof result.capabilities?.tools === 'object',
     },
     journey,
   );
@@ -285,7 +309,13 @@ export function mcpClient(data) {
   const initialized = mcpCall(data, me, 'POST {api}/mcp notifications/initialized', { method: 'notifications/initialized' }, protocol);
   judge(initialized.response, { 'mcp: the initialized notification answers 202': (r) => r.status === 202 }, journey);
 
-  const read = mcpCall(data, me, 'POST {api}/mcp room_read_posts', { id: 2, method: 'tools/call', params: { name: 'room_read_posts', arguments: { limit: 10 } } }, protocol);
+  const read = mcpCall(
+    data,
+    me,
+    'POST {api}/mcp room_read_posts',
+    { id: 2, method: 'tools/call', params: { name: 'room_read_posts', arguments: { limit: 10 } } },
+    protocol,
+  );
   judge(
     read.response,
     {
@@ -296,12 +326,19 @@ export function mcpClient(data) {
   );
 
   const text = uniqueText('mcp post');
-  const wrote = mcpCall(data, me, 'POST {api}/mcp room_post', { id: 3, method: 'tools/call', params: { name: 'room_post', arguments: { text, idempotency_key: `k6-${crypto.randomUUID()}` } } }, protocol);
+  const wrote = mcpCall(
+    data,
+    me,
+    'POST {api}/mcp room_post',
+    { id: 3, method: 'tools/call', params: { name: 'room_post', arguments: { text, idempotency_key: `k6-${crypto.randomUUID()}` } } },
+    protocol,
+  );
   judge(
     wrote.response,
     {
       'mcp: room_post answers 200': (r) => r.status === 200,
-      'mcp: room_post answers the post, by this agent, via mcp': () => toolAnswered(wrote, 3, (post) => isPost(post) && post.agentId === me.id && post.text === text && post.via === 'mcp'),
+      'mcp: room_post answers the post, by this agent, via mcp': () =>
+        toolAnswered(wrote, 3, (post) => isPost(post) && post.agentId === me.id && post.text === text && post.via === 'mcp'),
     },
     journey,
   );
@@ -317,7 +354,11 @@ export function a2aSend(data) {
   const text = uniqueText('a2a post');
   const id = `k6-${crypto.randomUUID()}`;
   const payload = { jsonrpc: '2.0', id, method: 'SendMessage', params: { message: { messageId: id, role: 'ROLE_USER', parts: [{ text }] } } };
-  const response = http.post(data.a2aRoom, JSON.stringify(payload), params(journey, 'POST {api}/a2a SendMessage', bearer(me, { ...JSON_BODY, 'A2A-Version': '1.0' })));
+  const response = http.post(
+    data.a2aRoom,
+    JSON.stringify(payload),
+    params(journey, 'POST {api}/a2a SendMessage', bearer(me, { ...JSON_BODY, 'A2A-Version': '1.0' })),
+  );
   const body = json(response);
   const answer = body?.result?.message;
   const post = Array.isArray(answer?.parts) ? answer.parts.find((part) => part.data !== undefined)?.data?.post : undefined;
@@ -325,7 +366,12 @@ export function a2aSend(data) {
     response,
     {
       'a2a: SendMessage answers 200': (r) => r.status === 200,
-      'a2a: SendMessage answers an agent message, not an error': () => body?.jsonrpc === '2.0' && body.id === id && body.error === undefined && answer?.role === 'ROLE_AGENT' && answer.parts.some((part) => typeof part.text === 'string'),
+      'a2a: SendMessage answers an agent message, not an error': () =>
+        body?.jsonrpc === '2.0' &&
+        body.id === id &&
+        body.error === undefined &&
+        answer?.role === 'ROLE_AGENT' &&
+        answer.parts.some((part) => typeof part.text === 'string'),
       'a2a: the answer carries the post, by this agent, via a2a': () => isPost(post) && post.agentId === me.id && post.text === text && post.via === 'a2a',
     },
     journey,

@@ -48,7 +48,9 @@ function discover() {
   const url = `${BASE_URL}/.well-known/ai-agent.json`;
   const response = http.get(url, setupParams('GET {site}/.well-known/ai-agent.json'));
   if (response.status === 0) {
-    stop(`nothing answers at ${BASE_URL} (${response.error}). Start the room first (\`npm run cluster\`, or \`npm run cluster -- --envoy\`) or set BASE_URL to the site URL of a running deployment.`);
+    stop(
+      `nothing answers at ${BASE_URL} (${response.error}). Start the room first (\`npm run cluster\`, or \`npm run cluster -- --envoy\`) or set BASE_URL to the site URL of a running deployment.`,
+    );
   }
   if (response.status === 429) stop(quotaSpent(response, 'this address'));
   const manifest = json(response);
@@ -56,7 +58,9 @@ function discover() {
   const mcp = manifest?.interfaces?.mcp?.url;
   const a2aRoom = manifest?.interfaces?.a2a?.room_endpoint;
   if (response.status !== 200 || typeof rest !== 'string' || typeof mcp !== 'string' || typeof a2aRoom !== 'string') {
-    stop(`${url} answered ${response.status} without an Agent Room manifest: BASE_URL must be the site URL of the room (the one that serves /.well-known/ai-agent.json), not its API.`);
+    stop(
+      `${url} answered ${response.status} without an Agent Room manifest: BASE_URL must be the site URL of the room (the one that serves /.well-known/ai-agent.json), not its API.`,
+    );
   }
   return { site: BASE_URL, rest, mcp, a2aRoom };
 }
@@ -65,13 +69,17 @@ function discover() {
 function healthy(urls) {
   // 503 is an answer here (degraded), judged below, not a failed request in the run's figures.
   const response = http.get(`${urls.rest}/health`, { ...setupParams('GET {rest}/health'), responseCallback: http.expectedStatuses(200, 503) });
-  if (response.status === 0) stop(`the manifest at ${BASE_URL} answers but its API does not: GET ${urls.rest}/health failed (${response.error}). Is every process of the target up?`);
+  if (response.status === 0)
+    stop(`the manifest at ${BASE_URL} answers but its API does not: GET ${urls.rest}/health failed (${response.error}). Is every process of the target up?`);
   if (response.status === 429) stop(quotaSpent(response, 'this address'));
   const health = json(response);
   // `npm start` without REDIS_URL keeps everything in memory and says "degraded" for that alone: a fine target on a laptop.
-  const inMemory = health?.status === 'degraded' && health.checks?.storage === 'memory' && health.checks.room === 'serving' && health.checks.messaging === 'serving';
+  const inMemory =
+    health?.status === 'degraded' && health.checks?.storage === 'memory' && health.checks.room === 'serving' && health.checks.messaging === 'serving';
   if (health?.status !== 'healthy' && !inMemory) {
-    stop(`${urls.rest}/health answered ${response.status} ${JSON.stringify(health?.checks ?? response.body?.slice(0, 200))}: the target is not ready; wait for it, or look at the failing check before measuring it.`);
+    stop(
+      `${urls.rest}/health answered ${response.status} ${JSON.stringify(health?.checks ?? response.body?.slice(0, 200))}: the target is not ready; wait for it, or look at the failing check before measuring it.`,
+    );
   }
   return Number(header(response, 'RateLimit-Remaining') ?? Infinity);
 }
@@ -81,9 +89,17 @@ function tokensWork(urls) {
   const file = tokenFile();
   if (file.problem !== undefined) stop(`${file.problem}. Create one with \`${provisionCommand(200)}\` (TOKENS names another file).`);
   const count = agentCount();
-  if (count < MIN_AGENTS) stop(`${TOKENS_PATH} holds ${count} agent(s); a run needs at least ${MIN_AGENTS} (direct messages go to another agent): \`${provisionCommand(200)}\`.`);
+  if (count < MIN_AGENTS)
+    stop(`${TOKENS_PATH} holds ${count} agent(s); a run needs at least ${MIN_AGENTS} (direct messages go to another agent): \`${provisionCommand(200)}\`.`);
   const agents = Array.from({ length: count }, (_, i) => agentAt(i));
-  const answers = http.batch(agents.map((agent) => ['GET', `${urls.rest}/messages?limit=1`, null, setupParams('GET {rest}/messages (token check)', { Authorization: `Bearer ${agent.token}` })]));
+  const answers = http.batch(
+    agents.map((agent) => [
+      'GET',
+      `${urls.rest}/messages?limit=1`,
+      null,
+      setupParams('GET {rest}/messages (token check)', { Authorization: `Bearer ${agent.token}` }),
+    ]),
+  );
   const spent = answers.find((response) => response.status === 429);
   if (spent) stop(quotaSpent(spent, 'a token of the file'));
   const refused = answers.map((response, i) => ({ response, agent: agents[i] })).filter(({ response }) => response.status !== 200);
@@ -119,7 +135,9 @@ export function preflight(scenarioName, settings = {}) {
     withToken += plan[journey.tag] * perIteration.token;
   }
   if (anonymous > addressLeft) {
-    stop(`this ${scenarioName} run plans up to ${Math.ceil(anonymous)} requests without a token from this one address, and the target allows ${addressLeft} more today (QUOTA_PER_ADDRESS): ${RAISE_QUOTAS}.`);
+    stop(
+      `this ${scenarioName} run plans up to ${Math.ceil(anonymous)} requests without a token from this one address, and the target allows ${addressLeft} more today (QUOTA_PER_ADDRESS): ${RAISE_QUOTAS}.`,
+    );
   }
   const count = agentCount();
   if (withToken / count > tokenLeft) {

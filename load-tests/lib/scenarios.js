@@ -59,7 +59,9 @@ function iterationsOf(scenario) {
     }
     return total;
   }
-  throw new Error(`no estimate for the ${scenario.executor} executor: the scenario files use arrival-rate executors (do not override them with --vus, --duration or --iterations)`);
+  throw new Error(
+    `no estimate for the ${scenario.executor} executor: the scenario files use arrival-rate executors (do not override them with --vus, --duration or --iterations)`,
+  );
 }
 
 /** Iterations per journey tag the scenarios start at most: a `mixed` scenario splits by the journeys' weights. */

@@ -77,9 +77,12 @@ function text(scenario, data, report) {
   const failed = data.metrics.http_req_failed?.values ?? {};
   const checks = data.metrics.checks?.values ?? {};
   const seconds = ((data.state?.testRunDurationMs ?? 0) / 1000).toFixed(1);
-  lines.push(`  ${scenario} against ${BASE_URL}: ${reqs.count ?? 0} requests in ${seconds} s (${(reqs.rate ?? 0).toFixed(1)}/s), ${percent(failed.rate)} failed, checks ${percent(checks.rate)} (${checks.passes ?? 0} passed, ${checks.fails ?? 0} failed)`);
+  lines.push(
+    `  ${scenario} against ${BASE_URL}: ${reqs.count ?? 0} requests in ${seconds} s (${(reqs.rate ?? 0).toFixed(1)}/s), ${percent(failed.rate)} failed, checks ${percent(checks.rate)} (${checks.passes ?? 0} passed, ${checks.fails ?? 0} failed)`,
+  );
   const dropped = data.metrics.dropped_iterations?.values?.count;
-  if (dropped) lines.push(`  dropped iterations: ${dropped} (k6 had no free VU at the planned arrival rate: the target answered too slowly, or maxVUs is too low)`);
+  if (dropped)
+    lines.push(`  dropped iterations: ${dropped} (k6 had no free VU at the planned arrival rate: the target answered too slowly, or maxVUs is too low)`);
   const reached = data.metrics.target_rate?.values?.value;
   if (typeof reached === 'number') lines.push(`  arrival rate asked when the run ended: ${reached.toFixed(1)} iterations/s`);
   lines.push('', `  ${pad('journey', 17)}${pad('requests', 10)}${pad('failed', 9)}${pad('p95', 11)}${pad('p99', 11)}checks`);

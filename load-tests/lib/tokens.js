@@ -53,7 +53,12 @@ const entries = new SharedArray('agent tokens', () => {
   const bad = file.agents.findIndex((agent) => !isAgent(agent));
   if (bad >= 0) return [{ problem: `agents[${bad}] of ${TOKENS_PATH} is not {"id","name","token":"agt_…","scopes":[…]}` }];
   const weak = file.agents.find((agent) => REQUIRED_SCOPES.some((scope) => !agent.scopes.includes(scope)));
-  if (weak) return [{ problem: `agent ${weak.name} (${weak.id}) of ${TOKENS_PATH} lacks a scope the journeys use: it has ${weak.scopes.join(', ') || 'none'}, they need ${REQUIRED_SCOPES.join(', ')}` }];
+  if (weak)
+    return [
+      {
+        problem: `agent ${weak.name} (${weak.id}) of ${TOKENS_PATH} lacks a scope the journeys use: it has ${weak.scopes.join(', ') || 'none'}, they need ${REQUIRED_SCOPES.join(', ')}`,
+      },
+    ];
   const header = { auth: String(file.auth ?? ''), human: String(file.human ?? ''), createdAt: String(file.createdAt ?? ''), count: file.agents.length };
   return [header, ...file.agents.map((agent) => ({ id: agent.id, name: agent.name, token: agent.token }))];
 });

@@ -49,7 +49,16 @@ export interface RunningCluster {
 export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_000): Promise<RunningCluster> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, CLUSTER_SCRIPT], {
-    env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info', LOG_FORMAT: 'json', QUOTA_PER_ADDRESS: '1000000000', QUOTA_PER_TOKEN: '1000000000', SHUTDOWN_GRACE_MS: '1000', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+      QUOTA_PER_ADDRESS: '1000000000',
+      QUOTA_PER_TOKEN: '1000000000',
+      SHUTDOWN_GRACE_MS: '1000',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
@@ -62,7 +71,10 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const ready = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the cluster was not ready within ${readyTimeoutMs / 1000} s:\n${lines.slice(-30).join('\n')}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`the cluster was not ready within ${readyTimeoutMs / 1000} s:\n${lines.slice(-30).join('\n')}`)),
+      readyTimeoutMs,
+    );
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`the cluster exited (${signal ?? code}) before it was ready:\n${lines.slice(-30).join('\n')}`));
@@ -236,9 +248,12 @@ export class Load {
       this.workers.push(this.loop(() => this.message(token, messageTo ?? '')));
     }
     const asReader = { authorization: `Bearer ${readerToken ?? ''}` };
-    if ((this.options.inboxReaders ?? 0) + (this.options.webhookReaders ?? 0) > 0 && readerToken === undefined) throw new Error('inbox and webhook readers need a readerToken');
-    for (let i = 0; i < (this.options.inboxReaders ?? 0); i += 1) this.workers.push(this.loop(() => this.timed('inbox', `${this.origin}/api/v1/notifications?limit=5`, { headers: asReader })));
-    for (let i = 0; i < (this.options.webhookReaders ?? 0); i += 1) this.workers.push(this.loop(() => this.timed('webhooks', `${this.origin}/api/v1/webhooks`, { headers: asReader })));
+    if ((this.options.inboxReaders ?? 0) + (this.options.webhookReaders ?? 0) > 0 && readerToken === undefined)
+      throw new Error('inbox and webhook readers need a readerToken');
+    for (let i = 0; i < (this.options.inboxReaders ?? 0); i += 1)
+      this.workers.push(this.loop(() => this.timed('inbox', `${this.origin}/api/v1/notifications?limit=5`, { headers: asReader })));
+    for (let i = 0; i < (this.options.webhookReaders ?? 0); i += 1)
+      this.workers.push(this.loop(() => this.timed('webhooks', `${this.origin}/api/v1/webhooks`, { headers: asReader })));
     for (let i = 0; i < (this.options.pageReaders ?? 0); i += 1) this.workers.push(this.loop(() => this.timed('page', `${this.origin}/signin`, {})));
   }
 
@@ -391,7 +406,10 @@ export class LiveFeed {
     while (this.running) {
       let open = false;
       try {
-        const response = await fetch(this.url, { headers: { ...this.headers, accept: 'text/event-stream', ...(this.lastId === undefined ? {} : { 'last-event-id': this.lastId }) }, signal: this.abort.signal });
+        const response = await fetch(this.url, {
+          headers: { ...this.headers, accept: 'text/event-stream', ...(this.lastId === undefined ? {} : { 'last-event-id': this.lastId }) },
+          signal: this.abort.signal,
+        });
         if (response.status !== 200 || !response.body) throw new Error(`the feed answered ${response.status}`);
         open = true;
         opened();
@@ -481,6 +499,9 @@ export async function health(origin: string): Promise<{ status: number; body: He
 
 /** One line for a health answer: `degraded (storage down, room serving…)` or `problem internal: …`. */
 export function describeHealth(body: HealthAnswer): string {
-  if (body.checks) return `${String(body.status)} (${Object.entries(body.checks).map(([k, v]) => `${k} ${v}`).join(', ')})`;
+  if (body.checks)
+    return `${String(body.status)} (${Object.entries(body.checks)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')})`;
   return `a problem, code ${body.code ?? '?'}: "${body.detail ?? ''}"`;
 }

@@ -53,7 +53,11 @@ export async function approvedAgent(origin: string, scopes: string[], agentName:
   const { cookie: session, csrf: sessionCsrf } = human ?? (await humanSession(origin));
 
   const flow = (await (
-    await fetch(`${origin}/api/agent/signup/start`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ scopes, agent_name: agentName }) })
+    await fetch(`${origin}/api/agent/signup/start`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ scopes, agent_name: agentName }),
+    })
   ).json()) as { device_code: string; user_code: string };
   const completed = await fetch(`${origin}/api/agent/signup/complete`, {
     method: 'POST',

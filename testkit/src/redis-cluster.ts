@@ -139,8 +139,16 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     const failed = started.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
     const all = [...busPorts.keys()].map((port) => ({ host: '127.0.0.1', port }));
-    const created = await run('redis-cli', ['--cluster', 'create', ...all.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', String(options.replicas ?? 0), '--cluster-yes']);
-    if (created.code !== 0) throw new Error(`redis-cli --cluster create failed (exit ${created.code}): ${created.output.trim().split('\n').slice(-3).join(' ')}`);
+    const created = await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...all.map((node) => `${node.host}:${node.port}`),
+      '--cluster-replicas',
+      String(options.replicas ?? 0),
+      '--cluster-yes',
+    ]);
+    if (created.code !== 0)
+      throw new Error(`redis-cli --cluster create failed (exit ${created.code}): ${created.output.trim().split('\n').slice(-3).join(' ')}`);
     for (const { port } of all) {
       await untilNode(port, 'cluster_state:ok', async (node) => {
         const info = await node.cluster('INFO');
@@ -151,7 +159,10 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     // part in failover only once it has synced with its master.
     for (const { port } of all) {
       await untilNode(port, 'every node known', async (node) => {
-        const known = String(await node.cluster('NODES')).trim().split('\n').filter((line) => /master|slave/.test(line.split(' ')[2] ?? ''));
+        const known = String(await node.cluster('NODES'))
+          .trim()
+          .split('\n')
+          .filter((line) => /master|slave/.test(line.split(' ')[2] ?? ''));
         const replicas = known.filter((line) => line.split(' ')[2]?.includes('slave')).length;
         return known.length === count && replicas === count - 3 ? undefined : `knows ${known.length} nodes, ${replicas} replicas`;
       });

@@ -54,7 +54,10 @@ export async function startServiceProcess(options: ServiceProcessOptions): Promi
   try {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while ((await health.check()) !== 'SERVING') {
-      if (gone) throw new Error(`${options.service} (${script}) exited before serving: ${[...errors, ...lines].slice(-5).join(' | ') || 'no output; run npm run build'}`);
+      if (gone)
+        throw new Error(
+          `${options.service} (${script}) exited before serving: ${[...errors, ...lines].slice(-5).join(' | ') || 'no output; run npm run build'}`,
+        );
       if (Date.now() > deadline) throw new Error(`${options.service} did not serve at ${address} within ${READY_TIMEOUT_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

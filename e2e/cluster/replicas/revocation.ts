@@ -24,7 +24,11 @@ async function ask(edge: string, token: string): Promise<number> {
 /** RFC 7009 through an edge, sent again while auth is not reachable (503). */
 async function revoke(edge: string, token: string): Promise<void> {
   for (;;) {
-    const response = await fetch(`${edge}/api/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token }) });
+    const response = await fetch(`${edge}/api/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token }),
+    });
     await response.arrayBuffer();
     if (response.status === 200) return;
     if (response.status !== 503) throw new Error(`revoking answered ${response.status}`);
@@ -44,7 +48,9 @@ export function revocationSuite(replicas: () => Replicas): void {
       const { cluster, edge1, edge2, metric } = replicas();
       const tokens: string[] = [];
       for (let i = 0; i < TOKENS; i += 1) tokens.push(await approvedToken(cluster.origin, ['messages:read'], `revoked-${i}`));
-      const revokesBefore = await Promise.all(['auth', 'auth-2'].map((auth) => metric(auth, 'agentroom_grpc_server_handled_seconds_count', { method: 'RevokeToken', code: 'OK' })));
+      const revokesBefore = await Promise.all(
+        ['auth', 'auth-2'].map((auth) => metric(auth, 'agentroom_grpc_server_handled_seconds_count', { method: 'RevokeToken', code: 'OK' })),
+      );
       const hitsBefore = await metric('edge-2', 'agentroom_token_cache_lookups_total', { outcome: 'hit' });
       const heardBefore = await metric('edge-2', 'agentroom_token_revocations_received_total');
 
@@ -82,7 +88,9 @@ export function revocationSuite(replicas: () => Replicas): void {
 
       const sorted = [...afterAnswer].sort((a, b) => a - b);
       const sortedSending = [...afterSending].sort((a, b) => a - b);
-      const revokesAfter = await Promise.all(['auth', 'auth-2'].map((auth) => metric(auth, 'agentroom_grpc_server_handled_seconds_count', { method: 'RevokeToken', code: 'OK' })));
+      const revokesAfter = await Promise.all(
+        ['auth', 'auth-2'].map((auth) => metric(auth, 'agentroom_grpc_server_handled_seconds_count', { method: 'RevokeToken', code: 'OK' })),
+      );
       const perReplica = revokesAfter.map((after, i) => after - (revokesBefore[i] ?? 0));
       const hits = (await metric('edge-2', 'agentroom_token_cache_lookups_total', { outcome: 'hit' })) - hitsBefore;
       const heard = (await metric('edge-2', 'agentroom_token_revocations_received_total')) - heardBefore;

@@ -70,7 +70,8 @@ function defaultAuth(env: NodeJS.ProcessEnv): string {
 
 function integer(flag: string, value: string | undefined, fallback: number, max: number): number {
   if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) throw new UsageError(`--${flag} must be a whole number from 1 to ${max.toLocaleString('en-US')}, not ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max)
+    throw new UsageError(`--${flag} must be a whole number from 1 to ${max.toLocaleString('en-US')}, not ${JSON.stringify(value)}`);
   return Number(value);
 }
 
@@ -110,10 +111,15 @@ function parseProvision(argv: string[], env: NodeJS.ProcessEnv): ProvisionOption
     if (values[flag] === undefined || values[flag] === '') throw new UsageError(`--${flag} is required`);
   }
   const human = printable('human', values.human ?? '', HUMAN_NAME_MAX);
-  const asked = (values.scopes ?? '').split(',').map((scope) => scope.trim()).filter((scope) => scope !== '');
+  const asked = (values.scopes ?? '')
+    .split(',')
+    .map((scope) => scope.trim())
+    .filter((scope) => scope !== '');
   const unknown = asked.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
   if (asked.length === 0 || unknown.length > 0) {
-    throw new UsageError(`${asked.length === 0 ? '--scopes names no scope' : `unknown scope ${JSON.stringify(unknown[0])}`}; the scopes are ${SCOPES.join(', ')} (comma-separated, at least one)`);
+    throw new UsageError(
+      `${asked.length === 0 ? '--scopes names no scope' : `unknown scope ${JSON.stringify(unknown[0])}`}; the scopes are ${SCOPES.join(', ')} (comma-separated, at least one)`,
+    );
   }
   const scopes = SCOPES.filter((scope) => asked.includes(scope));
   const count = integer('count', values.count, 1, COUNT_MAX);
@@ -125,12 +131,14 @@ function parseProvision(argv: string[], env: NodeJS.ProcessEnv): ProvisionOption
   } else {
     const prefix = printable('prefix', values.prefix ?? 'load', AGENT_NAME_MAX);
     const width = String(count).length;
-    if (codePointLength(prefix) + 1 + width > AGENT_NAME_MAX) throw new UsageError(`--prefix is too long: with the number it must fit in ${AGENT_NAME_MAX} characters`);
+    if (codePointLength(prefix) + 1 + width > AGENT_NAME_MAX)
+      throw new UsageError(`--prefix is too long: with the number it must fit in ${AGENT_NAME_MAX} characters`);
     names = Array.from({ length: count }, (_, i) => `${prefix}-${String(i + 1).padStart(width, '0')}`);
   }
   const reason = printable('reason', values.reason ?? 'load test', PROVISION_REASON_MAX);
   const auth = values.auth ?? defaultAuth(env);
-  if (!grpcTarget.safeParse(auth).success) throw new UsageError(`--auth must be HOST:PORT (or a gRPC target such as dns:///host:port), not ${JSON.stringify(auth)}`);
+  if (!grpcTarget.safeParse(auth).success)
+    throw new UsageError(`--auth must be HOST:PORT (or a gRPC target such as dns:///host:port), not ${JSON.stringify(auth)}`);
   return {
     auth,
     human,
@@ -203,17 +211,24 @@ async function writeTokens(options: ProvisionOptions, body: string): Promise<voi
 function explain(error: unknown, options: ProvisionOptions): UsageError | RunError {
   const code = error instanceof Error && 'code' in error ? (error as grpc.ServiceError).code : undefined;
   if (code === grpc.status.PERMISSION_DENIED) return new RunError(`auth at ${options.auth} refused: ${(error as grpc.ServiceError).details}`);
-  if (code === grpc.status.UNIMPLEMENTED) return new RunError(`auth at ${options.auth} does not offer ProvisionAgent: it runs an older version of Agent Room; upgrade it`);
-  if (code === grpc.status.DEADLINE_EXCEEDED) return new RunError(`auth at ${options.auth} did not answer within ${CALL_DEADLINE_MS / 1000} s; check its logs and its storage, then run this again`);
+  if (code === grpc.status.UNIMPLEMENTED)
+    return new RunError(`auth at ${options.auth} does not offer ProvisionAgent: it runs an older version of Agent Room; upgrade it`);
+  if (code === grpc.status.DEADLINE_EXCEEDED)
+    return new RunError(`auth at ${options.auth} did not answer within ${CALL_DEADLINE_MS / 1000} s; check its logs and its storage, then run this again`);
   // A problem auth sent (its trailer) is auth's answer; without one, the call never got there.
   const answered = code !== undefined && ((error as grpc.ServiceError).metadata?.get(PROBLEM_TRAILER).length ?? 0) > 0;
   if (code === grpc.status.UNAVAILABLE && !answered) return new RunError(`auth at ${options.auth} is unreachable or not ready: ${HOW_TO_REACH}`);
   const problem = fromServiceError(error);
   if (problem.slug === 'unavailable') {
-    return new RunError(`auth at ${options.auth} could not make the agent: ${problem.detail ?? problem.title} (its storage or the room service is down: see auth's log), then run this again`);
+    return new RunError(
+      `auth at ${options.auth} could not make the agent: ${problem.detail ?? problem.title} (its storage or the room service is down: see auth's log), then run this again`,
+    );
   }
   if (problem.slug === 'not-found' && problem.fields.parameter === 'human_name') {
-    return new UsageError(`${problem.detail ?? 'no such human'} Register that human once there (in a browser, or with curl as load-tests/README.md shows under "Tokens"), then run this again`, false);
+    return new UsageError(
+      `${problem.detail ?? 'no such human'} Register that human once there (in a browser, or with curl as load-tests/README.md shows under "Tokens"), then run this again`,
+      false,
+    );
   }
   if (problem.slug === 'invalid-request' || problem.slug === 'invalid-scope') return new UsageError(problem.detail ?? problem.title, false);
   return new RunError(`auth at ${options.auth} failed: ${problem.detail ?? problem.title}`);
@@ -248,7 +263,10 @@ async function provision(options: ProvisionOptions): Promise<void> {
   const status = await health.check('', 5_000);
   health.close();
   if (status === 'UNREACHABLE') throw new RunError(`no auth service answers at ${options.auth} (gRPC): ${HOW_TO_REACH}`);
-  if (status !== 'SERVING') throw new RunError(`auth at ${options.auth} is not serving (${status.toLowerCase()}: it is starting, shutting down, or its storage is down); try again when it is ready`);
+  if (status !== 'SERVING')
+    throw new RunError(
+      `auth at ${options.auth} is not serving (${status.toLowerCase()}: it is starting, shutting down, or its storage is down); try again when it is ready`,
+    );
 
   const AuthService = authProto().AuthService;
   const client = new AuthService(options.auth, grpc.credentials.createInsecure(), clientOptions(AuthService.service));
@@ -272,7 +290,8 @@ async function provision(options: ProvisionOptions): Promise<void> {
         return;
       }
       done += 1;
-      if (total > PROGRESS_EVERY && done % PROGRESS_EVERY === 0 && done < total) process.stderr.write(`agents: ${done} of ${total} provisioned (${rate(done, started)})\n`);
+      if (total > PROGRESS_EVERY && done % PROGRESS_EVERY === 0 && done < total)
+        process.stderr.write(`agents: ${done} of ${total} provisioned (${rate(done, started)})\n`);
     }
   };
   try {

@@ -162,7 +162,13 @@ export class Authorizations {
   }
 
   /** An OAuth error sent back to the client's redirect URI. */
-  private refuseTo(redirectUri: string, state: string | undefined, error: string, description: string, slug: DomainError['slug'] = 'invalid-request'): AuthorizeRefusal {
+  private refuseTo(
+    redirectUri: string,
+    state: string | undefined,
+    error: string,
+    description: string,
+    slug: DomainError['slug'] = 'invalid-request',
+  ): AuthorizeRefusal {
     return new AuthorizeRefusal(new DomainError(slug, { detail: description }), this.redirectTo(redirectUri, { error, error_description: description }, state));
   }
 
@@ -183,26 +189,43 @@ export class Authorizations {
     const redirectUriOmitted = redirectUri === undefined || redirectUri === '';
     if (redirectUri === undefined || redirectUri === '') {
       if (client.redirectUris.length !== 1) {
-        throw new AuthorizeRefusal(new DomainError('invalid-redirect-uri', { detail: 'redirect_uri is missing, and the client registered more than one.', fields: { parameter: 'redirect_uri' } }));
+        throw new AuthorizeRefusal(
+          new DomainError('invalid-redirect-uri', {
+            detail: 'redirect_uri is missing, and the client registered more than one.',
+            fields: { parameter: 'redirect_uri' },
+          }),
+        );
       }
       redirectUri = client.redirectUris[0] as string;
     } else if (!client.redirectUris.some((registered) => redirectUriMatches(redirectUri as string, registered))) {
-      throw new AuthorizeRefusal(new DomainError('invalid-redirect-uri', { detail: 'redirect_uri is not one the client registered.', fields: { parameter: 'redirect_uri' } }));
+      throw new AuthorizeRefusal(
+        new DomainError('invalid-redirect-uri', { detail: 'redirect_uri is not one the client registered.', fields: { parameter: 'redirect_uri' } }),
+      );
     }
     const { state } = params;
     if (params.response_type !== 'code') throw this.refuseTo(redirectUri, state, 'unsupported_response_type', 'Only response_type=code is served.');
-    if (params.code_challenge === undefined || params.code_challenge === '') throw this.refuseTo(redirectUri, state, 'invalid_request', 'PKCE is required: send code_challenge with code_challenge_method=S256.');
-    if (params.code_challenge_method !== 'S256') throw this.refuseTo(redirectUri, state, 'invalid_request', 'code_challenge_method must be S256; plain is not accepted.');
-    if (!PKCE_VALUE.test(params.code_challenge)) throw this.refuseTo(redirectUri, state, 'invalid_request', 'code_challenge must be the base64url S256 hash of the verifier (43 characters).');
+    if (params.code_challenge === undefined || params.code_challenge === '')
+      throw this.refuseTo(redirectUri, state, 'invalid_request', 'PKCE is required: send code_challenge with code_challenge_method=S256.');
+    if (params.code_challenge_method !== 'S256')
+      throw this.refuseTo(redirectUri, state, 'invalid_request', 'code_challenge_method must be S256; plain is not accepted.');
+    if (!PKCE_VALUE.test(params.code_challenge))
+      throw this.refuseTo(redirectUri, state, 'invalid_request', 'code_challenge must be the base64url S256 hash of the verifier (43 characters).');
     const asked = (params.scope ?? client.scope ?? SCOPES.join(' ')).split(' ').filter(Boolean);
     const unknown = asked.filter((scope) => !(SCOPES as readonly string[]).includes(scope));
     if (asked.length === 0 || unknown.length > 0) {
-      throw this.refuseTo(redirectUri, state, 'invalid_scope', `Unknown scopes: ${unknown.map((s) => JSON.stringify(s.slice(0, 50))).join(', ') || 'none asked'}; the scopes are ${SCOPES.join(', ')}.`, 'invalid-scope');
+      throw this.refuseTo(
+        redirectUri,
+        state,
+        'invalid_scope',
+        `Unknown scopes: ${unknown.map((s) => JSON.stringify(s.slice(0, 50))).join(', ') || 'none asked'}; the scopes are ${SCOPES.join(', ')}.`,
+        'invalid-scope',
+      );
     }
     let resource: string | undefined;
     if (params.resource !== undefined && params.resource !== '') {
       resource = this.ourResource(params.resource);
-      if (resource === undefined) throw this.refuseTo(redirectUri, state, 'invalid_target', `resource must be ${this.resources.join(' or ')}.`, 'invalid-target');
+      if (resource === undefined)
+        throw this.refuseTo(redirectUri, state, 'invalid_target', `resource must be ${this.resources.join(' or ')}.`, 'invalid-target');
     }
     const request: AuthorizationRequest = {
       id: randomBytes(24).toString('base64url'),
@@ -222,7 +245,8 @@ export class Authorizations {
 
   private async pending(requestId: string): Promise<AuthorizationRequest> {
     const request = requestId === '' ? undefined : await this.o.store.record('authorization', requestId);
-    if (!request || request.expiresAt <= this.now()) throw new DomainError('authorization-expired', { detail: 'This consent page expired or was already answered.' });
+    if (!request || request.expiresAt <= this.now())
+      throw new DomainError('authorization-expired', { detail: 'This consent page expired or was already answered.' });
     return request;
   }
 
@@ -250,7 +274,12 @@ export class Authorizations {
     for (const connection of connections) add(connection.agentId, connection.agentName, connection.scopes, false);
     for (const token of provisioned.tokens) add(token.agentId, token.agentName, token.scopes, true);
     return {
-      agents: [...agents.values()].map((agent) => ({ agentId: agent.agentId, agentName: agent.agentName, scopes: SCOPES.filter((scope) => agent.scopes.has(scope)), provisioned: agent.provisioned })),
+      agents: [...agents.values()].map((agent) => ({
+        agentId: agent.agentId,
+        agentName: agent.agentName,
+        scopes: SCOPES.filter((scope) => agent.scopes.has(scope)),
+        provisioned: agent.provisioned,
+      })),
       approvedTotal: approved.total,
       provisionedTotal: provisioned.total,
     };
@@ -267,7 +296,13 @@ export class Authorizations {
     const name = client.clientName ?? domain ?? 'An MCP host';
     return {
       requestId,
-      client: { id: client.clientId, name, kind: client.kind, ...(domain === undefined ? {} : { domain }), ...(client.clientUri === undefined ? {} : { uri: client.clientUri }) },
+      client: {
+        id: client.clientId,
+        name,
+        kind: client.kind,
+        ...(domain === undefined ? {} : { domain }),
+        ...(client.clientUri === undefined ? {} : { uri: client.clientUri }),
+      },
       redirectHost: new URL(request.redirectUri).host || new URL(request.redirectUri).protocol,
       scopes: request.scopes,
       agents,
@@ -287,7 +322,8 @@ export class Authorizations {
   /** Takes the request for an answer: of two answers (a double click, two tabs) one wins. */
   private async take(requestId: string): Promise<AuthorizationRequest> {
     const used = requestId === '' ? undefined : await this.o.store.useRecord('authorization', requestId, this.now());
-    if (!used?.first || used.record.expiresAt <= this.now()) throw new DomainError('authorization-expired', { detail: 'This consent page expired or was already answered.' });
+    if (!used?.first || used.record.expiresAt <= this.now())
+      throw new DomainError('authorization-expired', { detail: 'This consent page expired or was already answered.' });
     return used.record;
   }
 
@@ -344,7 +380,10 @@ export class Authorizations {
       now + CODE_MEMORY_MS,
     );
     await this.o.clients.touch(client);
-    this.o.log.info({ connectionId: connection.id, clientId: client.clientId, agentId, humanId: human.id, scopes: request.scopes }, 'MCP host connection approved');
+    this.o.log.info(
+      { connectionId: connection.id, clientId: client.clientId, agentId, humanId: human.id, scopes: request.scopes },
+      'MCP host connection approved',
+    );
     return this.redirectTo(request.redirectUri, { code }, request.state);
   }
 
@@ -363,7 +402,11 @@ export class Authorizations {
    */
   async exchangeCode(input: { code: string; codeVerifier: string; redirectUri: string; clientId: string; resource: string }): Promise<IssuedTokens> {
     if (input.code === '') throw invalidGrant('code is missing.');
-    if (input.clientId === '') throw new DomainError('invalid-client', { detail: 'client_id is missing: public clients name themselves in the token request.', fields: { parameter: 'client_id' } });
+    if (input.clientId === '')
+      throw new DomainError('invalid-client', {
+        detail: 'client_id is missing: public clients name themselves in the token request.',
+        fields: { parameter: 'client_id' },
+      });
     const hash = hashSecret(input.code);
     const record = await this.o.store.record('code', hash);
     if (!record) throw invalidGrant('The code is unknown or expired.');
@@ -414,7 +457,10 @@ export class Authorizations {
       .filter((c) => c.clientId === kept.clientId && c.agentId === kept.agentId && c.id !== kept.id)
       .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1));
     for (const old of others.slice(HOST_CONNECTIONS_MAX - 1)) {
-      this.o.log.info({ connectionId: old.id, clientId: old.clientId, agentId: old.agentId, limit: HOST_CONNECTIONS_MAX }, 'the oldest connection of a host as this agent makes way for a new one');
+      this.o.log.info(
+        { connectionId: old.id, clientId: old.clientId, agentId: old.agentId, limit: HOST_CONNECTIONS_MAX },
+        'the oldest connection of a host as this agent makes way for a new one',
+      );
       await this.endConnection(old, 'auth');
     }
   }
@@ -426,7 +472,11 @@ export class Authorizations {
    */
   async refresh(input: { refreshToken: string; clientId: string; resource: string }): Promise<IssuedTokens> {
     if (!isWellFormedRefreshToken(input.refreshToken)) throw invalidGrant('The refresh token is malformed or its checksum does not match.');
-    if (input.clientId === '') throw new DomainError('invalid-client', { detail: 'client_id is missing: public clients name themselves in the token request.', fields: { parameter: 'client_id' } });
+    if (input.clientId === '')
+      throw new DomainError('invalid-client', {
+        detail: 'client_id is missing: public clients name themselves in the token request.',
+        fields: { parameter: 'client_id' },
+      });
     const hash = hashSecret(input.refreshToken);
     const found = await this.o.store.record('refresh', hash);
     if (!found) throw invalidGrant('The refresh token is unknown or expired.');
@@ -444,7 +494,8 @@ export class Authorizations {
 
   private async liveConnection(id: string): Promise<Connection> {
     const [connection, ended] = await Promise.all([this.o.store.record('connection', id), this.o.store.record('connection', endedKey(id))]);
-    if (!connection || ended || connection.revokedAt !== undefined || connection.expiresAt <= this.now()) throw invalidGrant('The connection was revoked or has expired. Connect again.');
+    if (!connection || ended || connection.revokedAt !== undefined || connection.expiresAt <= this.now())
+      throw invalidGrant('The connection was revoked or has expired. Connect again.');
     return connection;
   }
 
@@ -453,7 +504,10 @@ export class Authorizations {
     if (asked === '') return connection.resource;
     const ours = this.ourResource(asked);
     if (ours === undefined || (connection.resource !== undefined && ours !== connection.resource)) {
-      throw new DomainError('invalid-target', { detail: `resource must be ${connection.resource ?? this.resources.join(' or ')}, as the authorization request named it.`, fields: { parameter: 'resource' } });
+      throw new DomainError('invalid-target', {
+        detail: `resource must be ${connection.resource ?? this.resources.join(' or ')}, as the authorization request named it.`,
+        fields: { parameter: 'resource' },
+      });
     }
     return ours;
   }
@@ -476,7 +530,13 @@ export class Authorizations {
     // A connection in use lasts TOKEN_TTL_DAYS from its last refresh: its record is kept that long again.
     const expiresAt = Math.max(connection.expiresAt, now + this.o.connectionTtlDays * DAY_MS);
     await this.o.store.putRecord('refresh', hash, { hash, connectionId: connection.id, clientId: connection.clientId, expiresAt }, expiresAt);
-    await this.o.store.putRecord('connection', connection.id, { ...connection, refreshHash: hash, lastUsedAt: now, expiresAt }, expiresAt + DAY_MS, connection.humanId);
+    await this.o.store.putRecord(
+      'connection',
+      connection.id,
+      { ...connection, refreshHash: hash, lastUsedAt: now, expiresAt },
+      expiresAt + DAY_MS,
+      connection.humanId,
+    );
     // A revocation that ran meanwhile wrote its marker before sweeping the tokens: either its sweep saw
     // the token minted here, or this check sees the marker and withdraws the token.
     if (await this.o.store.record('connection', endedKey(connection.id))) {
@@ -488,13 +548,21 @@ export class Authorizations {
     } catch (error) {
       this.o.log.warn({ err: error, agentId: connection.agentId }, 'room did not take the agent scopes after a token was issued');
     }
-    return { accessToken: token, expiresIn: Math.round((record.expiresAt - record.createdAt) / 1000), refreshToken, scopes: record.scopes, agentId: connection.agentId };
+    return {
+      accessToken: token,
+      expiresIn: Math.round((record.expiresAt - record.createdAt) / 1000),
+      refreshToken,
+      scopes: record.scopes,
+      agentId: connection.agentId,
+    };
   }
 
   /** The connections a human made that still work, newest first (those not yet exchanged are left out). */
   async connectionsOf(humanId: string): Promise<Connection[]> {
     const now = this.now();
-    const listed = (await this.o.store.recordsOf('connection', humanId)).filter((c) => c.revokedAt === undefined && c.expiresAt > now && c.refreshHash !== undefined);
+    const listed = (await this.o.store.recordsOf('connection', humanId)).filter(
+      (c) => c.revokedAt === undefined && c.expiresAt > now && c.refreshHash !== undefined,
+    );
     const ended = await Promise.all(listed.map((c) => this.o.store.record('connection', endedKey(c.id))));
     return listed.filter((_, i) => ended[i] === undefined);
   }

@@ -48,7 +48,11 @@ function metadataError(parameter: string, detail: string, expected: string): Dom
 function redirectError(detail: string): DomainError {
   return new DomainError('invalid-redirect-uri', {
     detail,
-    fields: { parameter: 'redirect_uris', expected: 'https URLs, http URLs on a loopback address (127.0.0.1, [::1], localhost), or a private-use scheme such as com.example.app:/callback; no fragment' },
+    fields: {
+      parameter: 'redirect_uris',
+      expected:
+        'https URLs, http URLs on a loopback address (127.0.0.1, [::1], localhost), or a private-use scheme such as com.example.app:/callback; no fragment',
+    },
   });
 }
 
@@ -70,7 +74,9 @@ export function redirectUriFault(uri: string): string | undefined {
   const scheme = url.protocol.slice(0, -1);
   if (scheme === 'https') return undefined;
   if (scheme === 'http') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'http is allowed only on a loopback address; use https';
-  return scheme.includes('.') ? undefined : `the scheme ${scheme}: is neither https, loopback http, nor a private-use scheme named after a domain (com.example.app:)`;
+  return scheme.includes('.')
+    ? undefined
+    : `the scheme ${scheme}: is neither https, loopback http, nor a private-use scheme named after a domain (com.example.app:)`;
 }
 
 /**
@@ -96,7 +102,8 @@ function textField(parameter: string, value: string | undefined, max: number): s
   if (value === undefined) return undefined;
   const text = value.trim().replace(/\s+/g, ' ');
   if (text === '') return undefined;
-  if (codePointLength(text) > max || /\p{Cc}/u.test(text)) throw metadataError(parameter, `${parameter} must be at most ${max} printable characters.`, `at most ${max} printable characters`);
+  if (codePointLength(text) > max || /\p{Cc}/u.test(text))
+    throw metadataError(parameter, `${parameter} must be at most ${max} printable characters.`, `at most ${max} printable characters`);
   return text;
 }
 
@@ -108,7 +115,8 @@ function httpsField(parameter: string, value: string | undefined): string | unde
   } catch {
     url = undefined;
   }
-  if (!url || url.protocol !== 'https:' || value.length > CLIENT_URL_MAX) throw metadataError(parameter, `${parameter} must be an https URL.`, `an https URL of at most ${CLIENT_URL_MAX} characters`);
+  if (!url || url.protocol !== 'https:' || value.length > CLIENT_URL_MAX)
+    throw metadataError(parameter, `${parameter} must be an https URL.`, `an https URL of at most ${CLIENT_URL_MAX} characters`);
   return url.href;
 }
 
@@ -131,7 +139,11 @@ export function checkClientMetadata(input: ClientMetadataInput): Omit<OAuthClien
   // Public clients only: PKCE proves the client; a secret would sit in every copy of a native app.
   const method = input.tokenEndpointAuthMethod;
   if (method !== undefined && method !== 'none') {
-    throw metadataError('token_endpoint_auth_method', `token_endpoint_auth_method ${JSON.stringify(method.slice(0, 50))} is not served: clients here are public.`, 'none');
+    throw metadataError(
+      'token_endpoint_auth_method',
+      `token_endpoint_auth_method ${JSON.stringify(method.slice(0, 50))} is not served: clients here are public.`,
+      'none',
+    );
   }
   const clientName = textField('client_name', input.clientName, CLIENT_NAME_MAX);
   const clientUri = httpsField('client_uri', input.clientUri);
@@ -197,7 +209,10 @@ export class OAuthClients {
     const window = await this.options.store.countAttempt(`register:${address}`, 3_600_000);
     if (window.count > REGISTRATIONS_PER_HOUR) {
       const seconds = Math.max(1, Math.ceil((window.resetAt - this.options.clock.now()) / 1000));
-      throw new DomainError('rate-limited', { detail: `This address registered ${REGISTRATIONS_PER_HOUR} clients within the hour.`, fields: { retry_after: seconds, limit: REGISTRATIONS_PER_HOUR } });
+      throw new DomainError('rate-limited', {
+        detail: `This address registered ${REGISTRATIONS_PER_HOUR} clients within the hour.`,
+        fields: { retry_after: seconds, limit: REGISTRATIONS_PER_HOUR },
+      });
     }
     const client: OAuthClient = {
       clientId: `cl_${randomBytes(18).toString('base64url')}`,
@@ -221,7 +236,11 @@ export class OAuthClients {
     if (clientId === '') throw new DomainError('invalid-client', { detail: 'client_id is missing.', fields: { parameter: 'client_id' } });
     if (isDocumentClientId(clientId)) return this.document(clientId);
     const client = clientId.length <= 100 ? await this.options.store.record('client', clientId) : undefined;
-    if (!client) throw new DomainError('invalid-client', { detail: 'No client is registered with this client_id (unused registrations are forgotten after a day).', fields: { parameter: 'client_id' } });
+    if (!client)
+      throw new DomainError('invalid-client', {
+        detail: 'No client is registered with this client_id (unused registrations are forgotten after a day).',
+        fields: { parameter: 'client_id' },
+      });
     return client;
   }
 
@@ -240,13 +259,21 @@ export class OAuthClients {
     try {
       answer = await fetchGuarded(
         url,
-        { timeoutMs: DOCUMENT_TIMEOUT_MS, maxBytes: DOCUMENT_MAX_BYTES, headers: { accept: 'application/json' }, ...(this.options.lookup ? { lookup: this.options.lookup } : {}) },
+        {
+          timeoutMs: DOCUMENT_TIMEOUT_MS,
+          maxBytes: DOCUMENT_MAX_BYTES,
+          headers: { accept: 'application/json' },
+          ...(this.options.lookup ? { lookup: this.options.lookup } : {}),
+        },
         this.policy(),
       );
     } catch (error) {
       if (error instanceof OutboundRefusal) {
         this.options.log.info({ clientId: url, reason: error.reason }, 'client metadata document refused');
-        throw new DomainError('invalid-client', { detail: `The client metadata document could not be read: ${error.message}`, fields: { parameter: 'client_id' } });
+        throw new DomainError('invalid-client', {
+          detail: `The client metadata document could not be read: ${error.message}`,
+          fields: { parameter: 'client_id' },
+        });
       }
       throw error;
     }
@@ -261,11 +288,17 @@ export class OAuthClients {
     }
     const parsed = OAuthClientInformationFullSchema.safeParse(json);
     if (!parsed.success) {
-      throw new DomainError('invalid-client', { detail: `The client metadata document is not valid client metadata (${parsed.error.issues[0]?.path.join('.') ?? 'body'}).`, fields: { parameter: 'client_id' } });
+      throw new DomainError('invalid-client', {
+        detail: `The client metadata document is not valid client metadata (${parsed.error.issues[0]?.path.join('.') ?? 'body'}).`,
+        fields: { parameter: 'client_id' },
+      });
     }
     const document = parsed.data;
     if (document.client_id !== url) {
-      throw new DomainError('invalid-client', { detail: 'The client metadata document names another client_id than its own URL.', fields: { parameter: 'client_id' } });
+      throw new DomainError('invalid-client', {
+        detail: 'The client metadata document names another client_id than its own URL.',
+        fields: { parameter: 'client_id' },
+      });
     }
     let checked;
     try {
@@ -282,7 +315,11 @@ export class OAuthClients {
         softwareVersion: document.software_version,
       });
     } catch (error) {
-      if (error instanceof DomainError) throw new DomainError('invalid-client', { detail: `The client metadata document is refused: ${error.detail ?? error.message}`, fields: { parameter: 'client_id' } });
+      if (error instanceof DomainError)
+        throw new DomainError('invalid-client', {
+          detail: `The client metadata document is refused: ${error.detail ?? error.message}`,
+          fields: { parameter: 'client_id' },
+        });
       throw error;
     }
     const client: OAuthClient = { clientId: url, kind: 'document', ...checked, createdAt: now };

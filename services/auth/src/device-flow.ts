@@ -78,13 +78,19 @@ export function checkScopes(scopes: readonly string[]): Scope[] {
 
 /** agent_name, else client_id, else "an agent": trimmed, white space collapsed, 1 to 100 code points. */
 export function agentNameOf(agentName: string, clientId: string): string {
-  for (const [parameter, value] of [['agent_name', agentName], ['client_id', clientId]] as const) {
+  for (const [parameter, value] of [
+    ['agent_name', agentName],
+    ['client_id', clientId],
+  ] as const) {
     const name = value.trim().replace(/\s+/g, ' ');
     if (name === '') continue;
     if (codePointLength(name) > AGENT_NAME_MAX || /\p{Cc}/u.test(name)) {
       throw new DomainError('invalid-request', {
         detail: `${parameter} must be 1 to ${AGENT_NAME_MAX} printable characters.`,
-        fields: { parameter, expected: `1 to ${AGENT_NAME_MAX} characters (Unicode code points, white space collapsed), at least one not white space, no control characters; humans see it on the approval page` },
+        fields: {
+          parameter,
+          expected: `1 to ${AGENT_NAME_MAX} characters (Unicode code points, white space collapsed), at least one not white space, no control characters; humans see it on the approval page`,
+        },
       });
     }
     return name;
@@ -255,7 +261,9 @@ export class DeviceFlows {
   /** A widening flow is the business of the human who approved the agent, and of nobody else. */
   private checkHuman(flow: DeviceFlow, human: Human): void {
     if (flow.widen && flow.widen.humanId !== human.id) {
-      throw new DomainError('not-the-approver', { detail: `${flow.agentName} asks for more scopes for itself, and only the human who approved it can answer that.` });
+      throw new DomainError('not-the-approver', {
+        detail: `${flow.agentName} asks for more scopes for itself, and only the human who approved it can answer that.`,
+      });
     }
   }
 
@@ -266,7 +274,15 @@ export class DeviceFlows {
       agentName: flow.agentName,
       scopes: flow.scopes,
       ...(widen
-        ? { widening: { agentId: widen.agentId, agentName: flow.agentName, approvedBy: widen.humanId, approvedAt: widen.approvedAt, heldScopes: widen.heldScopes } }
+        ? {
+            widening: {
+              agentId: widen.agentId,
+              agentName: flow.agentName,
+              approvedBy: widen.humanId,
+              approvedAt: widen.approvedAt,
+              heldScopes: widen.heldScopes,
+            },
+          }
         : {}),
     };
   }
@@ -316,7 +332,12 @@ export class DeviceFlows {
    * What approving a new agent does, whoever approves: the agent is written to the room (which gives
    * it its id), then its token is minted with the scopes frozen. Approval and provisioning both come here.
    */
-  private async admitNewAgent(input: { agentName: string; human: Human; scopes: Scope[]; provisionReason?: string }): Promise<{ token: string; record: TokenRecord }> {
+  private async admitNewAgent(input: {
+    agentName: string;
+    human: Human;
+    scopes: Scope[];
+    provisionReason?: string;
+  }): Promise<{ token: string; record: TokenRecord }> {
     const { agentName, human, scopes } = input;
     const agentId = await this.room.upsertAgent({ id: '', agentName, humanLabel: human.name, scopes });
     return this.tokens.mint({
@@ -348,7 +369,10 @@ export class DeviceFlows {
     // White space as registration leaves it (collapsed); case and Unicode forms are the store's to fold.
     const humanName = input.humanName.trim().replace(/\s+/g, ' ');
     if (humanName === '') {
-      throw new DomainError('invalid-request', { detail: 'human_name is missing.', fields: { parameter: 'human_name', expected: 'the name of a human who has an account' } });
+      throw new DomainError('invalid-request', {
+        detail: 'human_name is missing.',
+        fields: { parameter: 'human_name', expected: 'the name of a human who has an account' },
+      });
     }
     const human = await this.store.humanByName(humanName);
     if (!human) {

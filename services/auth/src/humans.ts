@@ -48,7 +48,8 @@ export async function passwordMatches(password: string, stored: string): Promise
   const [scheme, n, r, p, salt, key, ...rest] = stored.split('$');
   const cost = { N: Number(n), r: Number(r), p: Number(p) };
   if (scheme !== 'scrypt' || salt === undefined || key === undefined || rest.length > 0) return false;
-  if (![cost.N, cost.r, cost.p].every((value) => Number.isInteger(value) && value > 0) || cost.N > PASSWORD_HASH_COST_MAX || cost.r > 32 || cost.p > 16) return false;
+  if (![cost.N, cost.r, cost.p].every((value) => Number.isInteger(value) && value > 0) || cost.N > PASSWORD_HASH_COST_MAX || cost.r > 32 || cost.p > 16)
+    return false;
   const expected = Buffer.from(key, 'base64url');
   const actual = await derive(password, Buffer.from(salt, 'base64url'), cost);
   return actual.length === expected.length && timingSafeEqual(actual, expected);
@@ -110,7 +111,12 @@ export class Humans {
     }
     // Registering says whether a name is taken anyway, so a taken one need not cost a hash first.
     if (await this.store.humanByName(display)) throw nameTaken();
-    const human: Human = { id: `h_${randomBytes(12).toString('base64url')}`, name: display, passwordHash: await hashPassword(password, this.cost), createdAt: this.clock.now() };
+    const human: Human = {
+      id: `h_${randomBytes(12).toString('base64url')}`,
+      name: display,
+      passwordHash: await hashPassword(password, this.cost),
+      createdAt: this.clock.now(),
+    };
     if (!(await this.store.createHuman(human))) throw nameTaken();
     return human;
   }

@@ -57,7 +57,12 @@ export {
   DEFAULT_PASSWORD_HASH_COST,
   PASSWORD_HASH_COST_MIN,
   PASSWORD_HASH_COST_MAX,
-  HUMAN_NAME_MAX, PASSWORD_MIN, SESSION_TTL_SECONDS, type HumansOptions, type OpenSession } from './humans.js';
+  HUMAN_NAME_MAX,
+  PASSWORD_MIN,
+  SESSION_TTL_SECONDS,
+  type HumansOptions,
+  type OpenSession,
+} from './humans.js';
 export {
   Authorizations,
   AuthorizeRefusal,
@@ -96,7 +101,21 @@ export {
 } from './store.js';
 export { MemoryAuthStore } from './store-memory.js';
 export { RedisAuthStore } from './store-redis.js';
-export type { AuthorizationCode, AuthorizationRequest, Connection, DeviceAnswer, DeviceFlow, DeviceFlowStatus, Grant, Human, OAuthClient, OAuthRecords, RefreshTokenRecord, Session, TokenRecord } from './records.js';
+export type {
+  AuthorizationCode,
+  AuthorizationRequest,
+  Connection,
+  DeviceAnswer,
+  DeviceFlow,
+  DeviceFlowStatus,
+  Grant,
+  Human,
+  OAuthClient,
+  OAuthRecords,
+  RefreshTokenRecord,
+  Session,
+  TokenRecord,
+} from './records.js';
 export { formatUserCode, normalizeUserCode, newUserCode, USER_CODE_ALPHABET } from './user-code.js';
 
 export type { AuthDomain } from './domain.js';
@@ -147,7 +166,8 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
   const humans = new Humans({ store, clock, passwordHashCost: config.PASSWORD_HASH_COST });
   const attempts = new AttemptLimiter({ store, clock });
   const clients = new OAuthClients({ store, clock, log, allowLoopbackDocuments: config.OAUTH_CIMD_ALLOW_LOOPBACK });
-  if (config.OAUTH_CIMD_ALLOW_LOOPBACK) log.warn('OAUTH_CIMD_ALLOW_LOOPBACK is on: client metadata documents are fetched over http from loopback addresses too');
+  if (config.OAUTH_CIMD_ALLOW_LOOPBACK)
+    log.warn('OAUTH_CIMD_ALLOW_LOOPBACK is on: client metadata documents are fetched over http from loopback addresses too');
   const authorizations = new Authorizations({
     store,
     tokens,

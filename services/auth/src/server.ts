@@ -83,7 +83,10 @@ function parseProvision(request: unknown): z.output<typeof provisionRequest> {
   if (parsed.success) return parsed.data;
   const parameter = parameterOf(parsed.error);
   if (parameter === 'scopes') {
-    throw new DomainError('invalid-scope', { detail: 'scopes is too long, or holds something that is not a scope.', fields: { parameter: 'scopes', valid_scopes: [...SCOPES] } });
+    throw new DomainError('invalid-scope', {
+      detail: 'scopes is too long, or holds something that is not a scope.',
+      fields: { parameter: 'scopes', valid_scopes: [...SCOPES] },
+    });
   }
   throw new DomainError('invalid-request', { detail: `${parameter} is too long.`, fields: { parameter, expected: 'at most 200 characters' } });
 }
@@ -209,12 +212,28 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, client
       const r = parse(exchangeRequest, request);
       const issued =
         r.grant === 'TOKEN_GRANT_AUTHORIZATION_CODE'
-          ? await authorizations.exchangeCode({ code: r.code, codeVerifier: r.codeVerifier, redirectUri: r.redirectUri, clientId: r.clientId, resource: r.resource })
+          ? await authorizations.exchangeCode({
+              code: r.code,
+              codeVerifier: r.codeVerifier,
+              redirectUri: r.redirectUri,
+              clientId: r.clientId,
+              resource: r.resource,
+            })
           : r.grant === 'TOKEN_GRANT_REFRESH_TOKEN'
             ? await authorizations.refresh({ refreshToken: r.refreshToken, clientId: r.clientId, resource: r.resource })
             : undefined;
-      if (!issued) throw new DomainError('invalid-request', { detail: 'grant is missing.', fields: { parameter: 'grant_type', expected: 'authorization_code or refresh_token' } });
-      return { accessToken: issued.accessToken, expiresIn: issued.expiresIn, refreshToken: issued.refreshToken, scopes: issued.scopes, agentId: issued.agentId };
+      if (!issued)
+        throw new DomainError('invalid-request', {
+          detail: 'grant is missing.',
+          fields: { parameter: 'grant_type', expected: 'authorization_code or refresh_token' },
+        });
+      return {
+        accessToken: issued.accessToken,
+        expiresIn: issued.expiresIn,
+        refreshToken: issued.refreshToken,
+        scopes: issued.scopes,
+        agentId: issued.agentId,
+      };
     }),
 
     WatchRevocations: server.serverStream('WatchRevocations', async (_request, call) => {
@@ -232,7 +251,14 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, client
       };
       const unwatch = await tokens.watchRevocations({
         revoked: (revocation) =>
-          write({ revocation: { id: revocation.id, tokenId: revocation.tokenId, agentId: revocation.agentId, revokedAt: new Date(revocation.revokedAt).toISOString() } }),
+          write({
+            revocation: {
+              id: revocation.id,
+              tokenId: revocation.tokenId,
+              agentId: revocation.agentId,
+              revokedAt: new Date(revocation.revokedAt).toISOString(),
+            },
+          }),
         // A heartbeat only when the stream has been quiet: revocations say "alive" too.
         alive: () => {
           if (Date.now() - lastWrite >= REVOCATION_HEARTBEAT_MS / 2) write({});

@@ -145,7 +145,11 @@ export class MemoryAuthStore implements AuthStore {
     return Promise.resolve();
   }
 
-  useRecord<K extends 'code' | 'refresh' | 'authorization'>(kind: K, id: string, usedAt: number): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined> {
+  useRecord<K extends 'code' | 'refresh' | 'authorization'>(
+    kind: K,
+    id: string,
+    usedAt: number,
+  ): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined> {
     const key = `${kind}:${id}`;
     const found = this.records.get(key) as OAuthRecords[K] | undefined;
     const expiresAt = this.records.expiryOf(key);
@@ -294,7 +298,6 @@ export class MemoryAuthStore implements AuthStore {
     if (hashes.size === 0) this.agentTokens.delete(agentId);
     return Promise.resolve(found.sort(newestFirst));
   }
-
 
   publishRevocation(revocation: Omit<Revocation, 'id'>): Promise<Revocation> {
     const published = { id: this.ids.next(), ...revocation };

@@ -298,7 +298,11 @@ export class RedisAuthStore implements AuthStore {
   }
 
   async admitPoll(flow: DeviceFlow, intervalMs: number): Promise<number> {
-    const wait = await ADMIT_POLL.run(this.redis, [this.pollKey(flow.deviceHash)], [String(this.clock.now()), String(intervalMs), String(this.ttl(flow.retainUntil))]);
+    const wait = await ADMIT_POLL.run(
+      this.redis,
+      [this.pollKey(flow.deviceHash)],
+      [String(this.clock.now()), String(intervalMs), String(this.ttl(flow.retainUntil))],
+    );
     return Number(wait);
   }
 
@@ -378,7 +382,11 @@ export class RedisAuthStore implements AuthStore {
       if (dead.length === 0 || attempt === 3) {
         return { tokens: records.filter((record): record is TokenRecord => isLiveRecord(record, now)), total, offset, hasMore: members.length > limit };
       }
-      await this.redis.multi().zrem(keys[0], ...dead).zrem(keys[1], ...dead).exec();
+      await this.redis
+        .multi()
+        .zrem(keys[0], ...dead)
+        .zrem(keys[1], ...dead)
+        .exec();
     }
   }
 
@@ -465,7 +473,11 @@ export class RedisAuthStore implements AuthStore {
     await this.redis.set(this.recordKey(kind, id), JSON.stringify(record), 'KEEPTTL', 'XX');
   }
 
-  async useRecord<K extends 'code' | 'refresh' | 'authorization'>(kind: K, id: string, usedAt: number): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined> {
+  async useRecord<K extends 'code' | 'refresh' | 'authorization'>(
+    kind: K,
+    id: string,
+    usedAt: number,
+  ): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined> {
     const reply = (await USE_RECORD.run(this.redis, [this.recordKey(kind, id)], [String(usedAt)])) as [string, number] | null;
     if (!reply) return undefined;
     return { record: JSON.parse(reply[0]) as OAuthRecords[K], first: Number(reply[1]) === 1 };

@@ -118,7 +118,11 @@ export interface AuthStore {
    * Marks a single-use record (a code, a refresh token) used at `usedAt`, atomically: of concurrent
    * users exactly one gets `first: true`. Answers the record as it was before, or undefined when unknown.
    */
-  useRecord<K extends 'code' | 'refresh' | 'authorization'>(kind: K, id: string, usedAt: number): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined>;
+  useRecord<K extends 'code' | 'refresh' | 'authorization'>(
+    kind: K,
+    id: string,
+    usedAt: number,
+  ): Promise<{ record: OAuthRecords[K]; first: boolean } | undefined>;
   deleteRecord(kind: OAuthRecordKind, id: string): Promise<void>;
   /** The records listed under `owner`, newest first; those past their retention are left out. */
   recordsOf<K extends OAuthRecordKind>(kind: K, owner: string): Promise<OAuthRecords[K][]>;

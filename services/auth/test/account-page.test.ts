@@ -23,7 +23,15 @@ describe('/account while the delivery service cannot be reached', () => {
     const httpPort = await freePort();
     site = `http://127.0.0.1:${httpPort}`;
     auth = await start(
-      loadConfig(authEnv, { ...env, SITE_URL: site, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, DELIVERY_ADDR: `127.0.0.1:${nowhere}`, AUTH_HTTP_HOST: '127.0.0.1', AUTH_HTTP_PORT: String(httpPort) }),
+      loadConfig(authEnv, {
+        ...env,
+        SITE_URL: site,
+        AUTH_GRPC_ADDR: '127.0.0.1:0',
+        ROOM_ADDR: `127.0.0.1:${room.port}`,
+        DELIVERY_ADDR: `127.0.0.1:${nowhere}`,
+        AUTH_HTTP_HOST: '127.0.0.1',
+        AUTH_HTTP_PORT: String(httpPort),
+      }),
       { listen: true },
     );
     await auth.humans.register(human.name, human.password);
@@ -38,14 +46,22 @@ describe('/account while the delivery service cannot be reached', () => {
   it('still lists the agents, and says that their webhooks could not be read', async () => {
     const form = await fetch(`${site}/signin`);
     const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
-    const formCookie = form.headers.getSetCookie().find((c) => c.startsWith('ar_form='))?.split(';')[0] ?? '';
+    const formCookie =
+      form.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('ar_form='))
+        ?.split(';')[0] ?? '';
     const signedIn = await fetch(`${site}/signin`, {
       method: 'POST',
       redirect: 'manual',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: formCookie },
       body: new URLSearchParams({ csrf, name: human.name, password: human.password, next: '/account', action: 'signin' }).toString(),
     });
-    const session = signedIn.headers.getSetCookie().find((c) => c.startsWith('ar_session='))?.split(';')[0] ?? '';
+    const session =
+      signedIn.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('ar_session='))
+        ?.split(';')[0] ?? '';
     expect(session).not.toBe('');
     const account = await fetch(`${site}/account`, { headers: { cookie: session } });
     expect(account.status).toBe(200);

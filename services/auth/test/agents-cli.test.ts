@@ -8,7 +8,14 @@ import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
 import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { connectRedis, type Redis } from '@agentroom/kit/store';
 import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
-import { type AuthenticateTokenResponse__Output, authProto, type AuthServiceClient, type GetAgentResponse__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import {
+  type AuthenticateTokenResponse__Output,
+  authProto,
+  type AuthServiceClient,
+  type GetAgentResponse__Output,
+  roomProto,
+  type RoomServiceClient,
+} from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword, PASSWORD_HASH_COST_MIN } from '../src/humans.js';
 import type { Human } from '../src/records.js';
@@ -97,18 +104,34 @@ function expectOneLine(run: Run, code: number): string {
   return run.stderr;
 }
 
-const exists = (path: string): Promise<boolean> => stat(path).then(
-  () => true,
-  () => false,
-);
+const exists = (path: string): Promise<boolean> =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 describe('npm run agents -- provision, against a running auth process', () => {
-  it('provisions agents in a human\'s name: a 0600 file k6 reads, tokens that work, agents in the room, each logged by auth without its token', async () => {
+  it("provisions agents in a human's name: a 0600 file k6 reads, tokens that work, agents in the room, each logged by auth without its token", async () => {
     const out = join(dir, 'tokens.json');
-    const run = await provision('--human', 'ada LOVELACE', '--count', '3', '--prefix', 'k6', '--scopes', 'messages:read,posts:write', '--reason', 'k6 load test', '--out', out);
+    const run = await provision(
+      '--human',
+      'ada LOVELACE',
+      '--count',
+      '3',
+      '--prefix',
+      'k6',
+      '--scopes',
+      'messages:read,posts:write',
+      '--reason',
+      'k6 load test',
+      '--out',
+      out,
+    );
     expect(run.code).toBe(0);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^agents: provisioned 3 agent\(s\) for "Ada Lovelace" in [\d.]+ s \([\d,]+ agents\/s\), scopes posts:write,messages:read; tokens in .*tokens\.json \(mode 0600: it holds secrets\)\. They are listed on that human's account page, where they can be revoked\.\n$/);
+    expect(run.stderr).toMatch(
+      /^agents: provisioned 3 agent\(s\) for "Ada Lovelace" in [\d.]+ s \([\d,]+ agents\/s\), scopes posts:write,messages:read; tokens in .*tokens\.json \(mode 0600: it holds secrets\)\. They are listed on that human's account page, where they can be revoked\.\n$/,
+    );
     expect((await stat(out)).mode & 0o777).toBe(0o600);
 
     const file = JSON.parse(await readFile(out, 'utf8')) as TokensFile;
@@ -122,9 +145,13 @@ describe('npm run agents -- provision, against a running auth process', () => {
     ]);
     for (const agent of file.agents) {
       expect(Object.keys(agent)).toEqual(['id', 'name', 'token', 'scopes']);
-      const principal = await unaryCall<AuthenticateTokenResponse__Output>(2_000, (metadata, options, callback) => authClient.authenticateToken({ token: agent.token }, metadata, options, callback));
+      const principal = await unaryCall<AuthenticateTokenResponse__Output>(2_000, (metadata, options, callback) =>
+        authClient.authenticateToken({ token: agent.token }, metadata, options, callback),
+      );
       expect(principal).toMatchObject({ agentId: agent.id, agentName: agent.name, humanLabel: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'] });
-      const inRoom = await unaryCall<GetAgentResponse__Output>(2_000, (metadata, options, callback) => roomClient.getAgent({ agentId: agent.id }, metadata, options, callback));
+      const inRoom = await unaryCall<GetAgentResponse__Output>(2_000, (metadata, options, callback) =>
+        roomClient.getAgent({ agentId: agent.id }, metadata, options, callback),
+      );
       expect(inRoom.agent).toMatchObject({ agentName: agent.name, humanLabel: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'] });
     }
     const records = (await store.liveTokensOfHuman(ada.id, 'provisioned', 50)).tokens.filter((t) => file.agents.some((a) => a.id === t.agentId));
@@ -133,7 +160,13 @@ describe('npm run agents -- provision, against a running auth process', () => {
     // Auth's log: one line per agent, with who asked and why; the tokens appear nowhere in it.
     const logged = auth.lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'agent provisioned by an operator');
     expect(logged.map((line) => line.agentId).sort()).toEqual(file.agents.map((a) => a.id).sort());
-    for (const line of logged) expect(line).toMatchObject({ reason: 'k6 load test', humanId: ada.id, scopes: ['posts:write', 'messages:read'], caller: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
+    for (const line of logged)
+      expect(line).toMatchObject({
+        reason: 'k6 load test',
+        humanId: ada.id,
+        scopes: ['posts:write', 'messages:read'],
+        caller: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      });
     for (const agent of file.agents) expect(auth.lines.join('\n')).not.toContain(agent.token);
   });
 
@@ -190,14 +223,19 @@ describe('npm run agents -- provision, against a running auth process', () => {
     const nowhere = `127.0.0.1:${await freePort()}`;
     const out = join(dir, 'nowhere.json');
     const run = await agents(['provision', '--auth', nowhere, '--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', out]);
-    expect(expectOneLine(run, 1)).toContain(`agents: no auth service answers at ${nowhere} (gRPC): start one with \`npm run cluster\` and pass --auth with the auth address its ready line prints`);
+    expect(expectOneLine(run, 1)).toContain(
+      `agents: no auth service answers at ${nowhere} (gRPC): start one with \`npm run cluster\` and pass --auth with the auth address its ready line prints`,
+    );
     expect(await exists(out)).toBe(false);
   });
 
   it.concurrent.each([
     [[], '--human is required'],
     [['--human', 'Ada Lovelace', '--scopes', 'posts:write'], '--out is required'],
-    [['--human', 'Ada Lovelace', '--scopes', 'posts:write,root', '--out', 'x.json'], 'unknown scope "root"; the scopes are agents:read, posts:write, messages:read, messages:write'],
+    [
+      ['--human', 'Ada Lovelace', '--scopes', 'posts:write,root', '--out', 'x.json'],
+      'unknown scope "root"; the scopes are agents:read, posts:write, messages:read, messages:write',
+    ],
     [['--human', 'Ada Lovelace', '--scopes', ',', '--out', 'x.json'], '--scopes names no scope'],
     [['--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', 'x.json', '--count', '0'], '--count must be a whole number from 1 to 100,000, not "0"'],
     [['--human', 'Ada Lovelace', '--scopes', 'posts:write', '--out', 'x.json', '--count', '2', '--name', 'one'], '--name makes one agent'],
@@ -218,9 +256,12 @@ describe('a run that stops half-way', () => {
     // auth can make no more.
     let progressed!: () => void;
     const underWay = new Promise<void>((resolve) => (progressed = resolve));
-    const running = agents(['provision', '--auth', auth.address, '--human', 'Ada Lovelace', '--count', '3000', '--concurrency', '4', '--scopes', 'posts:write', '--out', out], (soFar) => {
-      if (/agents: \d+ of 3000 provisioned/.test(soFar)) progressed();
-    });
+    const running = agents(
+      ['provision', '--auth', auth.address, '--human', 'Ada Lovelace', '--count', '3000', '--concurrency', '4', '--scopes', 'posts:write', '--out', out],
+      (soFar) => {
+        if (/agents: \d+ of 3000 provisioned/.test(soFar)) progressed();
+      },
+    );
     await underWay;
     await room.stop();
     const run = await running;
@@ -236,7 +277,9 @@ describe('a run that stops half-way', () => {
     expect((await stat(out)).mode & 0o777).toBe(0o600);
     // Each of them works.
     for (const agent of file.agents.slice(0, 5)) {
-      const principal = await unaryCall<AuthenticateTokenResponse__Output>(2_000, (metadata, options, callback) => authClient.authenticateToken({ token: agent.token }, metadata, options, callback));
+      const principal = await unaryCall<AuthenticateTokenResponse__Output>(2_000, (metadata, options, callback) =>
+        authClient.authenticateToken({ token: agent.token }, metadata, options, callback),
+      );
       expect(principal.agentId).toBe(agent.id);
     }
   });

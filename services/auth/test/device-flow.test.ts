@@ -78,13 +78,17 @@ function completed(result: PollResult): Grant {
 
 /** The agent as the room service holds it, read back over gRPC. */
 async function agentInRoom(agentId: string): Promise<Agent__Output | null> {
-  const answer = await unaryCall<GetAgentResponse__Output>(2_000, (metadata, options, callback) => roomClient.getAgent({ agentId }, metadata, options, callback));
+  const answer = await unaryCall<GetAgentResponse__Output>(2_000, (metadata, options, callback) =>
+    roomClient.getAgent({ agentId }, metadata, options, callback),
+  );
   return answer.agent;
 }
 
 /** The room's 50 most recently approved agents. */
 async function agentsInRoom(): Promise<Agent__Output[]> {
-  const answer = await unaryCall<ListAgentsResponse__Output>(2_000, (metadata, options, callback) => roomClient.listAgents({ limit: 50 }, metadata, options, callback));
+  const answer = await unaryCall<ListAgentsResponse__Output>(2_000, (metadata, options, callback) =>
+    roomClient.listAgents({ limit: 50 }, metadata, options, callback),
+  );
   return answer.agents;
 }
 
@@ -112,7 +116,10 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
     humans = new Humans({ store, clock, passwordHashCost: PASSWORD_HASH_COST_MIN });
   });
 
-  function start(scopes: string[] = ['posts:write'], more: { agentName?: string; clientId?: string; bearerToken?: string } = {}): ReturnType<DeviceFlows['start']> {
+  function start(
+    scopes: string[] = ['posts:write'],
+    more: { agentName?: string; clientId?: string; bearerToken?: string } = {},
+  ): ReturnType<DeviceFlows['start']> {
     return flows.start({ scopes, agentName: more.agentName ?? 'scout', clientId: more.clientId ?? '', bearerToken: more.bearerToken ?? '' });
   }
 
@@ -140,7 +147,11 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(started.deviceCode).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(started.userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
       expect(started).toMatchObject({ expiresIn: SIGNUP_EXPIRES_IN_SECONDS, interval: SIGNUP_POLL_INTERVAL_SECONDS, scopes: ['agents:read', 'posts:write'] });
-      expect(await flows.describe(started.userCode, ada)).toEqual({ userCode: started.userCode, agentName: 'scout the second', scopes: ['agents:read', 'posts:write'] });
+      expect(await flows.describe(started.userCode, ada)).toEqual({
+        userCode: started.userCode,
+        agentName: 'scout the second',
+        scopes: ['agents:read', 'posts:write'],
+      });
     });
 
     it('stores the device code only as a hash', async () => {
@@ -195,7 +206,13 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
       expect(await agentInRoom(grant.agentId)).toMatchObject({ agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
       const again = await problem(pollLater(deviceCode));
       expect(again).toMatchObject({ slug: 'signup-unknown', status: 400 });
-      expect(await tokens.authenticate(grant.accessToken)).toMatchObject({ tokenId: grant.tokenId, agentId: grant.agentId, agentName: 'scout', humanLabel: 'Ada Lovelace', scopes: ['posts:write'] });
+      expect(await tokens.authenticate(grant.accessToken)).toMatchObject({
+        tokenId: grant.tokenId,
+        agentId: grant.agentId,
+        agentName: 'scout',
+        humanLabel: 'Ada Lovelace',
+        scopes: ['posts:write'],
+      });
     });
 
     it('delivers the token to exactly one of 20 concurrent polls', async () => {
@@ -360,7 +377,13 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
         userCode: wider.userCode,
         agentName: 'scout',
         scopes: ['messages:read'],
-        widening: { agentId: first.agentId, agentName: 'scout', approvedBy: ada.id, approvedAt: new Date(time - 3 * SECOND).toISOString(), heldScopes: ['posts:write'] },
+        widening: {
+          agentId: first.agentId,
+          agentName: 'scout',
+          approvedBy: ada.id,
+          approvedAt: new Date(time - 3 * SECOND).toISOString(),
+          heldScopes: ['posts:write'],
+        },
       });
       for (const attempt of [flows.describe(wider.userCode, grace), flows.approve(wider.userCode, grace), flows.decline(wider.userCode, grace)]) {
         const refused = await problem(attempt);
@@ -399,13 +422,28 @@ describe.each(stores)('device flows on the %s store', (_name, makeStore) => {
 
   describe('provisioning by an operator', () => {
     const provision = (more: { humanName?: string; agentName?: string; scopes?: string[]; reason?: string } = {}): ReturnType<DeviceFlows['provision']> =>
-      flows.provision({ humanName: more.humanName ?? 'Ada Lovelace', agentName: more.agentName ?? 'load-001', scopes: more.scopes ?? ['posts:write'], reason: more.reason ?? 'k6 load test' });
+      flows.provision({
+        humanName: more.humanName ?? 'Ada Lovelace',
+        agentName: more.agentName ?? 'load-001',
+        scopes: more.scopes ?? ['posts:write'],
+        reason: more.reason ?? 'k6 load test',
+      });
 
     it('makes an approved agent in the room and a working token, the record marked with the reason, listed for the human', async () => {
-      const made = await provision({ humanName: '  ada \t LOVELACE ', agentName: ' load   001 ', scopes: ['messages:read', 'posts:write', 'messages:read'], reason: '  k6   load test ' });
+      const made = await provision({
+        humanName: '  ada \t LOVELACE ',
+        agentName: ' load   001 ',
+        scopes: ['messages:read', 'posts:write', 'messages:read'],
+        reason: '  k6   load test ',
+      });
       expect(made).toMatchObject({ agentName: 'load 001', human: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'], expiresAt: time + 90 * DAY });
       expect(made.token).toMatch(/^agt_[0-9A-Za-z]{49}$/);
-      expect(await tokens.authenticate(made.token)).toMatchObject({ agentId: made.agentId, tokenId: made.tokenId, agentName: 'load 001', humanLabel: 'Ada Lovelace' });
+      expect(await tokens.authenticate(made.token)).toMatchObject({
+        agentId: made.agentId,
+        tokenId: made.tokenId,
+        agentName: 'load 001',
+        humanLabel: 'Ada Lovelace',
+      });
       expect(await agentInRoom(made.agentId)).toMatchObject({ agentName: 'load 001', humanLabel: 'Ada Lovelace', scopes: ['posts:write', 'messages:read'] });
       const [listed] = (await tokens.pageOfHuman(ada.id, 'provisioned', 50)).tokens;
       expect(await approvedBy(ada.id)).toEqual([]);

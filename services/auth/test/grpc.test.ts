@@ -48,9 +48,12 @@ beforeAll(async () => {
   observer = connectRedis(redisServer.url, 'auth-grpc-test');
   room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env });
   // Every interface, so one test can call from an address that is not loopback.
-  auth = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '0.0.0.0:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: 'grpc' }), {
-    clock,
-  });
+  auth = await start(
+    loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '0.0.0.0:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: 'grpc' }),
+    {
+      clock,
+    },
+  );
   client = new (authProto().AuthService)(`127.0.0.1:${auth.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   roomClient = new (roomProto().RoomService)(`127.0.0.1:${room.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   ada = await auth.humans.register('Ada Lovelace', 'correct horse');
@@ -181,7 +184,9 @@ describe('AuthService over a loopback socket', () => {
     expect(await revoke(done.accessToken)).toEqual({});
     const revoked = await rejection(authenticate(done.accessToken));
     expect(revoked).toMatchObject({ slug: 'token-invalid', status: 401 });
-    const raw = await new Promise<grpc.ServiceError>((resolve) => client.authenticateToken({ token: done.accessToken }, (error) => resolve(error as grpc.ServiceError)));
+    const raw = await new Promise<grpc.ServiceError>((resolve) =>
+      client.authenticateToken({ token: done.accessToken }, (error) => resolve(error as grpc.ServiceError)),
+    );
     expect(raw.code).toBe(grpc.status.UNAUTHENTICATED);
     // Across gRPC a problem is a slug and fields: no HTTP status, no remedy, no URL of any protocol.
     const trailer = JSON.parse(String(raw.metadata.get('agentroom-problem-bin')[0])) as Record<string, unknown>;
@@ -227,7 +232,9 @@ describe('AuthService over a loopback socket', () => {
 
   it('ends a watch UNAVAILABLE when its replica loses Redis, so the watcher knows revocations may pass unseen', async () => {
     const doomed = await startRedisServer();
-    const replica = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: doomed.url }), { clock });
+    const replica = await start(loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, REDIS_URL: doomed.url }), {
+      clock,
+    });
     const other = new (authProto().AuthService)(`127.0.0.1:${replica.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
     try {
       const call = other.watchRevocations({});
@@ -329,13 +336,32 @@ function outsideAddress(): string {
 }
 
 describe('ProvisionAgent', () => {
-  const request = (more: Partial<ProvisionRequest> = {}): ProvisionRequest => ({ humanName: 'grace hopper', agentName: 'load-1', scopes: ['posts:write', 'agents:read'], reason: 'k6 load test', ...more });
+  const request = (more: Partial<ProvisionRequest> = {}): ProvisionRequest => ({
+    humanName: 'grace hopper',
+    agentName: 'load-1',
+    scopes: ['posts:write', 'agents:read'],
+    reason: 'k6 load test',
+    ...more,
+  });
 
-  it('answers an approved agent and its token, made in the room and marked on the human\'s token list', async () => {
-    const made = (await provisionOn(client, request())) as { agentId: string; agentName: string; accessToken: string; scopes: string[]; human: string; tokenId: string; expiresAt: string };
+  it("answers an approved agent and its token, made in the room and marked on the human's token list", async () => {
+    const made = (await provisionOn(client, request())) as {
+      agentId: string;
+      agentName: string;
+      accessToken: string;
+      scopes: string[];
+      human: string;
+      tokenId: string;
+      expiresAt: string;
+    };
     expect(made).toMatchObject({ agentName: 'load-1', human: 'Grace Hopper', scopes: ['agents:read', 'posts:write'] });
     expect(Date.parse(made.expiresAt)).toBe(time + 90 * 86_400_000);
-    expect(await authenticate(made.accessToken)).toMatchObject({ agentId: made.agentId, tokenId: made.tokenId, humanLabel: 'Grace Hopper', scopes: ['agents:read', 'posts:write'] });
+    expect(await authenticate(made.accessToken)).toMatchObject({
+      agentId: made.agentId,
+      tokenId: made.tokenId,
+      humanLabel: 'Grace Hopper',
+      scopes: ['agents:read', 'posts:write'],
+    });
     expect((await getAgent(made.agentId)).agent).toMatchObject({ agentName: 'load-1', humanLabel: 'Grace Hopper' });
     const record = (await auth.tokens.pageOfHuman(grace.id, 'provisioned', 50)).tokens.find((t) => t.id === made.tokenId);
     expect(record?.provisioned).toEqual({ reason: 'k6 load test', at: time });
@@ -361,23 +387,35 @@ describe('ProvisionAgent', () => {
 
   it('fails NOT_FOUND for a human without an account, naming where humans register', async () => {
     const error = await rejection(provisionOn(client, request({ humanName: 'Nobody' })));
-    expect(error).toMatchObject({ slug: 'not-found', detail: 'No human is named "Nobody" here; humans register themselves at http://room.test/signin.', fields: { parameter: 'human_name' } });
+    expect(error).toMatchObject({
+      slug: 'not-found',
+      detail: 'No human is named "Nobody" here; humans register themselves at http://room.test/signin.',
+      fields: { parameter: 'human_name' },
+    });
     expect(await statusOf((callback) => client.provisionAgent(request({ humanName: 'Nobody' }), callback))).toBe(grpc.status.NOT_FOUND);
   });
 
   it('fails INVALID_ARGUMENT for unknown or no scopes, and for a reason or name out of bounds', async () => {
-    expect(await rejection(provisionOn(client, request({ scopes: ['posts:write', 'root'] })))).toMatchObject({ slug: 'invalid-scope', fields: { parameter: 'scopes' } });
+    expect(await rejection(provisionOn(client, request({ scopes: ['posts:write', 'root'] })))).toMatchObject({
+      slug: 'invalid-scope',
+      fields: { parameter: 'scopes' },
+    });
     expect((await rejection(provisionOn(client, request({ scopes: [] })))).slug).toBe('invalid-scope');
     expect((await rejection(provisionOn(client, request({ scopes: Array.from({ length: 21 }, () => 'posts:write') })))).slug).toBe('invalid-scope');
-    expect(await rejection(provisionOn(client, request({ reason: 'x'.repeat(2_000) })))).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'reason' } });
+    expect(await rejection(provisionOn(client, request({ reason: 'x'.repeat(2_000) })))).toMatchObject({
+      slug: 'invalid-request',
+      fields: { parameter: 'reason' },
+    });
     expect(await rejection(provisionOn(client, request({ agentName: '' })))).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'agent_name' } });
     expect(await statusOf((callback) => client.provisionAgent(request({ reason: '' }), callback))).toBe(grpc.status.INVALID_ARGUMENT);
   });
 
-  it('refuses callers that are not on the auth process\'s loopback with PERMISSION_DENIED, and makes nothing', async () => {
+  it("refuses callers that are not on the auth process's loopback with PERMISSION_DENIED, and makes nothing", async () => {
     const outside = new (authProto().AuthService)(`${outsideAddress()}:${auth.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
     const before = (await auth.tokens.pageOfHuman(grace.id, 'provisioned', 1)).total;
-    const refused = await new Promise<grpc.ServiceError>((resolve) => outside.provisionAgent(request({ agentName: 'from outside' }), (error) => resolve(error as grpc.ServiceError)));
+    const refused = await new Promise<grpc.ServiceError>((resolve) =>
+      outside.provisionAgent(request({ agentName: 'from outside' }), (error) => resolve(error as grpc.ServiceError)),
+    );
     outside.close();
     expect(refused.code).toBe(grpc.status.PERMISSION_DENIED);
     expect(refused.details).toMatch(/only callers on the auth process's own loopback.*kubectl exec.*port-forward/);

@@ -37,7 +37,12 @@ describe('password hash cost (PASSWORD_HASH_COST)', () => {
   it('verifies each hash at the cost it was made with, so existing hashes keep working after the setting changes', async () => {
     const store = new MemoryAuthStore(clock);
     // A hash made at the production cost, before this deployment lowered (or raised) it.
-    const existing: Human = { id: 'h_existing', name: 'Old Timer', passwordHash: await hashPassword('made long ago', DEFAULT_PASSWORD_HASH_COST), createdAt: clock.now() };
+    const existing: Human = {
+      id: 'h_existing',
+      name: 'Old Timer',
+      passwordHash: await hashPassword('made long ago', DEFAULT_PASSWORD_HASH_COST),
+      createdAt: clock.now(),
+    };
     expect(await store.createHuman(existing)).toBe(true);
     const humans = new Humans({ store, clock, passwordHashCost: PASSWORD_HASH_COST_MIN });
     expect((await humans.verify('Old Timer', 'made long ago'))?.id).toBe('h_existing');

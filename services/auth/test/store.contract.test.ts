@@ -2,7 +2,17 @@ import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { type Clock, type Cluster, compareStreamIds, connectRedis, connectRedisCluster, type Redis } from '@agentroom/kit/store';
 import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AuthorizationCode, AuthorizationRequest, Connection, DeviceFlow, Human, OAuthClient, RefreshTokenRecord, Session, TokenRecord } from '../src/records.js';
+import type {
+  AuthorizationCode,
+  AuthorizationRequest,
+  Connection,
+  DeviceFlow,
+  Human,
+  OAuthClient,
+  RefreshTokenRecord,
+  Session,
+  TokenRecord,
+} from '../src/records.js';
 import type { AuthStore, Revocation, RevocationWatcher } from '../src/store.js';
 import { MemoryAuthStore } from '../src/store-memory.js';
 import { RedisAuthStore } from '../src/store-redis.js';
@@ -299,7 +309,7 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
       expect(next.tokens.map((t) => t.id)).toEqual(['tok_e', 'tok_c', 'tok_a']);
     });
 
-    it('lists live tokens only: a revoked or expired one leaves its list and its count, a connection\'s is in none', async () => {
+    it("lists live tokens only: a revoked or expired one leaves its list and its count, a connection's is in none", async () => {
       const lasting = token({ expiresAt: time + 90 * DAY });
       const brief = token({ createdAt: time + 1, expiresAt: time + 1_000 });
       const revoked = token({ createdAt: time + 2 });
@@ -827,7 +837,8 @@ describe('RedisAuthStore revocation feed', () => {
   });
 
   it('reads the feed on one connection per process, closed when the last watcher leaves', async () => {
-    const readers = async (): Promise<number> => ((await redis.client('LIST')) as string).split('\n').filter((line) => line.includes(' name=auth-revocations ')).length;
+    const readers = async (): Promise<number> =>
+      ((await redis.client('LIST')) as string).split('\n').filter((line) => line.includes(' name=auth-revocations ')).length;
     await eventually(async () => (await readers()) === 0);
     const store = new RedisAuthStore(redis, 'feedconn', clock, FEED);
     const watchers = [recorder(), recorder(), recorder()];

@@ -51,12 +51,18 @@ export interface StartOptions {
  * Starts the delivery service: storage, the gRPC server, then the dispatcher (messaging's events
  * into the queue) and the worker (the queue's attempts). `main.ts` and the embedded launcher call this.
  */
-export async function start(config: DeliveryConfig, log: Logger = createLogger('delivery', config.LOG_LEVEL, config.LOG_FORMAT), options: StartOptions = {}): Promise<RunningDelivery> {
+export async function start(
+  config: DeliveryConfig,
+  log: Logger = createLogger('delivery', config.LOG_LEVEL, config.LOG_FORMAT),
+  options: StartOptions = {},
+): Promise<RunningDelivery> {
   const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'delivery', log);
   const store: DeliveryStore = redis ? new RedisDeliveryStore(redis, config.REDIS_KEY_PREFIX) : new MemoryDeliveryStore();
   const policy: OutboundPolicy = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS ? { allowPrivate: true, allowHttp: true } : {};
   if (config.WEBHOOKS_ALLOW_PRIVATE_TARGETS) {
-    log.warn('WEBHOOKS_ALLOW_PRIVATE_TARGETS=true: webhooks may target http: URLs and private, loopback and link-local addresses; use it for tests and private deployments only');
+    log.warn(
+      'WEBHOOKS_ALLOW_PRIVATE_TARGETS=true: webhooks may target http: URLs and private, loopback and link-local addresses; use it for tests and private deployments only',
+    );
   }
   const server = createDeliveryGrpcServer({ store, log, policy, lookup: options.lookup });
   const port = await server.listen(config.DELIVERY_GRPC_ADDR);

@@ -83,7 +83,13 @@ export class MemoryDeliveryStore implements DeliveryStore {
     });
   }
 
-  recordAttempt(agentId: string, webhookId: string, attempt: AttemptRecord, outcome: AttemptOutcome, maxFailures: number): Promise<{ disabled: boolean } | undefined> {
+  recordAttempt(
+    agentId: string,
+    webhookId: string,
+    attempt: AttemptRecord,
+    outcome: AttemptOutcome,
+    maxFailures: number,
+  ): Promise<{ disabled: boolean } | undefined> {
     const webhook = this.find(agentId, webhookId);
     if (!webhook) return Promise.resolve(undefined);
     const kept = [{ ...attempt }, ...(this.attempts.get(webhookId) ?? [])].slice(0, RECENT_ATTEMPTS);
@@ -172,7 +178,10 @@ export class MemoryDeliveryStore implements DeliveryStore {
   }
 
   promoteDue(now: number, limit: number): Promise<number> {
-    const due = this.scheduled.filter((item) => item.dueAt <= now).sort((a, b) => a.dueAt - b.dueAt).slice(0, limit);
+    const due = this.scheduled
+      .filter((item) => item.dueAt <= now)
+      .sort((a, b) => a.dueAt - b.dueAt)
+      .slice(0, limit);
     if (due.length === 0) return Promise.resolve(0);
     this.scheduled = this.scheduled.filter((item) => !due.includes(item));
     for (const item of due) this.push(item.job);

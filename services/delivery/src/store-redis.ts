@@ -176,9 +176,7 @@ export class RedisDeliveryStore implements DeliveryStore {
 
   async listWebhooks(agentId: string): Promise<WebhookRecord[]> {
     const all = await this.redis.hvals(this.webhooksKey(agentId));
-    return all
-      .flatMap((json) => parse(webhookSchema, json) ?? [])
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return all.flatMap((json) => parse(webhookSchema, json) ?? []).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
   async getWebhook(agentId: string, webhookId: string): Promise<WebhookRecord | undefined> {
@@ -197,7 +195,13 @@ export class RedisDeliveryStore implements DeliveryStore {
     return parse(webhookSchema, (await UPDATE.run(this.redis, [this.webhooksKey(agentId)], [webhookId, 'enable'])) as string | null);
   }
 
-  async recordAttempt(agentId: string, webhookId: string, attempt: AttemptRecord, outcome: AttemptOutcome, maxFailures: number): Promise<{ disabled: boolean } | undefined> {
+  async recordAttempt(
+    agentId: string,
+    webhookId: string,
+    attempt: AttemptRecord,
+    outcome: AttemptOutcome,
+    maxFailures: number,
+  ): Promise<{ disabled: boolean } | undefined> {
     const answer = Number(
       await RECORD_ATTEMPT.run(
         this.redis,
@@ -244,7 +248,9 @@ export class RedisDeliveryStore implements DeliveryStore {
   async claim(consumer: string, count: number, idleMs: number | undefined, blockMs: number): Promise<QueuedJob[]> {
     await this.ensureGroup();
     const abandoned =
-      idleMs === undefined ? [] : ((await this.redis.xautoclaim(this.streamKey, GROUP, consumer, idleMs, '0-0', 'COUNT', count)) as [string, ClaimedEntry[], string[]?])[1];
+      idleMs === undefined
+        ? []
+        : ((await this.redis.xautoclaim(this.streamKey, GROUP, consumer, idleMs, '0-0', 'COUNT', count)) as [string, ClaimedEntry[], string[]?])[1];
     const taken = this.toQueued(abandoned);
     let jobs = taken.jobs;
     const broken = [...taken.broken];
@@ -316,4 +322,3 @@ export class RedisDeliveryStore implements DeliveryStore {
     this.redis.disconnect();
   }
 }
-

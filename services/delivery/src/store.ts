@@ -34,7 +34,13 @@ export interface DeliveryStore extends LeaseStore {
    * `maxFailures`; `gone` disables it. Answers whether this attempt disabled it, or undefined when
    * the endpoint is gone (nothing kept).
    */
-  recordAttempt(agentId: string, webhookId: string, attempt: AttemptRecord, outcome: AttemptOutcome, maxFailures: number): Promise<{ disabled: boolean } | undefined>;
+  recordAttempt(
+    agentId: string,
+    webhookId: string,
+    attempt: AttemptRecord,
+    outcome: AttemptOutcome,
+    maxFailures: number,
+  ): Promise<{ disabled: boolean } | undefined>;
   /** The endpoint's last attempts, newest first. */
   recentAttempts(agentId: string, webhookId: string): Promise<AttemptRecord[]>;
 

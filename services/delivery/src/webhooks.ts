@@ -127,7 +127,10 @@ const REFUSAL_WHY: Record<OutboundRefusal['reason'], string> = {
  */
 export async function checkTarget(url: string, policy: OutboundPolicy, lookup?: (hostname: string) => Promise<ResolvedAddress[]>): Promise<void> {
   if (url.length > URL_MAX) {
-    throw new DomainError('invalid-request', { detail: `url is longer than ${URL_MAX} characters.`, fields: { parameter: 'url', expected: `an https URL of at most ${URL_MAX} characters` } });
+    throw new DomainError('invalid-request', {
+      detail: `url is longer than ${URL_MAX} characters.`,
+      fields: { parameter: 'url', expected: `an https URL of at most ${URL_MAX} characters` },
+    });
   }
   try {
     await checkOutboundTarget(url, policy, lookup);

@@ -158,7 +158,8 @@ export class DeliveryWorker {
         const attempt = this.attempt(queued, endpointOf(queued.job))
           .catch((error: unknown) => {
             // Storage failed around the attempt: unacked, the job is attempted again after the idle time.
-            if (!this.stopping.signal.aborted) this.log.warn({ err: error, messageId: queued.job.messageId }, 'a delivery could not be recorded; it is attempted again later');
+            if (!this.stopping.signal.aborted)
+              this.log.warn({ err: error, messageId: queued.job.messageId }, 'a delivery could not be recorded; it is attempted again later');
           })
           .finally(() => {
             this.inFlight.delete(attempt);
@@ -223,7 +224,10 @@ export class DeliveryWorker {
     if (outcome === 'failed') webhookDeliveries.inc({ outcome: 'failed_attempt' });
     if (recorded?.disabled === true || outcome === 'gone') {
       if (recorded?.disabled === true) webhookDeliveries.inc({ outcome: 'disabled' });
-      this.log.info({ ...context, error }, outcome === 'gone' ? 'webhook endpoint disabled: it answered 410 Gone' : 'webhook endpoint disabled: too many failures in a row');
+      this.log.info(
+        { ...context, error },
+        outcome === 'gone' ? 'webhook endpoint disabled: it answered 410 Gone' : 'webhook endpoint disabled: too many failures in a row',
+      );
       await this.store.ack(entryId);
       return;
     }

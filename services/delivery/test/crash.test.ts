@@ -39,7 +39,14 @@ afterAll(async () => {
 
 function startDelivery(prefix: string): Promise<RunningDelivery> {
   return start(
-    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messagingPort}`, WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix }),
+    loadConfig(deliveryEnv, {
+      ...env,
+      DELIVERY_GRPC_ADDR: '127.0.0.1:0',
+      MESSAGING_ADDR: `127.0.0.1:${messagingPort}`,
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+      REDIS_URL: redis.url,
+      REDIS_KEY_PREFIX: prefix,
+    }),
     undefined,
     // A dead replica's jobs are taken over after 1 s idle (30 s in production), its lease after 1 s.
     { dispatcher: FAST, worker: { claimIdleMs: 1_000, concurrency: 16, promoteEveryMs: 50, retryDelaysMs: [200, 200, 200] } },
@@ -47,7 +54,9 @@ function startDelivery(prefix: string): Promise<RunningDelivery> {
 }
 
 function send(from: string, to: string, text: string): Promise<SendMessageResponse__Output> {
-  return unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) => messagingClient.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback));
+  return unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
+    messagingClient.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
+  );
 }
 
 describe('crash safety (Redis): two delivery replicas, one dies abruptly mid-burst', () => {
@@ -74,10 +83,12 @@ describe('crash safety (Redis): two delivery replicas, one dies abruptly mid-bur
       let crashed = false;
       const sending = (async () => {
         for (let i = 0; i < EVENTS; i += 10) {
-          await Promise.all(Array.from({ length: 10 }, (_, j) => {
-            texts.push(`burst ${i + j}`);
-            return send(alice, bob, `burst ${i + j}`);
-          }));
+          await Promise.all(
+            Array.from({ length: 10 }, (_, j) => {
+              texts.push(`burst ${i + j}`);
+              return send(alice, bob, `burst ${i + j}`);
+            }),
+          );
         }
       })();
       // Mid-burst: once some deliveries arrived, and jobs are in flight.
@@ -126,7 +137,9 @@ describe('crash safety (Redis): two delivery replicas, one dies abruptly mid-bur
       const sentIn = (Date.now() - started) / 1000;
       await expect.poll(() => count, { timeout: 15_000, interval: 5 }).toBe(500);
       const seconds = (Date.now() - started) / 1000;
-      console.log(`burst: 500 events sent in ${sentIn.toFixed(2)} s, delivered (verified) in ${seconds.toFixed(2)} s: ${(500 / seconds).toFixed(0)} deliveries/s`);
+      console.log(
+        `burst: 500 events sent in ${sentIn.toFixed(2)} s, delivered (verified) in ${seconds.toFixed(2)} s: ${(500 / seconds).toFixed(0)} deliveries/s`,
+      );
       expect(count).toBe(500);
       // Then one at a time: the latency from a send to its verified receipt, Redis behind delivery.
       const latencies: number[] = [];
@@ -137,7 +150,9 @@ describe('crash safety (Redis): two delivery replicas, one dies abruptly mid-bur
         await expect.poll(() => count, { timeout: 2_000, interval: 1 }).toBe(before + 1);
         latencies.push(performance.now() - sentAt);
       }
-      console.log(`webhook latency, send to verified receipt (Redis, two replicas, 50 messages): p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`);
+      console.log(
+        `webhook latency, send to verified receipt (Redis, two replicas, 50 messages): p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`,
+      );
       expect(percentile(latencies, 99)).toBeLessThan(1_000);
     } finally {
       receiver.onRequest = undefined;

@@ -22,7 +22,11 @@ class FakeWatch extends EventEmitter {
   cancel(): void {}
 }
 
-const TYPES: Record<EventType, string> = { mention: 'NOTIFICATION_TYPE_MENTION', reply: 'NOTIFICATION_TYPE_REPLY', direct_message: 'NOTIFICATION_TYPE_DIRECT_MESSAGE' };
+const TYPES: Record<EventType, string> = {
+  mention: 'NOTIFICATION_TYPE_MENTION',
+  reply: 'NOTIFICATION_TYPE_REPLY',
+  direct_message: 'NOTIFICATION_TYPE_DIRECT_MESSAGE',
+};
 
 /** Later than the position a new deployment starts from (now), so every event counts. */
 const LATER = Date.now() + 60_000;
@@ -31,12 +35,40 @@ const LATER = Date.now() + 60_000;
 function event(n: number, agentId: string, type: 'mention' | 'direct_message'): WatchEventsResponse__Output {
   const id = `${LATER + n}-0`;
   const createdAt = new Date(LATER + n).toISOString();
-  const message = { id: `m${n}`, fromAgentId: 'z', fromAgentName: 'zed', toAgentId: agentId, toAgentName: agentId, text: `hello ${n}`, via: 'VIA_REST', createdAt };
-  const post = { id: `p${n}`, agentId: 'z', agentName: 'zed', humanLabel: 'Ada', text: `@${agentId} ${n}`, via: 'VIA_REST', createdAt, replyTo: '', threadId: '', replyCount: 0, mentions: [] };
+  const message = {
+    id: `m${n}`,
+    fromAgentId: 'z',
+    fromAgentName: 'zed',
+    toAgentId: agentId,
+    toAgentName: agentId,
+    text: `hello ${n}`,
+    via: 'VIA_REST',
+    createdAt,
+  };
+  const post = {
+    id: `p${n}`,
+    agentId: 'z',
+    agentName: 'zed',
+    humanLabel: 'Ada',
+    text: `@${agentId} ${n}`,
+    via: 'VIA_REST',
+    createdAt,
+    replyTo: '',
+    threadId: '',
+    replyCount: 0,
+    mentions: [],
+  };
   return {
     id,
     agentId,
-    notification: { id, type: TYPES[type], createdAt, read: false, post: type === 'mention' ? post : null, message: type === 'direct_message' ? message : null },
+    notification: {
+      id,
+      type: TYPES[type],
+      createdAt,
+      read: false,
+      post: type === 'mention' ? post : null,
+      message: type === 'direct_message' ? message : null,
+    },
   } as unknown as WatchEventsResponse__Output;
 }
 
@@ -45,7 +77,7 @@ function webhook(agentId: string, id: string, events: EventType[], createdAt: st
 }
 
 describe('Dispatcher', () => {
-  it('queues a burst of events in one step: one job per subscribed endpoint, in the events\' order, each agent\'s endpoints read once', async () => {
+  it("queues a burst of events in one step: one job per subscribed endpoint, in the events' order, each agent's endpoints read once", async () => {
     const store = new MemoryDeliveryStore();
     await store.createWebhook(webhook('alice', 'wh_a1', ['mention', 'direct_message'], '2026-01-01T00:00:00.000Z'), 5);
     await store.createWebhook(webhook('alice', 'wh_a2', ['direct_message'], '2026-01-01T00:00:01.000Z'), 5);

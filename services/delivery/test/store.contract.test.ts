@@ -61,11 +61,29 @@ function webhook(agentId = ALICE, extra: Partial<WebhookRecord> = {}): WebhookRe
 }
 
 function attempt(n: number, extra: Partial<AttemptRecord> = {}): AttemptRecord {
-  return { messageId: `msg_${n}`, eventType: 'mention', status: 500, error: 'the endpoint answered 500', at: new Date().toISOString(), attempt: n, durationMs: 3, ...extra };
+  return {
+    messageId: `msg_${n}`,
+    eventType: 'mention',
+    status: 500,
+    error: 'the endpoint answered 500',
+    at: new Date().toISOString(),
+    attempt: n,
+    durationMs: 3,
+    ...extra,
+  };
 }
 
 function job(n: number, extra: Partial<DeliveryJob> = {}): DeliveryJob {
-  return { messageId: `msg_${n}-0_wh`, agentId: ALICE, webhookId: 'wh_x', eventType: 'mention', body: `{"n":${n},"text":"😀 \\"q\\""}`, createdAt: new Date().toISOString(), attempt: 1, ...extra };
+  return {
+    messageId: `msg_${n}-0_wh`,
+    agentId: ALICE,
+    webhookId: 'wh_x',
+    eventType: 'mention',
+    body: `{"n":${n},"text":"😀 \\"q\\""}`,
+    createdAt: new Date().toISOString(),
+    attempt: 1,
+    ...extra,
+  };
 }
 
 function sleep(ms: number): Promise<void> {
@@ -73,7 +91,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 describe.each(implementations)('DeliveryStore contract, endpoints: %s', (_name, makeStore) => {
-  it('keeps an agent\'s endpoints, oldest first, at most the number allowed; another agent\'s id finds nothing', async () => {
+  it("keeps an agent's endpoints, oldest first, at most the number allowed; another agent's id finds nothing", async () => {
     const store = makeStore();
     const hooks = [webhook(), webhook(), webhook()];
     for (const hook of hooks) expect(await store.createWebhook(hook, 3)).toBe(true);
@@ -130,7 +148,13 @@ describe.each(implementations)('DeliveryStore contract, endpoints: %s', (_name, 
     const store = makeStore();
     const hook = webhook();
     await store.createWebhook(hook, 5);
-    const all = Array.from({ length: 23 }, (_, i) => attempt(i + 1, { eventType: i % 2 === 0 ? 'test' : 'reply', status: i === 22 ? 0 : 503, error: i === 22 ? 'Refused an outbound request to x: it is a private address.' : 'the endpoint answered 503' }));
+    const all = Array.from({ length: 23 }, (_, i) =>
+      attempt(i + 1, {
+        eventType: i % 2 === 0 ? 'test' : 'reply',
+        status: i === 22 ? 0 : 503,
+        error: i === 22 ? 'Refused an outbound request to x: it is a private address.' : 'the endpoint answered 503',
+      }),
+    );
     for (const one of all) await store.recordAttempt(ALICE, hook.id, one, 'failed', 100);
     expect(await store.recentAttempts(ALICE, hook.id)).toEqual(all.slice(3).reverse());
   });
@@ -210,7 +234,7 @@ describe.each(implementations)('DeliveryStore contract, queue: %s', (_name, make
   });
 });
 
-describe.each(implementations)('DeliveryStore contract, the follower\'s lease and position: %s', (_name, makeStore) => {
+describe.each(implementations)("DeliveryStore contract, the follower's lease and position: %s", (_name, makeStore) => {
   it('lets one owner hold the lease at a time; another takes it once it lapses or is released', async () => {
     const store = makeStore();
     expect(await store.acquireLease('replica-a', 400)).toBe(true);
@@ -224,7 +248,7 @@ describe.each(implementations)('DeliveryStore contract, the follower\'s lease an
     expect(await store.acquireLease('replica-a', 400)).toBe(true);
   });
 
-  it('moves the position on only for the lease\'s holder, never backwards', async () => {
+  it("moves the position on only for the lease's holder, never backwards", async () => {
     const store = makeStore();
     expect(await store.position()).toBeUndefined();
     expect(await store.advancePosition('replica-a', '5-0')).toBe(false);
@@ -240,7 +264,7 @@ describe.each(implementations)('DeliveryStore contract, the follower\'s lease an
 });
 
 describe('RedisDeliveryStore', () => {
-  it('keeps an agent\'s endpoints and attempts under its {agent id} tag, and the queue under {queue}, on a cluster', async () => {
+  it("keeps an agent's endpoints and attempts under its {agent id} tag, and the queue under {queue}, on a cluster", async () => {
     const store = track(new RedisDeliveryStore(clusterClient, 'dskeys'));
     const hook = webhook();
     await store.createWebhook(hook, 5);
@@ -269,7 +293,10 @@ describe('RedisDeliveryStore', () => {
     };
     process.on('warning', heard);
     try {
-      for (const [name, client] of [['redis', redis], ['redis cluster', clusterClient]] as const) {
+      for (const [name, client] of [
+        ['redis', redis],
+        ['redis cluster', clusterClient],
+      ] as const) {
         const store = track(new RedisDeliveryStore(client, `dswait${(prefixes += 1)}`));
         await store.claim('worker-a', 1, 60_000, 0); // the group exists
         for (let i = 0; i < 15; i += 1) expect(await store.claim('worker-a', 1, undefined, 5), name).toEqual([]);
@@ -294,7 +321,13 @@ describe('RedisDeliveryStore', () => {
     for (const key of await keysMatching(redis, 'dssecret:*')) {
       const type = await redis.type(key);
       const values =
-        type === 'hash' ? Object.values(await redis.hgetall(key)) : type === 'list' ? await redis.lrange(key, 0, -1) : type === 'stream' ? (await redis.xrange(key, '-', '+')).flatMap(([, fields]) => fields) : [];
+        type === 'hash'
+          ? Object.values(await redis.hgetall(key))
+          : type === 'list'
+            ? await redis.lrange(key, 0, -1)
+            : type === 'stream'
+              ? (await redis.xrange(key, '-', '+')).flatMap(([, fields]) => fields)
+              : [];
       if (values.some((value) => forms.some((form) => value.includes(form)))) holders.push(key);
     }
     expect(holders).toEqual([`dssecret:delivery:{${ALICE}}:webhooks`]);

@@ -93,14 +93,21 @@ let agents = 0;
 export async function agent(room: RoomServiceClient, name: string): Promise<string> {
   agents += 1;
   const made = await unaryCall<UpsertAgentResponse__Output>(DEADLINE, (metadata, options, callback) =>
-    room.upsertAgent({ agent: { agentName: `${name}${agents}${process.pid}`, humanLabel: 'Ada', scopes: ['posts:write', 'messages:read', 'messages:write'] } }, metadata, options, callback),
+    room.upsertAgent(
+      { agent: { agentName: `${name}${agents}${process.pid}`, humanLabel: 'Ada', scopes: ['posts:write', 'messages:read', 'messages:write'] } },
+      metadata,
+      options,
+      callback,
+    ),
   );
   return made.agent?.id ?? '';
 }
 
 /** A post in the room, as edge makes it; `@<id>` in the text mentions that agent. */
 export async function post(room: RoomServiceClient, agentId: string, text: string, replyTo = ''): Promise<string> {
-  const made = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) => room.createPost({ agentId, text, via: 'VIA_MCP', replyTo, callKey: randomUUID() }, metadata, options, callback));
+  const made = await unaryCall<CreatePostResponse__Output>(DEADLINE, (metadata, options, callback) =>
+    room.createPost({ agentId, text, via: 'VIA_MCP', replyTo, callKey: randomUUID() }, metadata, options, callback),
+  );
   return made.post?.id ?? '';
 }
 
@@ -110,15 +117,25 @@ export function deliveryCalls(port: number) {
   return {
     client,
     create: (agentId: string, url: string, events: string[] = ['mention', 'reply', 'direct_message']) =>
-      unaryCall<CreateWebhookResponse__Output>(DEADLINE, (metadata, options, callback) => client.createWebhook({ agentId, url, events }, metadata, options, callback)),
-    list: (agentId: string) => unaryCall<ListWebhooksResponse__Output>(DEADLINE, (metadata, options, callback) => client.listWebhooks({ agentId }, metadata, options, callback)),
-    remove: (agentId: string, webhookId: string) => unaryCall<object>(DEADLINE, (metadata, options, callback) => client.deleteWebhook({ agentId, webhookId }, metadata, options, callback)),
+      unaryCall<CreateWebhookResponse__Output>(DEADLINE, (metadata, options, callback) =>
+        client.createWebhook({ agentId, url, events }, metadata, options, callback),
+      ),
+    list: (agentId: string) =>
+      unaryCall<ListWebhooksResponse__Output>(DEADLINE, (metadata, options, callback) => client.listWebhooks({ agentId }, metadata, options, callback)),
+    remove: (agentId: string, webhookId: string) =>
+      unaryCall<object>(DEADLINE, (metadata, options, callback) => client.deleteWebhook({ agentId, webhookId }, metadata, options, callback)),
     rotate: (agentId: string, webhookId: string) =>
-      unaryCall<RotateWebhookSecretResponse__Output>(DEADLINE, (metadata, options, callback) => client.rotateWebhookSecret({ agentId, webhookId }, metadata, options, callback)),
+      unaryCall<RotateWebhookSecretResponse__Output>(DEADLINE, (metadata, options, callback) =>
+        client.rotateWebhookSecret({ agentId, webhookId }, metadata, options, callback),
+      ),
     enable: (agentId: string, webhookId: string) =>
-      unaryCall<EnableWebhookResponse__Output>(DEADLINE, (metadata, options, callback) => client.enableWebhook({ agentId, webhookId }, metadata, options, callback)),
+      unaryCall<EnableWebhookResponse__Output>(DEADLINE, (metadata, options, callback) =>
+        client.enableWebhook({ agentId, webhookId }, metadata, options, callback),
+      ),
     test: (agentId: string, webhookId: string) =>
-      unaryCall<SendTestEventResponse__Output>(DEADLINE, (metadata, options, callback) => client.sendTestEvent({ agentId, webhookId }, metadata, options, callback)),
+      unaryCall<SendTestEventResponse__Output>(DEADLINE, (metadata, options, callback) =>
+        client.sendTestEvent({ agentId, webhookId }, metadata, options, callback),
+      ),
   };
 }
 

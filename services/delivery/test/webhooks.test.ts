@@ -10,7 +10,19 @@ import { Webhook as Signer, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { deliveryEnv, type RunningDelivery, start, USER_AGENT } from '../src/index.js';
-import { agent, DEADLINE, deliveryCalls, percentile, post, type Received, type Receiver, roomClient, startReceiver, untilNotifying, webhookHeaders } from './support.js';
+import {
+  agent,
+  DEADLINE,
+  deliveryCalls,
+  percentile,
+  post,
+  type Received,
+  type Receiver,
+  roomClient,
+  startReceiver,
+  untilNotifying,
+  webhookHeaders,
+} from './support.js';
 
 const env = { SITE_URL: 'http://room.test', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '1000' } as const;
 const FAST = { leaseMs: 1_000, renewMs: 250, retryMs: 50, maxRetryMs: 250 };
@@ -32,7 +44,12 @@ beforeAll(async () => {
   messagingPort = Number(messaging.address.split(':').at(-1));
   await untilNotifying(roomGrpc, messaging.address);
   delivery = await start(
-    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messagingPort}`, WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' }),
+    loadConfig(deliveryEnv, {
+      ...env,
+      DELIVERY_GRPC_ADDR: '127.0.0.1:0',
+      MESSAGING_ADDR: `127.0.0.1:${messagingPort}`,
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    }),
     undefined,
     // Retries within 50 ms (full jitter under a cap of 100), so a 500 then 200 fits in a test.
     { dispatcher: FAST, worker: { retryDelaysMs: [100, 100, 100], promoteEveryMs: 20 } },
@@ -77,7 +94,9 @@ function verified(secret: string, request: Received): { type: string; timestamp:
   return new Signer(secret).verify(request.body, webhookHeaders(request)) as { type: string; timestamp: string; data: Record<string, unknown> };
 }
 
-const body = z.object({ type: z.enum(['mention', 'reply', 'direct_message', 'test']), timestamp: z.iso.datetime(), data: z.record(z.string(), z.unknown()) }).strict();
+const body = z
+  .object({ type: z.enum(['mention', 'reply', 'direct_message', 'test']), timestamp: z.iso.datetime(), data: z.record(z.string(), z.unknown()) })
+  .strict();
 
 describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.0.0.1)', () => {
   it('delivers a mention posted in the room, signed, within a second, with the notification as REST lists it', async () => {
@@ -85,7 +104,15 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     const hook = endpoint();
     const created = await calls.create(bob, hook.url, ['mention']);
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
-    expect(created.webhook).toMatchObject({ agentId: bob, url: hook.url, events: ['mention'], enabled: true, disabledReason: '', failuresInARow: 0, recentAttempts: [] });
+    expect(created.webhook).toMatchObject({
+      agentId: bob,
+      url: hook.url,
+      events: ['mention'],
+      enabled: true,
+      disabledReason: '',
+      failuresInARow: 0,
+      recentAttempts: [],
+    });
     const posted = Date.now();
     const postId = await post(roomGrpc, alice, `hello @${bob}, "quoted" 😀`);
     await expect.poll(() => hook.got().length, { timeout: 1_000, interval: 5 }).toBe(1);
@@ -98,12 +125,20 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     expect(delivered.type).toBe('mention');
     // Exactly the API's notification: no field it does not have, mentions as {id, agentName}, empty ones left out.
     const data = apiNotificationSchema.strict().parse(delivered.data);
-    expect(data).toMatchObject({ type: 'mention', read: false, post: { id: postId, agentId: alice, text: `hello @${bob}, "quoted" 😀`, via: 'mcp', mentions: [{ id: bob, agentName: expect.any(String) }] } });
+    expect(data).toMatchObject({
+      type: 'mention',
+      read: false,
+      post: { id: postId, agentId: alice, text: `hello @${bob}, "quoted" 😀`, via: 'mcp', mentions: [{ id: bob, agentName: expect.any(String) }] },
+    });
     expect(apiNotificationSchema.shape.post.unwrap().strict().parse(data.post)).not.toHaveProperty('replyTo');
     expect(delivered.timestamp).toBe(data.createdAt);
     // The wrong secret does not verify it.
-    expect(() => new Signer(`whsec_${Buffer.alloc(24, 1).toString('base64')}`).verify(request!.body, webhookHeaders(request!))).toThrow(WebhookVerificationError);
-    await expect.poll(async () => (await calls.list(bob)).webhooks[0]?.recentAttempts.map((a) => [a.status, a.attempt, a.eventType, a.error]), POLL).toEqual([[200, 1, 'mention', '']]);
+    expect(() => new Signer(`whsec_${Buffer.alloc(24, 1).toString('base64')}`).verify(request!.body, webhookHeaders(request!))).toThrow(
+      WebhookVerificationError,
+    );
+    await expect
+      .poll(async () => (await calls.list(bob)).webhooks[0]?.recentAttempts.map((a) => [a.status, a.attempt, a.eventType, a.error]), POLL)
+      .toEqual([[200, 1, 'mention', '']]);
   });
 
   it('delivers a direct message and a reply only to the endpoints subscribed to them', async () => {
@@ -112,16 +147,24 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     const dmHook = await calls.create(bob, dms.url, ['direct_message']);
     const replyHook = await calls.create(bob, replies.url, ['reply']);
     const client = new (messagingProto().MessagingService)(`127.0.0.1:${messagingPort}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
-    const sent = await unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) => client.sendMessage({ fromAgentId: alice, toAgentId: bob, text: 'psst', via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback));
+    const sent = await unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
+      client.sendMessage({ fromAgentId: alice, toAgentId: bob, text: 'psst', via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
+    );
     client.close();
     const original = await post(roomGrpc, bob, 'a post of bob');
     await post(roomGrpc, alice, 'an answer', original);
     await expect.poll(() => [dms.got().length, replies.got().length], POLL).toEqual([1, 1]);
     const dm = verified(dmHook.secret, dms.got()[0]!);
     expect(dm.type).toBe('direct_message');
-    expect(apiNotificationSchema.strict().parse(dm.data)).toMatchObject({ type: 'direct_message', message: { id: sent.message?.id, fromAgentId: alice, toAgentId: bob, text: 'psst', via: 'rest' } });
+    expect(apiNotificationSchema.strict().parse(dm.data)).toMatchObject({
+      type: 'direct_message',
+      message: { id: sent.message?.id, fromAgentId: alice, toAgentId: bob, text: 'psst', via: 'rest' },
+    });
     const reply = verified(replyHook.secret, replies.got()[0]!);
-    expect(apiNotificationSchema.strict().parse(reply.data)).toMatchObject({ type: 'reply', post: { text: 'an answer', replyTo: original, threadId: original } });
+    expect(apiNotificationSchema.strict().parse(reply.data)).toMatchObject({
+      type: 'reply',
+      post: { text: 'an answer', replyTo: original, threadId: original },
+    });
     // Nothing else arrives (a mention-less post notifies nobody, and each endpoint took only its type).
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect([dms.got().length, replies.got().length]).toEqual([1, 1]);
@@ -137,10 +180,12 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     const [first, second] = hook.got();
     expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
     expect(verified(created.secret, second!)).toEqual(verified(created.secret, first!));
-    await expect.poll(async () => (await calls.list(bob)).webhooks[0]?.recentAttempts.map((a) => [a.status, a.attempt, a.error]), POLL).toEqual([
-      [200, 2, ''],
-      [500, 1, 'the endpoint answered 500'],
-    ]);
+    await expect
+      .poll(async () => (await calls.list(bob)).webhooks[0]?.recentAttempts.map((a) => [a.status, a.attempt, a.error]), POLL)
+      .toEqual([
+        [200, 2, ''],
+        [500, 1, 'the endpoint answered 500'],
+      ]);
     expect((await calls.list(bob)).webhooks[0]).toMatchObject({ enabled: true, failuresInARow: 0 });
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(hook.got()).toHaveLength(2);
@@ -189,7 +234,11 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     await expect.poll(() => hook.got().length, POLL).toBe(1);
     expect(hook.got()[0]!.headers['webhook-id']).toBe(messageId);
     const delivered = body.parse(verified(created.secret, hook.got()[0]!));
-    expect(delivered).toEqual({ type: 'test', timestamp: delivered.timestamp, data: { webhook_id: created.webhook!.id, message: 'a test event from Agent Room' } });
+    expect(delivered).toEqual({
+      type: 'test',
+      timestamp: delivered.timestamp,
+      data: { webhook_id: created.webhook!.id, message: 'a test event from Agent Room' },
+    });
   });
 
   it('keeps each agent to its own endpoints, at most 5, with valid event types; never shows a secret in a list', async () => {
@@ -242,16 +291,24 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
 describe('webhook targets without WEBHOOKS_ALLOW_PRIVATE_TARGETS', () => {
   it('refuses http:, loopback, private, link-local and metadata addresses, and names resolving to them, before any request', async () => {
     const looked: string[] = [];
-    const guarded = await start(loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messagingPort}` }), undefined, {
-      dispatcher: FAST,
-      lookup: (hostname) => {
-        looked.push(hostname);
-        if (hostname === 'public.example') return Promise.resolve([{ address: '93.184.216.34', family: 4 }]);
-        if (hostname === 'inside.example') return Promise.resolve([{ address: '10.1.2.3', family: 4 }]);
-        if (hostname === 'sneaky.example') return Promise.resolve([{ address: '93.184.216.34', family: 4 }, { address: '127.0.0.1', family: 4 }]);
-        return Promise.reject(new Error('ENOTFOUND'));
+    const guarded = await start(
+      loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messagingPort}` }),
+      undefined,
+      {
+        dispatcher: FAST,
+        lookup: (hostname) => {
+          looked.push(hostname);
+          if (hostname === 'public.example') return Promise.resolve([{ address: '93.184.216.34', family: 4 }]);
+          if (hostname === 'inside.example') return Promise.resolve([{ address: '10.1.2.3', family: 4 }]);
+          if (hostname === 'sneaky.example')
+            return Promise.resolve([
+              { address: '93.184.216.34', family: 4 },
+              { address: '127.0.0.1', family: 4 },
+            ]);
+          return Promise.reject(new Error('ENOTFOUND'));
+        },
       },
-    });
+    );
     const guardedCalls = deliveryCalls(guarded.port);
     try {
       const bob = await agent(roomGrpc, 'bob');

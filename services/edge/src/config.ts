@@ -31,7 +31,12 @@ export const edgeEnv = z.object({
   /** How often live streams get a heartbeat comment (and a messages stream's token is checked again). */
   LIVE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(300_000).default(15_000),
   /** Bytes a live stream may have queued for a client that does not read, before it is cut off. */
-  LIVE_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1_024).max(64 * 1024 * 1024).default(256 * 1024),
+  LIVE_MAX_BUFFERED_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(64 * 1024 * 1024)
+    .default(256 * 1024),
   /**
    * Browser origins, besides the deployment's own, that may call the MCP endpoint: comma-separated
    * origins (`https://app.example`), or `*` for any. Empty by default (DNS-rebinding protection).
@@ -39,7 +44,12 @@ export const edgeEnv = z.object({
   MCP_ALLOWED_ORIGINS: z
     .string()
     .default('')
-    .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.union([z.literal('*'), z.url({ protocol: /^https?$/ }).transform((url) => new URL(url).origin)]))),
   ...serviceEnv.shape,
 });

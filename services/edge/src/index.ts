@@ -109,7 +109,10 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     idempotency,
     // On Redis a write's quota count and idempotency claim are one script, one round trip.
     ...(quota instanceof RedisQuotaStore && idempotency instanceof RedisIdempotencyStore
-      ? { consumeAndBegin: (subject: string, limit: number, key: string, fingerprint: string) => idempotency.consumeAndBegin(quota, subject, limit, key, fingerprint) }
+      ? {
+          consumeAndBegin: (subject: string, limit: number, key: string, fingerprint: string) =>
+            idempotency.consumeAndBegin(quota, subject, limit, key, fingerprint),
+        }
       : {}),
     quotaPerAddress: config.QUOTA_PER_ADDRESS,
     quotaPerToken: config.QUOTA_PER_TOKEN,

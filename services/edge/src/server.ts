@@ -65,7 +65,6 @@ function admissionGuard(core: Core): RequestHandler {
   };
 }
 
-
 /**
  * The public API, which a browser on any origin may call (`Access-Control-Allow-Origin: *`, no
  * credentials): REST under {base_url}, signup start and poll, feedback, OAuth, MCP, A2A and the
@@ -75,7 +74,10 @@ function admissionGuard(core: Core): RequestHandler {
 function publicApi(urls: PublicUrls): (path: string) => boolean {
   const pathOf = (url: string): string => new URL(url).pathname.replace(/\/$/, '');
   const api = pathOf(urls.apiUrl);
-  const prefixes = [pathOf(urls.baseUrl), ...['/agent/signup/start', '/agent/signup/poll', '/agent/feedback', '/oauth', '/mcp', '/a2a'].map((path) => `${api}${path}`)];
+  const prefixes = [
+    pathOf(urls.baseUrl),
+    ...['/agent/signup/start', '/agent/signup/poll', '/agent/feedback', '/oauth', '/mcp', '/a2a'].map((path) => `${api}${path}`),
+  ];
   const card = `${pathOf(urls.siteUrl)}/.well-known/agent-card.json`;
   // A prefix itself, or any path below it.
   const exact = new Set([card, api, ...prefixes]);
@@ -119,7 +121,13 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   });
 
   // The live feeds first: `/posts/stream` is theirs (in express), not a post id of `/posts/:postId`.
-  pipeline.add(...live.paths.map((path) => ({ path: `${basePath}${path}`, methods: ['GET', 'HEAD', 'OPTIONS'], handle: async (exchange: Exchange) => pipeline.toApp(exchange) })));
+  pipeline.add(
+    ...live.paths.map((path) => ({
+      path: `${basePath}${path}`,
+      methods: ['GET', 'HEAD', 'OPTIONS'],
+      handle: async (exchange: Exchange) => pipeline.toApp(exchange),
+    })),
+  );
   pipeline.add(...restRoutes(core, rest, pipeline, { base: basePath, api: apiPath }), mcp.route);
 
   app.use(basePath || '/', live.router);

@@ -33,7 +33,9 @@ function slugOf<T>(outcome: Outcome<T>): string {
 
 async function revokedToken(): Promise<string> {
   const { core } = tested;
-  const started = ok(await core.invoke(await core.admit({ address: address() }), 'startSignup', { scopes: ['posts:write'], agent_name: 'soon-revoked' }, { surface: rest }));
+  const started = ok(
+    await core.invoke(await core.admit({ address: address() }), 'startSignup', { scopes: ['posts:write'], agent_name: 'soon-revoked' }, { surface: rest }),
+  );
   await approveAsHuman(backends.authHttp, started.user_code);
   const polled = ok(await core.invoke(await core.admit({ address: address() }), 'pollSignup', { device_code: started.device_code }, { surface: rest }));
   if (polled.status !== 'completed') throw new Error('the signup is still pending');

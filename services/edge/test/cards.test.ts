@@ -30,7 +30,13 @@ describe("the room's A2A card", () => {
       oauth2_device: {
         oauth2SecurityScheme: {
           description: expect.stringContaining('RFC 8628'),
-          flows: { deviceCode: { deviceAuthorizationUrl: 'https://room.test/api/oauth/device_authorization', tokenUrl: 'https://room.test/api/oauth/token', scopes: SCOPE_MEANINGS } },
+          flows: {
+            deviceCode: {
+              deviceAuthorizationUrl: 'https://room.test/api/oauth/device_authorization',
+              tokenUrl: 'https://room.test/api/oauth/token',
+              scopes: SCOPE_MEANINGS,
+            },
+          },
           oauth2MetadataUrl: 'https://room.test/.well-known/oauth-authorization-server',
         },
       },

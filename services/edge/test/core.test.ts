@@ -102,7 +102,10 @@ describe('the pipeline, step by step', () => {
       expect(failed(await small.core.invoke(await spent(writer), 'createPost', { text: 42 }, { surface: rest })).slug).toBe('rate-limited');
       // Within quota, bad input is refused before anything runs.
       const before = (await tested.room.call('listPosts', { limit: 1 })).posts[0]?.id;
-      expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 42 }, { surface: rest })).document).toMatchObject({ code: 'invalid_request', parameter: 'text' });
+      expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 42 }, { surface: rest })).document).toMatchObject({
+        code: 'invalid_request',
+        parameter: 'text',
+      });
       expect((await tested.room.call('listPosts', { limit: 1 })).posts[0]?.id).toBe(before);
     } finally {
       small.close();
@@ -110,16 +113,28 @@ describe('the pipeline, step by step', () => {
   });
 
   it('asks the scope of the row, or the stricter one a protocol names (listAgents on MCP)', async () => {
-    expect(failed(await core.invoke(await admit(), 'createPost', { text: 'x' }, { surface: rest })).document).toMatchObject({ code: 'no_token', required_scope: 'posts:write' });
-    expect(failed(await core.invoke(await admit(writer), 'getAgent', { agentId: 'a_whoever' }, { surface: rest })).document).toMatchObject({ code: 'scope_required', required_scope: 'agents:read', held_scopes: ['posts:write'] });
+    expect(failed(await core.invoke(await admit(), 'createPost', { text: 'x' }, { surface: rest })).document).toMatchObject({
+      code: 'no_token',
+      required_scope: 'posts:write',
+    });
+    expect(failed(await core.invoke(await admit(writer), 'getAgent', { agentId: 'a_whoever' }, { surface: rest })).document).toMatchObject({
+      code: 'scope_required',
+      required_scope: 'agents:read',
+      held_scopes: ['posts:write'],
+    });
     expect(succeeded(await core.invoke(await admit(), 'listAgents', {}, { surface: rest })).output.object).toBe('list');
-    expect(failed(await core.invoke(await admit(), 'listAgents', {}, { surface: mcp })).document).toMatchObject({ code: 'no_token', required_scope: 'agents:read' });
+    expect(failed(await core.invoke(await admit(), 'listAgents', {}, { surface: mcp })).document).toMatchObject({
+      code: 'no_token',
+      required_scope: 'agents:read',
+    });
     expect(succeeded(await core.invoke(await admit(reader), 'listAgents', {}, { surface: mcp })).output.object).toBe('list');
   });
 
   it('runs with the caller from the token, and via the protocol that asked', async () => {
     for (const surface of [rest, mcp, a2a]) {
-      const { output } = succeeded(await core.invoke(await admit(writer), 'createPost', { text: `from ${surface.protocol}`, agentName: 'impostor' }, { surface }));
+      const { output } = succeeded(
+        await core.invoke(await admit(writer), 'createPost', { text: `from ${surface.protocol}`, agentName: 'impostor' }, { surface }),
+      );
       expect(output).toMatchObject({ agentName: 'writer', text: `from ${surface.protocol}`, via: surface.protocol });
     }
   });
@@ -137,12 +152,16 @@ describe('idempotency on result objects', () => {
     succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'first input' }, { surface: rest, idempotencyKey: 'k-mismatch' }));
     const other = failed(await core.invoke(await admit(writer), 'createPost', { text: 'second input' }, { surface: rest, idempotencyKey: 'k-mismatch' }));
     expect(other).toMatchObject({ slug: 'idempotency-mismatch', status: 422 });
-    expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 'x' }, { surface: mcp, idempotencyKey: 'ключ' })).document).toMatchObject({ parameter: 'idempotency_key' });
+    expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 'x' }, { surface: mcp, idempotencyKey: 'ключ' })).document).toMatchObject({
+      parameter: 'idempotency_key',
+    });
   });
 
   it('lets one of many concurrent calls with one key run; the others wait (409) or replay', async () => {
     const admission = await admit(writer);
-    const outcomes = await Promise.all(Array.from({ length: 10 }, () => core.invoke(admission, 'createPost', { text: 'raced' }, { surface: rest, idempotencyKey: 'k-race' })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 10 }, () => core.invoke(admission, 'createPost', { text: 'raced' }, { surface: rest, idempotencyKey: 'k-race' })),
+    );
     const ran = outcomes.filter((o) => o.ok && !o.replayed);
     expect(ran).toHaveLength(1);
     for (const outcome of outcomes) if (!outcome.ok) expect(outcome.problem).toMatchObject({ status: 409, error: { slug: 'idempotency-in-flight' } });
@@ -156,8 +175,12 @@ describe('idempotency on result objects', () => {
     const theirs = succeeded(await core.invoke(await admit(other), 'createPost', { text: 'same key' }, { surface: rest, idempotencyKey: 'k-shared' }));
     expect(theirs.replayed).toBe(false);
     expect(theirs.output.id).not.toBe(mine.output.id);
-    expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 'x'.repeat(501) }, { surface: rest, idempotencyKey: 'k-retry' })).slug).toBe('text-too-long');
-    expect(succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'shorter now' }, { surface: rest, idempotencyKey: 'k-retry' })).replayed).toBe(false);
+    expect(failed(await core.invoke(await admit(writer), 'createPost', { text: 'x'.repeat(501) }, { surface: rest, idempotencyKey: 'k-retry' })).slug).toBe(
+      'text-too-long',
+    );
+    expect(
+      succeeded(await core.invoke(await admit(writer), 'createPost', { text: 'shorter now' }, { surface: rest, idempotencyKey: 'k-retry' })).replayed,
+    ).toBe(false);
   });
 });
 
@@ -166,7 +189,8 @@ describe('failures become problems worded for the protocol that asked', () => {
     const remedies = await Promise.all(
       [rest, mcp, a2a].map(async (surface) => failed(await core.invoke(await admit(reader), 'sendMessage', { to: 'a_x', text: 'hi' }, { surface })).document),
     );
-    for (const document of remedies) expect(document).toMatchObject({ type: `${urls.siteUrl}/problems/scope-required`, code: 'scope_required', required_scope: 'messages:write' });
+    for (const document of remedies)
+      expect(document).toMatchObject({ type: `${urls.siteUrl}/problems/scope-required`, code: 'scope_required', required_scope: 'messages:write' });
     expect(remedies[0]?.remedy).toContain(`POST ${urls.baseUrl}/messages`);
     expect(remedies[1]?.remedy).toContain('the tool room_send_message');
     expect(remedies[2]?.remedy).toContain(`SendMessage to ${urls.apiUrl}/a2a/<agentId>`);
@@ -208,7 +232,10 @@ describe('a write counted and claimed in one step (admitAndInvoke), on Redis', (
     await redisServer.stop();
   });
 
-  const credentials = (bearer?: string, from = address()): Credentials => ({ ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }), address: from });
+  const credentials = (bearer?: string, from = address()): Credentials => ({
+    ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }),
+    address: from,
+  });
   const post = (over: Core, text: unknown, key: string | undefined, bearer: string | undefined = writer, from?: string) =>
     over.admitAndInvoke(credentials(bearer, from), 'createPost', { text }, { surface: rest, idempotencyKey: key });
 
@@ -243,7 +270,14 @@ describe('a write counted and claimed in one step (admitAndInvoke), on Redis', (
     expect(succeeded(outcome).output).toMatchObject({ text: 'one round trip', agentName: 'writer', via: 'rest' });
     expect(admission.subject).toMatch(/^tok:tok_/);
     expect(admission.quota).toMatchObject({ limit: 1_000, allowed: true });
-    const apart = await commandsSentDuring(async () => onRedis.core.invoke(await onRedis.core.admit(credentials(writer)), 'createPost', { text: 'three round trips' }, { surface: mcp, idempotencyKey: 'k-three' }));
+    const apart = await commandsSentDuring(async () =>
+      onRedis.core.invoke(
+        await onRedis.core.admit(credentials(writer)),
+        'createPost',
+        { text: 'three round trips' },
+        { surface: mcp, idempotencyKey: 'k-three' },
+      ),
+    );
     expect(apart.sent).toEqual(['evalsha', 'set', 'set']);
     expect(succeeded(apart.result).replayed).toBe(false);
   });

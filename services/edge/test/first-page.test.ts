@@ -56,7 +56,9 @@ describe('the first page in edge memory, over the real room, auth and messaging 
 
   const post = async (text: string): Promise<Post> => {
     made += 1;
-    return ok(await tested.core.invoke(await tested.core.admit({ authorization: `Bearer ${writer}`, address: '10.1.0.2' }), 'createPost', { text }, { surface: rest }));
+    return ok(
+      await tested.core.invoke(await tested.core.admit({ authorization: `Bearer ${writer}`, address: '10.1.0.2' }), 'createPost', { text }, { surface: rest }),
+    );
   };
 
   /** Until the hub has caught up with every post made so far, and answers from memory. */
@@ -66,9 +68,13 @@ describe('the first page in edge memory, over the real room, auth and messaging 
     backends = await startBackends();
     tested = coreOver(backends, { perToken: 100_000, perAddress: 100_000 });
     const admission = await tested.core.admit({ address: '10.1.0.3' });
-    const started = ok(await tested.core.invoke(admission, 'startSignup', { scopes: ['posts:write'] satisfies Scope[], agent_name: 'pager' }, { surface: rest }));
+    const started = ok(
+      await tested.core.invoke(admission, 'startSignup', { scopes: ['posts:write'] satisfies Scope[], agent_name: 'pager' }, { surface: rest }),
+    );
     await approveAsHuman(backends.authHttp, started.user_code);
-    const polled = ok(await tested.core.invoke(await tested.core.admit({ address: '10.1.0.3' }), 'pollSignup', { device_code: started.device_code }, { surface: rest }));
+    const polled = ok(
+      await tested.core.invoke(await tested.core.admit({ address: '10.1.0.3' }), 'pollSignup', { device_code: started.device_code }, { surface: rest }),
+    );
     if (polled.status !== 'completed') throw new Error('the signup is still pending');
     writer = polled.access_token;
   }, 60_000);
@@ -95,7 +101,14 @@ describe('the first page in edge memory, over the real room, auth and messaging 
     }
     // A cached page's next_cursor pages on at the room, right after its last post.
     const first = await list(50);
-    const second = ok(await tested.core.invoke(await tested.core.admit({ address: '10.1.0.1' }), 'listPosts', { limit: 50, cursor: first.next_cursor ?? '' }, { surface: rest }));
+    const second = ok(
+      await tested.core.invoke(
+        await tested.core.admit({ address: '10.1.0.1' }),
+        'listPosts',
+        { limit: 50, cursor: first.next_cursor ?? '' },
+        { surface: rest },
+      ),
+    );
     expect(second.data.map((p) => p.text)).toEqual(Array.from({ length: 50 }, (_, i) => `post ${80 - i}`));
   });
 
@@ -162,7 +175,11 @@ describe('FirstPage: posts from the stream and from this edge, out of order', ()
     page.streamed(entry(50));
     page.streamed(entry(60));
     expect(page.page(4)).toMatchObject({ has_more: true, next_cursor: 'after-30' });
-    expect(page.page(5)).toMatchObject({ data: [{ id: '60-0' }, { id: '50-0' }, { id: '40-0' }, { id: '30-0' }, { id: '20-0' }], has_more: true, next_cursor: 'after-20' });
+    expect(page.page(5)).toMatchObject({
+      data: [{ id: '60-0' }, { id: '50-0' }, { id: '40-0' }, { id: '30-0' }, { id: '20-0' }],
+      has_more: true,
+      next_cursor: 'after-20',
+    });
     expect(page.page(6)).toBeUndefined();
     page.reset();
     expect(page.page(1)).toBeUndefined();
@@ -198,7 +215,9 @@ async function startRoom(address: string, env: Record<string, string> = {}): Pro
     child,
     async listPostsServed() {
       const text = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
-      const line = text.split('\n').find((row) => row.startsWith('agentroom_grpc_server_handled_seconds_count{') && row.includes('method="ListPosts"') && row.includes('code="OK"'));
+      const line = text
+        .split('\n')
+        .find((row) => row.startsWith('agentroom_grpc_server_handled_seconds_count{') && row.includes('method="ListPosts"') && row.includes('code="OK"'));
       return line === undefined ? 0 : Number(line.split(' ').at(-1));
     },
     async stop() {
@@ -229,7 +248,8 @@ describe('the first page when the room stream is lost, and when it is back', () 
   let hub: PostsHub;
   let core: Core;
 
-  const read = async (readThrough = false): Promise<Outcome<PostList>> => core.invoke(await core.admit({ address: '10.2.0.1' }), 'listPosts', { limit: 20 }, { surface: rest, readThrough });
+  const read = async (readThrough = false): Promise<Outcome<PostList>> =>
+    core.invoke(await core.admit({ address: '10.2.0.1' }), 'listPosts', { limit: 20 }, { surface: rest, readThrough });
   const texts = (outcome: Outcome<PostList>): string[] => ok(outcome).data.map((p) => p.text);
 
   beforeAll(async () => {
@@ -244,7 +264,19 @@ describe('the first page when the room stream is lost, and when it is back', () 
     const delivery = serviceClient(deliveryProto().DeliveryService, `127.0.0.1:${await freePort()}`);
     const tokens = new TokenCache(auth, { ttlMs: 0, log });
     core = new Core({
-      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, tokens, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
+      operations: operationTable({
+        urls,
+        room: gateway,
+        auth,
+        messaging,
+        delivery,
+        tokens,
+        firstPage: hub,
+        feedback: new MemoryFeedbackStore(),
+        storage: { kind: 'memory', ping: () => Promise.resolve() },
+        version: '0.0.0-test',
+        log,
+      }),
       authenticate: (token) => tokens.authenticate(token),
       quota: new MemoryQuotaStore(),
       idempotency: new MemoryIdempotencyStore(),
@@ -429,7 +461,7 @@ describe('FirstPage: the pages after a cursor, and the window read further back'
     expect(ids(page.page(2))).toEqual(['40-0', '30-0']);
   });
 
-  it('keeps at most half the room\'s retention, and never less than a first page', () => {
+  it("keeps at most half the room's retention, and never less than a first page", () => {
     expect(windowFor(0)).toBe(POSTS_WINDOW);
     expect(windowFor(100_000)).toBe(POSTS_WINDOW);
     expect(windowFor(1_000)).toBe(500);
@@ -447,7 +479,14 @@ describe('the pages after a cursor from edge memory, over a real room process', 
 
   /** A page through the pipeline: from memory when edge can vouch for it, or with no-cache from the room. */
   const read = async (limit: number, cursor: string | undefined, readThrough = false): Promise<PostList> =>
-    ok(await core.invoke(await core.admit({ address: '10.3.0.1' }), 'listPosts', { limit, ...(cursor === undefined ? {} : { cursor }) }, { surface: rest, readThrough }));
+    ok(
+      await core.invoke(
+        await core.admit({ address: '10.3.0.1' }),
+        'listPosts',
+        { limit, ...(cursor === undefined ? {} : { cursor }) },
+        { surface: rest, readThrough },
+      ),
+    );
 
   /** Every page of `limit` posts, newest first, each compared with the room's own answer. */
   const walk = async (limit: number): Promise<PostList[]> => {
@@ -462,7 +501,8 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     return pages;
   };
 
-  const cursorReads = async (outcome: 'hit' | 'miss'): Promise<number> => (await cursorPageReads.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
+  const cursorReads = async (outcome: 'hit' | 'miss'): Promise<number> =>
+    (await cursorPageReads.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
 
   beforeAll(async () => {
     address = `127.0.0.1:${await freePort()}`;
@@ -476,7 +516,19 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     const delivery = serviceClient(deliveryProto().DeliveryService, `127.0.0.1:${await freePort()}`);
     const tokens = new TokenCache(auth, { ttlMs: 0, log });
     core = new Core({
-      operations: operationTable({ urls, room: gateway, auth, messaging, delivery, tokens, firstPage: hub, feedback: new MemoryFeedbackStore(), storage: { kind: 'memory', ping: () => Promise.resolve() }, version: '0.0.0-test', log }),
+      operations: operationTable({
+        urls,
+        room: gateway,
+        auth,
+        messaging,
+        delivery,
+        tokens,
+        firstPage: hub,
+        feedback: new MemoryFeedbackStore(),
+        storage: { kind: 'memory', ping: () => Promise.resolve() },
+        version: '0.0.0-test',
+        log,
+      }),
       authenticate: (token) => tokens.authenticate(token),
       quota: new MemoryQuotaStore(),
       idempotency: new MemoryIdempotencyStore(),
@@ -511,7 +563,7 @@ describe('the pages after a cursor from edge memory, over a real room process', 
     expect(await room.listPostsServed()).toBeLessThan(served + comparisons * 2);
   }, 60_000);
 
-  it('stays the room\'s answer as new posts arrive, replies are counted and the room lets its oldest posts go', async () => {
+  it("stays the room's answer as new posts arrive, replies are counted and the room lets its oldest posts go", async () => {
     const before = await read(10, undefined);
     const cursor = before.next_cursor ?? '';
     const deep = (await read(10, cursor)).data[4];

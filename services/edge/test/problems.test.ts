@@ -12,7 +12,11 @@ const surfaces = [restSurface(urls), mcpSurface(urls), a2aSurface(urls)];
 describe('problems rendered per protocol', () => {
   it.each(Object.keys(PROBLEM_TYPES) as ProblemSlug[])('words %s for REST, MCP and A2A, each remedy naming something to call', (slug) => {
     for (const surface of surfaces) {
-      const problem = renderProblem(new DomainError(slug, { fields: { parameter: 'text', required_scope: 'posts:write', held_scopes: [], retry_after: 7 } }), surface, 'createPost');
+      const problem = renderProblem(
+        new DomainError(slug, { fields: { parameter: 'text', required_scope: 'posts:write', held_scopes: [], retry_after: 7 } }),
+        surface,
+        'createPost',
+      );
       expect(problem.document).toMatchObject({ type: `${urls.siteUrl}/problems/${slug}`, code: PROBLEM_TYPES[slug].code, status: problem.status });
       // An absolute URL, a tool, or an A2A method: never a path without its host, never a dead end.
       expect(problem.document.remedy).toMatch(/https?:\/\/room\.test|the tool room_|SendMessage/);
@@ -23,22 +27,25 @@ describe('problems rendered per protocol', () => {
   // What fixes a problem is named: a URL (an endpoint, a page, a document), MCP's tool, or the scope to ask for.
   const NAMES_A_FIX = /https?:\/\/room\.test|the tool room_|\b(agents:read|posts:write|messages:read|messages:write)\b/;
 
-  it.each(Object.keys(PROBLEM_TYPES) as ProblemSlug[])('words %s outside any operation, as the HTTP contract answers it, still naming a URL or a scope', (slug) => {
-    // As the contract raises them: a body that is no JSON, too large or not UTF-8, a quota spent before any route...
-    const cases: DomainError[] = [
-      new DomainError(slug),
-      new DomainError(slug, { fields: { parameter: 'body', expected: 'JSON encoded as UTF-8' } }),
-      new DomainError(slug, { fields: { max_bytes: 65_536, retry_after: 7, limit: 10 } }),
-    ];
-    for (const surface of surfaces) {
-      for (const error of cases) {
-        for (const endpoint of [undefined, `POST ${urls.apiUrl}/mcp`]) {
-          const { remedy } = renderProblem(error, surface, undefined, endpoint).document;
-          expect(remedy, `${surface.protocol}, ${JSON.stringify(error.fields)}, sent to ${endpoint ?? 'an unknown endpoint'}`).toMatch(NAMES_A_FIX);
+  it.each(Object.keys(PROBLEM_TYPES) as ProblemSlug[])(
+    'words %s outside any operation, as the HTTP contract answers it, still naming a URL or a scope',
+    (slug) => {
+      // As the contract raises them: a body that is no JSON, too large or not UTF-8, a quota spent before any route...
+      const cases: DomainError[] = [
+        new DomainError(slug),
+        new DomainError(slug, { fields: { parameter: 'body', expected: 'JSON encoded as UTF-8' } }),
+        new DomainError(slug, { fields: { max_bytes: 65_536, retry_after: 7, limit: 10 } }),
+      ];
+      for (const surface of surfaces) {
+        for (const error of cases) {
+          for (const endpoint of [undefined, `POST ${urls.apiUrl}/mcp`]) {
+            const { remedy } = renderProblem(error, surface, undefined, endpoint).document;
+            expect(remedy, `${surface.protocol}, ${JSON.stringify(error.fields)}, sent to ${endpoint ?? 'an unknown endpoint'}`).toMatch(NAMES_A_FIX);
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   it('names the endpoint a body that could not be read was sent to, or the OpenAPI document', () => {
     const rest = restSurface(urls);
@@ -48,11 +55,14 @@ describe('problems rendered per protocol', () => {
     );
     expect(renderProblem(notJson, rest, 'createPost').document.remedy).toContain(`then call POST ${urls.baseUrl}/posts again`);
     expect(renderProblem(notJson, rest).document.remedy).toContain(`${urls.siteUrl}/openapi.json`);
-    const tooLarge = renderProblem(new DomainError('payload-too-large', { fields: { max_bytes: 65_536 } }), rest, undefined, `POST ${urls.baseUrl}/posts`).document.remedy;
+    const tooLarge = renderProblem(new DomainError('payload-too-large', { fields: { max_bytes: 65_536 } }), rest, undefined, `POST ${urls.baseUrl}/posts`)
+      .document.remedy;
     expect(tooLarge).toContain(`${urls.siteUrl}/problems/payload-too-large`);
     expect(tooLarge).toContain(`POST ${urls.baseUrl}/posts`);
     const notUtf8 = new DomainError('invalid-request', { fields: { parameter: 'body', expected: 'JSON encoded as UTF-8' } });
-    expect(renderProblem(notUtf8, rest, undefined, `POST ${urls.baseUrl}/messages`).document.remedy).toBe(`Send the body as JSON encoded as UTF-8; then send it again to POST ${urls.baseUrl}/messages.`);
+    expect(renderProblem(notUtf8, rest, undefined, `POST ${urls.baseUrl}/messages`).document.remedy).toBe(
+      `Send the body as JSON encoded as UTF-8; then send it again to POST ${urls.baseUrl}/messages.`,
+    );
   });
 
   it('names the REST method and URL, the MCP tool and argument, the A2A method', () => {
@@ -74,7 +84,11 @@ describe('problems rendered per protocol', () => {
   });
 
   it('challenges a missing scope with insufficient_scope, and says how long to wait in Retry-After', () => {
-    const scope = renderProblem(new DomainError('scope-required', { fields: { required_scope: 'posts:write', held_scopes: ['agents:read'] } }), restSurface(urls), 'createPost');
+    const scope = renderProblem(
+      new DomainError('scope-required', { fields: { required_scope: 'posts:write', held_scopes: ['agents:read'] } }),
+      restSurface(urls),
+      'createPost',
+    );
     expect(scope.headers['WWW-Authenticate']).toContain('error="insufficient_scope", scope="posts:write"');
     expect(scope.document.remedy).toContain(`{"scopes":["agents:read","posts:write"]}`);
     const slow = renderProblem(new DomainError('slow-down', { fields: { retry_after: 2 } }), restSurface(urls), 'pollSignup');

@@ -38,7 +38,9 @@ async function stop(proc: Proc): Promise<void> {
 /** How many ListPosts calls a room process has answered, from its own /metrics. */
 async function listPostsServed(proc: Proc): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${proc.admin}/metrics`)).text();
-  const line = text.split('\n').find((row) => row.startsWith('agentroom_grpc_server_handled_seconds_count{') && row.includes('method="ListPosts"') && row.includes('code="OK"'));
+  const line = text
+    .split('\n')
+    .find((row) => row.startsWith('agentroom_grpc_server_handled_seconds_count{') && row.includes('method="ListPosts"') && row.includes('code="OK"'));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
@@ -164,7 +166,10 @@ describe('one edge spreads its calls over every room replica behind one DNS name
     // Auth and messaging are not running here: readiness names them.
     const notReady = await fetch(readyz);
     expect(notReady.status).toBe(503);
-    expect(await notReady.json()).toMatchObject({ status: 'not_ready', checks: { room: 'ok', redis: 'ok', auth: expect.any(String), messaging: expect.any(String) } });
+    expect(await notReady.json()).toMatchObject({
+      status: 'not_ready',
+      checks: { room: 'ok', redis: 'ok', auth: expect.any(String), messaging: expect.any(String) },
+    });
 
     const stream = await fetch(`${base}/posts/stream`);
     const reader = (stream.body as ReadableStream<Uint8Array>).getReader();

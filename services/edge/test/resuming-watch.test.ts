@@ -21,7 +21,10 @@ import { messagingFeeds } from '../src/live/routes.js';
 const script = (service: string): string => fileURLToPath(new URL(`../../${service}/dist/main.js`, import.meta.url));
 
 function run(service: string, env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [script(service)], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, [script(service)], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 
 async function serving(address: string): Promise<void> {

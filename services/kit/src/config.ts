@@ -42,9 +42,7 @@ export function withoutPassword(value: string): string {
   }
 }
 
-const absoluteUrl = z
-  .url({ protocol: /^https?$/, message: 'must be an absolute http(s) URL' })
-  .transform((url) => url.replace(/\/+$/, ''));
+const absoluteUrl = z.url({ protocol: /^https?$/, message: 'must be an absolute http(s) URL' }).transform((url) => url.replace(/\/+$/, ''));
 
 /** A TCP port; 0 asks the OS for a free one. */
 export const port = z.coerce.number().int().min(0).max(65535);
@@ -59,7 +57,10 @@ export const address = z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port'
  */
 export const grpcTarget = z
   .string()
-  .regex(/^(?:(?:dns:(?:\/\/[^\s/]*\/)?)?[^\s:/]+:\d{1,5}|ipv4:[\d.]+:\d{1,5}(?:,[\d.]+:\d{1,5})*)$/, 'must be host:port, or a gRPC target such as dns:///room-headless:50051');
+  .regex(
+    /^(?:(?:dns:(?:\/\/[^\s/]*\/)?)?[^\s:/]+:\d{1,5}|ipv4:[\d.]+:\d{1,5}(?:,[\d.]+:\d{1,5})*)$/,
+    'must be host:port, or a gRPC target such as dns:///room-headless:50051',
+  );
 
 /**
  * The addresses every part of the product derives its URLs from (docs/decisions.md §1).
@@ -89,7 +90,8 @@ export const logEnv = z.object({
   LOG_FORMAT: z.enum(LOG_FORMATS).default(() => defaultLogFormat()),
 });
 
-const REDIS_URL_HINT = 'use one like redis://127.0.0.1:6379, rediss://:password@host:6380/0 or (a Redis Cluster) redis+cluster://:password@10.0.0.1:6379,10.0.0.2:6379, or unset REDIS_URL for in-memory storage';
+const REDIS_URL_HINT =
+  'use one like redis://127.0.0.1:6379, rediss://:password@host:6380/0 or (a Redis Cluster) redis+cluster://:password@10.0.0.1:6379,10.0.0.2:6379, or unset REDIS_URL for in-memory storage';
 
 /** A Redis URL ioredis will connect to as written: scheme, a host, a numeric port, at most a database number. */
 const redisUrl = z.string().superRefine((value, context) => {
@@ -118,7 +120,9 @@ export function redisClusterNodes(value: string): { nodes: { host: string; port:
 
 function redisUrlProblem(value: string): string | undefined {
   if (value.startsWith('redis+cluster://')) {
-    return redisClusterNodes(value) === undefined ? 'names a Redis Cluster as redis+cluster://[:password@]host:port,host:port (every node with its port)' : undefined;
+    return redisClusterNodes(value) === undefined
+      ? 'names a Redis Cluster as redis+cluster://[:password@]host:port,host:port (every node with its port)'
+      : undefined;
   }
   if (!/^rediss?:\/\//.test(value)) return 'must start with redis://, rediss:// or redis+cluster://';
   let url: URL;
@@ -180,7 +184,10 @@ export const adminEnv = z.object({
 export const cursorSecretEnv = z.object({
   CURSOR_SECRET: z
     .string()
-    .refine((value) => Buffer.byteLength(value, 'utf8') >= CURSOR_SECRET_MIN_BYTES, `must be at least ${CURSOR_SECRET_MIN_BYTES} bytes (openssl rand -base64 32 makes one), or unset for a random one per start`)
+    .refine(
+      (value) => Buffer.byteLength(value, 'utf8') >= CURSOR_SECRET_MIN_BYTES,
+      `must be at least ${CURSOR_SECRET_MIN_BYTES} bytes (openssl rand -base64 32 makes one), or unset for a random one per start`,
+    )
     .optional(),
 });
 

@@ -109,7 +109,11 @@ export interface RunningService {
  * then on SIGTERM: not ready first, so balancers stop sending, while still serving for
  * `SHUTDOWN_DELAY_MS`; then in-flight work finishes within `SHUTDOWN_GRACE_MS`; then exit.
  */
-export async function runUntilSignal(service: RunningService, config: { ADMIN_PORT?: number | undefined; SHUTDOWN_DELAY_MS: number }, log: Logger): Promise<void> {
+export async function runUntilSignal(
+  service: RunningService,
+  config: { ADMIN_PORT?: number | undefined; SHUTDOWN_DELAY_MS: number },
+  log: Logger,
+): Promise<void> {
   const probes = new Probes(service.dependencies);
   const admin = config.ADMIN_PORT === undefined ? undefined : await startAdminServer(config.ADMIN_PORT, '0.0.0.0', probes);
   exitOnSignal(log, async () => {

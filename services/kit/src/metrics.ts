@@ -85,7 +85,7 @@ export const cursorPageReads = new client.Counter({
 
 export const tokenCacheLookups = new client.Counter({
   name: 'agentroom_token_cache_lookups_total',
-  help: "Bearer tokens edge resolved, by outcome: hit (answered from its cache), miss (asked auth, then cached), bypass (asked auth: the cache is off or the revocation stream is not live).",
+  help: 'Bearer tokens edge resolved, by outcome: hit (answered from its cache), miss (asked auth, then cached), bypass (asked auth: the cache is off or the revocation stream is not live).',
   labelNames: ['outcome'] as const,
   registers: [registry],
 });

@@ -87,15 +87,17 @@ export const PROBLEM_TYPES = {
     code: 'invalid_request',
     status: 415,
     title: 'The body is not JSON',
-    description: 'The REST API, signup and feedback take JSON bodies only (`Content-Type: application/json`); a form-encoded or plain-text body is refused. The OAuth endpoints under `/oauth/` take form bodies instead.',
+    description:
+      'The REST API, signup and feedback take JSON bodies only (`Content-Type: application/json`); a form-encoded or plain-text body is refused. The OAuth endpoints under `/oauth/` take form bodies instead.',
     fix: 'Send the body as JSON with `Content-Type: application/json`.',
   },
   'host-not-allowed': {
     code: 'invalid_request',
     status: 403,
     title: 'This host or origin may not call here',
-    description: 'The Host header must name this deployment (its site or API address), and a browser Origin must be an allowed one. It protects local servers from DNS rebinding.',
-    fix: 'Call the deployment by its own address (the manifest\'s URLs); a browser app must run on an allowed origin.',
+    description:
+      'The Host header must name this deployment (its site or API address), and a browser Origin must be an allowed one. It protects local servers from DNS rebinding.',
+    fix: "Call the deployment by its own address (the manifest's URLs); a browser app must run on an allowed origin.",
   },
   'agent-not-found': {
     code: 'not_found',
@@ -113,13 +115,14 @@ export const PROBLEM_TYPES = {
   'notification-not-found': {
     code: 'not_found',
     title: 'No notification has this id',
-    description: "No notification in the agent's own feed has this id: notifications are marked read up to the id of one of them, as the list of notifications gives it.",
+    description:
+      "No notification in the agent's own feed has this id: notifications are marked read up to the id of one of them, as the list of notifications gives it.",
     fix: 'Take an id from the list of notifications (`GET {base_url}/notifications`) and mark read up to it.',
   },
   'webhook-not-found': {
     code: 'not_found',
     title: 'No webhook has this id',
-    description: 'None of your webhook endpoints has this id: an id of another agent\'s endpoint answers the same.',
+    description: "None of your webhook endpoints has this id: an id of another agent's endpoint answers the same.",
     fix: 'Take an id from the list of your webhooks (`GET {base_url}/webhooks`).',
   },
   'too-many-webhooks': {
@@ -131,7 +134,8 @@ export const PROBLEM_TYPES = {
   'webhook-target-refused': {
     code: 'invalid_request',
     title: 'This URL may not receive webhooks',
-    description: 'A webhook URL must be https and its host must resolve to public internet addresses only: not a private, loopback, link-local or cloud metadata address, and it must resolve at all. `detail` says which rule it broke.',
+    description:
+      'A webhook URL must be https and its host must resolve to public internet addresses only: not a private, loopback, link-local or cloud metadata address, and it must resolve at all. `detail` says which rule it broke.',
     fix: 'Register an https URL of a server reachable from the internet.',
   },
   'text-empty': {
@@ -228,26 +232,30 @@ export const PROBLEM_TYPES = {
   'invalid-grant': {
     code: 'invalid_request',
     title: 'The grant is not valid',
-    description: 'An authorization code or refresh token is unknown, expired, already used, or was issued to another client, redirect URI or PKCE verifier. A refresh token is good for one refresh; using an old one again ends the whole connection.',
+    description:
+      'An authorization code or refresh token is unknown, expired, already used, or was issued to another client, redirect URI or PKCE verifier. A refresh token is good for one refresh; using an old one again ends the whole connection.',
     fix: 'Send the human through the authorization endpoint again for a new code; keep only the newest refresh token.',
   },
   'invalid-client': {
     code: 'invalid_request',
     status: 401,
     title: 'The client is not known',
-    description: 'The `client_id` is neither a registered client nor an https URL of a client metadata document this server could read, or it does not match the one the code was issued to.',
+    description:
+      'The `client_id` is neither a registered client nor an https URL of a client metadata document this server could read, or it does not match the one the code was issued to.',
     fix: 'Register the client at the registration endpoint, or use an https client metadata document URL as `client_id`, and send the same `client_id` throughout.',
   },
   'invalid-target': {
     code: 'invalid_request',
     title: 'The resource is not this room',
-    description: 'The `resource` parameter (RFC 8707) names something this server does not issue tokens for, or another resource than the authorization request named.',
+    description:
+      'The `resource` parameter (RFC 8707) names something this server does not issue tokens for, or another resource than the authorization request named.',
     fix: 'Send as `resource` the MCP URL (`{api_url}/mcp`) or the API URL, as the protected resource metadata names it.',
   },
   'invalid-redirect-uri': {
     code: 'invalid_request',
     title: 'The redirect URI is not allowed',
-    description: 'A redirect URI must be registered for the client (exactly; any port on a loopback address), and a registration takes only https URLs, http on a loopback address, or a private-use scheme.',
+    description:
+      'A redirect URI must be registered for the client (exactly; any port on a loopback address), and a registration takes only https URLs, http on a loopback address, or a private-use scheme.',
     fix: 'Register the redirect URI with the client, and send it exactly as registered.',
   },
   'invalid-client-metadata': {
@@ -289,13 +297,14 @@ export const PROBLEM_TYPES = {
   'invalid-event-id': {
     code: 'invalid_request',
     title: 'The Last-Event-ID is not one of ours',
-    description: 'A live feed resumes after the `id` of an event it sent. Send that id unchanged as `Last-Event-ID` (or `?last_event_id=`), or leave it out to start from now.',
+    description:
+      'A live feed resumes after the `id` of an event it sent. Send that id unchanged as `Last-Event-ID` (or `?last_event_id=`), or leave it out to start from now.',
     fix: 'Send the `id` of the last event you received, unchanged, or leave Last-Event-ID out to start from now.',
   },
   'idempotency-key-invalid': {
     code: 'invalid_request',
     title: 'The idempotency key is not valid',
-    description: 'An idempotency key (the `Idempotency-Key` header, or MCP\'s `idempotency_key`) is 1 to 255 printable ASCII characters.',
+    description: "An idempotency key (the `Idempotency-Key` header, or MCP's `idempotency_key`) is 1 to 255 printable ASCII characters.",
     fix: 'Use 1 to 255 printable ASCII characters, such as a UUID.',
   },
   'idempotency-in-flight': {

@@ -19,7 +19,8 @@ const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** What a text field may hold, as the `expected` of the problem that refuses one. */
-export const PLAIN_TEXT_EXPECTED = 'Unicode text without control characters (newline and tab are fine; carriage return, NUL, escape and other C0/C1 controls are not) and without lone surrogates';
+export const PLAIN_TEXT_EXPECTED =
+  'Unicode text without control characters (newline and tab are fine; carriage return, NUL, escape and other C0/C1 controls are not) and without lone surrogates';
 
 /** What is wrong with a text field a client sent, if anything: a control character other than newline and tab, or a lone surrogate. */
 export function plainTextFault(text: string): string | undefined {

@@ -47,7 +47,9 @@ describe('configuration from the environment', () => {
       expect(loadConfig(storageEnv, { REDIS_URL: good }).REDIS_URL).toBe(good);
     }
     expect(loadConfig(storageEnv, { REDIS_URL: '' }).REDIS_URL).toBeUndefined();
-    expect(loadConfig(storageEnv, { REDIS_URL: 'redis+cluster://:s%40cret@10.0.0.1:6379,10.0.0.2:6380' }).REDIS_URL).toBe('redis+cluster://:s%40cret@10.0.0.1:6379,10.0.0.2:6380');
+    expect(loadConfig(storageEnv, { REDIS_URL: 'redis+cluster://:s%40cret@10.0.0.1:6379,10.0.0.2:6380' }).REDIS_URL).toBe(
+      'redis+cluster://:s%40cret@10.0.0.1:6379,10.0.0.2:6380',
+    );
     expect(redisClusterNodes('redis+cluster://:s%40cret@10.0.0.1:6379,redis-2:6380')).toEqual({
       nodes: [
         { host: '10.0.0.1', port: 6379 },

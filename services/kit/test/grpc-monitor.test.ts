@@ -18,10 +18,14 @@ describe('GrpcServer.monitor', () => {
     let up = true;
     let checks = 0;
     // Checked every 200 ms while it passes (5 s in production), every 20 ms while it fails (500 ms).
-    server.monitor(() => {
-      checks += 1;
-      return up ? Promise.resolve() : Promise.reject(new Error('storage down'));
-    }, 200, 20);
+    server.monitor(
+      () => {
+        checks += 1;
+        return up ? Promise.resolve() : Promise.reject(new Error('storage down'));
+      },
+      200,
+      20,
+    );
     expect(await health.check()).toBe('SERVING');
     up = false;
     await sleep(300);

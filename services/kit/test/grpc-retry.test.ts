@@ -29,11 +29,16 @@ function documentedRetries(): { call: string; retried: boolean }[] {
   const decisions = readFileSync(new URL('../../../docs/decisions.md', import.meta.url), 'utf8');
   const section = decisions.slice(decisions.indexOf('\n## 18. '));
   const end = section.indexOf('\n## ', 1);
-  return [...(end < 0 ? section : section.slice(0, end)).matchAll(/^\| `(\w+\.\w+)` \| (yes|no) \| \S/gm)].map(([, call = '', retried]) => ({ call, retried: retried === 'yes' }));
+  return [...(end < 0 ? section : section.slice(0, end)).matchAll(/^\| `(\w+\.\w+)` \| (yes|no) \| \S/gm)].map(([, call = '', retried]) => ({
+    call,
+    retried: retried === 'yes',
+  }));
 }
 
 describe('which gRPC calls are retried on another replica', () => {
-  const plan = Object.entries(CLIENTS).flatMap(([name, client]) => retryPlan(client.service).map((method) => ({ ...method, call: `${name}.${method.method}` })));
+  const plan = Object.entries(CLIENTS).flatMap(([name, client]) =>
+    retryPlan(client.service).map((method) => ({ ...method, call: `${name}.${method.method}` })),
+  );
 
   it('reads every method of every service from its proto', () => {
     expect(plan.map((method) => method.call)).toContain('RoomService.CreatePost');
@@ -73,7 +78,12 @@ describe('which gRPC calls are retried on another replica', () => {
       };
       expect(config.loadBalancingConfig).toEqual([{ round_robin: {} }]);
       const named = config.methodConfig.flatMap((entry) => entry.name.map(({ method }) => `${name}.${method}`));
-      expect(named.sort(), name).toEqual(plan.filter((method) => method.call.startsWith(`${name}.`) && method.retried).map((method) => method.call).sort());
+      expect(named.sort(), name).toEqual(
+        plan
+          .filter((method) => method.call.startsWith(`${name}.`) && method.retried)
+          .map((method) => method.call)
+          .sort(),
+      );
       for (const entry of config.methodConfig) expect(entry.retryPolicy).toEqual(RETRY_POLICY);
     }
   });
@@ -97,7 +107,11 @@ function attemptsOf(client: RoomServiceClient, method: 'listPosts' | 'upsertAgen
  * been answered, and `victim` is killed with SIGKILL once 200 have: the last 300 or so go on through
  * the kill. Answers the texts answered and the calls that failed.
  */
-async function writeThroughKill(victim: ServiceProcess, what: string, write: (text: string, callKey: string) => Promise<void>): Promise<{ answered: Set<string>; failures: unknown[] }> {
+async function writeThroughKill(
+  victim: ServiceProcess,
+  what: string,
+  write: (text: string, callKey: string) => Promise<void>,
+): Promise<{ answered: Set<string>; failures: unknown[] }> {
   const failures: unknown[] = [];
   const answered = new Set<string>();
   let sent = 0;
@@ -132,14 +146,20 @@ describe('retries against real room processes on one Redis', () => {
     redis = await startRedisServer();
     const env = { REDIS_URL: redis.url, LOG_LEVEL: 'warn' };
     const adminPorts = [await freePort(), await freePort()];
-    rooms.push(...(await Promise.all(adminPorts.map((port) => startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env: { ...env, ADMIN_PORT: String(port) } })))));
+    rooms.push(
+      ...(await Promise.all(
+        adminPorts.map((port) => startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env: { ...env, ADMIN_PORT: String(port) } })),
+      )),
+    );
     metrics.push(...adminPorts.map((port) => `http://127.0.0.1:${port}/metrics`));
   }, 30_000);
 
   /** How many ListPosts calls the room at `url` has answered. */
   const listPostsServed = async (url: string): Promise<number> => {
     const text = await (await fetch(url)).text();
-    const line = text.split('\n').find((row) => row.startsWith('agentroom_grpc_server_handled_seconds_count{') && row.includes('method="ListPosts"') && row.includes('code="OK"'));
+    const line = text
+      .split('\n')
+      .find((row) => row.startsWith('agentroom_grpc_server_handled_seconds_count{') && row.includes('method="ListPosts"') && row.includes('code="OK"'));
     return line === undefined ? 0 : Number(line.split(' ').at(-1));
   };
 
@@ -219,7 +239,9 @@ describe('retries against real room processes on one Redis', () => {
       const held: string[] = [];
       let cursor = '';
       do {
-        const page = await unaryCall<ListPostsResponse__Output>(2_000, (metadata, options, callback) => client.listPosts({ limit: 50, cursor }, metadata, options, callback));
+        const page = await unaryCall<ListPostsResponse__Output>(2_000, (metadata, options, callback) =>
+          client.listPosts({ limit: 50, cursor }, metadata, options, callback),
+        );
         held.push(...page.posts.filter((post) => post.agentId === agentId).map((post) => post.text));
         cursor = page.nextCursor;
       } while (cursor !== '');
@@ -234,7 +256,9 @@ describe('retries against real room processes on one Redis', () => {
     // A room of its own, for messaging's agent lookups: the tests before may have killed the others.
     const room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env });
     rooms.push(room);
-    const pair = await Promise.all([0, 1].map(() => startServiceProcess({ service: 'messaging', addressVariable: 'MESSAGING_GRPC_ADDR', env: { ...env, ROOM_ADDR: room.address } })));
+    const pair = await Promise.all(
+      [0, 1].map(() => startServiceProcess({ service: 'messaging', addressVariable: 'MESSAGING_GRPC_ADDR', env: { ...env, ROOM_ADDR: room.address } })),
+    );
     const [first, second] = pair as [ServiceProcess, ServiceProcess];
     const MessagingService = messagingProto().MessagingService;
     const client = new MessagingService(`ipv4:${first.address},${second.address}`, grpc.credentials.createInsecure(), clientOptions(MessagingService.service));
@@ -257,7 +281,9 @@ describe('retries against real room processes on one Redis', () => {
       const held: string[] = [];
       let cursor = '';
       do {
-        const page = await unaryCall<ListMessagesResponse__Output>(2_000, (metadata, options, callback) => client.listMessages({ agentId: to, limit: 50, cursor }, metadata, options, callback));
+        const page = await unaryCall<ListMessagesResponse__Output>(2_000, (metadata, options, callback) =>
+          client.listMessages({ agentId: to, limit: 50, cursor }, metadata, options, callback),
+        );
         held.push(...page.messages.map((message) => message.text));
         cursor = page.nextCursor;
       } while (cursor !== '');

@@ -104,7 +104,11 @@ describe('fetchGuarded against local servers', () => {
   });
 
   it('sends a POST body with its length', async () => {
-    const response = await fetchGuarded(`${base}/echo`, { ...LIMITS, method: 'POST', body: '{"event":"post.created"}', headers: { 'content-type': 'application/json' } }, LOCAL);
+    const response = await fetchGuarded(
+      `${base}/echo`,
+      { ...LIMITS, method: 'POST', body: '{"event":"post.created"}', headers: { 'content-type': 'application/json' } },
+      LOCAL,
+    );
     expect(JSON.parse(response.body.toString('utf8'))).toEqual({ method: 'POST', host: `127.0.0.1:${port}`, length: '24', body: '{"event":"post.created"}' });
   });
 

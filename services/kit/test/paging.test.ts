@@ -69,7 +69,7 @@ describe('signed cursors', () => {
     }
   });
 
-  it('refuse a cursor of another list, or of another agent\'s inbox', () => {
+  it("refuse a cursor of another list, or of another agent's inbox", () => {
     refused(cursors, inbox('a_alice'), cursors.sign(posts, POSITION));
     refused(cursors, posts, cursors.sign(inbox('a_alice'), POSITION));
     refused(cursors, inbox('a_bob'), cursors.sign(inbox('a_alice'), POSITION));
@@ -87,16 +87,12 @@ describe('signed cursors', () => {
     refused(cursors, posts, `${cursor}AAAA`);
   });
 
-  it.each([
-    Buffer.from(POSITION).toString('base64url'),
-    Buffer.from(`v1:${POSITION}`).toString('base64url'),
-    'AAAA',
-    '',
-    'not a cursor!',
-    'A'.repeat(300),
-  ])('refuse %j, which no list issued', (cursor) => {
-    refused(cursors, posts, cursor);
-  });
+  it.each([Buffer.from(POSITION).toString('base64url'), Buffer.from(`v1:${POSITION}`).toString('base64url'), 'AAAA', '', 'not a cursor!', 'A'.repeat(300)])(
+    'refuse %j, which no list issued',
+    (cursor) => {
+      refused(cursors, posts, cursor);
+    },
+  );
 
   it('refuse a signed position of the wrong shape', () => {
     refused(cursors, posts, cursors.sign(posts, 'posts:123'));

@@ -7,7 +7,9 @@ import { exitingWithParent } from '../src/parent.js';
 function startWatched(command: string, args: string[]) {
   const program = exitingWithParent(command, args);
   const child = spawn(program.command, program.args, { stdio: ['pipe', 'ignore', 'ignore'] });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, exited };
 }
 
@@ -21,7 +23,7 @@ async function commandLine(pid: number, expected: string): Promise<string> {
 }
 
 describe('exitingWithParent', () => {
-  it('runs the program itself under the child\'s process id, so signals and pids reach it', async () => {
+  it("runs the program itself under the child's process id, so signals and pids reach it", async () => {
     const { child, exited } = startWatched('sleep', ['30']);
     expect(await commandLine(child.pid ?? 0, 'sleep 30')).toBe('sleep 30');
     child.kill('SIGTERM');

@@ -53,7 +53,10 @@ describe.each([
     expect(first).toMatchObject({ quota: { limit: 10, remaining: 9, allowed: true }, begun: { outcome: 'started' } });
     expect(await idempotency.consumeAndBegin(quota, 'tok:a', 10, key, 'fp')).toMatchObject({ quota: { remaining: 8 }, begun: { outcome: 'running' } });
     await idempotency.complete(key, 'fp', answer);
-    expect(await idempotency.consumeAndBegin(quota, 'tok:a', 10, key, 'fp')).toMatchObject({ quota: { remaining: 7 }, begun: { outcome: 'replay', result: answer } });
+    expect(await idempotency.consumeAndBegin(quota, 'tok:a', 10, key, 'fp')).toMatchObject({
+      quota: { remaining: 7 },
+      begun: { outcome: 'replay', result: answer },
+    });
     expect(await idempotency.consumeAndBegin(quota, 'tok:a', 10, key, 'other')).toMatchObject({ quota: { remaining: 6 }, begun: { outcome: 'mismatch' } });
     // The same key space as `begin`: a call that takes the two-step path meets the same record.
     expect(await idempotency.begin(key, 'fp')).toEqual({ outcome: 'replay', result: answer });
@@ -89,7 +92,9 @@ describe.each([
 
   it('is exact at the limit under concurrency: only calls within it claim', async () => {
     const { quota, idempotency } = storesOn(client());
-    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => idempotency.consumeAndBegin(quota, 'tok:d', 20, keyBesideQuota('tok:d', `op:createPost:k-${i}`), 'fp')));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => idempotency.consumeAndBegin(quota, 'tok:d', 20, keyBesideQuota('tok:d', `op:createPost:k-${i}`), 'fp')),
+    );
     expect(results.filter((r) => r.quota.allowed)).toHaveLength(20);
     expect(results.filter((r) => r.begun?.outcome === 'started')).toHaveLength(20);
     expect(results.every((r) => r.quota.allowed === (r.begun !== undefined))).toBe(true);

@@ -108,12 +108,15 @@ async function replica(name: string, options: { dies?: boolean } = {}): Promise<
     }),
     // Never answers: the caller's deadline ends the call.
     GetAgent: server.unary('GetAgent', (_request: GetAgentRequest__Output): Promise<GetAgentResponse> => new Promise(() => undefined)),
-    WatchPosts: server.serverStream('WatchPosts', (request: WatchPostsRequest__Output, call: grpc.ServerWritableStream<WatchPostsRequest__Output, WatchPostsResponse>) => {
-      note('WatchPosts');
-      call.sendMetadata(new grpc.Metadata());
-      for (const id of ['2-0', '3-0']) call.write({ post: { id, text: `after ${request.afterId}`, via: 'VIA_REST' } });
-      call.end();
-    }),
+    WatchPosts: server.serverStream(
+      'WatchPosts',
+      (request: WatchPostsRequest__Output, call: grpc.ServerWritableStream<WatchPostsRequest__Output, WatchPostsResponse>) => {
+        note('WatchPosts');
+        call.sendMetadata(new grpc.Metadata());
+        for (const id of ['2-0', '3-0']) call.write({ post: { id, text: `after ${request.afterId}`, via: 'VIA_REST' } });
+        call.end();
+      },
+    ),
   };
   server.addService('agentroom.room.v1.RoomService', RoomService.service, handlers as grpc.UntypedServiceImplementation);
   const port = await server.listen('127.0.0.1:0');
@@ -139,7 +142,11 @@ describe('serviceClient', () => {
     const client = room();
     try {
       const answer = await runWithContext({ requestId: 'req_typed' }, () => client.call('listPosts', { limit: 1 }));
-      expect(answer).toEqual({ posts: [expect.objectContaining({ id: '1-0', text: 'one', agentId: '', replyCount: 0, mentions: [] })], hasMore: true, nextCursor: '' });
+      expect(answer).toEqual({
+        posts: [expect.objectContaining({ id: '1-0', text: 'one', agentId: '', replyCount: 0, mentions: [] })],
+        hasMore: true,
+        nextCursor: '',
+      });
       expect(one.seen.at(-1)).toEqual({ method: 'ListPosts', requestId: 'req_typed' });
       expect(client.service).toBe('agentroom.room.v1.RoomService');
     } finally {
@@ -147,8 +154,10 @@ describe('serviceClient', () => {
     }
   });
 
-  it('knows only the proto\'s RPCs, each with its own request and answer (the types are checked by the typecheck)', async () => {
-    expectTypeOf<UnaryMethod<RoomServiceClient>>().toEqualTypeOf<'createPost' | 'getAgent' | 'getPost' | 'listAgents' | 'listPosts' | 'listReplies' | 'upsertAgent'>();
+  it("knows only the proto's RPCs, each with its own request and answer (the types are checked by the typecheck)", async () => {
+    expectTypeOf<UnaryMethod<RoomServiceClient>>().toEqualTypeOf<
+      'createPost' | 'getAgent' | 'getPost' | 'listAgents' | 'listPosts' | 'listReplies' | 'upsertAgent'
+    >();
     expectTypeOf<StreamMethod<RoomServiceClient>>().toEqualTypeOf<'watchPosts'>();
     expectTypeOf<RequestOf<RoomServiceClient, 'listPosts'>>().toEqualTypeOf<ListPostsRequest>();
     expectTypeOf<AnswerOf<RoomServiceClient, 'listPosts'>>().toEqualTypeOf<ListPostsResponse__Output>();

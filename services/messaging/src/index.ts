@@ -54,8 +54,15 @@ export interface StartOptions {
  * Starts the messaging service: storage, the room client, the gRPC server, then the notifier.
  * `main.ts` and the embedded launcher call this.
  */
-export async function start(config: MessagingConfig, log: Logger = createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT), options: StartOptions = {}): Promise<RunningMessaging> {
-  const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'messaging', log, { replicaWait: { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } });
+export async function start(
+  config: MessagingConfig,
+  log: Logger = createLogger('messaging', config.LOG_LEVEL, config.LOG_FORMAT),
+  options: StartOptions = {},
+): Promise<RunningMessaging> {
+  const redis =
+    config.REDIS_URL === undefined
+      ? undefined
+      : await openRedis(config.REDIS_URL, 'messaging', log, { replicaWait: { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } });
   const store: MessagingStore = redis ? new RedisMessagingStore(redis, config.REDIS_KEY_PREFIX) : new MemoryMessagingStore();
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   const server = createMessagingGrpcServer({ store, room, log, cursorSecret: cursorSecretOrRandom(config.CURSOR_SECRET, log) });

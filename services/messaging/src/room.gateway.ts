@@ -34,8 +34,9 @@ export class RoomGateway {
   /** The agent, or undefined when the room has no agent with this id; other failures throw. */
   async getAgent(agentId: string): Promise<AgentName | undefined> {
     try {
-      const response = await unaryCall<GetAgentResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-        this.client.getAgent({ agentId }, metadata, options, callback),
+      const response = await unaryCall<GetAgentResponse__Output>(
+        this.deadlineMs,
+        (metadata, options, callback) => this.client.getAgent({ agentId }, metadata, options, callback),
         { repeatable: true },
       );
       if (!response.agent) throw new Error('GetAgent answered no agent');
@@ -48,8 +49,9 @@ export class RoomGateway {
 
   /** The id of the room's newest post; '0-0' when the room has none yet (every post comes after it). */
   async newestPostId(): Promise<string> {
-    const response = await unaryCall<ListPostsResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.listPosts({ limit: 1 }, metadata, options, callback),
+    const response = await unaryCall<ListPostsResponse__Output>(
+      this.deadlineMs,
+      (metadata, options, callback) => this.client.listPosts({ limit: 1 }, metadata, options, callback),
       { repeatable: true },
     );
     return response.posts[0]?.id ?? '0-0';
@@ -58,8 +60,9 @@ export class RoomGateway {
   /** The author of a post, or undefined when the room has no post with this id; other failures throw. */
   async postAuthor(postId: string): Promise<string | undefined> {
     try {
-      const response = await unaryCall<GetPostResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-        this.client.getPost({ postId }, metadata, options, callback),
+      const response = await unaryCall<GetPostResponse__Output>(
+        this.deadlineMs,
+        (metadata, options, callback) => this.client.getPost({ postId }, metadata, options, callback),
         { repeatable: true },
       );
       return response.post?.agentId;

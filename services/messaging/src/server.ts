@@ -7,7 +7,14 @@ import type { Logger } from '@agentroom/kit/log';
 import { notificationsAppended } from '@agentroom/kit/metrics';
 import { DomainError } from '@agentroom/kit/problems';
 import { compareStreamIds, followFeed, STREAM_ID } from '@agentroom/kit/store';
-import { type Message, messagingProto, type MessagingServiceHandlers, type Notification, type NotificationType as ProtoNotificationType, type NotifiedPost as ProtoNotifiedPost } from '@agentroom/proto';
+import {
+  type Message,
+  messagingProto,
+  type MessagingServiceHandlers,
+  type Notification,
+  type NotificationType as ProtoNotificationType,
+  type NotifiedPost as ProtoNotifiedPost,
+} from '@agentroom/proto';
 import { AGENT_ID, checkMessageText, type MessageRecord, recipientNotFound, senderNotFound } from './messages.js';
 import { notificationNotFound, type NotificationRecord, type NotificationType, type NotifiedPost } from './notifications.js';
 import type { RoomGateway } from './room.gateway.js';
@@ -40,7 +47,9 @@ function toProtoPost(post: NotifiedPost): ProtoNotifiedPost {
 function toProtoNotification(notification: NotificationRecord, readUpTo: string | undefined): Notification {
   const read = readUpTo !== undefined && compareStreamIds(notification.id, readUpTo) <= 0;
   const common = { id: notification.id, type: PROTO_TYPES[notification.type], createdAt: notification.createdAt, read };
-  return notification.type === 'direct_message' ? { ...common, message: toProtoMessage(notification.message) } : { ...common, post: toProtoPost(notification.post) };
+  return notification.type === 'direct_message'
+    ? { ...common, message: toProtoMessage(notification.message) }
+    : { ...common, post: toProtoPost(notification.post) };
 }
 
 /** Whose inbox or feed: edge always passes the token's own agent. */
@@ -48,7 +57,10 @@ function owner(agentId: string, of: 'inbox' | 'notifications'): string {
   if (AGENT_ID.test(agentId)) return agentId;
   throw new DomainError('invalid-request', {
     detail: 'agent_id is missing or malformed.',
-    fields: { parameter: 'agent_id', expected: of === 'inbox' ? 'the id of the agent whose inbox this is' : 'the id of the agent whose notifications these are' },
+    fields: {
+      parameter: 'agent_id',
+      expected: of === 'inbox' ? 'the id of the agent whose inbox this is' : 'the id of the agent whose notifications these are',
+    },
   });
 }
 

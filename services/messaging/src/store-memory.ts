@@ -1,7 +1,17 @@
 import { MemoryCallKeys } from '@agentroom/kit/grpc';
 import { compareStreamIds, type Clock, type FeedItem, type FeedSource, StreamIds, systemClock, MemoryLeaseStore } from '@agentroom/kit/store';
 import { createdAtOf, type MessageRecord } from './messages.js';
-import { EVENTS_MAX, type EventRecord, FEED_MAX, type NewNotification, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
+import {
+  EVENTS_MAX,
+  type EventRecord,
+  FEED_MAX,
+  type NewNotification,
+  type NotificationPage,
+  type NotificationRecord,
+  type NotifiedPost,
+  type PostTarget,
+  type ReadMarker,
+} from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';
 
 /** One agent's log (its inbox, or its feed), oldest first, capped, with its live followers. */
@@ -187,7 +197,8 @@ export class MemoryMessagingStore implements MessagingStore {
       () => this.feedOf(agentId).log,
       (log) => {
         const feed = this.feeds.get(agentId);
-        if (feed?.log === log && log.listeners.size === 0 && log.items.length === 0 && feed.readUpTo === undefined && feed.lastPost === undefined) this.feeds.delete(agentId);
+        if (feed?.log === log && log.listeners.size === 0 && log.items.length === 0 && feed.readUpTo === undefined && feed.lastPost === undefined)
+          this.feeds.delete(agentId);
       },
     );
   }

@@ -16,7 +16,16 @@ import {
 } from '@agentroom/kit/store';
 import { z } from 'zod';
 import { createdAtOf, type MessageRecord } from './messages.js';
-import { EVENTS_MAX, type EventRecord, FEED_MAX, type NotificationPage, type NotificationRecord, type NotifiedPost, type PostTarget, type ReadMarker } from './notifications.js';
+import {
+  EVENTS_MAX,
+  type EventRecord,
+  FEED_MAX,
+  type NotificationPage,
+  type NotificationRecord,
+  type NotifiedPost,
+  type PostTarget,
+  type ReadMarker,
+} from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';
 
 /**
@@ -305,17 +314,44 @@ export class RedisMessagingStore implements MessagingStore {
     return this.keys.key(agentId, 'notifications', 'state');
   }
 
-
   async appendMessage(message: NewMessage): Promise<Sent> {
     const { callKey: key, ...sent } = message;
     const to = message.toAgentId;
-    const fields = ['fromAgentId', message.fromAgentId, 'fromAgentName', message.fromAgentName, 'toAgentId', to, 'toAgentName', message.toAgentName, 'text', message.text, 'via', message.via];
-    const json = JSON.stringify({ fromAgentId: message.fromAgentId, fromAgentName: message.fromAgentName, toAgentId: to, toAgentName: message.toAgentName, text: message.text, via: message.via });
+    const fields = [
+      'fromAgentId',
+      message.fromAgentId,
+      'fromAgentName',
+      message.fromAgentName,
+      'toAgentId',
+      to,
+      'toAgentName',
+      message.toAgentName,
+      'text',
+      message.text,
+      'via',
+      message.via,
+    ];
+    const json = JSON.stringify({
+      fromAgentId: message.fromAgentId,
+      fromAgentName: message.fromAgentName,
+      toAgentId: to,
+      toAgentName: message.toAgentName,
+      text: message.text,
+      via: message.via,
+    });
     // Without a call key the script still needs a key name there, in the same slot; it is not read.
     const callKey = key ? this.keys.key(to, 'inbox', 'call', message.fromAgentId, key) : this.keys.key(to, 'inbox', 'call');
     const keys = [this.inboxKey(to), this.feedKey(to), this.stateKey(to), callKey];
     // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
-    const answer = await SEND.runAcknowledged(this.redis, keys, [String(this.maxLength), this.inboxChannel(to), json, String(this.feedMaxLength), this.feedChannel(to), key ? String(CALL_KEY_MS) : '0', ...fields]);
+    const answer = await SEND.runAcknowledged(this.redis, keys, [
+      String(this.maxLength),
+      this.inboxChannel(to),
+      json,
+      String(this.feedMaxLength),
+      this.feedChannel(to),
+      key ? String(CALL_KEY_MS) : '0',
+      ...fields,
+    ]);
     const reply = Array.isArray(answer) ? (answer as unknown[]) : [];
     if (reply[0] === 'again' && typeof reply[1] === 'string') return { message: await this.sentBefore(to, reply[1]), again: true };
     const [id, notificationId] = reply;
@@ -344,7 +380,8 @@ export class RedisMessagingStore implements MessagingStore {
   inbox(agentId: string): FeedSource<MessageRecord> {
     return this.source(this.inboxChannel(agentId), {
       latest: () => this.latest(this.inboxKey(agentId)),
-      readAfter: async (afterId, count) => ((await this.redis.xrange(this.inboxKey(agentId), `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]).map(toMessage),
+      readAfter: async (afterId, count) =>
+        ((await this.redis.xrange(this.inboxKey(agentId), `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]).map(toMessage),
       parse: (payload) => {
         const [id, json] = words(payload, 1) ?? [];
         return id === undefined || json === undefined ? undefined : messageOf(id, json);
@@ -356,7 +393,13 @@ export class RedisMessagingStore implements MessagingStore {
     const json = JSON.stringify(post);
     // Each agent's feed is its own slot: one script per agent, all at once.
     const ids = await Promise.all(
-      targets.map((target) => NOTIFY_POST.run(this.redis, [this.feedKey(target.agentId), this.stateKey(target.agentId)], [String(this.feedMaxLength), this.feedChannel(target.agentId), post.id, target.type, json])),
+      targets.map((target) =>
+        NOTIFY_POST.run(
+          this.redis,
+          [this.feedKey(target.agentId), this.stateKey(target.agentId)],
+          [String(this.feedMaxLength), this.feedChannel(target.agentId), post.id, target.type, json],
+        ),
+      ),
     );
     const notified: PostNotified = { appended: [], repeated: [] };
     targets.forEach((target, i) => {
@@ -375,12 +418,17 @@ export class RedisMessagingStore implements MessagingStore {
 
   async listNotifications(agentId: string, limit: number, options: { beforeId?: string; unreadOnly?: boolean } = {}): Promise<NotificationPage> {
     const end = options.beforeId === undefined ? '+' : `(${options.beforeId}`;
-    const [entries, marker, unread] = (await LIST_NOTIFICATIONS.run(this.redis, [this.feedKey(agentId), this.stateKey(agentId)], [end, String(limit + 1), options.unreadOnly ? '1' : '0'])) as [
-      StreamEntry[],
-      string,
-      number,
-    ];
-    return { items: toNotifications(entries.slice(0, limit)), hasMore: entries.length > limit, readUpTo: marker === '' ? undefined : marker, unreadCount: Number(unread) };
+    const [entries, marker, unread] = (await LIST_NOTIFICATIONS.run(
+      this.redis,
+      [this.feedKey(agentId), this.stateKey(agentId)],
+      [end, String(limit + 1), options.unreadOnly ? '1' : '0'],
+    )) as [StreamEntry[], string, number];
+    return {
+      items: toNotifications(entries.slice(0, limit)),
+      hasMore: entries.length > limit,
+      readUpTo: marker === '' ? undefined : marker,
+      unreadCount: Number(unread),
+    };
   }
 
   async markNotificationsRead(agentId: string, upTo: string): Promise<ReadMarker | undefined> {
@@ -395,7 +443,8 @@ export class RedisMessagingStore implements MessagingStore {
   notifications(agentId: string): FeedSource<NotificationRecord> {
     return this.source(this.feedChannel(agentId), {
       latest: () => this.latest(this.feedKey(agentId)),
-      readAfter: async (afterId, count) => toNotifications((await this.redis.xrange(this.feedKey(agentId), `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]),
+      readAfter: async (afterId, count) =>
+        toNotifications((await this.redis.xrange(this.feedKey(agentId), `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]),
       parse: (payload) => {
         const [id, type, messageId, json] = words(payload, 3) ?? [];
         return id === undefined ? undefined : toNotification(id, type, messageId, json);

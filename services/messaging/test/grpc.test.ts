@@ -59,7 +59,11 @@ async function rejection(promise: Promise<unknown>): Promise<DomainError> {
 }
 
 /** A watch, with the moment it is positioned (initial metadata) and everything it received. */
-function watch(client: MessagingServiceClient, agentId: string, afterId = ''): { call: grpc.ClientReadableStream<WatchMessagesResponse__Output>; positioned: Promise<void>; seen: Message__Output[] } {
+function watch(
+  client: MessagingServiceClient,
+  agentId: string,
+  afterId = '',
+): { call: grpc.ClientReadableStream<WatchMessagesResponse__Output>; positioned: Promise<void>; seen: Message__Output[] } {
   const call = client.watchMessages({ agentId, afterId });
   const seen: Message__Output[] = [];
   call.on('data', (response: WatchMessagesResponse__Output) => {
@@ -92,7 +96,9 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
   }
 
   function list(agentId: string, limit: number, cursor = ''): Promise<ListMessagesResponse__Output> {
-    return unaryCall<ListMessagesResponse__Output>(DEADLINE, (metadata, options, callback) => client.listMessages({ agentId, limit, cursor }, metadata, options, callback));
+    return unaryCall<ListMessagesResponse__Output>(DEADLINE, (metadata, options, callback) =>
+      client.listMessages({ agentId, limit, cursor }, metadata, options, callback),
+    );
   }
 
   beforeAll(async () => {
@@ -117,7 +123,7 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
     await redis?.stop();
   });
 
-  it('sends a message with both agents\' names, the via and the time, into the recipient\'s inbox only', async () => {
+  it("sends a message with both agents' names, the via and the time, into the recipient's inbox only", async () => {
     const { message } = await send(alice, bob, 'hello bob', 'VIA_A2A');
     expect(message).toMatchObject({ fromAgentId: alice, fromAgentName: 'alice', toAgentId: bob, toAgentName: 'bob', text: 'hello bob', via: 'VIA_A2A' });
     expect(message?.id).toMatch(/^\d+-\d+$/);
@@ -256,7 +262,7 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
 });
 
 describe('the room behind messaging', () => {
-  it('receives the caller\'s request id when messaging looks agents up', async () => {
+  it("receives the caller's request id when messaging looks agents up", async () => {
     const messaging = await start(loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}` }));
     const client = connect(messaging.port);
     const [alice, bob] = [await agent('alice'), await agent('bob')];
@@ -272,12 +278,19 @@ describe('the room behind messaging', () => {
   });
 
   it('being unreachable makes a send fail as a 503 problem, on time', async () => {
-    const messaging = await start(loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${await freePort()}`, GRPC_DEADLINE_MS: '500' }));
+    const messaging = await start(
+      loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${await freePort()}`, GRPC_DEADLINE_MS: '500' }),
+    );
     const client = connect(messaging.port);
     const started = Date.now();
     const error = await rejection(
       unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
-        client.sendMessage({ fromAgentId: 'a_alice000001', toAgentId: 'a_bob00000001', text: 'hello?', via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
+        client.sendMessage(
+          { fromAgentId: 'a_alice000001', toAgentId: 'a_bob00000001', text: 'hello?', via: 'VIA_REST', callKey: randomUUID() },
+          metadata,
+          options,
+          callback,
+        ),
       ),
     );
     client.close();
@@ -289,7 +302,9 @@ describe('the room behind messaging', () => {
 
 describe('graceful shutdown', () => {
   it('ends watch streams cleanly instead of cutting them, so watchers can resume', async () => {
-    const messaging = await start(loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, SHUTDOWN_GRACE_MS: '5000' }));
+    const messaging = await start(
+      loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, SHUTDOWN_GRACE_MS: '5000' }),
+    );
     const client = connect(messaging.port);
     const watcher = watch(client, 'a_someone00001');
     const ended = new Promise<string>((resolve) => {

@@ -25,7 +25,16 @@ import {
   type WatchNotificationsResponse__Output,
 } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { messagingEnv, type MessagingStore, Notifier, type NotifierOptions, RedisMessagingStore, type RoomPosts, type RunningMessaging, start } from '../src/index.js';
+import {
+  messagingEnv,
+  type MessagingStore,
+  Notifier,
+  type NotifierOptions,
+  RedisMessagingStore,
+  type RoomPosts,
+  type RunningMessaging,
+  start,
+} from '../src/index.js';
 import { RoomGateway } from '../src/room.gateway.js';
 
 const DEADLINE = 2_000;
@@ -54,7 +63,12 @@ let agents = 0;
 async function agent(name: string): Promise<string> {
   agents += 1;
   const made = await unaryCall<UpsertAgentResponse__Output>(DEADLINE, (metadata, options, callback) =>
-    roomClient.upsertAgent({ agent: { agentName: `${name}${agents}`, humanLabel: 'Ada', scopes: ['posts:write', 'messages:read', 'messages:write'] } }, metadata, options, callback),
+    roomClient.upsertAgent(
+      { agent: { agentName: `${name}${agents}`, humanLabel: 'Ada', scopes: ['posts:write', 'messages:read', 'messages:write'] } },
+      metadata,
+      options,
+      callback,
+    ),
   );
   return made.agent?.id ?? '';
 }
@@ -74,7 +88,12 @@ function connect(port: number): MessagingServiceClient {
 
 function startMessaging(redis: LocalRedis | undefined, notifier: NotifierOptions = FAST, prefix = 'notify'): Promise<RunningMessaging> {
   return start(
-    loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: room.address, ...(redis ? { REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix } : {}) }),
+    loadConfig(messagingEnv, {
+      ...env,
+      MESSAGING_GRPC_ADDR: '127.0.0.1:0',
+      ROOM_ADDR: room.address,
+      ...(redis ? { REDIS_URL: redis.url, REDIS_KEY_PREFIX: prefix } : {}),
+    }),
     undefined,
     { notifier },
   );
@@ -100,16 +119,25 @@ function calls(client: MessagingServiceClient) {
   return {
     list: (agentId: string, options: { limit?: number; cursor?: string; unreadOnly?: boolean } = {}) =>
       unaryCall<ListNotificationsResponse__Output>(DEADLINE, (metadata, callOptions, callback) =>
-        client.listNotifications({ agentId, limit: options.limit ?? 50, cursor: options.cursor ?? '', unreadOnly: options.unreadOnly ?? false }, metadata, callOptions, callback),
+        client.listNotifications(
+          { agentId, limit: options.limit ?? 50, cursor: options.cursor ?? '', unreadOnly: options.unreadOnly ?? false },
+          metadata,
+          callOptions,
+          callback,
+        ),
       ),
     mark: (agentId: string, upTo: string) =>
-      unaryCall<MarkNotificationsReadResponse__Output>(DEADLINE, (metadata, options, callback) => client.markNotificationsRead({ agentId, upTo }, metadata, options, callback)),
+      unaryCall<MarkNotificationsReadResponse__Output>(DEADLINE, (metadata, options, callback) =>
+        client.markNotificationsRead({ agentId, upTo }, metadata, options, callback),
+      ),
     send: (from: string, to: string, text: string) =>
       unaryCall<SendMessageResponse__Output>(DEADLINE, (metadata, options, callback) =>
         client.sendMessage({ fromAgentId: from, toAgentId: to, text, via: 'VIA_REST', callKey: randomUUID() }, metadata, options, callback),
       ),
     listMessages: (agentId: string, cursor: string) =>
-      unaryCall<ListMessagesResponse__Output>(DEADLINE, (metadata, options, callback) => client.listMessages({ agentId, limit: 1, cursor }, metadata, options, callback)),
+      unaryCall<ListMessagesResponse__Output>(DEADLINE, (metadata, options, callback) =>
+        client.listMessages({ agentId, limit: 1, cursor }, metadata, options, callback),
+      ),
   };
 }
 
@@ -219,7 +247,7 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     expect(await feed(bob)).toEqual(['direct_message: hello bob']);
   });
 
-  it('lists newest first in pages, with cursors bound to the agent\'s own feed', async () => {
+  it("lists newest first in pages, with cursors bound to the agent's own feed", async () => {
     const [alice, bob] = [await agent('alice'), await agent('bob')];
     for (let i = 1; i <= 5; i += 1) await api.send(alice, bob, `dm ${i}`);
     const first = await api.list(bob, { limit: 2 });
@@ -264,11 +292,16 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     expect((await api.list(bob, { unreadOnly: true })).notifications).toEqual([]);
   });
 
-  it('refuses to mark read an id that is no notification of the agent\'s feed: NOT_FOUND, notification-not-found', async () => {
+  it("refuses to mark read an id that is no notification of the agent's feed: NOT_FOUND, notification-not-found", async () => {
     const [alice, bob] = [await agent('alice'), await agent('bob')];
     await api.send(alice, bob, 'one');
     const [mine] = (await api.list(bob)).notifications;
-    for (const [agentId, upTo] of [[alice, mine?.id ?? ''], [bob, '1-0'], [bob, 'nope'], [bob, '']] as const) {
+    for (const [agentId, upTo] of [
+      [alice, mine?.id ?? ''],
+      [bob, '1-0'],
+      [bob, 'nope'],
+      [bob, ''],
+    ] as const) {
       const error = await rejection(api.mark(agentId, upTo));
       expect(error).toMatchObject({ slug: 'notification-not-found', code: 'not_found', status: 404 });
       expect(error.fields).toEqual({ parameter: 'up_to' });
@@ -308,7 +341,7 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     expect(fromServiceError(error)).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'after_id' } });
   });
 
-  it('streams every agent\'s notifications as events, in one order, after after_id or from now on; refuses a malformed after_id', async () => {
+  it("streams every agent's notifications as events, in one order, after after_id or from now on; refuses a malformed after_id", async () => {
     const [alice, bob, carol] = [await agent('alice'), await agent('bob'), await agent('carol')];
     const events = (afterId: string) => {
       const call = client.watchEvents({ afterId });
@@ -513,7 +546,8 @@ describe('the notifier across restarts and replicas (one Redis)', () => {
     const notifier = new Notifier(store, breaking, createLogger('messaging', 'silent', 'json'), { ...FAST, retryMs: 300, maxRetryMs: 300 });
     notifier.start();
     await expect.poll(() => notifier.isFollowing, POLL).toBe(true);
-    const ids = async (): Promise<string[]> => (await store.listNotifications(bob, 20)).items.map((n) => (n.type === 'direct_message' ? '' : n.post.id)).reverse();
+    const ids = async (): Promise<string[]> =>
+      (await store.listNotifications(bob, 20)).items.map((n) => (n.type === 'direct_message' ? '' : n.post.id)).reverse();
     const made = [await post(alice, `post 1 @${bob}`), await post(alice, `post 2 @${bob}`)];
     for (let round = 1; round <= 3; round += 1) {
       // Broken: nobody watches the room until the notifier watches again, after its stored position.
@@ -550,7 +584,8 @@ describe('the notifier across restarts and replicas (one Redis)', () => {
     made.push(await post(alice, `while a is away @${bob}`));
     await expect.poll(() => b.isFollowing, { ...POLL, timeout: 5_000 }).toBe(true);
     made.push(await post(alice, `after the takeover @${bob}`));
-    const ids = async (): Promise<string[]> => (await storeB.listNotifications(bob, 10)).items.map((n) => (n.type === 'direct_message' ? '' : n.post.id)).reverse();
+    const ids = async (): Promise<string[]> =>
+      (await storeB.listNotifications(bob, 10)).items.map((n) => (n.type === 'direct_message' ? '' : n.post.id)).reverse();
     await expect.poll(ids, POLL).toEqual(made.map((p) => p.id));
     // A is back: what it held runs, but it holds the lease no more.
     storeA.letGo();

@@ -59,13 +59,22 @@ async function until(condition: () => boolean, ms = 3_000): Promise<void> {
 }
 
 describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore) => {
-  it('appends to the recipient\'s inbox with stream ids and lists it newest first', async () => {
+  it("appends to the recipient's inbox with stream ids and lists it newest first", async () => {
     const store = makeStore();
     const { message: a } = await store.appendMessage(message('first'));
     const { message: b } = await store.appendMessage(message('second'));
     expect(a.id).toMatch(/^\d+-\d+$/);
     expect(a.createdAt).toBe(new Date(Number(a.id.split('-')[0])).toISOString());
-    expect(b).toEqual({ id: b.id, fromAgentId: ALICE, fromAgentName: 'alice', toAgentId: BOB, toAgentName: 'bob', text: 'second', via: 'rest', createdAt: b.createdAt });
+    expect(b).toEqual({
+      id: b.id,
+      fromAgentId: ALICE,
+      fromAgentName: 'alice',
+      toAgentId: BOB,
+      toAgentName: 'bob',
+      text: 'second',
+      via: 'rest',
+      createdAt: b.createdAt,
+    });
     const page = await store.listInbox(BOB, 10);
     expect(page.items).toEqual([b, a]);
     expect(page.hasMore).toBe(false);
@@ -94,7 +103,7 @@ describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore)
     expect((await store.listInbox(BOB, 10)).items.map((m) => m.text).slice(0, 2)).toEqual(['no key', 'no key']);
   });
 
-  it('keeps inboxes apart: a message is only in its recipient\'s inbox', async () => {
+  it("keeps inboxes apart: a message is only in its recipient's inbox", async () => {
     const store = makeStore();
     await store.appendMessage(message('to bob', BOB, ALICE));
     await store.appendMessage(message('to alice', ALICE, BOB));
@@ -135,7 +144,7 @@ describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore)
     expect(await inbox.readAfter(made[3]!.id, 10)).toEqual([]);
   });
 
-  it('tells an inbox\'s subscribers of each new message to it, in order, and of nothing else', async () => {
+  it("tells an inbox's subscribers of each new message to it, in order, and of nothing else", async () => {
     const store = makeStore();
     const seen: string[] = [];
     const others: string[] = [];
@@ -354,7 +363,7 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
     expect((await store.listNotifications(BOB, 1)).unreadCount).toBe(0);
   });
 
-  it('marks read only an id of a notification in that agent\'s feed', async () => {
+  it("marks read only an id of a notification in that agent's feed", async () => {
     const store = makeStore();
     const made = await mentions(store, 2);
     const [ms, seq] = made[1]!.id.split('-');
@@ -410,7 +419,8 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
 
   it('orders post ids as Redis does: by time, then sequence, as numbers', async () => {
     const store = makeStore();
-    for (const id of ['999-0', '999-7', '1000-0', '1000-9', '1000-10']) expect((await store.notifyPost(roomPost(id, { id }), [mention(CAROL)])).appended).toHaveLength(1);
+    for (const id of ['999-0', '999-7', '1000-0', '1000-9', '1000-10'])
+      expect((await store.notifyPost(roomPost(id, { id }), [mention(CAROL)])).appended).toHaveLength(1);
     for (const id of ['1000-9', '999-8', '100-0']) expect((await store.notifyPost(roomPost(id, { id }), [mention(CAROL)])).repeated).toEqual([CAROL]);
     expect((await store.listNotifications(CAROL, 10)).items.map(textOf)).toEqual(['1000-10', '1000-9', '1000-0', '999-7', '999-0']);
   });
@@ -422,7 +432,9 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
       if (notification.type !== 'direct_message') return;
       void store.listInbox(BOB, 50).then((page) => inboxWhenTold.push(page.items.some((m) => m.id === notification.message.id)));
     });
-    const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => store.appendMessage(message(`at once ${i}`, BOB, i % 2 === 0 ? ALICE : CAROL)).then((s) => s.message)));
+    const sent = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => store.appendMessage(message(`at once ${i}`, BOB, i % 2 === 0 ? ALICE : CAROL)).then((s) => s.message)),
+    );
     await until(() => inboxWhenTold.length === 20);
     unsubscribe();
     // A follower told of the notification finds the message in the inbox.
@@ -442,7 +454,11 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
     let positioned = false;
     const following = followFeed(store.notifications(BOB), made[0]!.id, (n) => seen.push(textOf(n)), stop.signal, { onPositioned: () => (positioned = true) });
     // Written while the replay runs: each must arrive once, after the replayed ones.
-    await Promise.all([store.notifyPost(roomPost('c1'), [mention(BOB)]), store.appendMessage(message('c2')), store.notifyPost(roomPost('not mine'), [mention(CAROL)])]);
+    await Promise.all([
+      store.notifyPost(roomPost('c1'), [mention(BOB)]),
+      store.appendMessage(message('c2')),
+      store.notifyPost(roomPost('not mine'), [mention(CAROL)]),
+    ]);
     await until(() => seen.length === 4 && positioned);
     await store.notifyPost(roomPost('c3'), [mention(BOB)]);
     await until(() => seen.length === 5);
@@ -497,7 +513,14 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
     // A room without posts: every post comes after 0-0.
     expect(await store.advanceNotifierPosition('replica-a', '0-0')).toBe(true);
     expect(await store.notifierPosition()).toBe('0-0');
-    for (const [id, kept] of [['999-0', '999-0'], ['1000-0', '1000-0'], ['999-7', '1000-0'], ['1000-0', '1000-0'], ['1000-10', '1000-10'], ['1000-9', '1000-10']] as const) {
+    for (const [id, kept] of [
+      ['999-0', '999-0'],
+      ['1000-0', '1000-0'],
+      ['999-7', '1000-0'],
+      ['1000-0', '1000-0'],
+      ['1000-10', '1000-10'],
+      ['1000-9', '1000-10'],
+    ] as const) {
       expect(await store.advanceNotifierPosition('replica-a', id)).toBe(true);
       expect(await store.notifierPosition()).toBe(kept);
     }
@@ -515,7 +538,12 @@ describe.each(implementations)('MessagingStore contract, notifications: %s', (_n
 describe.each(implementations)('MessagingStore contract, events: %s', (_name, makeStore) => {
   it("appends one event for every notification appended, to any agent's feed, in one global order, carrying the notification as the feed holds it", async () => {
     const store = makeStore();
-    const post = roomPost('hello @bob @carol', { mentions: [{ agentId: BOB, agentName: 'bob' }, { agentId: CAROL, agentName: 'carol' }] });
+    const post = roomPost('hello @bob @carol', {
+      mentions: [
+        { agentId: BOB, agentName: 'bob' },
+        { agentId: CAROL, agentName: 'carol' },
+      ],
+    });
     const { appended } = await store.notifyPost(post, [mention(BOB), mention(CAROL)]);
     const { message: sent } = await store.appendMessage(message('to alice', ALICE, BOB));
     const events = await store.events().readAfter('0-0', 10);
@@ -523,7 +551,12 @@ describe.each(implementations)('MessagingStore contract, events: %s', (_name, ma
     for (const event of events) expect(event.id).toMatch(/^\d+-\d+$/);
     expect(events.map((event) => event.id)).toEqual([...events.map((event) => event.id)].sort(compareStreamIds));
     expect(new Set(events.slice(0, 2).map((event) => event.agentId))).toEqual(new Set([BOB, CAROL]));
-    expect(events.slice(0, 2).map((event) => event.notification).sort((a, b) => compareStreamIds(a.id, b.id))).toEqual([...appended].sort((a, b) => compareStreamIds(a.id, b.id)));
+    expect(
+      events
+        .slice(0, 2)
+        .map((event) => event.notification)
+        .sort((a, b) => compareStreamIds(a.id, b.id)),
+    ).toEqual([...appended].sort((a, b) => compareStreamIds(a.id, b.id)));
     const [aliceFeed] = (await store.listNotifications(ALICE, 1)).items;
     expect(events[2]).toEqual({ id: events[2]!.id, agentId: ALICE, notification: aliceFeed });
     expect(aliceFeed).toMatchObject({ type: 'direct_message', message: sent });
@@ -555,7 +588,9 @@ describe.each(implementations)('MessagingStore contract, events: %s', (_name, ma
     const seen: string[] = [];
     const stop = new AbortController();
     let positioned = false;
-    const following = followFeed(store.events(), first.id, (event) => seen.push(`${event.agentId}:${textOf(event.notification)}`), stop.signal, { onPositioned: () => (positioned = true) });
+    const following = followFeed(store.events(), first.id, (event) => seen.push(`${event.agentId}:${textOf(event.notification)}`), stop.signal, {
+      onPositioned: () => (positioned = true),
+    });
     await store.notifyPost(roomPost('c1'), [mention(CAROL)]);
     await store.appendMessage(message('c2', ALICE, BOB));
     await until(() => seen.length === 4 && positioned);
@@ -582,7 +617,7 @@ describe.each(implementations)('MessagingStore contract, events: %s', (_name, ma
 });
 
 describe('RedisMessagingStore', () => {
-  it('keeps each inbox under its own {agent id} hash tag and messaging\'s prefix', async () => {
+  it("keeps each inbox under its own {agent id} hash tag and messaging's prefix", async () => {
     const store = track(new RedisMessagingStore(redis, 'keycheck'));
     await store.appendMessage(message('x', BOB));
     await store.appendMessage(message('y', ALICE));
@@ -676,7 +711,9 @@ describe('RedisMessagingStore', () => {
     const stop = new AbortController();
     await Promise.all([
       new Promise<void>((resolve) => void followFeed(store.inbox(BOB), undefined, (m) => messages.push(m.text), stop.signal, { onPositioned: resolve })),
-      new Promise<void>((resolve) => void followFeed(store.notifications(BOB), undefined, (n) => notifications.push(textOf(n)), stop.signal, { onPositioned: resolve })),
+      new Promise<void>(
+        (resolve) => void followFeed(store.notifications(BOB), undefined, (n) => notifications.push(textOf(n)), stop.signal, { onPositioned: resolve }),
+      ),
     ]);
     await store.appendMessage(message('before'));
     await until(() => notifications.length === 1 && messages.length === 1);

@@ -55,7 +55,10 @@ export function revokedAtOf(value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined;
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) {
-    throw new DomainError('invalid-request', { detail: 'revokedAt is not an RFC 3339 time.', fields: { parameter: 'revokedAt', expected: 'empty, or an RFC 3339 time' } });
+    throw new DomainError('invalid-request', {
+      detail: 'revokedAt is not an RFC 3339 time.',
+      fields: { parameter: 'revokedAt', expected: 'empty, or an RFC 3339 time' },
+    });
   }
   return new Date(ms).toISOString();
 }

@@ -37,7 +37,10 @@ async function redisStore(redis: RedisClient, prefix: string, log: Logger, optio
 
 /** Starts the room service: storage, then the gRPC server. `main.ts` and the embedded launcher call this. */
 export async function start(config: RoomConfig, log: Logger = createLogger('room', config.LOG_LEVEL, config.LOG_FORMAT)): Promise<RunningRoom> {
-  const redis = config.REDIS_URL === undefined ? undefined : await openRedis(config.REDIS_URL, 'room', log, { replicaWait: { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } });
+  const redis =
+    config.REDIS_URL === undefined
+      ? undefined
+      : await openRedis(config.REDIS_URL, 'room', log, { replicaWait: { replicas: config.REDIS_WAIT_REPLICAS, timeoutMs: config.REDIS_WAIT_TIMEOUT_MS } });
   const options: RoomStoreOptions = { postsRetention: config.POSTS_RETENTION };
   const store: RoomStore = redis ? await redisStore(redis, config.REDIS_KEY_PREFIX, log, options) : new MemoryRoomStore(systemClock, options);
   const server = createRoomGrpcServer({ store, log, cursorSecret: cursorSecretOrRandom(config.CURSOR_SECRET, log) });

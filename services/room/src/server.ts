@@ -131,10 +131,16 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       // Initial metadata tells the watcher it is positioned: every post created from then on reaches it.
       // A watcher that reads slower than posts come (paused, or busy) is caught up from the store once
       // its stream has room, rather than have every post since queued for it here.
-      await followFeed(store, request.afterId || undefined, (post) => call.write({ post: toProtoPost(post, request.withCursors ? cursorOf(post) : '') }), signal, {
-        onPositioned: () => call.sendMetadata(new Metadata()),
-        drained: drainedOf(call, signal),
-      });
+      await followFeed(
+        store,
+        request.afterId || undefined,
+        (post) => call.write({ post: toProtoPost(post, request.withCursors ? cursorOf(post) : '') }),
+        signal,
+        {
+          onPositioned: () => call.sendMetadata(new Metadata()),
+          drained: drainedOf(call, signal),
+        },
+      );
       if (!call.cancelled) call.end();
     }),
 

@@ -170,7 +170,13 @@ export class MemoryRoomStore implements RoomStore {
     // A position older than every post kept (its post went) ends the list: everything before it went too.
     if (beforeId !== undefined) end = indexWhere(this.posts, beforeId, (cmp) => cmp >= 0, this.head);
     const start = Math.max(this.head, end - limit);
-    return Promise.resolve({ items: this.posts.slice(start, end).reverse().map((post) => this.withReplyCount(post)), hasMore: start > this.head });
+    return Promise.resolve({
+      items: this.posts
+        .slice(start, end)
+        .reverse()
+        .map((post) => this.withReplyCount(post)),
+      hasMore: start > this.head,
+    });
   }
 
   getPost(id: string): Promise<PostRecord | undefined> {

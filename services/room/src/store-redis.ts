@@ -290,7 +290,17 @@ export class RedisRoomStore implements RoomStore {
     const keys = [this.agentsKey, this.postsKey, this.agentsByNameKey, this.replyCountsKey, this.threadsKey, callKey];
     if (threadId !== '') keys.push(this.threadKey(threadId));
     const candidates = mentionCandidates(post.text).flatMap((candidate) => [candidate.id, candidate.name]);
-    const args = [post.agentId, post.text, post.via, replyTo, threadId, String(MENTIONS_MAX), String(this.retention), post.callKey ? String(CALL_KEY_MS) : '0', ...candidates];
+    const args = [
+      post.agentId,
+      post.text,
+      post.via,
+      replyTo,
+      threadId,
+      String(MENTIONS_MAX),
+      String(this.retention),
+      post.callKey ? String(CALL_KEY_MS) : '0',
+      ...candidates,
+    ];
     // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
     const answer = (await APPEND_POST.runAcknowledged(this.redis, keys, args)) as unknown[] | 'agent' | 'reply-to';
     if (answer === 'agent' || answer === 'reply-to') return { missing: answer };
@@ -336,7 +346,10 @@ export class RedisRoomStore implements RoomStore {
 
   async listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {
     const end = beforeId === undefined ? '+' : `(${beforeId}`;
-    const [entries, counts] = (await LIST_POSTS.run(this.redis, [this.postsKey, this.replyCountsKey], [end, String(limit + 1)])) as [StreamEntry[], (string | null)[]];
+    const [entries, counts] = (await LIST_POSTS.run(this.redis, [this.postsKey, this.replyCountsKey], [end, String(limit + 1)])) as [
+      StreamEntry[],
+      (string | null)[],
+    ];
     return { items: entries.slice(0, limit).map((entry, i) => toPost(entry, counts[i])), hasMore: entries.length > limit };
   }
 
@@ -396,9 +409,7 @@ export class RedisRoomStore implements RoomStore {
     let last = start;
     while (!this.closed) {
       try {
-        const reply = (await reader.xread('COUNT', 500, 'BLOCK', BLOCK_MS, 'STREAMS', this.postsKey, last)) as
-          | [string, StreamEntry[]][]
-          | null;
+        const reply = (await reader.xread('COUNT', 500, 'BLOCK', BLOCK_MS, 'STREAMS', this.postsKey, last)) as [string, StreamEntry[]][] | null;
         for (const [, entries] of reply ?? []) {
           for (const entry of entries) {
             last = entry[0];

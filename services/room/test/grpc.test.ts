@@ -55,7 +55,9 @@ function getPost(postId: string, withCursor = false): Promise<GetPostResponse__O
 }
 
 function listReplies(postId: string, limit: number, cursor = ''): Promise<ListRepliesResponse__Output> {
-  return unaryCall<ListRepliesResponse__Output>(DEADLINE, (metadata, options, callback) => client.listReplies({ postId, limit, cursor }, metadata, options, callback));
+  return unaryCall<ListRepliesResponse__Output>(DEADLINE, (metadata, options, callback) =>
+    client.listReplies({ postId, limit, cursor }, metadata, options, callback),
+  );
 }
 
 async function upsertAgent(agentName: string): Promise<string> {
@@ -255,7 +257,15 @@ describe('replies, threads and mentions over a loopback socket', () => {
   it('answers one post with its current reply count, and its cursor when asked', async () => {
     const { post: older } = await createPost('before get me');
     const { post: root } = await createPost('get me');
-    expect((await getPost(root?.id ?? '')).post).toMatchObject({ id: root?.id, text: 'get me', replyCount: 0, replyTo: '', threadId: '', mentions: [], cursor: '' });
+    expect((await getPost(root?.id ?? '')).post).toMatchObject({
+      id: root?.id,
+      text: 'get me',
+      replyCount: 0,
+      replyTo: '',
+      threadId: '',
+      mentions: [],
+      cursor: '',
+    });
     await reply('one', root?.id ?? '');
     await reply('two', root?.id ?? '');
     expect((await getPost(root?.id ?? '')).post?.replyCount).toBe(2);
@@ -383,7 +393,7 @@ describe('graceful shutdown', () => {
 });
 
 describe('request ids', () => {
-  it('cross the gRPC hop: the room logs the caller\'s requestId with its own service name', async () => {
+  it("cross the gRPC hop: the room logs the caller's requestId with its own service name", async () => {
     const lines: Record<string, unknown>[] = [];
     const log = createLogger('room', 'debug', { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     const own = createRoomGrpcServer({ store: new MemoryRoomStore(), log, cursorSecret: newCursorSecret() });
@@ -394,6 +404,8 @@ describe('request ids', () => {
     );
     target.close();
     await own.shutdown(1_000);
-    expect(lines).toContainEqual(expect.objectContaining({ service: 'room', requestId: 'req-from-edge-42', method: 'ListPosts', code: 'OK', msg: 'gRPC call handled' }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ service: 'room', requestId: 'req-from-edge-42', method: 'ListPosts', code: 'OK', msg: 'gRPC call handled' }),
+    );
   });
 });

@@ -267,7 +267,7 @@ async function mentioned(store: RoomStore, text: string): Promise<string[]> {
 }
 
 describe.each(implementations)('RoomStore contract, replies and threads: %s', (_name, makeStore) => {
-  it('makes a reply to a post start that post\'s thread, and a reply to a reply join it: threads are flat', async () => {
+  it("makes a reply to a post start that post's thread, and a reply to a reply join it: threads are flat", async () => {
     const store = await withAuthor(makeStore());
     const root = await append(store, 'root');
     const first = await append(store, 'first reply', { replyTo: root.id });
@@ -290,7 +290,15 @@ describe.each(implementations)('RoomStore contract, replies and threads: %s', (_
     const third = await append(store, 'third', { replyTo: nested.id });
     // Each reply names the author of the post it answers, as made, listed, read and followed.
     const readBack = [(await store.listPosts(1)).items[0], await store.getPost(third.id), (await store.readAfter(nested.id, 1))[0]];
-    expect([root, first, nested, third, ...readBack].map((p) => p?.replyToAgentId)).toEqual([undefined, 'a_agent0001', 'a_agent0001', 'a_helper0001', 'a_helper0001', 'a_helper0001', 'a_helper0001']);
+    expect([root, first, nested, third, ...readBack].map((p) => p?.replyToAgentId)).toEqual([
+      undefined,
+      'a_agent0001',
+      'a_agent0001',
+      'a_helper0001',
+      'a_helper0001',
+      'a_helper0001',
+      'a_helper0001',
+    ]);
     expect((await store.getPost(root.id))?.replyCount).toBe(3);
     expect((await store.listPosts(1, first.id)).items[0]).toMatchObject({ id: root.id, replyCount: 3 });
   });
@@ -329,7 +337,13 @@ describe.each(implementations)('RoomStore contract, replies and threads: %s', (_
     expect(all?.items.slice(0, 5)).toEqual(replies);
     expect(all?.items).toHaveLength(6);
     expect(all?.hasMore).toBe(false);
-    expect((await store.listReplies(other.id, 50))?.items.map((p) => p.text)).toEqual(['elsewhere 1', 'elsewhere 2', 'elsewhere 3', 'elsewhere 4', 'elsewhere 5']);
+    expect((await store.listReplies(other.id, 50))?.items.map((p) => p.text)).toEqual([
+      'elsewhere 1',
+      'elsewhere 2',
+      'elsewhere 3',
+      'elsewhere 4',
+      'elsewhere 5',
+    ]);
   });
 
   it("answers an empty page for a reply's own thread, and for a post nobody answered", async () => {
@@ -559,7 +573,8 @@ describe('RedisRoomStore name index of agents kept before it existed', () => {
     const store = track(new RedisRoomStore(redis, prefix));
     const agentsKey = `${prefix}:room:{main}:agents`;
     // Written as the store did before mentions: a record without a name index entry.
-    const old = (id: string, name: string, revokedAt?: string): string => JSON.stringify({ ...agent(id, '2026-01-01T00:00:00.000Z', name), ...(revokedAt ? { revokedAt } : {}) });
+    const old = (id: string, name: string, revokedAt?: string): string =>
+      JSON.stringify({ ...agent(id, '2026-01-01T00:00:00.000Z', name), ...(revokedAt ? { revokedAt } : {}) });
     await redis.hset(agentsKey, 'a_agent0001', old('a_agent0001', 'scout'));
     await redis.hset(agentsKey, 'a_oldrev001', old('a_oldrev001', 'revoked', '2026-02-01T00:00:00.000Z'));
     await redis.hset(agentsKey, 'a_oldren001', old('a_oldren001', 'oldname'));

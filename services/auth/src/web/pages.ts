@@ -51,7 +51,9 @@ function scopeList(scopes: readonly Scope[]): string {
 
 /** Scopes as small tags, for lists. */
 function chips(scopes: readonly Scope[]): string {
-  return scopes.length === 0 ? '<p class="when">No scopes</p>' : `<ul class="chips" aria-label="Scopes">${scopes.map((scope) => `<li>${escapeHtml(scope)}</li>`).join('')}</ul>`;
+  return scopes.length === 0
+    ? '<p class="when">No scopes</p>'
+    : `<ul class="chips" aria-label="Scopes">${scopes.map((scope) => `<li>${escapeHtml(scope)}</li>`).join('')}</ul>`;
 }
 
 export interface SignInView extends Layout {
@@ -477,8 +479,12 @@ export function consentPage(view: ConsentPageView): string {
   const provisionedShown = view.agents.filter((agent) => agent.provisioned).length;
   // An operator's thousands are not a list to choose from: the newest are offered, and the page says so.
   const notes = [
-    view.approvedTotal > AGENT_CHOICES ? `Of your ${view.approvedTotal.toLocaleString('en-US')} approvals, the agents of the newest ${AGENT_CHOICES} are listed.` : '',
-    view.provisionedTotal > provisionedShown ? `Of the ${view.provisionedTotal.toLocaleString('en-US')} agents an operator provisioned in your name, the newest ${provisionedShown} are listed.` : '',
+    view.approvedTotal > AGENT_CHOICES
+      ? `Of your ${view.approvedTotal.toLocaleString('en-US')} approvals, the agents of the newest ${AGENT_CHOICES} are listed.`
+      : '',
+    view.provisionedTotal > provisionedShown
+      ? `Of the ${view.provisionedTotal.toLocaleString('en-US')} agents an operator provisioned in your name, the newest ${provisionedShown} are listed.`
+      : '',
   ].filter((note) => note !== '');
   const more = notes.length === 0 ? '' : `\n<p class="note">${notes.join(' ')} <a href="${e(view.siteUrl)}/account">Your agents</a> lists them all.</p>`;
   return page(

@@ -49,8 +49,10 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
     case 'unavailable':
       return `Try again in ${fields.retry_after ?? 5} seconds; the room is at ${urls.siteUrl}/.`;
     case 'invalid-request':
-      if (fields.parameter === 'body') return `Send the body as ${fields.expected ?? 'JSON encoded as UTF-8'} to ${complete}, or use the forms of the pages at ${urls.siteUrl}/signin and ${device}.`;
-      if (fields.parameter === 'user_code') return `Type the code exactly as the agent shows it (XXXX-XXXX) at ${device}; a script sends it as JSON {"user_code":"XXXX-XXXX"} to ${complete}.`;
+      if (fields.parameter === 'body')
+        return `Send the body as ${fields.expected ?? 'JSON encoded as UTF-8'} to ${complete}, or use the forms of the pages at ${urls.siteUrl}/signin and ${device}.`;
+      if (fields.parameter === 'user_code')
+        return `Type the code exactly as the agent shows it (XXXX-XXXX) at ${device}; a script sends it as JSON {"user_code":"XXXX-XXXX"} to ${complete}.`;
       if (fields.parameter !== undefined) return `Check ${fields.parameter}${fields.expected === undefined ? '' : `: ${fields.expected}`} (${page}).`;
       return `Check the request against ${page}; humans sign in at ${urls.siteUrl}/signin and approve agents at ${device}.`;
     default:

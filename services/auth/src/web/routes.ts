@@ -38,7 +38,8 @@ const FORM_COOKIE = 'ar_form';
  * inline (docs/decisions.md §23), post their forms only here, and may not be framed (clickjacking
  * an approval).
  */
-const PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** What /account reads of the delivery service: an agent's webhooks, as the API shows them (never a secret). */
 export interface WebhookReader {
@@ -159,7 +160,9 @@ function consentCsp(redirectUri: string | undefined): string {
 /** A request that carries a bearer token is an agent's, and never approves anything (docs/decisions.md §3). */
 function refuseBearer(req: Request): void {
   if (req.headers.authorization !== undefined) {
-    throw new DomainError('agent-cannot-approve', { detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.' });
+    throw new DomainError('agent-cannot-approve', {
+      detail: 'A request that carries a bearer token never approves a signup: agents cannot approve themselves.',
+    });
   }
 }
 
@@ -254,7 +257,12 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
    * A code that waits for no answer, which this human already answered: the page says what they
    * decided (docs/decisions.md §23), and no wrong attempt is counted. Anyone else reads the usual refusal.
    */
-  async function answeredBefore(res: Response, userCode: string, who: SignedIn, base: { siteUrl: string; csrf: string; human: string; title: string }): Promise<boolean> {
+  async function answeredBefore(
+    res: Response,
+    userCode: string,
+    who: SignedIn,
+    base: { siteUrl: string; csrf: string; human: string; title: string },
+  ): Promise<boolean> {
     const answer = await domain.flows.answerOf(userCode, who.human);
     if (answer === undefined) return false;
     html(res, 200, answeredPage({ ...base, ...layout(who), agentName: answer.agentName, approved: answer.approved, at: new Date(answer.at).toISOString() }));
@@ -299,7 +307,19 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
     // What was typed as the name stays in its field; the password never comes back.
     const typed = name.slice(0, 100);
     const again = (status: number, error: string): void =>
-      html(res, status, signInPage({ title: 'Sign in', ...layout(), next, formCsrf: expected, selfRegistration, error, ...(registering ? { registerName: typed } : { name: typed }) }));
+      html(
+        res,
+        status,
+        signInPage({
+          title: 'Sign in',
+          ...layout(),
+          next,
+          formCsrf: expected,
+          selfRegistration,
+          error,
+          ...(registering ? { registerName: typed } : { name: typed }),
+        }),
+      );
     let human: Human | undefined;
     if (registering) {
       if (!selfRegistration) return again(403, 'New accounts are made by the operator of this room.');
@@ -376,7 +396,11 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
 
   /** The authorization endpoint's refusal on a page: nothing goes back to a host that could not be checked. */
   function authorizeError(res: Response, error: DomainError, who?: SignedIn): void {
-    html(res, error.status === 401 ? 400 : error.status, authorizeErrorPage({ title: 'This connection cannot go on', ...layout(who), error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }));
+    html(
+      res,
+      error.status === 401 ? 400 : error.status,
+      authorizeErrorPage({ title: 'This connection cannot go on', ...layout(who), error: `${error.detail ?? error.message} ${humanRemedy(error, urls)}` }),
+    );
   }
 
   // The authorization endpoint (OAuth 2.1 §4.1.1): an MCP host sends the human here; the request is
@@ -385,7 +409,10 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
     res.setHeader('Cache-Control', 'no-store');
     const params = authorizeParams(req.query);
     if (typeof params === 'string') {
-      return authorizeError(res, new DomainError('invalid-request', { detail: `${params} is sent more than once, or is too long.`, fields: { parameter: params } }));
+      return authorizeError(
+        res,
+        new DomainError('invalid-request', { detail: `${params} is sent more than once, or is too long.`, fields: { parameter: params } }),
+      );
     }
     const who = await signedIn(req);
     let requestId: string;
@@ -460,18 +487,33 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
     // Each list is read a page at a time, from an index of that list: a human with ten thousand
     // provisioned agents costs a page of 50, not ten thousand reads. A connection's tokens are in
     // neither list: its agent shows the connection, not one row per hourly token.
-    const pageOf = async (list: TokenList): Promise<{ list: TokenList; page: TokenPage }> => ({ list, page: await domain.tokens.pageOfHuman(who.human.id, list, ACCOUNT_PAGE_SIZE, positionOf(at[list])) });
-    const [approvedPage, provisionedPage, connected] = await Promise.all([pageOf('approved'), pageOf('provisioned'), domain.authorizations.connectionsOf(who.human.id)]);
+    const pageOf = async (list: TokenList): Promise<{ list: TokenList; page: TokenPage }> => ({
+      list,
+      page: await domain.tokens.pageOfHuman(who.human.id, list, ACCOUNT_PAGE_SIZE, positionOf(at[list])),
+    });
+    const [approvedPage, provisionedPage, connected] = await Promise.all([
+      pageOf('approved'),
+      pageOf('provisioned'),
+      domain.authorizations.connectionsOf(who.human.id),
+    ]);
     const connectionsByAgent = new Map<string, ConnectionRow[]>();
-    for (const connection of connected.map(connectionRow)) connectionsByAgent.set(connection.agentId, [...(connectionsByAgent.get(connection.agentId) ?? []), connection]);
+    for (const connection of connected.map(connectionRow))
+      connectionsByAgent.set(connection.agentId, [...(connectionsByAgent.get(connection.agentId) ?? []), connection]);
     // An agent made for an MCP host holds no token of either list: it is listed by its connections.
     const connectionAgents = [...connectionsByAgent.keys()];
-    const listed = await Promise.all(connectionAgents.map(async (agentId) => (await domain.tokens.liveOfHumanAgent(who.human.id, agentId)).some((token) => listOfToken(token) !== undefined)));
+    const listed = await Promise.all(
+      connectionAgents.map(async (agentId) => (await domain.tokens.liveOfHumanAgent(who.human.id, agentId)).some((token) => listOfToken(token) !== undefined)),
+    );
     const connectedOnly = connectionAgents.filter((_, i) => !listed[i]);
     const cardsOf = (tokens: readonly TokenRecord[]): Omit<AgentCard, 'webhooks'>[] => {
       const cards = new Map<string, Omit<AgentCard, 'webhooks'>>();
       for (const token of tokens) {
-        const card = cards.get(token.agentId) ?? { agentId: token.agentId, agentName: token.agentName, tokens: [], connections: connectionsByAgent.get(token.agentId) ?? [] };
+        const card = cards.get(token.agentId) ?? {
+          agentId: token.agentId,
+          agentName: token.agentName,
+          tokens: [],
+          connections: connectionsByAgent.get(token.agentId) ?? [],
+        };
         card.tokens.push(accountRow(token));
         cards.set(token.agentId, card);
       }
@@ -484,7 +526,8 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
       return { agentId, agentName: connections[0]?.agentName ?? agentId, tokens: [], connections };
     });
     const hooks = await webhooksOfAgents([...approvedCards, ...connectedCards, ...provisionedCards].map((card) => card.agentId));
-    const withHooks = (cards: Omit<AgentCard, 'webhooks'>[]): AgentCard[] => cards.map((card) => ({ ...card, webhooks: hooks.get(card.agentId) ?? 'unavailable' }));
+    const withHooks = (cards: Omit<AgentCard, 'webhooks'>[]): AgentCard[] =>
+      cards.map((card) => ({ ...card, webhooks: hooks.get(card.agentId) ?? 'unavailable' }));
     const listOf = ({ list, page }: { list: TokenList; page: TokenPage }, cards: Omit<AgentCard, 'webhooks'>[]): AccountList => {
       const last = page.tokens.at(-1);
       return {
@@ -496,7 +539,12 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
         ...(page.offset === 0 ? {} : { newest: link(list, undefined) }),
       };
     };
-    const notice = query.revoked === '1' ? 'Revoked. That token no longer works.' : query.revoked === 'connection' ? 'Revoked. That host is no longer connected.' : undefined;
+    const notice =
+      query.revoked === '1'
+        ? 'Revoked. That token no longer works.'
+        : query.revoked === 'connection'
+          ? 'Revoked. That host is no longer connected.'
+          : undefined;
     html(
       res,
       200,
@@ -527,7 +575,11 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
       if (field(req.body, 'confirm') !== 'yes') {
         const connection = (await domain.authorizations.connectionsOf(who.human.id)).find((c) => c.id === connectionId);
         if (!connection) throw new DomainError('not-found', { detail: 'You have no live connection with this id.', fields: { parameter: 'connection_id' } });
-        html(res, 200, revokeConnectionPage({ title: 'Revoke', ...layout(who), csrf: who.session.csrf, human: who.human.name, row: connectionRow(connection) }));
+        html(
+          res,
+          200,
+          revokeConnectionPage({ title: 'Revoke', ...layout(who), csrf: who.session.csrf, human: who.human.name, row: connectionRow(connection) }),
+        );
         return;
       }
       await domain.authorizations.revokeForHuman(who.human.id, connectionId);
@@ -558,7 +610,10 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
     if (!sameSecret(req.headers['x-csrf-token'], who.session.csrf)) throw csrfRefused();
     const body = completeBody.safeParse(req.body);
     if (!body.success) {
-      throw new DomainError('invalid-request', { detail: 'user_code is missing.', fields: { parameter: 'user_code', expected: 'the code the agent shows (XXXX-XXXX), sent as JSON {"user_code": "XXXX-XXXX"}' } });
+      throw new DomainError('invalid-request', {
+        detail: 'user_code is missing.',
+        fields: { parameter: 'user_code', expected: 'the code the agent shows (XXXX-XXXX), sent as JSON {"user_code": "XXXX-XXXX"}' },
+      });
     }
     await domain.attempts.guard(clientKeys(req, who));
     try {

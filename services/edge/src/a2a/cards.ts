@@ -48,7 +48,13 @@ function securitySchemes(urls: PublicUrls): Record<string, SecurityScheme> {
           flows: {
             flow: {
               $case: 'authorizationCode',
-              value: { authorizationUrl: endpoints.authorization_endpoint, tokenUrl: endpoints.token_endpoint, refreshUrl: endpoints.token_endpoint, scopes, pkceRequired: true },
+              value: {
+                authorizationUrl: endpoints.authorization_endpoint,
+                tokenUrl: endpoints.token_endpoint,
+                refreshUrl: endpoints.token_endpoint,
+                scopes,
+                pkceRequired: true,
+              },
             },
           },
           oauth2MetadataUrl: metadata,
@@ -59,7 +65,8 @@ function securitySchemes(urls: PublicUrls): Record<string, SecurityScheme> {
       scheme: {
         $case: 'oauth2SecurityScheme',
         value: {
-          description: 'OAuth 2.0 device authorization (RFC 8628), for headless agents: show the verification URI to a human, who approves; poll the token endpoint. No refresh token: the token lasts until it expires or is revoked.',
+          description:
+            'OAuth 2.0 device authorization (RFC 8628), for headless agents: show the verification URI to a human, who approves; poll the token endpoint. No refresh token: the token lasts until it expires or is revoked.',
           flows: {
             flow: {
               $case: 'deviceCode',
@@ -130,7 +137,13 @@ export function roomCard(urls: PublicUrls, version: string): AgentCard {
         ['read', 'posts'],
         [],
       ),
-      skill('post', 'Post to the room', `Send a message with text parts to ${urls.apiUrl}/a2a: its text becomes a post. Needs a bearer token with posts:write.`, ['post', 'write'], ['hello, room']),
+      skill(
+        'post',
+        'Post to the room',
+        `Send a message with text parts to ${urls.apiUrl}/a2a: its text becomes a post. Needs a bearer token with posts:write.`,
+        ['post', 'write'],
+        ['hello, room'],
+      ),
       skill(
         'direct-message',
         'Send a direct message',
@@ -149,6 +162,14 @@ export function agentCard(urls: PublicUrls, version: string, agent: Agent): Agen
     name: agent.agentName,
     description: `${agent.agentName}, an agent in Agent Room approved by ${agent.humanLabel}. A message sent here lands in its inbox as a direct message from you; it reads it through the room.`,
     supportedInterfaces: interfacesAt(`${urls.apiUrl}/a2a/${agent.id}`),
-    skills: [skill('direct-message', `Message ${agent.agentName}`, `Delivers the text parts of your message to ${agent.agentName}'s inbox. Needs a bearer token with messages:write.`, ['message', 'inbox'], [`hello, ${agent.agentName}`])],
+    skills: [
+      skill(
+        'direct-message',
+        `Message ${agent.agentName}`,
+        `Delivers the text parts of your message to ${agent.agentName}'s inbox. Needs a bearer token with messages:write.`,
+        ['message', 'inbox'],
+        [`hello, ${agent.agentName}`],
+      ),
+    ],
   };
 }

@@ -72,12 +72,21 @@ export class RoomProblemError extends JsonRpcRequestMalformedError {
     readonly problem: ProblemDocument,
     private readonly domain: string,
   ) {
-    super({ message: `${problem.title}${problem.detail === undefined ? '' : `: ${problem.detail}`}`, envelopeCode: A2A_ERROR_CODES[problem.code], data: problem });
+    super({
+      message: `${problem.title}${problem.detail === undefined ? '' : `: ${problem.detail}`}`,
+      envelopeCode: A2A_ERROR_CODES[problem.code],
+      data: problem,
+    });
   }
 
   override toErrorInfo(): A2AErrorInfo {
     // The SDK types ErrorInfo for A2A's own errors (domain a2a-protocol.org); the room's name their own domain.
-    return { '@type': ERROR_INFO_TYPE, reason: this.problem.code.toUpperCase(), domain: this.domain, metadata: metadataOf(this.problem) } as unknown as A2AErrorInfo;
+    return {
+      '@type': ERROR_INFO_TYPE,
+      reason: this.problem.code.toUpperCase(),
+      domain: this.domain,
+      metadata: metadataOf(this.problem),
+    } as unknown as A2AErrorInfo;
   }
 }
 
@@ -127,7 +136,8 @@ export class RoomA2AHandler implements A2ARequestHandler {
     if (!(caller instanceof A2ACaller)) throw new Error('an A2A request reached the handler without its caller');
     const { message } = params;
     // A2A's own refusals first: a task the room never made, and parts it cannot take.
-    if (message !== undefined && message.taskId !== '') throw new TaskNotFoundError(`There is no task ${message.taskId}: ${NO_TASKS} Send the message without a taskId.`);
+    if (message !== undefined && message.taskId !== '')
+      throw new TaskNotFoundError(`There is no task ${message.taskId}: ${NO_TASKS} Send the message without a taskId.`);
     if (message !== undefined && message.parts.length > 0 && !message.parts.some((part) => part.content?.$case === 'text')) {
       throw new ContentTypeNotSupportedError('The room takes text parts only (text/plain): send the message as one or more text parts.');
     }
@@ -136,7 +146,11 @@ export class RoomA2AHandler implements A2ARequestHandler {
     const operation = target.kind === 'room' ? 'createPost' : 'sendMessage';
     if (message === undefined || text === '') {
       throw this.refusal(
-        this.core.problem(new DomainError('invalid-request', { detail: 'The message has no text part.', fields: { parameter: 'text', expected: 'at least one text part' } }), this.surface, operation),
+        this.core.problem(
+          new DomainError('invalid-request', { detail: 'The message has no text part.', fields: { parameter: 'text', expected: 'at least one text part' } }),
+          this.surface,
+          operation,
+        ),
       );
     }
     // A retry of the same message (same messageId) is the same write; an Idempotency-Key header wins.
@@ -190,7 +204,8 @@ export class RoomA2AHandler implements A2ARequestHandler {
   /** The room's tasks, of which there are none: an empty list, in the page size asked for (A2A's default is 50). */
   listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
     const pageSize = params.pageSize ?? 50;
-    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) return Promise.reject(new RequestMalformedError('pageSize must be an integer from 1 to 100.'));
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100)
+      return Promise.reject(new RequestMalformedError('pageSize must be an integer from 1 to 100.'));
     return Promise.resolve({ tasks: [], nextPageToken: '', pageSize, totalSize: 0 });
   }
 
@@ -206,4 +221,3 @@ const NO_TASKS = 'The room keeps no tasks: every answer is a message.';
 function noPush(): Promise<never> {
   return Promise.reject(new PushNotificationNotSupportedError('Push notifications are not supported: every answer is a message, sent back at once.'));
 }
-

@@ -104,7 +104,12 @@ function serveCard(req: Request, res: Response, next: NextFunction, card: AgentC
     // 0.3 has no device code flow: that scheme is left out of the 0.3 card rather than sent empty.
     // The SDK's handler sets the ETag and Vary, and answers 304 when `req.fresh`: ours, for this request.
     Object.defineProperty(req, 'fresh', { configurable: true, get: () => holdsCard(req, res) });
-    atRoot(agentCardHandler({ agentCardProvider: () => Promise.resolve(legacyCardOf(card)), legacyCompat: { enabled: true }, cache: { maxAge: 300 } }), req, res, next);
+    atRoot(
+      agentCardHandler({ agentCardProvider: () => Promise.resolve(legacyCardOf(card)), legacyCompat: { enabled: true }, cache: { maxAge: 300 } }),
+      req,
+      res,
+      next,
+    );
     return;
   }
   const body = JSON.stringify(AgentCardJson.toJSON(card));

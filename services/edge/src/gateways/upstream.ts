@@ -73,7 +73,11 @@ function resumable(error: Error): boolean {
  * no watch could be positioned again within `budgetMs`, or when the service refused the watch itself.
  * `positioned` is the first watch's: a feed that cannot start at all is still a refusal, not a retry.
  */
-export function resumingWatch<T extends { id: string }>(open: (afterId: string | undefined) => UpstreamWatch<T>, afterId: string | undefined, budgetMs = RESUME_BUDGET_MS): UpstreamWatch<T> {
+export function resumingWatch<T extends { id: string }>(
+  open: (afterId: string | undefined) => UpstreamWatch<T>,
+  afterId: string | undefined,
+  budgetMs = RESUME_BUDGET_MS,
+): UpstreamWatch<T> {
   const itemListeners: ((item: T) => void)[] = [];
   const endListeners: ((error: Error) => void)[] = [];
   let last = afterId;

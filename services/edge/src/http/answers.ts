@@ -42,7 +42,12 @@ export function sendProblem(res: ServerResponse, problem: Problem): void {
  * POST-only endpoint included, is 405 with `Allow` and a problem document in the words of `surface`
  * (RFC 9110 §9.3.7, §15.5.6).
  */
-export function otherMethods(core: Pick<Core, 'problem'>, surface: Surface, methods: readonly string[], detail?: (method: string) => string): (req: IncomingMessage, res: ServerResponse) => void {
+export function otherMethods(
+  core: Pick<Core, 'problem'>,
+  surface: Surface,
+  methods: readonly string[],
+  detail?: (method: string) => string,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const allow = methods.join(', ');
   return (req, res) => {
     if (req.method === 'OPTIONS') {
@@ -52,7 +57,10 @@ export function otherMethods(core: Pick<Core, 'problem'>, surface: Surface, meth
       return;
     }
     const method = req.method ?? 'GET';
-    const error = new DomainError('method-not-allowed', { detail: detail?.(method) ?? `${method} is not served here; this URL takes ${allow}.`, fields: { expected: allow } });
+    const error = new DomainError('method-not-allowed', {
+      detail: detail?.(method) ?? `${method} is not served here; this URL takes ${allow}.`,
+      fields: { expected: allow },
+    });
     const problem = core.problem(error, surface);
     sendProblem(res, { ...problem, headers: { ...problem.headers, Allow: allow } });
   };

@@ -115,7 +115,8 @@ export class RequestPipeline {
   add(...routes: PipelineRoute[]): void {
     for (const route of routes) {
       const literal = !/[:*{}()?+\\]/.test(route.path);
-      if (literal && !this.literals.has(route.path) && !this.routes.some(({ match: matches }) => matches(route.path) !== false)) this.literals.set(route.path, route);
+      if (literal && !this.literals.has(route.path) && !this.routes.some(({ match: matches }) => matches(route.path) !== false))
+        this.literals.set(route.path, route);
       this.routes.push({ route, match: matcherOf(route.path) });
     }
   }

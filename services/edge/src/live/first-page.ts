@@ -3,7 +3,6 @@ import { compareStreamIds } from '@agentroom/kit/store';
 import type { Post, PostList } from '@agentroom/api';
 import type { PagedPost, WindowExtension } from '../operations/table.js';
 
-
 /**
  * How many of the newest posts the hub reads from the room each time its stream (re)connects: the
  * largest page, so every first page can be answered at once. Whether older posts exist beyond them

@@ -149,7 +149,9 @@ export class PostsHub {
 
   /** The room's posts after `afterId`, oldest first, for as long as the watch lives; their cursors are empty unless `withCursors`. */
   private watchPosts(afterId: string | undefined, withCursors: boolean): UpstreamWatch<PagedPost> {
-    return upstreamWatch(this.room.watch('watchPosts', { afterId: afterId ?? '', withCursors }), (response) => (response.post ? pagedPost(response.post) : undefined));
+    return upstreamWatch(this.room.watch('watchPosts', { afterId: afterId ?? '', withCursors }), (response) =>
+      response.post ? pagedPost(response.post) : undefined,
+    );
   }
 
   private async connect(): Promise<void> {

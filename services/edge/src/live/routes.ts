@@ -19,7 +19,8 @@ export function messagingFeeds(messaging: ServiceClient<MessagingServiceClient>)
   watchNotifications: (agentId: string, afterId: string | undefined) => UpstreamWatch<Notification>;
 } {
   return {
-    watchInbox: (agentId, afterId) => upstreamWatch(messaging.watch('watchMessages', { agentId, afterId }), (item) => (item.message ? toMessage(item.message) : undefined)),
+    watchInbox: (agentId, afterId) =>
+      upstreamWatch(messaging.watch('watchMessages', { agentId, afterId }), (item) => (item.message ? toMessage(item.message) : undefined)),
     watchNotifications: (agentId, afterId) =>
       upstreamWatch(messaging.watch('watchNotifications', { agentId, afterId }), (item) => (item.notification ? toNotification(item.notification) : undefined)),
   };

@@ -69,7 +69,8 @@ export function mcpFastCalls(options: McpFastOptions): (exchange: Exchange, body
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return undefined;
     const version = headers['mcp-protocol-version'];
     if (version !== undefined && (typeof version !== 'string' || !SUPPORTED_PROTOCOL_VERSIONS.includes(version))) return undefined;
-    if (!isPlainObject(body) || !hasOnlyKeys(body, ['jsonrpc', 'id', 'method', 'params']) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined;
+    if (!isPlainObject(body) || !hasOnlyKeys(body, ['jsonrpc', 'id', 'method', 'params']) || body.jsonrpc !== '2.0' || body.method !== 'tools/call')
+      return undefined;
     const { id, params } = body;
     // The ids the SDK's schema takes: a string, or a whole number within the safe range.
     if (!(typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)))) return undefined;
@@ -99,7 +100,8 @@ export function mcpFastCalls(options: McpFastOptions): (exchange: Exchange, body
   };
 
   /** A refused call, as the route's handler words it (routes.ts, toolError): the problem document as text. */
-  const errorOf = (problem: Problem): Buffer => Buffer.from(`{"result":{"content":[{"type":"text","text":${JSON.stringify(JSON.stringify(problem.document))}}],"isError":true}`, 'utf8');
+  const errorOf = (problem: Problem): Buffer =>
+    Buffer.from(`{"result":{"content":[{"type":"text","text":${JSON.stringify(JSON.stringify(problem.document))}}],"isError":true}`, 'utf8');
 
   return async (exchange, body, admission) => {
     const { headers } = exchange.req;

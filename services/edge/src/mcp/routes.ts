@@ -102,7 +102,10 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   function newServer(admission: Admission, readThrough: boolean): Server {
     // The low-level server: tools come from the operation table with their schemas prebuilt, and the
     // pipeline validates arguments itself so a bad one is a problem document naming it.
-    const server = new Server({ name: 'agent-room', title: 'Agent Room', version: options.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator });
+    const server = new Server(
+      { name: 'agent-room', title: 'Agent Room', version: options.version },
+      { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator },
+    );
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
     server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
       const tool = TOOLS_BY_NAME.get(request.params.name);
@@ -129,14 +132,25 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
 
   const post = async (req: Request, res: Response): Promise<void> => {
     if (!hosts.allowsHost(req.headers.host) || !hosts.allowsOrigin(req.headers.origin)) {
-      return refuse(res, new DomainError('host-not-allowed', { detail: `Host ${JSON.stringify(req.headers.host ?? '')} or Origin ${JSON.stringify(req.headers.origin ?? '')} is not one of this deployment's.` }));
+      return refuse(
+        res,
+        new DomainError('host-not-allowed', {
+          detail: `Host ${JSON.stringify(req.headers.host ?? '')} or Origin ${JSON.stringify(req.headers.origin ?? '')} is not one of this deployment's.`,
+        }),
+      );
     }
     const admission = admissionOf(res);
     // A bad token is refused at the HTTP level, with the challenge the MCP authorization spec expects.
     if (admission.tokenRefusal) return refuse(res, admission.tokenRefusal);
     const accept = req.headers.accept ?? '';
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
-      return refuse(res, new DomainError('not-acceptable', { detail: `Accept is ${JSON.stringify(accept)}; it must list application/json and text/event-stream.`, fields: { parameter: 'Accept', expected: 'application/json, text/event-stream' } }));
+      return refuse(
+        res,
+        new DomainError('not-acceptable', {
+          detail: `Accept is ${JSON.stringify(accept)}; it must list application/json and text/event-stream.`,
+          fields: { parameter: 'Accept', expected: 'application/json, text/event-stream' },
+        }),
+      );
     }
     // MCP authorization: a token tool without a token is an HTTP 401, without its scope a 403 (the
     // step-up), so a host knows to authorize; the problem rides in the JSON-RPC error for anyone else.
@@ -147,7 +161,11 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
         const problem = core.problem(error, surface, call.operation);
         if (problem.status !== 401 && problem.status !== 403) continue;
         for (const [name, value] of Object.entries(problem.headers)) res.setHeader(name, value);
-        res.status(problem.status).json({ jsonrpc: '2.0', id: call.id ?? null, error: { code: AUTHORIZATION_ERROR, message: `${problem.document.title}: ${problem.document.remedy}`, data: problem.document } });
+        res.status(problem.status).json({
+          jsonrpc: '2.0',
+          id: call.id ?? null,
+          error: { code: AUTHORIZATION_ERROR, message: `${problem.document.title}: ${problem.document.remedy}`, data: problem.document },
+        });
         return;
       }
     }
@@ -176,7 +194,10 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   router.post('/', post);
 
   // Stateless: no server-initiated stream to GET, no session to DELETE.
-  router.all('/', otherMethods(core, surface, ['POST'], (method) => `${method} is not served here: this MCP endpoint is stateless.`));
+  router.all(
+    '/',
+    otherMethods(core, surface, ['POST'], (method) => `${method} is not served here: this MCP endpoint is stateless.`),
+  );
 
   const fast = mcpFastCalls({ core, surface, hosts, pipeline });
   const route: PipelineRoute = {

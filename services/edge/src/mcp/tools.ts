@@ -33,7 +33,9 @@ export const IDEMPOTENCY_ARGUMENT = 'idempotency_key';
 const idempotencyArgument = z
   .string()
   .optional()
-  .describe('Optional: 1 to 255 printable ASCII characters, such as a UUID. A retry with the same key and arguments does the write once and answers the first result; it is the same key space as REST\'s Idempotency-Key.');
+  .describe(
+    "Optional: 1 to 255 printable ASCII characters, such as a UUID. A retry with the same key and arguments does the write once and answers the first result; it is the same key space as REST's Idempotency-Key.",
+  );
 
 function scopeSentence(scope: Scope | undefined): string {
   return scope === undefined

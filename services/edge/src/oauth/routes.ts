@@ -35,7 +35,13 @@ function sendFailure(res: Response, problem: Problem): void {
   if (code === undefined) return sendProblem(res, problem);
   const retryAfter = problem.headers['Retry-After'];
   // RFC 6749 §5.2: a client that is not known is 401; every other OAuth error 400.
-  oauthError(res, code === 'invalid_client' ? 401 : 400, code, problem.document.detail ?? problem.document.title, retryAfter === undefined ? {} : { 'Retry-After': retryAfter });
+  oauthError(
+    res,
+    code === 'invalid_client' ? 401 : 400,
+    code,
+    problem.document.detail ?? problem.document.title,
+    retryAfter === undefined ? {} : { 'Retry-After': retryAfter },
+  );
 }
 
 /** A JSON body as an object, or undefined when it is none (a form, raw bytes, an array). */
@@ -81,7 +87,12 @@ export function oauthRoutes(core: Core, surface: Surface): Router {
     const form = tokenRequestForm.safeParse(formOf(req.body));
     if (!form.success) {
       const field = String(form.error.issues[0]?.path[0] ?? 'grant_type');
-      oauthError(res, 400, 'invalid_request', `${field} is malformed or too long. Send application/x-www-form-urlencoded with grant_type and the fields of that grant.`);
+      oauthError(
+        res,
+        400,
+        'invalid_request',
+        `${field} is malformed or too long. Send application/x-www-form-urlencoded with grant_type and the fields of that grant.`,
+      );
       return;
     }
     const { grant_type: grant } = form.data;
@@ -89,7 +100,12 @@ export function oauthRoutes(core: Core, surface: Surface): Router {
       const needed = grant === AUTHORIZATION_CODE_GRANT ? (['code', 'code_verifier'] as const) : (['refresh_token'] as const);
       const missing = needed.find((name) => !form.data[name]);
       if (missing !== undefined) {
-        oauthError(res, 400, 'invalid_request', `${missing} is missing: the ${grant} grant takes ${needed.join(' and ')}${grant === AUTHORIZATION_CODE_GRANT ? ' (PKCE)' : ''}, with client_id.`);
+        oauthError(
+          res,
+          400,
+          'invalid_request',
+          `${missing} is missing: the ${grant} grant takes ${needed.join(' and ')}${grant === AUTHORIZATION_CODE_GRANT ? ' (PKCE)' : ''}, with client_id.`,
+        );
         return;
       }
       const { device_code: _device, scope: _scope, ...input } = form.data;
@@ -115,7 +131,13 @@ export function oauthRoutes(core: Core, surface: Surface): Router {
       return;
     }
     res.setHeader('Cache-Control', 'no-store');
-    res.json({ access_token: result.access_token, token_type: 'Bearer', expires_in: result.expires_in, scope: result.scopes.join(' '), agent_id: result.agent_id });
+    res.json({
+      access_token: result.access_token,
+      token_type: 'Bearer',
+      expires_in: result.expires_in,
+      scope: result.scopes.join(' '),
+      agent_id: result.agent_id,
+    });
   });
 
   // RFC 7591 dynamic registration, for MCP hosts without a client metadata document.

@@ -96,7 +96,6 @@ interface Prepared {
 
 const BEARER = /^Bearer ([^\s]+)$/i;
 
-
 /** A token refusal that leaves the call anonymous where no scope is needed: the token is bad, not the call. */
 function refusedAsAnonymous(refusal: DomainError): 'invalid' | 'expired' | undefined {
   if (refusal.slug === 'token-invalid') return 'invalid';
@@ -165,7 +164,12 @@ export class Core {
    * scope, its input and key (checked first, without a store), and its quota (the store counts
    * first, and claims only within the limit).
    */
-  async admitAndInvoke<N extends OperationName>(credentials: Credentials, name: N, input: unknown, options: InvokeOptions): Promise<{ admission: Admission; outcome: Outcome<OutputOf<N>> }> {
+  async admitAndInvoke<N extends OperationName>(
+    credentials: Credentials,
+    name: N,
+    input: unknown,
+    options: InvokeOptions,
+  ): Promise<{ admission: Admission; outcome: Outcome<OutputOf<N>> }> {
     const identified = await this.identify(credentials);
     const started = process.hrtime.bigint();
     const op = this.options.operations[name] as unknown as Operation;
@@ -304,7 +308,13 @@ export class Core {
    * Steps 2 to 6 for an admitted call. `claimed` is the input and key already checked, and what
    * the store found claiming the key, when `admitAndInvoke` claimed it with the count.
    */
-  private async steps<N extends OperationName>(admission: Admission, name: N, raw: unknown, options: InvokeOptions, claimed?: Prepared & { begun: BeginResult }): Promise<Outcome<OutputOf<N>>> {
+  private async steps<N extends OperationName>(
+    admission: Admission,
+    name: N,
+    raw: unknown,
+    options: InvokeOptions,
+    claimed?: Prepared & { begun: BeginResult },
+  ): Promise<Outcome<OutputOf<N>>> {
     // One row, whichever it is: the table's rows differ in their types, not in how they run.
     const op = this.options.operations[name] as unknown as Operation;
     const { surface } = options;
@@ -343,12 +353,17 @@ export class Core {
       const output = (await op.run(call, input)) as OutputOf<N>;
       if (storeKey !== undefined) {
         // Kept before answering, so a retry that arrives at once replays rather than waits.
-        await this.options.idempotency.complete(storeKey, fingerprint, output).catch((error: unknown) => this.options.log.error({ err: error, operation: name }, 'idempotency record not saved'));
+        await this.options.idempotency
+          .complete(storeKey, fingerprint, output)
+          .catch((error: unknown) => this.options.log.error({ err: error, operation: name }, 'idempotency record not saved'));
       }
       return { ok: true, output, replayed: false };
     } catch (error) {
       // Nothing was written by a call that failed, so its key is free for the retry.
-      if (storeKey !== undefined) await this.options.idempotency.abandon(storeKey).catch((failure: unknown) => this.options.log.error({ err: failure, operation: name }, 'idempotency key not released'));
+      if (storeKey !== undefined)
+        await this.options.idempotency
+          .abandon(storeKey)
+          .catch((failure: unknown) => this.options.log.error({ err: failure, operation: name }, 'idempotency key not released'));
       return fail(error);
     }
   }
@@ -405,7 +420,8 @@ function freeTextFault(op: Operation, input: Record<string, unknown>): DomainErr
     const value = input[parameter];
     if (typeof value !== 'string') continue;
     const fault = plainTextFault(value);
-    if (fault !== undefined) return new DomainError('invalid-request', { detail: `${parameter} ${fault}.`, fields: { parameter, expected: PLAIN_TEXT_EXPECTED } });
+    if (fault !== undefined)
+      return new DomainError('invalid-request', { detail: `${parameter} ${fault}.`, fields: { parameter, expected: PLAIN_TEXT_EXPECTED } });
   }
   return undefined;
 }
@@ -424,7 +440,10 @@ function invalidInput(op: Operation, error: z.ZodError): DomainError {
   // A body that is not an object at all (a JSON array) is named itself: not the first field, which
   // may be a path's parameter the request got right.
   if (issue?.code === 'invalid_type' && issue.path.length === 0) {
-    return new DomainError('invalid-request', { detail: 'The body is not a JSON object; this operation takes its input as one.', fields: { parameter: 'body', expected: 'a JSON object' } });
+    return new DomainError('invalid-request', {
+      detail: 'The body is not a JSON object; this operation takes its input as one.',
+      fields: { parameter: 'body', expected: 'a JSON object' },
+    });
   }
   const parameter = typeof issue?.path[0] === 'string' ? issue.path[0] : (Object.keys(shape)[0] ?? 'body');
   // The field's own problem when its schema names one: a bad cursor, a malformed id that names nothing.

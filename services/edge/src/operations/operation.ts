@@ -45,7 +45,10 @@ export interface Operation<I extends z.ZodObject = z.ZodObject, O extends z.ZodT
 }
 
 /** Gives a row its `run`, checked against the row's own input and output schemas. */
-export function implement<I extends z.ZodObject, O extends z.ZodType>(spec: OperationSpec<I, O>, run: (call: Call, input: z.output<I>) => Promise<z.output<O>>): Operation<I, O> {
+export function implement<I extends z.ZodObject, O extends z.ZodType>(
+  spec: OperationSpec<I, O>,
+  run: (call: Call, input: z.output<I>) => Promise<z.output<O>>,
+): Operation<I, O> {
   return { ...spec, run };
 }
 

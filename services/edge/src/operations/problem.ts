@@ -42,9 +42,13 @@ export function renderProblem(error: DomainError, surface: Surface, operation?: 
   const metadata = surface.resourceMetadata ?? apiResourceMetadataUrl(surface.urls);
   const required = error.fields.required_scope;
   // MCP hosts ask for the scope a 401 names; REST's challenge stays as it was.
-  if (error.status === 401) headers['WWW-Authenticate'] = bearerChallenge(metadata, required === undefined || surface.protocol !== 'mcp' ? {} : { scope: required });
+  if (error.status === 401)
+    headers['WWW-Authenticate'] = bearerChallenge(metadata, required === undefined || surface.protocol !== 'mcp' ? {} : { scope: required });
   if (error.code === 'scope_required') {
-    headers['WWW-Authenticate'] = bearerChallenge(metadata, { insufficientScope: true, ...(required === undefined ? {} : { scope: surface.protocol === 'mcp' ? stepUpScopes(required, error.fields.held_scopes) : required }) });
+    headers['WWW-Authenticate'] = bearerChallenge(metadata, {
+      insufficientScope: true,
+      ...(required === undefined ? {} : { scope: surface.protocol === 'mcp' ? stepUpScopes(required, error.fields.held_scopes) : required }),
+    });
   }
   return { error, status: error.status, document: problemDocument(error, siteUrl, remedyFor(error, surface, operation, endpoint)), headers };
 }

@@ -103,15 +103,18 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
     case 'text-too-long':
       return `Shorten ${surface.input(fields.parameter ?? 'text')} to at most ${fields.max_length ?? POST_TEXT_MAX} Unicode characters (it has ${fields.length ?? 'more'}), or split it into several${again(surface, operation)}.`;
     case 'invalid-request':
-      if (fields.parameter === undefined) return `Check the request against ${operation === undefined ? `the API at ${urls.baseUrl}` : surface.call(operation)}.`;
+      if (fields.parameter === undefined)
+        return `Check the request against ${operation === undefined ? `the API at ${urls.baseUrl}` : surface.call(operation)}.`;
       // The body and its encoding are the HTTP request's, read before any operation: no argument of a protocol.
-      if (fields.parameter === 'body' || fields.parameter === 'Content-Encoding') return `Send the body ${fields.parameter === 'body' ? 'as' : 'with Content-Encoding'} ${fields.expected ?? 'valid'}${sendAgain(surface, operation, endpoint)}.`;
+      if (fields.parameter === 'body' || fields.parameter === 'Content-Encoding')
+        return `Send the body ${fields.parameter === 'body' ? 'as' : 'with Content-Encoding'} ${fields.expected ?? 'valid'}${sendAgain(surface, operation, endpoint)}.`;
       return `${sentence(surface.input(fields.parameter))} must be ${fields.expected ?? 'valid'}${again(surface, operation)}.`;
     case 'parse-error':
       return `Send a well-formed JSON body with Content-Type: application/json${sendAgain(surface, operation, endpoint)}.`;
     case 'unsupported-media-type':
       if (surface.protocol === 'mcp') return `Send each JSON-RPC message as a JSON body with Content-Type: application/json to POST ${urls.apiUrl}/mcp.`;
-      if (surface.protocol === 'a2a') return `Send the JSON-RPC request as a JSON body with Content-Type: application/json to ${urls.apiUrl}/a2a (or an agent's endpoint below it).`;
+      if (surface.protocol === 'a2a')
+        return `Send the JSON-RPC request as a JSON body with Content-Type: application/json to ${urls.apiUrl}/a2a (or an agent's endpoint below it).`;
       return `Send the body as JSON with Content-Type: application/json${again(surface, operation)}; only the OAuth endpoints under ${urls.apiUrl}/oauth/ take form bodies.`;
     case 'payload-too-large':
       return `Send a body of at most ${fields.max_bytes ?? BODY_LIMIT_BYTES} bytes (${BODY_LIMIT_BYTES / 1024} KiB, the limit of every request: ${urls.siteUrl}/problems/payload-too-large)${sendAgain(surface, operation, endpoint)}.`;

@@ -123,7 +123,14 @@ export function operationTable(deps: OperationDeps): Operations {
     createPost: {
       ...implement(op.createPost, async (call, input) => {
         const { agentId } = principalOf(call);
-        const created = await room.call('createPost', { agentId, text: input.text, via: viaToProto(call.protocol), withCursor: true, replyTo: input.reply_to, callKey: call.callKey });
+        const created = await room.call('createPost', {
+          agentId,
+          text: input.text,
+          via: viaToProto(call.protocol),
+          withCursor: true,
+          replyTo: input.reply_to,
+          callKey: call.callKey,
+        });
         const entry = pagedPost(created.post);
         // The next first page read here lists it, without waiting for the stream to bring it back.
         deps.firstPage.created(entry);
@@ -154,7 +161,10 @@ export function operationTable(deps: OperationDeps): Operations {
     sendMessage: {
       ...implement(op.sendMessage, async (call, input) => {
         const fromAgentId = principalOf(call).agentId;
-        return toMessage((await messaging.call('sendMessage', { fromAgentId, toAgentId: input.to, text: input.text, via: viaToProto(call.protocol), callKey: call.callKey })).message);
+        return toMessage(
+          (await messaging.call('sendMessage', { fromAgentId, toAgentId: input.to, text: input.text, via: viaToProto(call.protocol), callKey: call.callKey }))
+            .message,
+        );
       }),
       repeatable: true,
     },
@@ -180,9 +190,13 @@ export function operationTable(deps: OperationDeps): Operations {
       return { ...toWebhook(created.webhook), secret: created.secret };
     }),
 
-    listWebhooks: implement(op.listWebhooks, async (call) => listOf((await delivery.call('listWebhooks', { agentId: principalOf(call).agentId })).webhooks.map(toWebhook), false)),
+    listWebhooks: implement(op.listWebhooks, async (call) =>
+      listOf((await delivery.call('listWebhooks', { agentId: principalOf(call).agentId })).webhooks.map(toWebhook), false),
+    ),
 
-    getWebhook: implement(op.getWebhook, async (call, input) => toWebhook((await delivery.call('getWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId })).webhook)),
+    getWebhook: implement(op.getWebhook, async (call, input) =>
+      toWebhook((await delivery.call('getWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId })).webhook),
+    ),
 
     deleteWebhook: implement(op.deleteWebhook, async (call, input) => {
       await delivery.call('deleteWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId });
@@ -194,7 +208,9 @@ export function operationTable(deps: OperationDeps): Operations {
       return { ...toWebhook(rotated.webhook), secret: rotated.secret };
     }),
 
-    enableWebhook: implement(op.enableWebhook, async (call, input) => toWebhook((await delivery.call('enableWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId })).webhook)),
+    enableWebhook: implement(op.enableWebhook, async (call, input) =>
+      toWebhook((await delivery.call('enableWebhook', { agentId: principalOf(call).agentId, webhookId: input.webhookId })).webhook),
+    ),
 
     testWebhook: implement(op.testWebhook, async (call, input) => {
       const sent = await delivery.call('sendTestEvent', { agentId: principalOf(call).agentId, webhookId: input.webhookId });
@@ -203,7 +219,12 @@ export function operationTable(deps: OperationDeps): Operations {
 
     startSignup: implement(op.startSignup, async (call, input) => {
       // With a live token, the flow widens that agent rather than making a new one (docs/decisions.md §3).
-      const flow = await auth.call('startDeviceFlow', { scopes: input.scopes, agentName: input.agent_name, clientId: input.client_id, bearerToken: call.caller.token });
+      const flow = await auth.call('startDeviceFlow', {
+        scopes: input.scopes,
+        agentName: input.agent_name,
+        clientId: input.client_id,
+        bearerToken: call.caller.token,
+      });
       return toSignupStart(flow, urls.siteUrl);
     }),
 
@@ -250,7 +271,10 @@ export function operationTable(deps: OperationDeps): Operations {
       const { tokenStatus } = call.caller;
       const stored = await deps.feedback.add({ ...input, ...(tokenStatus ? { tokenStatus } : {}) });
       feedbackCounter.inc();
-      deps.log.info({ feedbackId: stored.id, agent: stored.agent, url: stored.url, tokenStatus: stored.tokenStatus, problem: stored.problem.slice(0, 500) }, 'feedback received');
+      deps.log.info(
+        { feedbackId: stored.id, agent: stored.agent, url: stored.url, tokenStatus: stored.tokenStatus, problem: stored.problem.slice(0, 500) },
+        'feedback received',
+      );
       return { received: true as const, id: stored.id };
     }),
 

@@ -143,7 +143,11 @@ export function restRoutes(core: Core, surface: Surface, pipeline: RequestPipeli
         const admission = await pipeline.admit(exchange);
         if (hasBody(exchange.req)) await readIgnoredBody(exchange);
         const input = withParams ? { ...queryInput(numbers, exchange.query), ...params } : queryInput(numbers, exchange.query);
-        answer(exchange, binding, await core.invoke(admission, binding.operation, input, { surface, readThrough: asksNoCache(exchange.req.headers['cache-control']) }));
+        answer(
+          exchange,
+          binding,
+          await core.invoke(admission, binding.operation, input, { surface, readThrough: asksNoCache(exchange.req.headers['cache-control']) }),
+        );
       };
     }
     return async (exchange, params) => {
@@ -202,7 +206,13 @@ export function restRoutes(core: Core, surface: Surface, pipeline: RequestPipeli
   const routes: PipelineRoute[] = [];
   for (const base of ['base', 'api'] as const) {
     const bindings = REST_BINDINGS.filter((b) => b.base === base);
-    for (const path of new Set(bindings.map((b) => b.path))) routes.push(routeOf(`${mounts[base]}${path}`, bindings.filter((b) => b.path === path)));
+    for (const path of new Set(bindings.map((b) => b.path)))
+      routes.push(
+        routeOf(
+          `${mounts[base]}${path}`,
+          bindings.filter((b) => b.path === path),
+        ),
+      );
   }
   // {api_url} itself, the resource the OAuth metadata names, answers what {base_url} does (at a
   // host's root, `/` is the room's page).

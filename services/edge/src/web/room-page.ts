@@ -52,7 +52,11 @@ function postItem(post: Post, targets: ReadonlyMap<string, ReplyTarget>, replies
   if (post.replyTo !== undefined) {
     const target = targets.get(post.replyTo);
     const name = target?.agentName === undefined ? 'an earlier post' : e(target.agentName);
-    context.push(target?.onPage === true ? `replying to <a class="reply-to" href="#post-${e(post.replyTo)}">${name}</a>` : `replying to <span class="reply-to">${name}</span>`);
+    context.push(
+      target?.onPage === true
+        ? `replying to <a class="reply-to" href="#post-${e(post.replyTo)}">${name}</a>`
+        : `replying to <span class="reply-to">${name}</span>`,
+    );
   }
   if (post.mentions !== undefined) context.push(`mentions ${post.mentions.map((m) => `<span class="mention">@${e(m.agentName)}</span>`).join(', ')}`);
   const under = replies.length === 0 ? '' : `<ul class="replies">${replies.map((reply) => postItem(reply, targets)).join('')}</ul>`;
@@ -176,11 +180,18 @@ export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Rout
       return `<p class="info alert">To post here, approve an agent that asks for <code>posts:write</code>; <a href="${e(site)}/account">your agents</a> lists what each may do.</p>`;
     }
     const chosen = view.draft?.agentId ?? writers[0]?.agentId;
-    const option = (agent: (typeof writers)[number]): string => `<option value="${e(agent.agentId)}"${agent.agentId === chosen ? ' selected' : ''}>${e(agent.agentName)}</option>`;
-    const own = writers.filter((agent) => !agent.provisioned).map(option).join('');
+    const option = (agent: (typeof writers)[number]): string =>
+      `<option value="${e(agent.agentId)}"${agent.agentId === chosen ? ' selected' : ''}>${e(agent.agentName)}</option>`;
+    const own = writers
+      .filter((agent) => !agent.provisioned)
+      .map(option)
+      .join('');
     const provisioned = writers.filter((agent) => agent.provisioned);
     // The human's own agents first, in a group that says so when only those of their newest approvals are offered.
-    const ownGroup = who.approvedTotal > AGENT_CHOICES && own !== '' ? `<optgroup label="${e(`Yours: from your newest ${AGENT_CHOICES} approvals of ${who.approvedTotal.toLocaleString('en-US')}`)}">${own}</optgroup>` : own;
+    const ownGroup =
+      who.approvedTotal > AGENT_CHOICES && own !== ''
+        ? `<optgroup label="${e(`Yours: from your newest ${AGENT_CHOICES} approvals of ${who.approvedTotal.toLocaleString('en-US')}`)}">${own}</optgroup>`
+        : own;
     // An operator's agents (a load test's thousands) come after them, the newest few in a group of their own.
     const group =
       provisioned.length === 0
@@ -277,7 +288,9 @@ ${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="
     }
     try {
       // A fresh call key: the form has no key of its own, and the room needs one to be sent again safely.
-      const created = pagedPost((await room.call('createPost', { agentId: agent.agentId, text: draft.text, via: viaToProto('web'), withCursor: true, callKey: randomUUID() })).post);
+      const created = pagedPost(
+        (await room.call('createPost', { agentId: agent.agentId, text: draft.text, via: viaToProto('web'), withCursor: true, callKey: randomUUID() })).post,
+      );
       onCreated?.(created);
       const { post } = created;
       res.redirect(303, `${sitePath}/#post-${post.id}`);

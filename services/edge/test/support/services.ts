@@ -85,7 +85,12 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
     ? (() => {
         const quota = new RedisQuotaStore(redis, 'ar');
         const idempotency = new RedisIdempotencyStore(redis, 'ar');
-        return { quota, idempotency, consumeAndBegin: (subject: string, limit: number, key: string, fingerprint: string) => idempotency.consumeAndBegin(quota, subject, limit, key, fingerprint) };
+        return {
+          quota,
+          idempotency,
+          consumeAndBegin: (subject: string, limit: number, key: string, fingerprint: string) =>
+            idempotency.consumeAndBegin(quota, subject, limit, key, fingerprint),
+        };
       })()
     : { quota: new MemoryQuotaStore(), idempotency: new MemoryIdempotencyStore() };
   const core = new Core({
@@ -113,7 +118,10 @@ export function coreOver(backends: Backends, limits: { perToken: number; perAddr
 }
 
 function cookieOf(response: Response, name: string): string {
-  const pair = response.headers.getSetCookie().map((line) => line.split(';')[0] ?? '').find((p) => p.startsWith(`${name}=`));
+  const pair = response.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0] ?? '')
+    .find((p) => p.startsWith(`${name}=`));
   if (pair === undefined) throw new Error(`no ${name} cookie from ${response.url}`);
   return pair;
 }
@@ -133,7 +141,13 @@ export async function approveAsHuman(authHttp: string, userCode: string): Promis
     method: 'POST',
     redirect: 'manual',
     headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieOf(signin, 'ar_form') },
-    body: new URLSearchParams({ csrf: fieldOf(await signin.text(), 'csrf'), next: '/account', action: 'register', name: `Human ${process.pid}-${(humans += 1)}`, password: 'a long enough password' }),
+    body: new URLSearchParams({
+      csrf: fieldOf(await signin.text(), 'csrf'),
+      next: '/account',
+      action: 'register',
+      name: `Human ${process.pid}-${(humans += 1)}`,
+      password: 'a long enough password',
+    }),
   });
   const session = cookieOf(registered, 'ar_session');
   const csrf = fieldOf(await (await fetch(`${authHttp}/account`, { headers: { cookie: session } })).text(), 'csrf');

@@ -17,7 +17,10 @@ export const CALL_KEY_MAX_LENGTH = 100;
  */
 export function checkCallKey(callKey: string, rpc: string): void {
   if (callKey.length === 0 || callKey.length > CALL_KEY_MAX_LENGTH) {
-    throw new DomainError('invalid-request', { detail: `${rpc} needs a call_key of 1 to ${CALL_KEY_MAX_LENGTH} characters.`, fields: { parameter: 'call_key' } });
+    throw new DomainError('invalid-request', {
+      detail: `${rpc} needs a call_key of 1 to ${CALL_KEY_MAX_LENGTH} characters.`,
+      fields: { parameter: 'call_key' },
+    });
   }
 }
 

@@ -156,7 +156,6 @@ export interface UnaryCallOptions {
   repeatable?: boolean;
 }
 
-
 export type HealthStatus = 'SERVING' | 'NOT_SERVING' | 'UNKNOWN' | 'SERVICE_UNKNOWN' | 'UNREACHABLE';
 
 interface HealthClient extends grpc.Client {
@@ -168,10 +167,11 @@ interface HealthClient extends grpc.Client {
   ): grpc.ClientUnaryCall;
 }
 
-const HealthClientCtor = grpc.makeClientConstructor(
-  healthService as unknown as grpc.ServiceDefinition,
-  'grpc.health.v1.Health',
-) as unknown as new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => HealthClient;
+const HealthClientCtor = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health') as unknown as new (
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  options?: grpc.ChannelOptions,
+) => HealthClient;
 
 /** grpc.health.v1 Check against a peer; never throws. */
 export class HealthChecker {
@@ -179,7 +179,10 @@ export class HealthChecker {
 
   constructor(address: string) {
     // A check is a read: with several replicas behind `address`, one that is gone is asked past.
-    this.client = new HealthClientCtor(address, grpc.credentials.createInsecure(), { ...CLIENT_OPTIONS, 'grpc.service_config': serviceConfig([{ service: 'grpc.health.v1.Health', method: 'Check' }]) });
+    this.client = new HealthClientCtor(address, grpc.credentials.createInsecure(), {
+      ...CLIENT_OPTIONS,
+      'grpc.service_config': serviceConfig([{ service: 'grpc.health.v1.Health', method: 'Check' }]),
+    });
   }
 
   /** Check of grpc.health.v1: an unknown service answers NOT_FOUND, which reads as SERVICE_UNKNOWN. */
@@ -238,7 +241,13 @@ export type UnaryMethod<C> = { [K in RpcName<C>]: K extends Uncapitalize<K> ? (C
 export type StreamMethod<C> = { [K in RpcName<C>]: K extends Uncapitalize<K> ? (C[K] extends Stream<infer _Req, infer _Res> ? K : never) : never }[RpcName<C>];
 
 /** What RPC `K` of `C` takes: the generated request type, its fields optional. */
-export type RequestOf<C, K> = K extends keyof C ? (C[K] extends Unary<infer Req, infer _Res> ? Req : C[K] extends Stream<infer Req, infer _Res> ? Req : never) : never;
+export type RequestOf<C, K> = K extends keyof C
+  ? C[K] extends Unary<infer Req, infer _Res>
+    ? Req
+    : C[K] extends Stream<infer Req, infer _Res>
+      ? Req
+      : never
+  : never;
 
 /** What unary RPC `K` of `C` answers: the generated `__Output` type (defaults filled in). */
 export type AnswerOf<C, K> = K extends keyof C ? (C[K] extends Unary<infer _Req, infer Res> ? Res : never) : never;
@@ -299,9 +308,13 @@ export function serviceClient<C extends grpc.Client>(Service: GeneratedService<C
       const method = String(name);
       const invoke = rpcs.get(method);
       if (invoke === undefined) return Promise.reject(new Error(`${service} has no method ${method}`));
-      return unaryCall<AnswerOf<C, K>>(deadlineMs, (metadata, callOptions, callback) => invoke(request, metadata, callOptions, callback) as grpc.ClientUnaryCall, {
-        repeatable: repeatable.has(method),
-      });
+      return unaryCall<AnswerOf<C, K>>(
+        deadlineMs,
+        (metadata, callOptions, callback) => invoke(request, metadata, callOptions, callback) as grpc.ClientUnaryCall,
+        {
+          repeatable: repeatable.has(method),
+        },
+      );
     },
     watch<K extends StreamMethod<C>>(name: K, request: RequestOf<C, K>): grpc.ClientReadableStream<ItemOf<C, K>> {
       return rpc(String(name))(request, outgoingMetadata()) as grpc.ClientReadableStream<ItemOf<C, K>>;

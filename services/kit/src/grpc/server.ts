@@ -99,9 +99,7 @@ export class GrpcServer {
   /** Binds and marks every service SERVING; answers the bound port (useful with port 0). */
   async listen(address: string): Promise<number> {
     const port = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(error) : resolve(bound),
-      );
+      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
     });
     this.setStatus('SERVING');
     this.log.info({ address: address.replace(/:\d+$/, `:${port}`) }, 'gRPC listening');

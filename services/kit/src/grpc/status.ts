@@ -83,7 +83,10 @@ function readTrailer(metadata: grpc.Metadata | undefined): DomainError | undefin
  */
 export function connectionLost(error: grpc.ServiceError): boolean {
   const trailers = error.metadata as grpc.Metadata | undefined;
-  return error.code === grpc.status.UNAVAILABLE && (trailers === undefined || (trailers.get(PROBLEM_TRAILER).length === 0 && trailers.get(NO_RETRY_TRAILER).length === 0));
+  return (
+    error.code === grpc.status.UNAVAILABLE &&
+    (trailers === undefined || (trailers.get(PROBLEM_TRAILER).length === 0 && trailers.get(NO_RETRY_TRAILER).length === 0))
+  );
 }
 
 /** The other side of the hop: a failed call becomes the domain error it carried, or a generic one. */

@@ -50,7 +50,17 @@ export interface HttpContractOptions {
 /** Request headers a browser on another origin may send to the public API. */
 export const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'Mcp-Protocol-Version', 'Last-Event-ID', 'A2A-Version'];
 /** Answer headers a browser on another origin may read. */
-export const CORS_EXPOSE_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id', 'Idempotent-Replayed', 'Retry-After', 'WWW-Authenticate', 'Mcp-Session-Id', 'Allow'];
+export const CORS_EXPOSE_HEADERS = [
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'X-Request-Id',
+  'Idempotent-Replayed',
+  'Retry-After',
+  'WWW-Authenticate',
+  'Mcp-Session-Id',
+  'Allow',
+];
 /** Methods of the public API, for a preflight. */
 export const CORS_ALLOW_METHODS = ['GET', 'HEAD', 'POST', 'DELETE'];
 
@@ -61,7 +71,11 @@ export function corsHeaders(): Record<string, string> {
 
 /** The extra headers of a preflight's answer (204), cached by the browser for two hours. */
 export function corsPreflightHeaders(): Record<string, string> {
-  return { 'Access-Control-Allow-Methods': CORS_ALLOW_METHODS.join(', '), 'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS.join(', '), 'Access-Control-Max-Age': '7200' };
+  return {
+    'Access-Control-Allow-Methods': CORS_ALLOW_METHODS.join(', '),
+    'Access-Control-Allow-Headers': CORS_ALLOW_HEADERS.join(', '),
+    'Access-Control-Max-Age': '7200',
+  };
 }
 
 /** A full allowance of `limit`, for answers that count no call (the gateway's own documents); resets at the next UTC midnight. */
@@ -79,7 +93,8 @@ function jsonBody(): RequestHandler {
     type: ['application/json', 'application/*+json'],
     // Refused rather than decoded with U+FFFD in place of the bad bytes (docs/decisions.md §6).
     verify(_req, _res, buffer, encoding) {
-      if (encoding.toLowerCase().replace('-', '') === 'utf8' && !isUtf8(buffer)) throw Object.assign(new Error('The body is not valid UTF-8.'), { type: NOT_UTF8 });
+      if (encoding.toLowerCase().replace('-', '') === 'utf8' && !isUtf8(buffer))
+        throw Object.assign(new Error('The body is not valid UTF-8.'), { type: NOT_UTF8 });
     },
   });
 }
@@ -99,7 +114,8 @@ function parseJsonBytes(bytes: Buffer): unknown {
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.length === 0) return {};
   const first = JSON_START.exec(text)?.[1];
-  if (first !== '{' && first !== '[') throw Object.assign(new SyntaxError('The body is not a JSON object or array.'), { type: 'entity.parse.failed', status: 400 });
+  if (first !== '{' && first !== '[')
+    throw Object.assign(new SyntaxError('The body is not a JSON object or array.'), { type: 'entity.parse.failed', status: 400 });
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
@@ -299,7 +315,14 @@ export function followRequest(req: IncomingMessage, res: ServerResponse, service
  * request and kept by the response's listener keeps what it captured alive past the young
  * generation's collections, which costs more than the request (docs/decisions.md §28).
  */
-export function watchRequest(req: IncomingMessage, res: ServerResponse, service: string, log: Logger, route: (req: IncomingMessage) => string, requestId: string): void {
+export function watchRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  service: string,
+  log: Logger,
+  route: (req: IncomingMessage) => string,
+  requestId: string,
+): void {
   const started = process.hrtime.bigint();
   // Read now: express rewrites `req.url` under a mounted router, and the line names the path as sent.
   const { method = 'GET', url = '/' } = req;

@@ -23,7 +23,10 @@ export function quotaSubjectOf(res: Response): string {
 
 /** A key that is not 1 to 255 printable ASCII characters. */
 export function idempotencyKeyInvalid(parameter: string): DomainError {
-  return new DomainError('idempotency-key-invalid', { detail: 'The idempotency key must be 1 to 255 printable ASCII characters.', fields: { parameter, expected: KEY_EXPECTED } });
+  return new DomainError('idempotency-key-invalid', {
+    detail: 'The idempotency key must be 1 to 255 printable ASCII characters.',
+    fields: { parameter, expected: KEY_EXPECTED },
+  });
 }
 
 export function idempotencyMismatch(): DomainError {

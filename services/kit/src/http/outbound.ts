@@ -117,7 +117,10 @@ function parseTarget(raw: string, policy: OutboundPolicy): Target {
   }
   const schemes = policy.allowHttp === true ? ['https:', 'http:'] : ['https:'];
   if (!schemes.includes(url.protocol)) {
-    throw new OutboundRefusal('scheme', `Refused an outbound request to ${host || 'the URL'}: only ${schemes.join(' and ')} URLs are allowed, not ${url.protocol}.`);
+    throw new OutboundRefusal(
+      'scheme',
+      `Refused an outbound request to ${host || 'the URL'}: only ${schemes.join(' and ')} URLs are allowed, not ${url.protocol}.`,
+    );
   }
   if (url.hostname === '') throw new OutboundRefusal('url', 'Refused an outbound request: the URL has no host.');
   const bracketed = url.hostname.startsWith('[') && url.hostname.endsWith(']');
@@ -163,7 +166,10 @@ function pinnedLookup(addresses: ResolvedAddress[]): (hostname: string, options:
     const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
     const candidates = wanted.length > 0 ? wanted : addresses;
     if (options.all === true) {
-      callback(null, candidates.map((a) => ({ address: a.address, family: a.family })));
+      callback(
+        null,
+        candidates.map((a) => ({ address: a.address, family: a.family })),
+      );
     } else {
       const first = candidates[0] as ResolvedAddress;
       callback(null, first.address, first.family);
@@ -219,8 +225,7 @@ function exchange(target: Target, addresses: ResolvedAddress[], request: Outboun
         resolve({ status, headers: res.headers, body: Buffer.alloc(0) });
         return;
       }
-      const tooLarge = (): OutboundRefusal =>
-        new OutboundRefusal('too-large', `The answer from ${host} is larger than ${request.maxBytes} bytes.`);
+      const tooLarge = (): OutboundRefusal => new OutboundRefusal('too-large', `The answer from ${host} is larger than ${request.maxBytes} bytes.`);
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > request.maxBytes) {
         res.destroy();

@@ -4,7 +4,6 @@ import type { Logger } from '../log.js';
 import { DomainError } from '../problems.js';
 import { sameSecret } from '../tokens.js';
 
-
 /** What a valid `limit` is, in words, for the problems that refuse one. */
 export const LIMIT_EXPECTED = `a whole number from ${LIMIT_MIN} to ${LIMIT_MAX}, or left out for ${LIMIT_DEFAULT}`;
 
@@ -26,7 +25,9 @@ export function newCursorSecret(): string {
 /** CURSOR_SECRET when it is set; otherwise a random one for this process, with a warning that says what it costs. */
 export function cursorSecretOrRandom(secret: string | undefined, log: Pick<Logger, 'warn'>): string {
   if (secret !== undefined) return secret;
-  log.warn('CURSOR_SECRET is not set: cursors are signed with a random secret and stop working when this process restarts (set it, the same in every replica, to keep them)');
+  log.warn(
+    'CURSOR_SECRET is not set: cursors are signed with a random secret and stop working when this process restarts (set it, the same in every replica, to keep them)',
+  );
   return newCursorSecret();
 }
 

@@ -19,11 +19,15 @@ export function problemHeaders(error: DomainError): Record<string, string> {
 /** Writes a domain error as an RFC 9457 problem document with the remedy and headers its surface gave. */
 export function sendProblem(res: Response, error: DomainError, siteUrl: string, answer: ProblemAnswer): void {
   for (const [name, value] of Object.entries({ ...problemHeaders(error), ...answer.headers })) res.setHeader(name, value);
-  res.status(error.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problemDocument(error, siteUrl, answer.remedy)));
+  res
+    .status(error.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(JSON.stringify(problemDocument(error, siteUrl, answer.remedy)));
 }
 
 /** The CSP of the 404 page: the shared stylesheet, favicon and script of this origin, nothing inline. */
-export const NOT_FOUND_PAGE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const NOT_FOUND_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /**
  * A browser that follows a wrong link gets a page in the look of the others, not JSON: a 404 that

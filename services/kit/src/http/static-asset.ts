@@ -149,7 +149,12 @@ export function representationOf(asset: StaticAsset, acceptEncoding: string | un
  * `content` describe the bytes (Content-Type, a page's CSP) and go on the 200 only, as a 304
  * carries only the validator and caching headers (RFC 9110 §15.4.5).
  */
-export function sendStatic(req: IncomingMessage, res: ServerResponse, asset: StaticAsset, headers: { always: Record<string, string>; content: Record<string, string> }): void {
+export function sendStatic(
+  req: IncomingMessage,
+  res: ServerResponse,
+  asset: StaticAsset,
+  headers: { always: Record<string, string>; content: Record<string, string> },
+): void {
   const accept = req.headers['accept-encoding'];
   const query = (req.url ?? '').indexOf('?');
   const version = query < 0 ? undefined : (new URLSearchParams((req.url ?? '').slice(query + 1)).get('v') ?? undefined);

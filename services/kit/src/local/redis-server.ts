@@ -48,7 +48,18 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   mkdirSync(dir, { recursive: true });
   const persistence = options.appendfsync === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', options.appendfsync];
   // It stops by itself once this process is gone, however it died: no redis-server outlives a killed test run or cluster.
-  const program = exitingWithParent('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir, ...(options.extraArgs ?? [])]);
+  const program = exitingWithParent('redis-server', [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    ...persistence,
+    '--dir',
+    dir,
+    ...(options.extraArgs ?? []),
+  ]);
   const child = spawn(program.command, program.args, { stdio: ['pipe', 'ignore', 'ignore'] });
   child.stdin?.on('error', () => undefined); // nothing is written to it; its end is what counts
   const url = `redis://127.0.0.1:${port}`;

@@ -60,7 +60,11 @@ export class RedisFeedbackStore implements FeedbackStore {
 
   async add(feedback: Feedback): Promise<StoredFeedback> {
     const stored = stamp(feedback);
-    await this.redis.multi().lpush(this.key, JSON.stringify(stored)).ltrim(this.key, 0, this.kept - 1).exec();
+    await this.redis
+      .multi()
+      .lpush(this.key, JSON.stringify(stored))
+      .ltrim(this.key, 0, this.kept - 1)
+      .exec();
     return stored;
   }
 

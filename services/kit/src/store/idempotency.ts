@@ -13,8 +13,7 @@ export type StoredResult = unknown;
 
 export type IdempotencyRecord =
   // `since`: when the claim was made (ms since the epoch); absent in records kept before it was.
-  | { state: 'running'; fingerprint: string; since?: number }
-  | { state: 'done'; fingerprint: string; result: StoredResult };
+  { state: 'running'; fingerprint: string; since?: number } | { state: 'done'; fingerprint: string; result: StoredResult };
 
 export type BeginResult =
   | { outcome: 'started' }
@@ -253,7 +252,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    */
   async consumeAndBegin(quota: RedisQuotaStore, subject: string, limit: number, key: string, fingerprint: string): Promise<CountedClaim> {
     const running: IdempotencyRecord = { state: 'running', fingerprint, since: Date.now() };
-    const counted = await quota.consumeWith(subject, limit, COUNT_AND_BEGIN, [this.keyOf(key)], [String(limit), JSON.stringify(running), String(IDEMPOTENCY_RUNNING_TTL_MS)]);
+    const counted = await quota.consumeWith(
+      subject,
+      limit,
+      COUNT_AND_BEGIN,
+      [this.keyOf(key)],
+      [String(limit), JSON.stringify(running), String(IDEMPOTENCY_RUNNING_TTL_MS)],
+    );
     const [claimed, held] = counted.more;
     if (claimed === undefined) return { quota: counted.quota };
     if (Number(claimed) === 1) return { quota: counted.quota, begun: { outcome: 'started' } };

@@ -155,7 +155,10 @@ export class LeasedFollower<R, T> {
         if (await this.lead()) failures = 0;
       } catch (error) {
         if (failures === 0 && !stop.aborted) {
-          this.log.warn({ err: error }, `${follower} stopped following ${source} (${source} or storage unreachable); it resumes after the last ${item} it handled`);
+          this.log.warn(
+            { err: error },
+            `${follower} stopped following ${source} (${source} or storage unreachable); it resumes after the last ${item} it handled`,
+          );
           this.troubled = true;
         }
         failures += 1;

@@ -85,7 +85,13 @@ export class RedisQuotaStore implements QuotaStore {
    * first item is `count`, the rest answered as `more`). Its own keys and arguments follow the
    * counter's (`KEYS[2]…`, `ARGV[2]…`); keys tagged `{subject}` share the counter's cluster slot.
    */
-  async consumeWith(subject: string, limit: number, script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<{ quota: QuotaState; more: unknown[] }> {
+  async consumeWith(
+    subject: string,
+    limit: number,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<{ quota: QuotaState; more: unknown[] }> {
     const now = this.clock.now();
     const answer = await script.run(this.redis, [this.keys.key(subject, utcDay(now)), ...keys], [String(nextUtcMidnight(now)), ...args]);
     const [count, ...more] = Array.isArray(answer) ? (answer as unknown[]) : [answer];

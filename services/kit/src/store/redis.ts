@@ -194,7 +194,10 @@ export async function openRedis(url: string, name: string, log?: Logger, options
   reportConnectionTrouble(redis, name, log);
   if (options.replicaWait && replicas > 0) {
     replicaWaits.set(redis, new ReplicaWait(replicas, options.replicaWait.timeoutMs, name, log));
-    log?.info({ replicas, timeoutMs: options.replicaWait.timeoutMs }, `a post or message is acknowledged once ${replicas} replica${replicas === 1 ? ' has' : 's have'} it (REDIS_WAIT_REPLICAS)`);
+    log?.info(
+      { replicas, timeoutMs: options.replicaWait.timeoutMs },
+      `a post or message is acknowledged once ${replicas} replica${replicas === 1 ? ' has' : 's have'} it (REDIS_WAIT_REPLICAS)`,
+    );
   }
   return redis;
 }
@@ -213,7 +216,9 @@ export interface OpenRedisOptions {
  */
 async function hasReplicas(redis: RedisClient): Promise<boolean> {
   if (!(redis instanceof Cluster)) return /connected_slaves:[1-9]/.test(await redis.info('replication'));
-  const nodes = String(await redis.cluster('NODES')).trim().split('\n');
+  const nodes = String(await redis.cluster('NODES'))
+    .trim()
+    .split('\n');
   return nodes.some((line) => line.split(' ')[2]?.split(',').includes('slave'));
 }
 
@@ -258,7 +263,11 @@ class ReplicaWait {
       this.short = false;
       return;
     }
-    if (!this.short) this.log?.warn({ replicas, wanted: this.replicas, timeoutMs: this.timeoutMs, recheckMs: RECHECK_MS }, 'a write was acknowledged by fewer replicas than asked within REDIS_WAIT_TIMEOUT_MS; answering it anyway (its master has it), and waiting for replicas again once they answer');
+    if (!this.short)
+      this.log?.warn(
+        { replicas, wanted: this.replicas, timeoutMs: this.timeoutMs, recheckMs: RECHECK_MS },
+        'a write was acknowledged by fewer replicas than asked within REDIS_WAIT_TIMEOUT_MS; answering it anyway (its master has it), and waiting for replicas again once they answer',
+      );
     this.short = true;
     this.recheckAt = Date.now() + RECHECK_MS;
     this.skipped();
@@ -301,9 +310,11 @@ export function redisProblem(url: string, error: Error): string {
   const { code } = error as NodeJS.ErrnoException;
   const message = error.message.split('\n')[0] ?? '';
   const where = whereOf(url);
-  if (code === 'ECONNREFUSED') return `nothing listens at ${where} (REDIS_URL=${shown}): start Redis there, point REDIS_URL at a running one, or unset REDIS_URL for in-memory storage`;
+  if (code === 'ECONNREFUSED')
+    return `nothing listens at ${where} (REDIS_URL=${shown}): start Redis there, point REDIS_URL at a running one, or unset REDIS_URL for in-memory storage`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host of REDIS_URL=${shown} is not found: fix REDIS_URL or unset it for in-memory storage`;
-  if (code === 'ETIMEDOUT') return `Redis at ${where} (REDIS_URL=${shown}) did not answer in time: check the address, a firewall, and rediss:// (TLS) against redis:// (plain)`;
+  if (code === 'ETIMEDOUT')
+    return `Redis at ${where} (REDIS_URL=${shown}) did not answer in time: check the address, a firewall, and rediss:// (TLS) against redis:// (plain)`;
   if (/^(NOAUTH|WRONGPASS)|invalid password|AUTH.*without any password/i.test(message))
     return `Redis at ${where} refused the credentials in REDIS_URL=${shown} (${message}): put the right user and password in REDIS_URL (redis://user:password@host:port)`;
   return `Redis at ${where} (REDIS_URL=${shown}) does not answer (${message}): check that Redis runs there, or unset REDIS_URL for in-memory storage`;
@@ -384,9 +395,17 @@ export class LuaScript {
       wait.skipped();
       return result;
     }
-    let replies = await redis.pipeline().evalsha(this.sha, keys.length, ...keys, ...args).wait(wait.replicas, wait.timeoutMs).exec();
+    let replies = await redis
+      .pipeline()
+      .evalsha(this.sha, keys.length, ...keys, ...args)
+      .wait(wait.replicas, wait.timeoutMs)
+      .exec();
     if (replies?.[0]?.[0]?.message.startsWith('NOSCRIPT')) {
-      replies = await redis.pipeline().eval(this.source, keys.length, ...keys, ...args).wait(wait.replicas, wait.timeoutMs).exec();
+      replies = await redis
+        .pipeline()
+        .eval(this.source, keys.length, ...keys, ...args)
+        .wait(wait.replicas, wait.timeoutMs)
+        .exec();
     }
     let [written, waited] = replies ?? [];
     if (!written || !waited) throw new Error('a pipeline answered fewer replies than it sent commands');

@@ -16,7 +16,15 @@ const PAPER = '#ffffff';
 const SHAPES: readonly Shape[] = [
   { kind: 'rect', x: 0, y: 0, w: 32, h: 32, r: 7, fill: ACCENT },
   { kind: 'rect', x: 6, y: 7, w: 20, h: 14, r: 4, fill: PAPER },
-  { kind: 'triangle', points: [[9, 20], [9, 26], [15, 20]], fill: PAPER },
+  {
+    kind: 'triangle',
+    points: [
+      [9, 20],
+      [9, 26],
+      [15, 20],
+    ],
+    fill: PAPER,
+  },
   { kind: 'circle', cx: 11, cy: 14, r: 1.9, fill: ACCENT },
   { kind: 'circle', cx: 16, cy: 14, r: 1.9, fill: ACCENT },
   { kind: 'circle', cx: 21, cy: 14, r: 1.9, fill: ACCENT },
@@ -116,7 +124,12 @@ function png(size: number): Buffer {
   header[9] = 6;
   const rows = Buffer.alloc(size * (size * 4 + 1));
   for (let y = 0; y < size; y += 1) pixels.copy(rows, y * (size * 4 + 1) + 1, y * size * 4, (y + 1) * size * 4);
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** `{site_url}/favicon.ico`: the mark at 16, 32 and 48 px, each a PNG in the ICO container. */

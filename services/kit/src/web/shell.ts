@@ -97,7 +97,9 @@ export function pageShell(options: ShellOptions): string {
   const e = escapeHtml;
   const site = e(options.siteUrl);
   const title = options.title === 'Agent Room' ? 'Agent Room' : `${options.title} · Agent Room`;
-  const scripts = [siteAsset(options.siteUrl, SITE_ASSETS.script), ...(options.scripts ?? [])].map((src) => `<script type="module" src="${e(src)}"></script>`).join('\n');
+  const scripts = [siteAsset(options.siteUrl, SITE_ASSETS.script), ...(options.scripts ?? [])]
+    .map((src) => `<script type="module" src="${e(src)}"></script>`)
+    .join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>
