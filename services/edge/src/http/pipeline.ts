@@ -90,14 +90,6 @@ function matcherOf(path: string): MatchFunction<Record<string, string>> {
 /** The parameters of a literal path. */
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 
-/** The route each request took, for its metrics: `routeOf` reads it when the answer ends. Kept beside the request, not on it: a property added to node's request changes its shape, and every request node handles after it is slower (docs/decisions.md §28). */
-const ROUTES = new WeakMap<IncomingMessage, string>();
-
-/** The route a request took: the pipeline's, or express's own when it went there. */
-function routeOf(req: IncomingMessage): string {
-  return ROUTES.get(req) ?? expressRoute(req);
-}
-
 /** How many (peer, X-Forwarded-For) pairs the client addresses remember before starting over. */
 const CLIENT_ADDRESSES_KEPT = 1024;
 
@@ -128,7 +120,7 @@ export class RequestPipeline {
     const exchange: Exchange = { req, res, requestId, path, query, headers: ['X-Request-Id', requestId] };
     // On every answer of the public API, errors included, so that a browser can read them too.
     if (path !== undefined && this.options.publicApi(path)) exchange.headers.push(...this.corsFlat);
-    watchRequest(req, res, 'edge', this.options.log, routeOf, requestId);
+    watchRequest(req, res, 'edge', this.options.log, this.routeOf, requestId);
     runWithContext({ requestId }, () => this.serve(exchange)).catch((error: unknown) => this.fail(exchange, error));
   };
 
@@ -146,7 +138,6 @@ export class RequestPipeline {
       // The path exactly as a route's is written (the most frequent case) is that route's, when it takes the method.
       const literal = this.literals.get(path);
       if (literal !== undefined && (literal.methods === undefined || literal.methods.includes(method))) {
-        this.route(exchange, literal.path);
         if (literal.countsItself !== true) await this.admit(exchange);
         return literal.handle(exchange, NO_PARAMS);
       }
@@ -161,7 +152,6 @@ export class RequestPipeline {
           throw error;
         }
         if (matched === false) continue;
-        this.route(exchange, route.path);
         if (route.countsItself !== true) await this.admit(exchange);
         return route.handle(exchange, matched.params);
       }
@@ -170,10 +160,30 @@ export class RequestPipeline {
     this.toApp(exchange);
   }
 
-  /** Records the route a request took, for its metrics and log line. */
-  private route(exchange: Exchange, path: string): void {
-    ROUTES.set(exchange.req, path);
-  }
+  /**
+   * The route a request took, for its metrics, read when its answer ends: express's, when it went
+   * there; else the pipeline's, found again from the URL (a literal path in one lookup). Nothing is
+   * kept on or beside the request: a property added to node's request changes its shape and slows
+   * every request after it, and a WeakMap entry per request costs more than this lookup (docs/decisions.md §28).
+   */
+  private readonly routeOf = (req: IncomingMessage): string => {
+    const route = expressRoute(req);
+    if (route !== 'unmatched') return route;
+    const { path } = this.pathAndQuery(req.url ?? '/');
+    if (path === undefined) return route;
+    const method = req.method ?? 'GET';
+    const literal = this.literals.get(path);
+    if (literal !== undefined && (literal.methods === undefined || literal.methods.includes(method))) return literal.path;
+    for (const { route: candidate, match: matches } of this.routes) {
+      if (candidate.methods !== undefined && !candidate.methods.includes(method)) continue;
+      try {
+        if (matches(path) !== false) return candidate.path;
+      } catch {
+        return route;
+      }
+    }
+    return route;
+  };
 
   /** The admission step: authenticates and counts the request once, and puts its RateLimit headers on the answer. */
   admit(exchange: Exchange): Promise<Admission> {
