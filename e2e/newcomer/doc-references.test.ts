@@ -4,30 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { posix } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-/**
- * Prose that names code is checked: the README, CONTRIBUTING.md, docs/ and the load tests' and the
- * chart's READMEs name files, npm scripts and settings, and each of those must exist. The rules:
- *
- * - Links: a relative link names a file or folder of the repository, and its `#anchor` a heading of
- *   that page (GitHub's anchors); links with a scheme (`https:`) are not followed.
- * - Paths: a word with a slash whose first segment is a top-level folder of the repository
- *   (`services/edge/src/...`, `scripts/install-tools.sh`), in prose, code or code blocks, read from
- *   the repository's root. `*`, `<placeholder>` and `{a,b}` stand for any segment or either name, and
- *   must match at least one. A path git ignores is what a build or a run writes: under a workspace's
- *   `dist/` its source must exist (`launcher/dist/start.js` from `launcher/src/start.ts` or
- *   `launcher/start.ts`) or a file of the workspace must name it (a copied asset); anywhere else the
- *   folder git keeps above it must exist (`load-tests/reports/`).
- * - Scripts: `npm run <name>`, `npm start` and `npm test` name a script of the root package.json,
- *   or of the workspace given with `-w`/`--workspace`.
- * - Names a file holds: a file's path followed by a parenthesis that opens with code spans
- *   (`api/src/rest.ts` (`REST_BINDINGS`, `restUrl`)) says that file defines each name the spans
- *   start with, up to the first words that are not code.
- * - Settings and constants: an upper-case name in code or a code block that has an underscore
- *   (`QUOTA_PER_ADDRESS`, `REST_BINDINGS`), is assigned (`PORT=8081`) or heads a row of a `variable`
- *   table must be used by the code (a tracked file other than Markdown, comments left out). Two
- *   kinds are not ours: a shell variable a page's own `sh` blocks assign and then read (`$ROOM`), and
- *   a name inside a link to another project's documentation (another program's setting).
- */
+// Prose that names code is checked, by the rules of docs/decisions.md §27: links, paths, scripts, names a file holds, settings.
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 /** This file, whose made-up names in its own test case are no use of them. */
 const self = fileURLToPath(import.meta.url).slice(repo.length);
