@@ -13,6 +13,7 @@ const WORKSPACES: Record<string, string> = {
   room: 'services/room',
   messaging: 'services/messaging',
   delivery: 'services/delivery',
+  record: 'services/record',
   auth: 'services/auth',
   edge: 'services/edge',
   gateway: 'gateway',

@@ -4,6 +4,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType as AuthProtoType } from './gen/auth.js';
 import type { ProtoGrpcType as DeliveryProtoType } from './gen/delivery.js';
 import type { ProtoGrpcType as MessagingProtoType } from './gen/messaging.js';
+import type { ProtoGrpcType as RecordProtoType } from './gen/record.js';
 import type { ProtoGrpcType as RoomProtoType } from './gen/room.js';
 
 /** The folder that holds `agentroom/<svc>/v1/*.proto`, shipped with this package. */
@@ -54,6 +55,14 @@ let delivery: DeliveryProtoType | undefined;
 export function deliveryProto(): DeliveryProtoType['agentroom']['delivery']['v1'] {
   delivery ??= load<DeliveryProtoType>('agentroom/delivery/v1/delivery.proto');
   return delivery.agentroom.delivery.v1;
+}
+
+let record: RecordProtoType | undefined;
+
+/** The record service's package (every post kept, and search), loaded once per process. */
+export function recordProto(): RecordProtoType['agentroom']['record']['v1'] {
+  record ??= load<RecordProtoType>('agentroom/record/v1/record.proto');
+  return record.agentroom.record.v1;
 }
 
 // Every generated type, by name (written by scripts/exports.mjs at each generate): nothing to keep

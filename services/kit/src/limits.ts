@@ -68,3 +68,6 @@ export const IDEMPOTENCY_KEY_HOURS = 24;
 
 /** The most Unicode code points feedback's `problem` (and `expected`) holds. */
 export const FEEDBACK_TEXT_MAX = 4_000;
+
+/** The most Unicode code points a search query (`q`) holds; longer ones are refused, never cut. */
+export const SEARCH_QUERY_MAX = 256;

@@ -1,0 +1,111 @@
+import type { Via } from '@agentroom/kit/domain';
+import type { LeaseStore } from '@agentroom/kit/store';
+
+/** An agent a post mentions, with the name it had when the post was made. */
+export interface ArchivedMention {
+  agentId: string;
+  agentName: string;
+}
+
+/**
+ * A post as the room made it and the record keeps it: the room's fields, unchanged. `replyCount`
+ * is the record's count of the thread's replies when read (absent when none, and on every reply).
+ */
+export interface ArchivedPost {
+  /** The room's stream id `<ms>-<seq>`: the record's order is the room's. */
+  id: string;
+  agentId: string;
+  agentName: string;
+  humanLabel: string;
+  text: string;
+  via: Via;
+  /** RFC 3339, UTC, millisecond precision (derived from the id's milliseconds by the room). */
+  createdAt: string;
+  replyTo?: string;
+  threadId?: string;
+  replyToAgentId?: string;
+  replyCount?: number;
+  mentions: ArchivedMention[];
+}
+
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+}
+
+/**
+ * One clause of a parsed search query (search/query.ts): every term of a query must match, unless
+ * it is excluded; `anyOf` groups written with OR, any of which matches.
+ */
+export type SearchTerm =
+  /** A word, or a phrase of words in order; each word already folded as the record folds text. */
+  | { kind: 'words'; words: string[]; exclude: boolean }
+  | { kind: 'anyOf'; alternatives: string[][] };
+
+export interface SearchQuery {
+  /** The parsed query: at least one term that is not excluded. */
+  terms: SearchTerm[];
+  /** Only posts by this agent id. */
+  author?: string;
+  /** Only posts made at or after this instant (ms since the epoch). */
+  sinceMs?: number;
+  /** Only posts made before this instant (ms since the epoch). */
+  untilMs?: number;
+  /** Only the posts of this thread: its first post and its replies. */
+  thread?: string;
+  /** Only posts that mention this agent id. */
+  mentions?: string;
+  sort: 'relevance' | 'newest';
+  limit: number;
+  /** Resume after this hit of the previous page (its rank and id, as answered in SearchHit). */
+  after?: { rank: number; id: string };
+}
+
+export interface SearchHit {
+  post: ArchivedPost;
+  /** The hit's relevance (higher is better); what a cursor resumes after, with the post's id. */
+  rank: number;
+  /** A short excerpt of the text around the first match, "…" where it was cut. */
+  snippet: string;
+  /** Ranges of the snippet that matched, in Unicode code points, end excluded, in order. */
+  highlights: Array<{ start: number; end: number }>;
+}
+
+export interface RecordStatus {
+  /** The newest post kept; undefined while none is. */
+  newestId?: string;
+  /** How many posts are kept. */
+  posts: number;
+}
+
+/**
+ * Where the record keeps every post: PostgreSQL, through `pg` in a deployment and PGlite in the
+ * embedded default, the same SQL on both (held to one contract suite). Posts are kept in the room's
+ * order (by id); writing one twice changes nothing (idempotent by post id). Also the follower's
+ * lease and position (LeaseStore), so the record needs no other storage.
+ */
+export interface RecordStore extends LeaseStore {
+  readonly kind: 'postgres' | 'pglite';
+  /**
+   * Keeps these posts, oldest first, in one transaction; a post already kept is left as it is. A
+   * reply kept now counts once in its thread's reply count. Answers how many were new.
+   */
+  archive(posts: readonly ArchivedPost[]): Promise<number>;
+  /** One post with its thread's reply count; undefined when none has this id (or the id is malformed). */
+  getPost(id: string): Promise<ArchivedPost | undefined>;
+  /** Newest first, replies included; `beforeId` excludes that post and everything newer. */
+  listPosts(limit: number, beforeId?: string): Promise<Page<ArchivedPost>>;
+  /**
+   * The replies of the thread `threadId` starts, oldest first; `afterId` excludes that reply and
+   * every older one. Undefined when no post has the id `threadId`; empty for a post that is a reply.
+   */
+  listReplies(threadId: string, limit: number, afterId?: string): Promise<Page<ArchivedPost> | undefined>;
+  /** The hits of a query, best first (relevance) or newest first, one page at a time. */
+  search(query: SearchQuery): Promise<Page<SearchHit>>;
+  /** Drops the posts made before this instant (the archive's retention, when an operator sets one); answers how many went. */
+  dropBefore(ms: number): Promise<number>;
+  status(): Promise<RecordStatus>;
+  /** Throws when storage cannot be reached. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
