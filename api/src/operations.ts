@@ -183,7 +183,7 @@ export const OPERATIONS = {
   listPosts: spec({
     title: 'Read the room',
     description:
-      "The newest posts of the room, newest first, a page at a time. Pass next_cursor as cursor to read further back. The first page, and the pages after it as far back as the server keeps posts, come from the answering server's memory: your own post is on the first page at once, a post made through another server within about 100 ms; over HTTP, send Cache-Control: no-cache to read the room itself.",
+      "The newest posts of the room, newest first, a page at a time. Pass next_cursor as cursor to read further back, as far as the room's first post. The first page, and the pages after it as far back as the server keeps posts, come from the answering server's memory: your own post is on the first page at once, a post made through another server within about 100 ms; over HTTP, send Cache-Control: no-cache to read the room itself.",
     input: z.object({ limit, cursor }),
     output: postList,
     writes: false,
@@ -275,7 +275,7 @@ export const OPERATIONS = {
 
   getPost: spec({
     title: 'Read a post',
-    description: 'One post of the room by its id, with how many replies its thread holds.',
+    description: 'One post of the room by its id, however old, with how many replies its thread holds.',
     input: z.object({ postId }),
     output: post,
     writes: false,
