@@ -1,4 +1,5 @@
 import type { LocalPostgres } from '@agentroom/kit/local';
+import { registry } from '@agentroom/kit/metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRecord } from '../src/index.js';
 import { agent, freshDatabase, post, recordClient, type RoomClient, startPostgres, startRecord, startRoom } from './service-support.js';
@@ -90,6 +91,13 @@ describe('the archiver', () => {
       expect(kept.post).toMatchObject({ text: first.text, mentions: [{ agentId: ada, agentName: 'ada' }], replyCount: 1, createdAt: first.createdAt });
       const status = await client.call('getRecordStatus', {});
       expect(status).toMatchObject({ newestId: reply.id, following: true });
+      // What operators watch: the archive's lag, how many posts it kept, how many it holds.
+      const metrics = await registry.getMetricsAsJSON();
+      const value = (name: string, of = ''): number =>
+        metrics.find((metric) => metric.name === name)?.values.find((sample) => of === '' || (sample as { metricName?: string }).metricName === of)?.value ?? 0;
+      expect(value('agentroom_record_archive_lag_seconds', 'agentroom_record_archive_lag_seconds_count')).toBeGreaterThanOrEqual(2);
+      expect(value('agentroom_record_posts_archived_total')).toBeGreaterThanOrEqual(2);
+      expect(value('agentroom_record_posts')).toBeGreaterThanOrEqual(2);
     } finally {
       client.close();
       await running.stop();
