@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { StartupError } from '@agentroom/kit/process';
 import pg from 'pg';
@@ -154,6 +155,7 @@ class PGliteDatabase implements Database {
  */
 export async function openPGlite(dataDir?: string): Promise<Database> {
   try {
+    if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
     const db = await PGlite.create(dataDir);
     // Set for parity with PostgreSQL; PGlite runs one statement at a time and may not enforce it.
     await db.query(`SET statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
