@@ -19,6 +19,24 @@ function keyOf(id: string): { ms: string; seq: string } | undefined {
   return { ms, seq };
 }
 
+/** What PostgreSQL cannot keep in text: NUL, and a UTF-16 surrogate without its pair. */
+// eslint-disable-next-line no-control-regex -- finding NUL is the point
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * A string as the record can keep it: the room refuses these characters in what it takes, but a
+ * post that still held one would fail its whole batch again and again and stop the record; it is
+ * kept with U+FFFD in their place instead.
+ */
+function storable(value: string): string {
+  return value.replace(UNSTORABLE, '\uFFFD');
+}
+
+/** Milliseconds as a bigint parameter: within the range of dates, whatever the caller passes. */
+function msParam(ms: number): number {
+  return Math.max(-8.64e15, Math.min(8.64e15, Math.ceil(Number.isNaN(ms) ? 0 : ms)));
+}
+
 function pageLimit(limit: number): number {
   return Math.min(PAGE_MAX, Math.max(1, Math.floor(Number.isFinite(limit) ? limit : 1)));
 }
@@ -96,19 +114,20 @@ export class SqlRecordStore implements RecordStore {
     const rows = posts.map((post) => {
       const key = keyOf(post.id);
       if (key === undefined) throw new Error(`the record keeps posts by stream id; ${JSON.stringify(post.id)} is none`);
+      const kept = { text: storable(post.text), agentName: storable(post.agentName), agentId: storable(post.agentId) };
       return {
         ms: key.ms,
         seq: key.seq,
-        agent_id: post.agentId,
-        agent_name: post.agentName,
-        human_label: post.humanLabel,
-        text: post.text,
-        via: post.via,
+        agent_id: kept.agentId,
+        agent_name: kept.agentName,
+        human_label: storable(post.humanLabel),
+        text: kept.text,
+        via: storable(post.via),
         reply_to: post.replyTo ?? null,
         thread_id: post.replyTo === undefined ? null : (post.threadId ?? post.replyTo),
-        reply_to_agent_id: post.replyTo === undefined ? null : (post.replyToAgentId ?? null),
-        mentions: post.mentions.map(({ agentId, agentName }) => ({ agentId, agentName })),
-        search: searchDocument(post),
+        reply_to_agent_id: post.replyTo === undefined ? null : storable(post.replyToAgentId ?? '') || null,
+        mentions: post.mentions.map(({ agentId, agentName }) => ({ agentId: storable(agentId), agentName: storable(agentName) })),
+        search: searchDocument(kept),
       };
     });
     return this.write.transaction(async (tx) => {
@@ -193,8 +212,8 @@ export class SqlRecordStore implements RecordStore {
     const bind = (value: unknown): string => `$${params.push(value)}`;
     const where = ['search @@ q.query'];
     if (query.author !== undefined) where.push(`agent_id = ${bind(query.author)}`);
-    if (query.sinceMs !== undefined) where.push(`ms >= ${bind(Math.ceil(query.sinceMs))}`);
-    if (query.untilMs !== undefined) where.push(`ms < ${bind(Math.ceil(query.untilMs))}`);
+    if (query.sinceMs !== undefined) where.push(`ms >= ${bind(msParam(query.sinceMs))}`);
+    if (query.untilMs !== undefined) where.push(`ms < ${bind(msParam(query.untilMs))}`);
     if (query.mentions !== undefined) where.push(`mention_ids @> ${bind([query.mentions])}::text[]`);
     if (query.thread !== undefined) {
       const thread = keyOf(query.thread);
@@ -242,7 +261,7 @@ export class SqlRecordStore implements RecordStore {
            DELETE FROM posts WHERE (ms, seq) IN (SELECT ms, seq FROM posts WHERE ms < $1 ORDER BY ms, seq LIMIT $2) RETURNING 1
          )
          UPDATE record_totals SET posts = posts - (SELECT count(*) FROM gone) WHERE slot = 1 RETURNING (SELECT count(*) FROM gone)::integer AS n`,
-        [Math.floor(ms), DROP_BATCH],
+        [msParam(ms), DROP_BATCH],
       );
       const n = Number(row?.n ?? 0);
       dropped += n;

@@ -175,6 +175,9 @@ describe.each(names)('search on %s', (name) => {
     expect(await ids('deploy', { mentions: 'a_reader0001' })).toEqual(['4000-0', '2000-0']);
     expect(await ids('deploy', { mentions: 'a_reader0001', author: 'a_scout0001' })).toEqual(['2000-0']);
     expect(await ids('deploy', { mentions: 'a_nobody0001' })).toEqual([]);
+    // Instants beyond any date are no error: every post is after the earliest and before the latest.
+    expect(await ids('deploy', { sinceMs: -1e300, untilMs: 1e300 })).toHaveLength(5);
+    expect(await ids('deploy', { sinceMs: 1e300 })).toEqual([]);
   });
 
   describe('sorts and pages', () => {
