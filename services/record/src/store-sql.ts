@@ -9,6 +9,8 @@ import type { ArchivedMention, ArchivedPost, Page, RecordStatus, RecordStore, Se
 
 /** The most items one list or search answers, whatever the caller asks: no query reads without a LIMIT. */
 export const PAGE_MAX = 100;
+/** Relevance ranks at most this many matches of a query, the newest: the cost of a search stays bounded however common its words. */
+export const RANKED_MAX = 2_000;
 /** How many posts one statement of dropBefore deletes, so a large drop never runs into the statement timeout. */
 const DROP_BATCH = 10_000;
 
@@ -90,6 +92,8 @@ export interface SqlRecordStoreOptions {
   write: Database;
   /** Where reads and searches go (a read replica); `write` when unset. */
   read?: Database;
+  /** How many matches, the newest, a relevance search ranks; RANKED_MAX by default. */
+  rankedMax?: number;
 }
 
 /**
@@ -102,10 +106,12 @@ export class SqlRecordStore implements RecordStore {
   readonly kind: 'postgres' | 'pglite';
   private readonly write: Database;
   private readonly read: Database;
+  private readonly rankedMax: number;
 
   constructor(options: SqlRecordStoreOptions) {
     this.write = options.write;
     this.read = options.read ?? options.write;
+    this.rankedMax = Math.max(1, Math.floor(options.rankedMax ?? RANKED_MAX));
     this.kind = options.write.kind;
   }
 
@@ -232,15 +238,17 @@ export class SqlRecordStore implements RecordStore {
         resume.push(`(rank < ${rank}::float4 OR (rank = ${rank}::float4 AND ${older}))`);
       }
     }
-    const order = query.sort === 'newest' ? 'ms DESC, seq DESC' : 'rank DESC, ms DESC, seq DESC';
+    const matches = `FROM posts, (SELECT $1::tsquery AS query) AS q WHERE ${where.join(' AND ')}`;
+    // Relevance ranks the newest matches only: ranking every match of a word most posts hold would read them all (docs/decisions.md §33).
+    const ranked =
+      query.sort === 'newest'
+        ? `SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, q.query) AS rank ${matches}`
+        : `SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, query) AS rank
+           FROM (SELECT posts.*, q.query ${matches} ORDER BY ms DESC, seq DESC LIMIT ${bind(this.rankedMax)}) AS newest`;
     const rows = await this.read.query<PostRow & { rank: number | string }>(
-      `SELECT * FROM (
-         SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, q.query) AS rank
-         FROM posts, (SELECT $1::tsquery AS query) AS q
-         WHERE ${where.join(' AND ')}
-       ) AS hits
+      `SELECT * FROM (${ranked}) AS hits
        ${resume.length > 0 ? `WHERE ${resume.join(' AND ')}` : ''}
-       ORDER BY ${order}
+       ORDER BY ${query.sort === 'newest' ? 'ms DESC, seq DESC' : 'rank DESC, ms DESC, seq DESC'}
        LIMIT ${bind(n + 1)}`,
       params,
     );
