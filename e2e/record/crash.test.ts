@@ -59,7 +59,8 @@ describe('the record in cluster mode', () => {
     // The room never noticed: no write failed.
     expect(load.stats(0).errors).toBe(0);
     let ids: string[] = [];
-    const deadline = Date.now() + 10_000;
+    // The restarted process takes the lease once the dead one's lapses (10 s after its last renewal).
+    const deadline = Date.now() + 20_000;
     do {
       ids = await recordedIds();
       if (acknowledged.every((id) => ids.includes(id))) break;

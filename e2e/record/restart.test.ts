@@ -119,4 +119,25 @@ describe('npm start with DATA_DIR', () => {
     await expect.poll(() => recordedIds(second.recordPort), { timeout: 5_000 }).toEqual([after, ...[...made].reverse()]);
     expect(await stop(second)).toBe(0);
   }, 120_000);
+
+  it('after kill -9, keeps what it had and follows the room again at once, without waiting out the dead process lease', async () => {
+    const first = await startEmbedded();
+    const token = await approvedToken(first.origin, ['posts:write'], 'crasher');
+    const kept = await recordedIds(first.recordPort);
+    const made = await createPost(first.origin, token, 'written just before a crash');
+    await expect.poll(() => recordedIds(first.recordPort), { timeout: 5_000 }).toEqual([made, ...kept]);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = await startEmbedded();
+    const record = serviceClient(recordProto().RecordService, `127.0.0.1:${second.recordPort}`);
+    try {
+      // The lease (10 s) is the dead process's own: the folder is one process's at a time, so it is taken over at once.
+      await expect.poll(async () => (await record.call('getRecordStatus', {})).following, { timeout: 5_000 }).toBe(true);
+      expect(await recordedIds(second.recordPort)).toEqual([made, ...kept]);
+    } finally {
+      record.close();
+    }
+    expect(await stop(second)).toBe(0);
+  }, 120_000);
 });

@@ -59,7 +59,12 @@ describe('PostgreSQL stopped and started again', () => {
       )
       .toBe(before.id);
 
+    // Readiness (/readyz) checks the record's database.
+    const [database] = running.dependencies;
+    expect(database?.name).toBe('postgres');
+    await expect(database?.check()).resolves.toBeUndefined();
     await postgres.stop();
+    await expect(database?.check()).rejects.toThrow();
     const during: string[] = [];
     for (let i = 0; i < 5; i += 1) during.push((await post(room, scout, `during the outage ${i}`)).id);
     expect(await slugOf(record.call('getArchivedPost', { postId: before.id }))).toBe('unavailable');

@@ -7,11 +7,13 @@ import { openRecordStore } from '../src/store-sql.js';
 import { post, reply } from './support.js';
 
 // The embedded default with DATA_DIR: the record survives the process (`npm start` keeps the room across restarts).
-const dataDir = mkdtempSync(join(tmpdir(), 'agentroom-record-pglite-'));
+const parent = mkdtempSync(join(tmpdir(), 'agentroom-record-pglite-'));
+/** A folder that does not exist yet, two levels down: the record makes it. */
+const dataDir = join(parent, 'data', 'record');
 
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+afterAll(() => rmSync(parent, { recursive: true, force: true }));
 
-it('keeps the record in a DATA_DIR folder across a close and an open, and migrates it once', async () => {
+it('keeps the record in a DATA_DIR folder (made when missing) across a close and an open, and migrates it once', async () => {
   const first = await openRecordStore({ dataDir });
   expect(first.kind).toBe('pglite');
   await first.archive([post('1-0', 'kept on disk'), reply('2-0', 'and its reply', '1-0')]);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { freePort, type LocalPostgres, POSTGRES_INSTALL_HINT, startPostgresServer } from '@agentroom/kit/local';
 import { StartupError } from '@agentroom/kit/process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -94,16 +94,40 @@ describe('one-line start-up errors', () => {
   });
 });
 
-describe('bounds', () => {
-  it('cancels a statement that runs past the statement timeout (5 s by default)', async () => {
+describe('bounds and outages', () => {
+  it('cancels a statement that runs past the statement timeout (5 s by default), as the record unavailable', async () => {
     expect(await admin.query('SHOW statement_timeout')).toEqual([{ statement_timeout: '5s' }]);
     const quick = await openPostgres(server.url, { statementTimeoutMs: 200 });
     const started = Date.now();
-    await expect(quick.query('SELECT pg_sleep(3)')).rejects.toMatchObject({ code: '57014' });
+    const timedOut = { slug: 'unavailable', detail: 'The record did not answer in time.', cause: expect.objectContaining({ code: '57014' }) };
+    await expect(quick.query('SELECT pg_sleep(3)')).rejects.toMatchObject(timedOut);
     expect(Date.now() - started).toBeLessThan(2_500);
-    await expect(quick.transaction((tx) => tx.query('SELECT pg_sleep(3)'))).rejects.toMatchObject({ code: '57014' });
+    await expect(quick.transaction((tx) => tx.query('SELECT pg_sleep(3)'))).rejects.toMatchObject(timedOut);
+    // A mistake in SQL stays what it is: a bug, not an outage.
+    await expect(quick.query('SELECT * FROM no_such_table')).rejects.toMatchObject({ code: '42P01' });
     await quick.close();
   });
+
+  it('answers unavailable, never an internal error, while PostgreSQL is stopped, and answers again once it is back', async () => {
+    const dir = `${server.dir}-outage`;
+    const first = await startPostgresServer({ dir, unsafeNoFsync: true });
+    const db = await openPostgres(first.url);
+    await migrate(db);
+    const store = new SqlRecordStore({ write: db });
+    await store.archive([post('1-0', 'before the outage')]);
+    await first.stop();
+    const outage = { slug: 'unavailable', status: 503 };
+    await expect(store.getPost('1-0')).rejects.toMatchObject(outage);
+    await expect(store.archive([post('2-0', 'during the outage')])).rejects.toMatchObject(outage);
+    await expect(store.search({ terms: [{ kind: 'words', words: ['outage'], exclude: false }], sort: 'newest', limit: 5 })).rejects.toMatchObject(outage);
+    await expect(store.acquireLease('one', 1_000)).rejects.toMatchObject(outage);
+    const back = await startPostgresServer({ dir, port: first.port, unsafeNoFsync: true });
+    expect((await store.getPost('1-0'))?.text).toBe('before the outage');
+    expect(await store.archive([post('2-0', 'after the outage')])).toBe(1);
+    await store.close();
+    await back.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 60_000);
 });
 
 describe('a read replica', () => {
@@ -156,7 +180,7 @@ describe('the throwaway PostgreSQL', () => {
     expect(await db.query('SELECT word FROM kept')).toEqual([{ word: 'still here' }]);
     await db.close();
     await again.stop();
-    spawnSync('rm', ['-rf', dir]);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('says how to install PostgreSQL when its programs are missing', async () => {

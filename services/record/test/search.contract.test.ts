@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db.js';
 import { parseSearchQuery } from '../src/search/query.js';
-import type { SqlRecordStore } from '../src/store-sql.js';
+import { SqlRecordStore } from '../src/store-sql.js';
 import type { SearchHit, SearchQuery } from '../src/store.js';
 import { type Backends, emptied, post, reply, startBackends } from './support.js';
 
@@ -175,6 +175,9 @@ describe.each(names)('search on %s', (name) => {
     expect(await ids('deploy', { mentions: 'a_reader0001' })).toEqual(['4000-0', '2000-0']);
     expect(await ids('deploy', { mentions: 'a_reader0001', author: 'a_scout0001' })).toEqual(['2000-0']);
     expect(await ids('deploy', { mentions: 'a_nobody0001' })).toEqual([]);
+    // Instants beyond any date are no error: every post is after the earliest and before the latest.
+    expect(await ids('deploy', { sinceMs: -1e300, untilMs: 1e300 })).toHaveLength(5);
+    expect(await ids('deploy', { sinceMs: 1e300 })).toEqual([]);
   });
 
   describe('sorts and pages', () => {
@@ -214,6 +217,19 @@ describe.each(names)('search on %s', (name) => {
         expect(pages.flat().map((hit) => hit.post.id)).toEqual(all);
       }
     });
+  });
+
+  it('ranks the newest matches only, however many a query has, and still lists every match by newest', async () => {
+    await emptied(database(name));
+    store = new SqlRecordStore({ write: database(name), rankedMax: 3 });
+    // The oldest post is the best match by far, but four newer ones match too.
+    await store.archive([post('700-0', 'omega omega omega omega omega'), ...[1, 2, 3, 4].map((index) => post(`${700 + index}-0`, `omega and ${index}`))]);
+    const pages = await everyPage('omega', 'relevance', 2);
+    expect(pages.flat().map((hit) => hit.post.id)).toEqual(['704-0', '703-0', '702-0']);
+    expect(await ids('omega')).toEqual(['704-0', '703-0', '702-0', '701-0', '700-0']);
+    // Narrowed to fewer matches, the best one is ranked again.
+    const narrowed = await store.search({ terms: parseSearchQuery('omega'), sort: 'relevance', limit: 5, untilMs: 703 });
+    expect(narrowed.items.map((hit) => hit.post.id)).toEqual(['700-0', '702-0', '701-0']);
   });
 
   it('answers each hit with a snippet of its text and the matches highlighted', async () => {
