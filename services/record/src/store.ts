@@ -39,8 +39,7 @@ export interface Page<T> {
  */
 export type SearchTerm =
   /** A word, or a phrase of words in order; each word already folded as the record folds text. */
-  | { kind: 'words'; words: string[]; exclude: boolean }
-  | { kind: 'anyOf'; alternatives: string[][] };
+  { kind: 'words'; words: string[]; exclude: boolean } | { kind: 'anyOf'; alternatives: string[][] };
 
 export interface SearchQuery {
   /** The parsed query: at least one term that is not excluded. */
