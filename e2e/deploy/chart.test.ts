@@ -1282,6 +1282,7 @@ describe('NetworkPolicies', () => {
     'prometheus -> delivery:9090',
     'record -> room:50051',
     'edge -> record:50055',
+    'test -> record:9090',
     'prometheus -> record:9090',
     'record -> postgresql:5432',
     'room -> redis:6379',
@@ -1323,6 +1324,7 @@ describe('NetworkPolicies', () => {
     expect(urls).toEqual([
       `http://${FULLNAME}-edge:9090/readyz`,
       `http://${FULLNAME}-auth:9090/readyz`,
+      `http://${FULLNAME}-record-headless:9090/readyz`,
       `http://${FULLNAME}-envoy:80/.well-known/ai-agent.json`,
     ]);
     const f = flows(r);
