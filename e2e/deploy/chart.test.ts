@@ -8,6 +8,7 @@ import { authEnv } from '@agentroom/auth';
 import { deliveryEnv } from '@agentroom/delivery';
 import { edgeEnv } from '@agentroom/edge';
 import { messagingEnv } from '@agentroom/messaging';
+import { recordEnv } from '@agentroom/record';
 import { roomEnv } from '@agentroom/room';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -401,11 +402,13 @@ describe('helm lint and kubectl-validate', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-const SCHEMAS = { room: roomEnv, messaging: messagingEnv, delivery: deliveryEnv, auth: authEnv, edge: edgeEnv } as const;
+const SCHEMAS = { room: roomEnv, messaging: messagingEnv, delivery: deliveryEnv, auth: authEnv, edge: edgeEnv, record: recordEnv } as const;
 type ServiceName = keyof typeof SCHEMAS;
 const SERVICES = Object.keys(SCHEMAS) as ServiceName[];
-/** Every Deployment that runs the Agent Room image: the services above and the record. */
-const WORKLOADS = [...SERVICES, 'record'] as const;
+/** Every Deployment that runs the Agent Room image. */
+const WORKLOADS = SERVICES;
+/** The services that keep their state in Redis: all but the record, whose state is PostgreSQL. */
+const REDIS_SERVICES = SERVICES.filter((name) => name !== 'record');
 
 /** Variables the chart leaves to the service's default on purpose (extraEnv sets them when needed). */
 // REDIS_WAIT_REPLICAS is set only when redis.waitReplicas is: unset, a service waits for a replica
@@ -422,6 +425,9 @@ const LEFT_TO_DEFAULT: Record<ServiceName, string[]> = {
   // hour unless extraEnv sets it.
   auth: ['PORT', 'REDIS_WAIT_REPLICAS', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS'],
   edge: ['PORT', 'REDIS_WAIT_REPLICAS', 'LIVE_HEARTBEAT_MS', 'LIVE_MAX_BUFFERED_BYTES'],
+  // The record has no Redis and no public URLs; DATA_DIR is PGlite's (the chart always gives a
+  // PostgreSQL), DATABASE_READ_URL only with a read replica (the external combinations set it).
+  record: ['PORT', 'SITE_URL', 'API_URL', 'REDIS_URL', 'REDIS_KEY_PREFIX', 'REDIS_WAIT_REPLICAS', 'REDIS_WAIT_TIMEOUT_MS', 'DATA_DIR', 'DATABASE_READ_URL'],
 };
 
 /** Stand-ins for values held in Secrets the user manages (the chart never sees them). */
@@ -657,7 +663,7 @@ describe('what is rendered', () => {
     const byUrl = of('external-url');
     const ref = byUrl.deployment('room').spec.template.spec.containers[0]!.env.find((v) => v.name === 'REDIS_URL')?.valueFrom?.secretKeyRef;
     expect(byUrl.secretValue(ref!.name, ref!.key)).toBe(EXTERNAL_URL);
-    for (const svc of SERVICES) {
+    for (const svc of REDIS_SERVICES) {
       const env = of('external-secret').deployment(svc).spec.template.spec.containers[0]!.env;
       expect(env.find((v) => v.name === 'REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'my-redis', key: 'url' });
     }
