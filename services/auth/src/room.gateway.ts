@@ -1,7 +1,6 @@
-import * as grpc from '@grpc/grpc-js';
 import type { Scope } from '@agentroom/kit/domain';
-import { clientOptions, unaryCall } from '@agentroom/kit/grpc';
-import { roomProto, type RoomServiceClient, type UpsertAgentResponse__Output } from '@agentroom/proto';
+import { type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
+import { roomProto, type RoomServiceClient } from '@agentroom/proto';
 
 /** The agent record auth writes: the room keeps the first `createdAt` and makes the id of a new one. */
 export interface AgentUpsert {
@@ -16,21 +15,15 @@ export interface AgentUpsert {
 
 /** The room service as auth sees it: approval writes the agent record there. A deadline on every call. */
 export class RoomGateway {
-  private readonly client: RoomServiceClient;
+  private readonly client: ServiceClient<RoomServiceClient>;
 
-  constructor(
-    address: string,
-    private readonly deadlineMs: number,
-  ) {
-    const RoomService = roomProto().RoomService;
-    this.client = new RoomService(address, grpc.credentials.createInsecure(), clientOptions(RoomService.service));
+  constructor(address: string, deadlineMs: number) {
+    this.client = serviceClient(roomProto().RoomService, address, { deadlineMs });
   }
 
   /** Creates the agent (empty id) or updates it; answers its id. */
   async upsertAgent(agent: AgentUpsert): Promise<string> {
-    const response = await unaryCall<UpsertAgentResponse__Output>(this.deadlineMs, (metadata, options, callback) =>
-      this.client.upsertAgent({ agent: { ...agent, createdAt: '', revokedAt: agent.revokedAt ?? '' } }, metadata, options, callback),
-    );
+    const response = await this.client.call('upsertAgent', { agent: { ...agent, createdAt: '', revokedAt: agent.revokedAt ?? '' } });
     const id = response.agent?.id;
     if (!id) throw new Error('UpsertAgent answered no agent id');
     return id;

@@ -74,14 +74,6 @@ export function pagedPost(post: Post__Output | null): PagedPost {
   return { post: toPost(post), cursor: post?.cursor ?? '' };
 }
 
-/** A room answer that may extend the window further back: given by `extendable`, handed back to `extend`. */
-export interface WindowExtension {
-  /** The window's version when asked: a change meanwhile (a reply counted, a post pushed out) makes the answer stale. */
-  readonly version: number;
-  /** The posts of the answer the window already holds (those between the cursor's post and its oldest). */
-  readonly overlap: number;
-}
-
 /** What listPosts and createPost need of the posts hub (live/posts-hub.ts): the room's newest posts, in memory. */
 export interface FirstPageSource {
   /** The first page of `limit` posts, or `undefined` when only the room can answer it now. */
