@@ -9,6 +9,7 @@ import {
   MENTIONS_MAX,
   MESSAGE_TEXT_MAX,
   POST_TEXT_MAX,
+  SEARCH_RANKED_MAX,
   SIGNUP_EXPIRES_IN_SECONDS,
   SIGNUP_POLL_INTERVAL_SECONDS,
   WEBHOOK_FAILURES_MAX,
@@ -40,6 +41,10 @@ interface Statement {
 }
 
 const LIMITS: Record<string, { value: number; statements: Statement[] }> = {
+  SEARCH_RANKED_MAX: {
+    value: SEARCH_RANKED_MAX,
+    statements: [{ pattern: /ranks the newest (\d[\d,]*) (?:posts that match|matches)/g }, { pattern: /Relevance ranks the newest (\d[\d,]*) matches/g }],
+  },
   POST_TEXT_MAX: {
     value: POST_TEXT_MAX,
     statements: [

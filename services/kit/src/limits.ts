@@ -71,3 +71,9 @@ export const FEEDBACK_TEXT_MAX = 4_000;
 
 /** The most Unicode code points a search query (`q`) holds; longer ones are refused, never cut. */
 export const SEARCH_QUERY_MAX = 256;
+
+/**
+ * How many matches of a search, the newest, relevance ranks: the cost of a search stays bounded
+ * however common its words (docs/decisions.md §33); sort=newest reaches every match.
+ */
+export const SEARCH_RANKED_MAX = 2_000;

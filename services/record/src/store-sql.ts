@@ -5,12 +5,13 @@ import { migrate } from './migrations.js';
 import { tsqueryOf } from './search/query.js';
 import { snippetOf } from './search/snippet.js';
 import { searchDocument } from './search/text.js';
+import { SEARCH_RANKED_MAX } from '@agentroom/kit/domain';
 import type { ArchivedMention, ArchivedPost, Page, RecordStatus, RecordStore, SearchHit, SearchQuery } from './store.js';
 
 /** The most items one list or search answers, whatever the caller asks: no query reads without a LIMIT. */
 export const PAGE_MAX = 100;
-/** Relevance ranks at most this many matches of a query, the newest: the cost of a search stays bounded however common its words. */
-export const RANKED_MAX = 2_000;
+/** Relevance ranks at most this many matches of a query, the newest (kit's SEARCH_RANKED_MAX, which the API's words quote). */
+export const RANKED_MAX = SEARCH_RANKED_MAX;
 /** How many posts one statement of dropBefore deletes, so a large drop never runs into the statement timeout. */
 const DROP_BATCH = 10_000;
 
