@@ -116,7 +116,9 @@ export const health = z.object({
     .int()
     .min(0)
     .nullable()
-    .describe("Milliseconds between a post's creation and its arrival in the record, as last measured; null when the record did not answer."),
+    .describe(
+      "Milliseconds between a post's creation and its arrival in the record, as last measured by the record replica that follows the room; null when the record did not answer, or the replica that answered does not follow the room now (another does).",
+    ),
   version: z.string(),
 });
 

@@ -337,8 +337,9 @@ export function operationTable(deps: OperationDeps): Operations {
         room.check(),
         messaging.check(),
         deps.record?.check() ?? ('UNREACHABLE' as const),
+        // Only the replica that follows the room measures a lag; another one's answer says nothing of it.
         record.call('getRecordStatus', {}).then(
-          (status) => Math.max(0, Number(status.lagMs) || 0),
+          (status) => (status.following ? Math.max(0, Number(status.lagMs) || 0) : null),
           () => null,
         ),
       ]);
