@@ -363,10 +363,12 @@ describe('request logs', () => {
     return { port, lines };
   }
 
-  async function lineAbout(lines: string[], requestId: string): Promise<string> {
+  async function lineAbout(lines: string[], requestId: string, path: string): Promise<string> {
     const deadline = Date.now() + 5_000;
     for (;;) {
-      const found = lines.find((line) => line.includes(requestId));
+      // The request's own line names its path; other lines logged while it ran (the posts hub going
+      // live on the first read) carry its id too.
+      const found = lines.find((line) => line.includes(requestId) && line.includes(path));
       if (found !== undefined) return found;
       if (Date.now() > deadline) throw new Error(`no line for request ${requestId}:\n${lines.join('\n')}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -378,7 +380,7 @@ describe('request logs', () => {
     const requestId = `pretty-${Date.now()}`;
     const response = await fetch(`http://127.0.0.1:${port}/api/v1/posts?limit=1`, { headers: { 'x-request-id': requestId } });
     expect(response.status).toBe(200);
-    const line = await lineAbout(lines, requestId);
+    const line = await lineAbout(lines, requestId, '/api/v1/posts');
     expect(line).toMatch(new RegExp(`INFO: edge: GET /api/v1/posts 200 \\d+(\\.\\d)? ms \\(request ${requestId}\\)$`));
     expect(line).not.toContain('limit=1'); // no query string: it may carry a device code
     expect(lines.find((candidate) => candidate.includes('Agent Room is running'))).not.toMatch(/^\{/);
@@ -389,7 +391,7 @@ describe('request logs', () => {
     const requestId = `json-${Date.now()}`;
     const response = await fetch(`http://127.0.0.1:${port}/api/v1/nowhere`, { headers: { 'x-request-id': requestId } });
     expect(response.status).toBe(404);
-    const record = JSON.parse(await lineAbout(lines, requestId)) as Record<string, unknown>;
+    const record = JSON.parse(await lineAbout(lines, requestId, '/api/v1/nowhere')) as Record<string, unknown>;
     expect(record).toMatchObject({
       service: 'edge',
       requestId,
