@@ -3,8 +3,8 @@
 # As root with apt-get it installs; otherwise it prints the exact command and fails.
 set -euo pipefail
 
-# command -> Debian package
-declare -A packages=([redis-server]=redis-server [redis-cli]=redis-tools [chromium]=chromium)
+# command -> Debian package (PostgreSQL's programs are not on PATH: checked by their full path)
+declare -A packages=([redis-server]=redis-server [redis-cli]=redis-tools [chromium]=chromium [/usr/lib/postgresql/15/bin/postgres]=postgresql)
 
 missing=()
 for command in "${!packages[@]}"; do
@@ -12,7 +12,7 @@ for command in "${!packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "test dependencies present: $(redis-server --version | cut -d' ' -f1-3); $(chromium --version 2>/dev/null)"
+  echo "test dependencies present: $(redis-server --version | cut -d' ' -f1-3); $(chromium --version 2>/dev/null); $(/usr/lib/postgresql/15/bin/postgres --version)"
   exit 0
 fi
 

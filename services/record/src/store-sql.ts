@@ -1,0 +1,336 @@
+import type { Via } from '@agentroom/kit/domain';
+import { STREAM_ID } from '@agentroom/kit/store';
+import { type Database, openDatabase, type Queryable } from './db.js';
+import { migrate } from './migrations.js';
+import { tsqueryOf } from './search/query.js';
+import { snippetOf } from './search/snippet.js';
+import { searchDocument } from './search/text.js';
+import type { ArchivedMention, ArchivedPost, Page, RecordStatus, RecordStore, SearchHit, SearchQuery } from './store.js';
+
+/** The most items one list or search answers, whatever the caller asks: no query reads without a LIMIT. */
+export const PAGE_MAX = 100;
+/** How many posts one statement of dropBefore deletes, so a large drop never runs into the statement timeout. */
+const DROP_BATCH = 10_000;
+
+/** A stream id `<ms>-<seq>` as the two numbers the table is keyed by (as decimal strings: bound as bigint). */
+function keyOf(id: string): { ms: string; seq: string } | undefined {
+  if (!STREAM_ID.test(id)) return undefined;
+  const [ms = '0', seq = '0'] = id.split('-');
+  return { ms, seq };
+}
+
+function pageLimit(limit: number): number {
+  return Math.min(PAGE_MAX, Math.max(1, Math.floor(Number.isFinite(limit) ? limit : 1)));
+}
+
+/** A filter's value that PostgreSQL could not take as text (a NUL): nothing matches it. */
+function unmatchable(value: string | undefined): boolean {
+  return value !== undefined && value.includes('\u0000');
+}
+
+interface PostRow {
+  id: string;
+  agent_id: string;
+  agent_name: string;
+  human_label: string;
+  text: string;
+  via: string;
+  reply_to: string | null;
+  thread_id: string | null;
+  reply_to_agent_id: string | null;
+  reply_count: number;
+  mentions: ArchivedMention[] | string;
+}
+
+const POST_COLUMNS = `ms::text || '-' || seq::text AS id, agent_id, agent_name, human_label, text, via,
+  reply_to, thread_id, reply_to_agent_id, reply_count, mentions`;
+
+function postOf(row: PostRow): ArchivedPost {
+  const mentions: ArchivedMention[] = typeof row.mentions === 'string' ? (JSON.parse(row.mentions) as ArchivedMention[]) : row.mentions;
+  return {
+    id: row.id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    humanLabel: row.human_label,
+    text: row.text,
+    via: row.via as Via,
+    createdAt: new Date(Number(row.id.split('-')[0])).toISOString(),
+    ...(row.reply_to === null ? {} : { replyTo: row.reply_to }),
+    ...(row.thread_id === null ? {} : { threadId: row.thread_id }),
+    ...(row.reply_to_agent_id === null ? {} : { replyToAgentId: row.reply_to_agent_id }),
+    ...(row.reply_count > 0 && row.thread_id === null ? { replyCount: Number(row.reply_count) } : {}),
+    mentions: mentions.map(({ agentId, agentName }) => ({ agentId, agentName })),
+  };
+}
+
+function pageOf<T>(items: T[], limit: number): Page<T> {
+  return { items: items.slice(0, limit), hasMore: items.length > limit };
+}
+
+export interface SqlRecordStoreOptions {
+  /** Where posts are written, and the lease and position kept. */
+  write: Database;
+  /** Where reads and searches go (a read replica); `write` when unset. */
+  read?: Database;
+}
+
+/**
+ * The record in SQL that runs the same on PostgreSQL 15+ and on PGlite: one table of posts keyed by
+ * the room's stream id, a search document per post (a tsvector built in TypeScript, search/text.ts),
+ * and one row for the follower's lease and position. Every statement binds its parameters, every
+ * list has a LIMIT, and PostgreSQL cancels a statement that runs past its timeout (db.ts).
+ */
+export class SqlRecordStore implements RecordStore {
+  readonly kind: 'postgres' | 'pglite';
+  private readonly write: Database;
+  private readonly read: Database;
+
+  constructor(options: SqlRecordStoreOptions) {
+    this.write = options.write;
+    this.read = options.read ?? options.write;
+    this.kind = options.write.kind;
+  }
+
+  async archive(posts: readonly ArchivedPost[]): Promise<number> {
+    if (posts.length === 0) return 0;
+    const rows = posts.map((post) => {
+      const key = keyOf(post.id);
+      if (key === undefined) throw new Error(`the record keeps posts by stream id; ${JSON.stringify(post.id)} is none`);
+      return {
+        ms: key.ms,
+        seq: key.seq,
+        agent_id: post.agentId,
+        agent_name: post.agentName,
+        human_label: post.humanLabel,
+        text: post.text,
+        via: post.via,
+        reply_to: post.replyTo ?? null,
+        thread_id: post.replyTo === undefined ? null : (post.threadId ?? post.replyTo),
+        reply_to_agent_id: post.replyTo === undefined ? null : (post.replyToAgentId ?? null),
+        mentions: post.mentions.map(({ agentId, agentName }) => ({ agentId, agentName })),
+        search: searchDocument(post),
+      };
+    });
+    return this.write.transaction(async (tx) => {
+      // A post kept already is left as it is: archiving is idempotent by id, so a batch handed over again changes nothing.
+      const inserted = await tx.query<{ thread_id: string | null }>(
+        `INSERT INTO posts (ms, seq, agent_id, agent_name, human_label, text, via, reply_to, thread_id, reply_to_agent_id, mentions, mention_ids, search)
+         SELECT b.ms, b.seq, b.agent_id, b.agent_name, b.human_label, b.text, b.via, b.reply_to, b.thread_id, b.reply_to_agent_id, b.mentions,
+           ARRAY(SELECT jsonb_array_elements(b.mentions) ->> 'agentId'), b.search::tsvector
+         FROM jsonb_to_recordset($1::jsonb) AS b(ms bigint, seq bigint, agent_id text, agent_name text, human_label text, text text, via text,
+           reply_to text, thread_id text, reply_to_agent_id text, mentions jsonb, search text)
+         ON CONFLICT (ms, seq) DO NOTHING
+         RETURNING thread_id`,
+        [JSON.stringify(rows)],
+      );
+      await this.countReplies(tx, inserted);
+      if (inserted.length > 0) await tx.query('UPDATE record_totals SET posts = posts + $1 WHERE slot = 1', [inserted.length]);
+      return inserted.length;
+    });
+  }
+
+  /** Adds the replies kept now to their threads' counts (a thread's first post is older than its replies: it is kept by then, or never). */
+  private async countReplies(tx: Queryable, inserted: ReadonlyArray<{ thread_id: string | null }>): Promise<void> {
+    const counts = new Map<string, number>();
+    for (const { thread_id: thread } of inserted) if (thread !== null) counts.set(thread, (counts.get(thread) ?? 0) + 1);
+    const threads = [...counts].flatMap(([thread, n]) => {
+      const key = keyOf(thread);
+      return key === undefined ? [] : [{ ...key, n }];
+    });
+    if (threads.length === 0) return;
+    await tx.query(
+      `UPDATE posts SET reply_count = posts.reply_count + c.n
+       FROM jsonb_to_recordset($1::jsonb) AS c(ms bigint, seq bigint, n integer)
+       WHERE posts.ms = c.ms AND posts.seq = c.seq`,
+      [JSON.stringify(threads)],
+    );
+  }
+
+  async getPost(id: string): Promise<ArchivedPost | undefined> {
+    const key = keyOf(id);
+    if (key === undefined) return undefined;
+    const [row] = await this.read.query<PostRow>(`SELECT ${POST_COLUMNS} FROM posts WHERE ms = $1 AND seq = $2`, [key.ms, key.seq]);
+    return row === undefined ? undefined : postOf(row);
+  }
+
+  async listPosts(limit: number, beforeId?: string): Promise<Page<ArchivedPost>> {
+    const n = pageLimit(limit);
+    if (beforeId === undefined) {
+      const rows = await this.read.query<PostRow>(`SELECT ${POST_COLUMNS} FROM posts ORDER BY ms DESC, seq DESC LIMIT $1`, [n + 1]);
+      return pageOf(rows.map(postOf), n);
+    }
+    const key = keyOf(beforeId);
+    if (key === undefined) return { items: [], hasMore: false };
+    const rows = await this.read.query<PostRow>(
+      `SELECT ${POST_COLUMNS} FROM posts WHERE (ms, seq) < ($1::bigint, $2::bigint) ORDER BY ms DESC, seq DESC LIMIT $3`,
+      [key.ms, key.seq, n + 1],
+    );
+    return pageOf(rows.map(postOf), n);
+  }
+
+  async listReplies(threadId: string, limit: number, afterId?: string): Promise<Page<ArchivedPost> | undefined> {
+    const n = pageLimit(limit);
+    const key = keyOf(threadId);
+    if (key === undefined) return undefined;
+    const [head] = await this.read.query<{ thread_id: string | null }>('SELECT thread_id FROM posts WHERE ms = $1 AND seq = $2', [key.ms, key.seq]);
+    if (head === undefined) return undefined;
+    // A reply starts no thread (threads are flat): its own replies are in the thread of its first post.
+    if (head.thread_id !== null) return { items: [], hasMore: false };
+    const after = afterId === undefined ? { ms: '0', seq: '0' } : keyOf(afterId);
+    if (after === undefined) return { items: [], hasMore: false };
+    const rows = await this.read.query<PostRow>(
+      `SELECT ${POST_COLUMNS} FROM posts WHERE thread_id = $1 AND (ms, seq) > ($2::bigint, $3::bigint) ORDER BY ms, seq LIMIT $4`,
+      [threadId, after.ms, after.seq, n + 1],
+    );
+    return pageOf(rows.map(postOf), n);
+  }
+
+  async search(query: SearchQuery): Promise<Page<SearchHit>> {
+    const n = pageLimit(query.limit);
+    const empty: Page<SearchHit> = { items: [], hasMore: false };
+    if ([query.author, query.thread, query.mentions].some(unmatchable)) return empty;
+    const params: unknown[] = [tsqueryOf(query.terms)];
+    const bind = (value: unknown): string => `$${params.push(value)}`;
+    const where = ['search @@ q.query'];
+    if (query.author !== undefined) where.push(`agent_id = ${bind(query.author)}`);
+    if (query.sinceMs !== undefined) where.push(`ms >= ${bind(Math.ceil(query.sinceMs))}`);
+    if (query.untilMs !== undefined) where.push(`ms < ${bind(Math.ceil(query.untilMs))}`);
+    if (query.mentions !== undefined) where.push(`mention_ids @> ${bind([query.mentions])}::text[]`);
+    if (query.thread !== undefined) {
+      const thread = keyOf(query.thread);
+      if (thread === undefined) return empty;
+      where.push(`(thread_id = ${bind(query.thread)} OR (ms = ${bind(thread.ms)} AND seq = ${bind(thread.seq)}))`);
+    }
+    // Ranks are float4 (ts_rank_cd's own type), compared as float4: the number a cursor carries back is the same rank exactly.
+    const resume: string[] = [];
+    if (query.after !== undefined) {
+      const after = keyOf(query.after.id);
+      if (after === undefined) return empty;
+      const older = `(ms, seq) < (${bind(after.ms)}::bigint, ${bind(after.seq)}::bigint)`;
+      if (query.sort === 'newest') resume.push(older);
+      else {
+        const rank = bind(query.after.rank);
+        resume.push(`(rank < ${rank}::float4 OR (rank = ${rank}::float4 AND ${older}))`);
+      }
+    }
+    const order = query.sort === 'newest' ? 'ms DESC, seq DESC' : 'rank DESC, ms DESC, seq DESC';
+    const rows = await this.read.query<PostRow & { rank: number | string }>(
+      `SELECT * FROM (
+         SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, q.query) AS rank
+         FROM posts, (SELECT $1::tsquery AS query) AS q
+         WHERE ${where.join(' AND ')}
+       ) AS hits
+       ${resume.length > 0 ? `WHERE ${resume.join(' AND ')}` : ''}
+       ORDER BY ${order}
+       LIMIT ${bind(n + 1)}`,
+      params,
+    );
+    return pageOf(
+      rows.map((row) => {
+        const post = postOf(row);
+        return { post, rank: Number(row.rank), ...snippetOf(post.text, query.terms) };
+      }),
+      n,
+    );
+  }
+
+  async dropBefore(ms: number): Promise<number> {
+    let dropped = 0;
+    for (;;) {
+      const [row] = await this.write.query<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM posts WHERE (ms, seq) IN (SELECT ms, seq FROM posts WHERE ms < $1 ORDER BY ms, seq LIMIT $2) RETURNING 1
+         )
+         UPDATE record_totals SET posts = posts - (SELECT count(*) FROM gone) WHERE slot = 1 RETURNING (SELECT count(*) FROM gone)::integer AS n`,
+        [Math.floor(ms), DROP_BATCH],
+      );
+      const n = Number(row?.n ?? 0);
+      dropped += n;
+      if (n < DROP_BATCH) return dropped;
+    }
+  }
+
+  async status(): Promise<RecordStatus> {
+    const [row] = await this.read.query<{ newest: string | null; posts: string | number }>(
+      `SELECT (SELECT ms::text || '-' || seq::text FROM posts ORDER BY ms DESC, seq DESC LIMIT 1) AS newest,
+         (SELECT posts::text FROM record_totals WHERE slot = 1) AS posts`,
+    );
+    return { ...(row?.newest == null ? {} : { newestId: row.newest }), posts: Number(row?.posts ?? 0) };
+  }
+
+  async ping(): Promise<void> {
+    await this.write.query('SELECT 1');
+    if (this.read !== this.write) await this.read.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    await this.write.close();
+    if (this.read !== this.write) await this.read.close();
+  }
+
+  // The follower's lease and position (kit's LeaseStore), timed by the database's clock so that replicas agree.
+
+  async acquireLease(owner: string, ttlMs: number): Promise<boolean> {
+    const rows = await this.write.query(
+      `UPDATE record_follower SET lease_owner = $1, lease_expires_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000)
+       WHERE slot = 1 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_at <= clock_timestamp())
+       RETURNING slot`,
+      [owner, ttlMs],
+    );
+    return rows.length === 1;
+  }
+
+  async releaseLease(owner: string): Promise<void> {
+    await this.write.query('UPDATE record_follower SET lease_owner = NULL, lease_expires_at = NULL WHERE slot = 1 AND lease_owner = $1', [owner]);
+  }
+
+  async position(): Promise<string | undefined> {
+    const [row] = await this.write.query<{ id: string | null }>(
+      "SELECT position_ms::text || '-' || position_seq::text AS id FROM record_follower WHERE slot = 1 AND position_ms IS NOT NULL",
+    );
+    return row?.id ?? undefined;
+  }
+
+  async advancePosition(owner: string, id: string): Promise<boolean> {
+    const key = keyOf(id);
+    if (key === undefined) throw new Error(`a position is a stream id; ${JSON.stringify(id)} is none`);
+    // Never backwards: a position already past `id` stays where it is (and the call still says the lease is held).
+    const rows = await this.write.query(
+      `UPDATE record_follower SET
+         position_ms = CASE WHEN position_ms IS NULL OR (position_ms, position_seq) < ($2::bigint, $3::bigint) THEN $2::bigint ELSE position_ms END,
+         position_seq = CASE WHEN position_ms IS NULL OR (position_ms, position_seq) < ($2::bigint, $3::bigint) THEN $3::bigint ELSE position_seq END
+       WHERE slot = 1 AND lease_owner = $1 AND lease_expires_at > clock_timestamp()
+       RETURNING slot`,
+      [owner, key.ms, key.seq],
+    );
+    return rows.length === 1;
+  }
+}
+
+export interface OpenRecordStoreOptions {
+  /** DATABASE_URL: a real PostgreSQL; unset, PGlite in this process. */
+  url?: string;
+  /** DATABASE_READ_URL: a read replica for reads and searches (PostgreSQL only). */
+  readUrl?: string;
+  /** DATA_DIR: PGlite's folder; unset, in memory. */
+  dataDir?: string;
+}
+
+/** Opens the record's database(s) as configured, applies the migrations it lacks (under the advisory lock), and answers the store. */
+export async function openRecordStore(options: OpenRecordStoreOptions): Promise<SqlRecordStore> {
+  const write = await openDatabase({
+    ...(options.url === undefined ? {} : { url: options.url }),
+    ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+  });
+  try {
+    await migrate(write);
+    const read =
+      options.readUrl === undefined || options.readUrl === '' || write.kind === 'pglite'
+        ? undefined
+        : await openDatabase({ url: options.readUrl, variable: 'DATABASE_READ_URL' });
+    return new SqlRecordStore({ write, ...(read === undefined ? {} : { read }) });
+  } catch (error) {
+    await write.close().catch(() => undefined);
+    throw error;
+  }
+}
