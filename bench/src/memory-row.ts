@@ -3,9 +3,13 @@
 // them (a real token, a fresh Idempotency-Key each), its resident memory read from /proc as they
 // arrive. Past the retention the room keeps a fixed number of posts, so RSS must stop growing: it is
 // compared at the moment the bound was reached and at the end, and its growth from the start is
-// shared by the posts kept.
+// shared by the posts kept. The record (every post, for search) runs in the same process: in memory,
+// as by default, it keeps every post in RSS by design, so here it keeps them in a DATA_DIR folder
+// and the row measures the room's bound; PGlite's own memory is the search-pglite row's.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { EMBEDDED_NODE_FLAGS, freePort } from '@agentroom/kit/local';
@@ -76,6 +80,7 @@ async function startProduct(): Promise<Started> {
   const [port, adminPort] = [await freePort(), await freePort()];
   const origin = `http://127.0.0.1:${port}`;
   const script = fileURLToPath(new URL('../../launcher/dist/start.js', import.meta.url));
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-memory-record-'));
   // The flags of package.json's start script (kit's EMBEDDED_NODE_FLAGS).
   const child = spawn(process.execPath, [...EMBEDDED_NODE_FLAGS, script], {
     env: {
@@ -86,6 +91,9 @@ async function startProduct(): Promise<Started> {
       // The default retention, whatever the shell says.
       POSTS_RETENTION: undefined,
       REDIS_URL: undefined,
+      // The record on disk (PGlite in a folder), not in memory: see the comment at the top.
+      DATA_DIR: dataDir,
+      DATABASE_URL: undefined,
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
       // The load comes from one address and one token; the default daily quotas would turn it into 429s.
@@ -111,6 +119,7 @@ async function startProduct(): Promise<Started> {
       clearTimeout(timer);
     }
     process.off('exit', killNow);
+    rmSync(dataDir, { recursive: true, force: true });
   };
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
