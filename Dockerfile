@@ -1,6 +1,6 @@
 # One image for every Agent Room service. The service is chosen by the command's arguments:
 #   services/room/dist/main.js, services/messaging/dist/main.js, services/delivery/dist/main.js,
-#   services/auth/dist/main.js, services/edge/dist/main.js (the default), or
+#   services/record/dist/main.js, services/auth/dist/main.js, services/edge/dist/main.js (the default), or
 #   gateway/dist/render.js docs --out <dir> (the discovery documents Envoy serves).
 # Build it from the repository root:
 #   docker build -t agent-room:0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" .
@@ -54,6 +54,7 @@ COPY api/package.json api/
 COPY services/room/package.json services/room/
 COPY services/messaging/package.json services/messaging/
 COPY services/delivery/package.json services/delivery/
+COPY services/record/package.json services/record/
 COPY services/auth/package.json services/auth/
 COPY services/edge/package.json services/edge/
 COPY gateway/package.json gateway/
@@ -67,17 +68,18 @@ COPY --from=build /app/api/dist api/dist/
 COPY --from=build /app/services/room/dist services/room/dist/
 COPY --from=build /app/services/messaging/dist services/messaging/dist/
 COPY --from=build /app/services/delivery/dist services/delivery/dist/
+COPY --from=build /app/services/record/dist services/record/dist/
 COPY --from=build /app/services/auth/dist services/auth/dist/
 COPY --from=build /app/services/edge/dist services/edge/dist/
 COPY --from=build /app/gateway/dist gateway/dist/
 
 # The chart's ports: edge HTTP 8080, auth's pages 8081, the admin port (metrics, /livez, /readyz)
-# 9090 on every service, gRPC room 50051, messaging 50052, auth 50053, delivery 50054.
-EXPOSE 8080 8081 9090 50051 50052 50053 50054
+# 9090 on every service, gRPC room 50051, auth 50052, messaging 50053, delivery 50054, record 50055.
+EXPOSE 8080 8081 9090 50051 50052 50053 50054 50055
 
 # No HEALTHCHECK: Kubernetes ignores Docker's, and probes each container itself (gRPC health for
-# room, messaging, delivery and auth; /livez and /readyz on the admin port), and no one command
-# would fit an image that runs six different programs.
+# room, record, messaging, delivery and auth; /livez and /readyz on the admin port), and no one command
+# would fit an image that runs seven different programs.
 # The image's `node` user, by number: Kubernetes can only verify runAsNonRoot for a numeric user.
 USER 1000:1000
 # Node handles SIGTERM itself (each main.js drains, then exits), so it runs as PID 1 directly.

@@ -59,9 +59,9 @@ describe('the container image', () => {
   let tree: RuntimeTree;
   let redis: LocalRedis;
   const running: Running[] = [];
-  const ports = { room: 0, messaging: 0, delivery: 0, auth: 0, authWeb: 0, edge: 0 };
+  const ports = { room: 0, record: 0, messaging: 0, delivery: 0, auth: 0, authWeb: 0, edge: 0 };
   /** Each service's admin port (9090 in the chart): /metrics and the probes /livez and /readyz. */
-  const admin = { room: 0, messaging: 0, delivery: 0, auth: 0, edge: 0 };
+  const admin = { room: 0, record: 0, messaging: 0, delivery: 0, auth: 0, edge: 0 };
 
   /** The image's environment: PATH finds the Node.js the tests run on, staged where the image's user runs it; nothing else of this machine's. */
   const imageEnv = (): Record<string, string> => ({ PATH: `${tree.nodeBin}:/usr/local/bin:/usr/bin:/bin`, ...image.env });
@@ -143,6 +143,14 @@ describe('the container image', () => {
       ROOM_GRPC_ADDR: `127.0.0.1:${ports.room}`,
       CURSOR_SECRET,
     });
+    // The record on PGlite in memory (no DATABASE_URL): it writes nothing under /app either.
+    const record = run('record', ['services/record/dist/main.js'], {
+      ...common,
+      ADMIN_PORT: String(admin.record),
+      RECORD_GRPC_ADDR: `127.0.0.1:${ports.record}`,
+      ROOM_ADDR: `127.0.0.1:${ports.room}`,
+      CURSOR_SECRET,
+    });
     const messaging = run('messaging', ['services/messaging/dist/main.js'], {
       ...common,
       ADMIN_PORT: String(admin.messaging),
@@ -174,21 +182,23 @@ describe('the container image', () => {
       AUTH_ADDR: `127.0.0.1:${ports.auth}`,
       MESSAGING_ADDR: `127.0.0.1:${ports.messaging}`,
       DELIVERY_ADDR: `127.0.0.1:${ports.delivery}`,
+      RECORD_ADDR: `127.0.0.1:${ports.record}`,
     });
     await Promise.all([
       until(room, async () => (await grpcHealth(ports.room)) === 'SERVING'),
+      until(record, async () => (await grpcHealth(ports.record)) === 'SERVING'),
       until(messaging, async () => (await grpcHealth(ports.messaging)) === 'SERVING'),
       until(delivery, async () => (await grpcHealth(ports.delivery)) === 'SERVING'),
       until(auth, async () => (await grpcHealth(ports.auth)) === 'SERVING'),
       until(auth, answers(`http://127.0.0.1:${ports.authWeb}/signin`)),
       until(edge, answers(`http://127.0.0.1:${ports.edge}/api/v1/posts?limit=1`)),
-      ...[room, messaging, delivery, auth, edge].map((service) =>
+      ...[room, record, messaging, delivery, auth, edge].map((service) =>
         until(service, answers(`http://127.0.0.1:${admin[service.name as keyof typeof admin]}/readyz`)),
       ),
     ]);
     const seconds = (ms: number) => (ms / 1000).toFixed(1);
     console.log(
-      `image tree: npm ci ${seconds(tree.installMs)} s${tree.cached ? ' (its layer from node_modules/.cache)' : ''}, assembled in ${seconds(assembled - started)} s, five services serving ${seconds(performance.now() - assembled)} s later`,
+      `image tree: npm ci ${seconds(tree.installMs)} s${tree.cached ? ' (its layer from node_modules/.cache)' : ''}, assembled in ${seconds(assembled - started)} s, six services serving ${seconds(performance.now() - assembled)} s later`,
     );
   }, 240_000);
 
@@ -232,7 +242,8 @@ describe('the container image', () => {
     );
     expect(unexpected).toEqual([]);
     expect(ours.filter((path) => /(^|\/)(src|test)\/|\.test\.|(?<!\.d)\.ts$/.test(path))).toEqual([]);
-    for (const main of ['room', 'messaging', 'delivery', 'auth', 'edge'].map((service) => `services/${service}/dist/main.js`)) expect(ours).toContain(main);
+    for (const main of ['room', 'record', 'messaging', 'delivery', 'auth', 'edge'].map((service) => `services/${service}/dist/main.js`))
+      expect(ours).toContain(main);
     expect(ours).toContain('services/edge/dist/assets/room.js');
 
     // No package the lockfile marks as a development dependency was installed.
@@ -262,8 +273,9 @@ describe('the container image', () => {
     }
   });
 
-  it('serves gRPC health SERVING on room, messaging, delivery and auth', async () => {
+  it('serves gRPC health SERVING on room, record, messaging, delivery and auth', async () => {
     expect(await grpcHealth(ports.room)).toBe('SERVING');
+    expect(await grpcHealth(ports.record)).toBe('SERVING');
     expect(await grpcHealth(ports.messaging)).toBe('SERVING');
     expect(await grpcHealth(ports.delivery)).toBe('SERVING');
     expect(await grpcHealth(ports.auth)).toBe('SERVING');
@@ -309,6 +321,13 @@ describe('the container image', () => {
     const services = running.filter((service) => service.name !== 'render');
     for (const service of services) service.child.kill('SIGTERM');
     const codes = await Promise.all(services.map((service) => service.exit));
-    expect(Object.fromEntries(services.map((service, i) => [service.name, codes[i]]))).toEqual({ room: 0, messaging: 0, delivery: 0, auth: 0, edge: 0 });
+    expect(Object.fromEntries(services.map((service, i) => [service.name, codes[i]]))).toEqual({
+      room: 0,
+      record: 0,
+      messaging: 0,
+      delivery: 0,
+      auth: 0,
+      edge: 0,
+    });
   });
 });

@@ -1,5 +1,5 @@
 // `npm run cluster`: every service as its own process (or several: `<SERVICE>_REPLICAS`), Redis
-// required, the router in front. The topology of a Kubernetes deployment, on one machine. `npm run cluster -- --envoy` puts Envoy
+// and PostgreSQL required (each started here when no URL names one), the router in front. The topology of a Kubernetes deployment, on one machine. `npm run cluster -- --envoy` puts Envoy
 // (.venv/bin/envoy) on PORT instead of the router, configured as in Kubernetes, from the route table.
 import '@agentroom/gateway/node-version';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -13,10 +13,11 @@ import { fileURLToPath } from 'node:url';
 import { cursorSecretEnv, loadConfigOrExit, logEnv, port, publicUrls, publicUrlsEnv, storageEnv } from '@agentroom/kit/config';
 import { HealthChecker } from '@agentroom/kit/grpc';
 import { newCursorSecret } from '@agentroom/kit/http';
-import { freePort, type LocalRedis, NODE_FLAGS, reservePort, startRedisServer } from '@agentroom/kit/local';
+import { freePort, type LocalPostgres, type LocalRedis, NODE_FLAGS, reservePort, startPostgresServer, startRedisServer } from '@agentroom/kit/local';
 import { createLogger } from '@agentroom/kit/log';
 import { assertPortFree, exitingWithParent, exitOnStartupFailure, onParentGone, startupProblem } from '@agentroom/kit/process';
 import { openRedis } from '@agentroom/kit/store';
+import { databaseEnv, openDatabase, redactUrl } from '@agentroom/record';
 import { z } from 'zod';
 
 // The only flag: anything else is a mistake, said in one line before anything starts.
@@ -47,6 +48,8 @@ const clusterEnv = z.object({
   MESSAGING_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
   /** How many delivery processes: they share the webhook queue; one at a time follows messaging's events. */
   DELIVERY_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
+  /** How many record processes: edge spreads its reads and searches over all of them; one at a time keeps the room's posts. */
+  RECORD_REPLICAS: z.coerce.number().int().min(1).max(8).default(1),
   /** The first room process's gRPC port (the others take free ports). */
   ROOM_GRPC_PORT: port.optional(),
   /**
@@ -61,6 +64,7 @@ const clusterEnv = z.object({
   ...storageEnv.shape,
   ...logEnv.shape,
   ...cursorSecretEnv.shape,
+  ...databaseEnv.shape,
 });
 
 const config = loadConfigOrExit(clusterEnv, 'cluster');
@@ -70,6 +74,8 @@ const envoyConfig = gateway ? loadConfigOrExit(gateway.envoyEnv, 'cluster') : un
 const log = createLogger('cluster', config.LOG_LEVEL, config.LOG_FORMAT);
 const urls = publicUrls(config);
 let redis: LocalRedis | undefined;
+/** The PostgreSQL the launcher started for the record, when DATABASE_URL names none. */
+let postgres: LocalPostgres | undefined;
 /** With --envoy: the directory of its bootstrap and documents, removed on stop. */
 let envoyDir: string | undefined;
 let stopping = false;
@@ -353,6 +359,7 @@ async function stop(code: number, failure?: string): Promise<void> {
     }
   }
   await redis?.stop();
+  await postgres?.stop();
   if (envoyDir !== undefined) await rm(envoyDir, { recursive: true, force: true });
   if (failure === undefined) log.info('cluster stopped');
   else process.stderr.write(`${failure}\n`);
@@ -362,9 +369,10 @@ async function stop(code: number, failure?: string): Promise<void> {
 /** The way out when a stop is not waited for: every process killed at once, then exit. */
 function killAllNow(): never {
   for (const { child } of processes) if (runs(child)) child.kill('SIGKILL');
-  if (redis?.pid !== undefined) {
+  for (const pid of [redis?.pid, postgres?.pid]) {
+    if (pid === undefined) continue;
     try {
-      process.kill(redis.pid, 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
     } catch {
       // gone already
     }
@@ -392,13 +400,14 @@ onParentGone(() => {
 }, 'channel-or-ppid');
 
 // What a person can fix is found before anything starts, and said in one line: a busy PORT, a
-// Redis at REDIS_URL that does not answer or refuses us.
+// Redis at REDIS_URL that does not answer or refuses us, a PostgreSQL at DATABASE_URL unreachable or too old.
 try {
   await assertPortFree(config.PORT);
   // The router (or Envoy) listens on PORT last, after every other process has drawn its ports: none may draw it.
   reservePort(config.PORT);
   if (config.ROOM_GRPC_PORT !== undefined) reservePort(config.ROOM_GRPC_PORT);
   if (config.REDIS_URL !== undefined) await (await openRedis(config.REDIS_URL, 'cluster')).quit();
+  if (config.DATABASE_URL !== undefined) await (await openDatabase({ url: config.DATABASE_URL })).close();
 } catch (error) {
   exitOnStartupFailure('cluster', error, log, { ports: { PORT: config.PORT } });
 }
@@ -409,6 +418,12 @@ try {
     redis = await startRedisServer();
     redisUrl = redis.url;
     log.info({ redis: redisUrl }, `REDIS_URL is not set: started a local redis-server at ${redisUrl} (not persisted; set REDIS_URL to use your own)`);
+  }
+  let databaseUrl = config.DATABASE_URL;
+  if (databaseUrl === undefined) {
+    postgres = await startPostgresServer();
+    databaseUrl = postgres.url;
+    log.info({ database: databaseUrl }, `DATABASE_URL is not set: started a local PostgreSQL at ${databaseUrl} (not kept; set DATABASE_URL to use your own)`);
   }
   // Every process gets the same cursor secret, so a cursor works whichever process reads it (docs/decisions.md §6).
   const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
@@ -423,6 +438,16 @@ try {
     config.ROOM_GRPC_PORT,
   );
   const roomTarget = grpcTargetOf(rooms);
+
+  // The record's replicas share one PostgreSQL: each serves reads and search, one at a time follows the room.
+  const records = await startGrpcReplicas('record', config.RECORD_REPLICAS, entry('@agentroom/record', './main.js'), async ({ addr }) => ({
+    ...common,
+    RECORD_GRPC_ADDR: addr,
+    ROOM_ADDR: roomTarget,
+    DATABASE_URL: databaseUrl,
+    ...(config.DATABASE_READ_URL === undefined ? {} : { DATABASE_READ_URL: config.DATABASE_READ_URL }),
+  }));
+  const recordTarget = grpcTargetOf(records);
 
   const messagings = await startGrpcReplicas('messaging', config.MESSAGING_REPLICAS, entry('@agentroom/messaging', './main.js'), async ({ addr }) => ({
     ...common,
@@ -469,6 +494,7 @@ try {
       AUTH_ADDR: authTarget,
       MESSAGING_ADDR: messagingTarget,
       DELIVERY_ADDR: deliveryTarget,
+      RECORD_ADDR: recordTarget,
       EDGE_PORT: String(edgePort),
       EDGE_HOST: '127.0.0.1',
     });
@@ -499,6 +525,7 @@ try {
   const pids = {
     ...Object.fromEntries(processes.map(({ name, child }) => [name, child.pid])),
     ...(redis?.pid === undefined ? {} : { 'redis-server': redis.pid }),
+    ...(postgres?.pid === undefined ? {} : { postgres: postgres.pid }),
   };
   // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
   const privateTargets = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS
@@ -513,11 +540,12 @@ try {
       room: rooms[0]?.addr,
       messaging: messagings[0]?.addr,
       delivery: deliveries[0]?.addr,
+      record: records[0]?.addr,
       webhooksAllowPrivateTargets: config.WEBHOOKS_ALLOW_PRIVATE_TARGETS,
       auth: authAddr,
       auths: auths.map((auth) => auth.addr),
       replicas: Object.fromEntries(
-        Object.entries({ room: rooms, messaging: messagings, delivery: deliveries, auth: auths }).map(([service, replicas]) => [
+        Object.entries({ room: rooms, record: records, messaging: messagings, delivery: deliveries, auth: auths }).map(([service, replicas]) => [
           service,
           replicas.map((replica) => replica.addr),
         ]),
@@ -526,11 +554,12 @@ try {
       router: routerUrl,
       ...(envoy ? { envoy } : {}),
       redis: redisUrl,
+      database: redactUrl(databaseUrl),
       metrics,
       pids,
       provision,
     },
-    `cluster ready at ${urls.siteUrl}: ${counted('room', rooms)}, ${counted('messaging', messagings)}, ${counted('delivery', deliveries)}, ${counted('auth', auths)}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis${privateTargets}`,
+    `cluster ready at ${urls.siteUrl}: ${counted('room', rooms)}, ${counted('record', records)}, ${counted('messaging', messagings)}, ${counted('delivery', deliveries)}, ${counted('auth', auths)}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis and PostgreSQL${privateTargets}`,
   );
   log.info({ provision }, `tokens for load tests (load-tests/README.md): ${provision}`);
 } catch (error) {

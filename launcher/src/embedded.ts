@@ -7,6 +7,7 @@ import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { deliveryEnv, start as startDelivery } from '@agentroom/delivery';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
+import { recordEnv, start as startRecord } from '@agentroom/record';
 import { authEnv, type AuthDomain, start as startAuth } from '@agentroom/auth';
 import { embeddedEnv } from './config.js';
 import { discoveryDocuments, resolveRoutes, startRouter } from '@agentroom/gateway';
@@ -17,6 +18,10 @@ export interface Embedded {
   storage: 'redis' | 'memory';
   /** The room's gRPC port on loopback. */
   roomPort: number;
+  /** The record's gRPC port on loopback (every post, and search). */
+  recordPort: number;
+  /** Where the record keeps every post: PGlite in memory or in DATA_DIR, or the PostgreSQL at DATABASE_URL. */
+  record: 'memory' | 'folder' | 'postgres';
   /** The messaging service's gRPC port on loopback. */
   messagingPort: number;
   authPort: number;
@@ -49,6 +54,12 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   // One cursor secret for the services that sign cursors: CURSOR_SECRET, or one drawn for this start (docs/decisions.md §6).
   const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
   const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0', CURSOR_SECRET }), createLogger('room', config.LOG_LEVEL, output));
+  // The record follows the room from where it left off: with DATA_DIR its posts, lease and position
+  // outlive a restart, and a room that starts empty again is followed from that position on.
+  const record = await startRecord(
+    loadConfig(recordEnv, { ...env, RECORD_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
+    createLogger('record', config.LOG_LEVEL, output),
+  );
   const messaging = await startMessaging(
     loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
     createLogger('messaging', config.LOG_LEVEL, output),
@@ -72,6 +83,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     AUTH_ADDR: `127.0.0.1:${auth.port}`,
     MESSAGING_ADDR: `127.0.0.1:${messaging.port}`,
     DELIVERY_ADDR: `127.0.0.1:${delivery.port}`,
+    RECORD_ADDR: `127.0.0.1:${record.port}`,
   });
   const edge = await startEdge(edgeConfig, {
     listen: false,
@@ -98,6 +110,8 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     urls,
     storage: room.store.kind,
     roomPort: room.port,
+    recordPort: record.port,
+    record: record.store.kind === 'postgres' ? 'postgres' : config.DATA_DIR === undefined ? 'memory' : 'folder',
     messagingPort: messaging.port,
     authPort: auth.port,
     auth,
@@ -110,6 +124,8 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
       await auth.stop();
       await delivery.stop();
       await messaging.stop();
+      // Before the room: what it archived is stored as its position, and its database closed cleanly.
+      await record.stop();
       await room.stop();
     },
   };

@@ -47,7 +47,15 @@ try {
   const seeded = demo ? await seedDemo(running) : undefined;
   const privateWebhooks = process.env.WEBHOOKS_ALLOW_PRIVATE_TARGETS === 'true';
   log.info(
-    { site: running.urls.siteUrl, api: running.urls.baseUrl, storage: running.storage, adminPort: admin?.port, demo: seeded?.human },
+    {
+      site: running.urls.siteUrl,
+      api: running.urls.baseUrl,
+      storage: running.storage,
+      record: running.record,
+      recordPort: running.recordPort,
+      adminPort: admin?.port,
+      demo: seeded?.human,
+    },
     running.storage === 'memory'
       ? `Agent Room is running at ${running.urls.siteUrl} (in-memory storage: data is lost on exit; set REDIS_URL for Redis)`
       : `Agent Room is running at ${running.urls.siteUrl} (Redis storage)`,
@@ -57,7 +65,13 @@ try {
     log.warn('WEBHOOKS_ALLOW_PRIVATE_TARGETS is on: webhooks may target http, loopback and private addresses (meant for tests and private deployments)');
   }
   // A person reads the block in a terminal; with JSON logs it goes to stderr, so stdout stays one JSON object a line.
-  const block = banner({ urls: running.urls, storage: running.storage, privateWebhooks, ...(seeded ? { demo: seeded } : {}) });
+  const block = banner({
+    urls: running.urls,
+    storage: running.storage,
+    record: { kind: running.record, ...(config.DATA_DIR === undefined ? {} : { dataDir: config.DATA_DIR }) },
+    privateWebhooks,
+    ...(seeded ? { demo: seeded } : {}),
+  });
   (quiet ? process.stdout : process.stderr).write(`${block}\n`);
   quiet?.open();
 } catch (error) {

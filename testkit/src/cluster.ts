@@ -17,6 +17,10 @@ interface LogLine {
   process?: string;
   pid?: number;
   edges?: string[];
+  /** The first record process's gRPC address. */
+  record?: string;
+  /** The record's PostgreSQL, its password left out. */
+  database?: string;
   pids?: Record<string, number>;
   /** Each process's `/metrics` URL, on its admin port (which also serves `/livez` and `/readyz`). */
   metrics?: Record<string, string>;
@@ -27,11 +31,15 @@ export interface RunningCluster {
   /** The router, `http://127.0.0.1:<PORT>`. */
   origin: string;
   edges: string[];
+  /** The first record process's gRPC address (`127.0.0.1:<port>`): every post the room acknowledged, and search. */
+  record: string;
+  /** The PostgreSQL the record keeps its posts in (its password left out). */
+  database: string;
   /** Each process's `/metrics` URL by name (`room`, `auth-2`, `edge-1`…), from the ready line. */
   metrics: Record<string, string>;
   /** Every line the launcher and its processes printed. */
   lines: string[];
-  /** The current process id of a process (`room`, `messaging`, `auth`, `edge-1`, `router`). */
+  /** The current process id of a process (`room`, `record`, `messaging`, `auth`, `edge-1`, `router`, `postgres`). */
   pid(name: string): number;
   /** How many times the launcher has restarted `name` so far. */
   restarts(name: string): number;
@@ -66,6 +74,8 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
   const restartCounts = new Map<string, number>();
   const waiters = new Set<() => void>();
   let edges: string[] = [];
+  let record = '';
+  let database = '';
   let metrics: Record<string, string> = {};
   const readyz = new Map<string, string>();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -91,6 +101,8 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
       if (entry.msg?.startsWith('cluster ready') && entry.pids) {
         for (const [name, pid] of Object.entries(entry.pids)) pids.set(name, pid);
         edges = entry.edges ?? [];
+        record = entry.record ?? '';
+        database = entry.database ?? '';
         metrics = entry.metrics ?? {};
         for (const [name, url] of Object.entries(metrics)) readyz.set(name, url.replace(/\/metrics$/, '/readyz'));
         clearTimeout(timer);
@@ -112,6 +124,8 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
   return {
     origin: `http://127.0.0.1:${port}`,
     edges,
+    record,
+    database,
     metrics,
     lines,
     pid(name) {

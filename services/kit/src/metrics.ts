@@ -141,3 +141,30 @@ export const notificationEventsLost = new client.Counter({
   help: "Notifications appended to an agent's feed whose event could not be appended to the global events feed (Redis failed between the two commands): no webhook is sent for them.",
   registers: [registry],
 });
+
+export const recordArchiveLag = new client.Histogram({
+  name: 'agentroom_record_archive_lag_seconds',
+  help: "Seconds from a post's creation (its id's time, on the room's clock) until the record kept it (a post handed over again after a crash counts again).",
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+  registers: [registry],
+});
+
+export const recordPostsArchived = new client.Counter({
+  name: 'agentroom_record_posts_archived_total',
+  help: 'Posts the record kept for the first time (a repeat of one it kept already is not counted): its ingest rate.',
+  registers: [registry],
+});
+
+export const recordPosts = new client.Gauge({
+  name: 'agentroom_record_posts',
+  help: 'Posts the record holds, as last counted by this replica.',
+  registers: [registry],
+});
+
+export const recordSearchDuration = new client.Histogram({
+  name: 'agentroom_record_search_duration_seconds',
+  help: 'Searches answered by the record, by sort (relevance, newest): parsing, the query and its snippets.',
+  labelNames: ['sort'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});

@@ -1,0 +1,139 @@
+import { viaFromProto } from '@agentroom/kit/domain';
+import type { ServiceClient } from '@agentroom/kit/grpc';
+import type { Logger } from '@agentroom/kit/log';
+import { recordArchiveLag, recordPosts, recordPostsArchived } from '@agentroom/kit/metrics';
+import { pauseUnlessAborted } from '@agentroom/kit/process';
+import { LeasedFollower, type LeasedFollowerOptions } from '@agentroom/kit/store';
+import type { Post__Output, RoomServiceClient, WatchPostsResponse__Output } from '@agentroom/proto';
+import type { ArchivedPost, RecordStore } from './store.js';
+
+/** The archiver's lease and retry timings (kit's LeasedFollower options). */
+export type ArchiverOptions = LeasedFollowerOptions & {
+  /** Days a post is kept; 0 keeps every post (RECORD_RETENTION_DAYS). */
+  retentionDays?: number;
+  /** How often the holder of the lease drops what retention lets go (ms). */
+  retentionEveryMs?: number;
+};
+
+/** The most posts kept in one transaction: a backlog (catching up after an outage) is written 500 rows a step. */
+const BATCH = 500;
+const DAY_MS = 86_400_000;
+const RETENTION_EVERY_MS = 3_600_000;
+
+/** A post as the room streamed it, as the record keeps it. */
+export function archivedPost(post: Post__Output): ArchivedPost {
+  return {
+    id: post.id,
+    agentId: post.agentId,
+    agentName: post.agentName,
+    humanLabel: post.humanLabel,
+    text: post.text,
+    via: viaFromProto(post.via),
+    createdAt: post.createdAt,
+    ...(post.replyTo === '' ? {} : { replyTo: post.replyTo }),
+    ...(post.threadId === '' ? {} : { threadId: post.threadId }),
+    ...(post.replyToAgentId === '' ? {} : { replyToAgentId: post.replyToAgentId }),
+    mentions: post.mentions.map((mention) => ({ agentId: mention.agentId, agentName: mention.agentName })),
+  };
+}
+
+/**
+ * Keeps the room's posts in the record: follows WatchPosts from the position kept in the record's
+ * own store, under its lease (kit's LeasedFollower: one replica archives at a time, another takes
+ * over within the lease when it dies), and keeps every post waiting in one transaction (a batch),
+ * then moves the position on. A batch handed over again (a crash between the write and the
+ * position's move) changes nothing: the store keeps each post id once. docs/decisions.md §34.
+ */
+export class Archiver {
+  private readonly follower: LeasedFollower<WatchPostsResponse__Output, Post__Output>;
+  private lastLagMs = 0;
+  private readonly stopping = new AbortController();
+  private retention: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: RecordStore,
+    room: Pick<ServiceClient<RoomServiceClient>, 'watch'>,
+    private readonly log: Logger,
+    private readonly options: ArchiverOptions = {},
+  ) {
+    this.follower = new LeasedFollower(
+      store,
+      {
+        words: { follower: 'the record', source: 'the room', item: 'post' },
+        // A new record keeps everything the room still holds, not only what comes next.
+        newest: () => Promise.resolve('0-0'),
+        watch: (after) => room.watch('watchPosts', { afterId: after }),
+        itemOf: (response) => response.post ?? undefined,
+        idOf: (post) => post.id,
+        handleBatch: (posts) => this.archive(posts),
+        maxBatch: BATCH,
+      },
+      log,
+      options,
+    );
+  }
+
+  /** Who holds the lease: unique per process. */
+  get owner(): string {
+    return this.follower.owner;
+  }
+
+  /** True while this replica holds the lease and its watch on the room is positioned: every post made from now on is archived here. */
+  get isFollowing(): boolean {
+    return this.follower.isFollowing;
+  }
+
+  /** ms between the newest post's creation and its arrival in the record, as last measured by this replica. */
+  get lagMs(): number {
+    return this.lastLagMs;
+  }
+
+  start(): void {
+    this.follower.start();
+    if ((this.options.retentionDays ?? 0) > 0) this.retention ??= this.dropOldPosts();
+  }
+
+  /** Stops following and gives the lease up, so another replica takes over at once. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await Promise.all([this.follower.stop(), this.retention]);
+  }
+
+  /** Stops at once, keeping the lease until it lapses (tests: a replica that died). */
+  abandon(): void {
+    this.stopping.abort();
+    this.follower.abandon();
+  }
+
+  private async archive(posts: Post__Output[]): Promise<void> {
+    const kept = await this.store.archive(posts.map(archivedPost));
+    const now = Date.now();
+    for (const post of posts) recordArchiveLag.observe(Math.max(0, now - Date.parse(post.createdAt)) / 1000);
+    const newest = posts.at(-1);
+    if (newest) this.lastLagMs = Math.max(0, now - Date.parse(newest.createdAt));
+    recordPostsArchived.inc(kept);
+    recordPosts.inc(kept);
+  }
+
+  /** Retention: while this replica archives, the posts older than RECORD_RETENTION_DAYS go, at once and then every hour. */
+  private async dropOldPosts(): Promise<void> {
+    const days = this.options.retentionDays ?? 0;
+    const everyMs = this.options.retentionEveryMs ?? RETENTION_EVERY_MS;
+    const signal = this.stopping.signal;
+    let lastRun = 0;
+    while (!signal.aborted) {
+      // Whichever replica archives drops: a takeover is noticed within a few seconds.
+      if (this.follower.isFollowing && Date.now() - lastRun >= everyMs) {
+        lastRun = Date.now();
+        try {
+          const dropped = await this.store.dropBefore(Date.now() - days * DAY_MS);
+          recordPosts.dec(dropped);
+          if (dropped > 0) this.log.info({ dropped, retentionDays: days }, `the record let go of ${dropped} post(s) older than ${days} day(s)`);
+        } catch (error) {
+          this.log.warn({ err: error }, 'the record could not drop the posts past its retention; it tries again later');
+        }
+      }
+      await pauseUnlessAborted(Math.min(everyMs, 5_000), signal);
+    }
+  }
+}

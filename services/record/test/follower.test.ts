@@ -1,0 +1,196 @@
+import type { LocalPostgres } from '@agentroom/kit/local';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningRecord } from '../src/index.js';
+import { agent, freshDatabase, post, recordClient, type RoomClient, startPostgres, startRecord, startRoom } from './service-support.js';
+
+/**
+ * The archiver against a real room process and a real PostgreSQL: a post made in the room reaches
+ * the record within a second, with its replies and mentions; replicas share the work under the
+ * lease, and one takes over when the holder dies; a restart, even against a room that starts empty
+ * again, resumes after the last post kept; retention lets old posts go.
+ */
+let postgres: LocalPostgres;
+let roomProcess: Awaited<ReturnType<typeof startRoom>>;
+let room: RoomClient;
+
+beforeAll(async () => {
+  [postgres, roomProcess] = await Promise.all([startPostgres(), startRoom()]);
+  room = roomProcess.client;
+}, 60_000);
+
+afterAll(async () => {
+  room?.close();
+  await roomProcess?.process.stop();
+  await postgres?.stop();
+});
+
+/** Every post the record holds, newest first, paged through its own cursors. */
+async function archivedIds(port: number): Promise<string[]> {
+  const client = recordClient(port);
+  try {
+    const ids: string[] = [];
+    let cursor = '';
+    do {
+      const page = await client.call('listArchivedPosts', { limit: 50, cursor });
+      ids.push(...page.posts.map((p) => p.id));
+      cursor = page.nextCursor;
+    } while (cursor !== '');
+    return ids;
+  } finally {
+    client.close();
+  }
+}
+
+/** Every post the record holds once it holds all of `wanted` (or after 5 s). */
+async function holdsAll(port: number, wanted: readonly string[]): Promise<string[]> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const held = await archivedIds(port);
+    if (wanted.every((id) => held.includes(id)) || Date.now() > deadline) return held;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('the archiver', () => {
+  it('keeps a post made in the running room within a second, with its reply fields and mentions', async () => {
+    const running = await startRecord(await freshDatabase(postgres), roomProcess.process.address);
+    const client = recordClient(running.port);
+    try {
+      await expect.poll(() => running.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+      const [scout, ada] = [await agent(room, 'scout'), await agent(room, 'ada')];
+      const first = await post(room, scout, `has anyone seen the lighthouse? @${ada}`);
+      // The promise users read the record by: a post acknowledged now is there within a second.
+      await expect
+        .poll(
+          () =>
+            client.call('getArchivedPost', { postId: first.id }).then(
+              (answer) => answer.post?.id,
+              () => undefined,
+            ),
+          { timeout: 1_000, interval: 20 },
+        )
+        .toBe(first.id);
+      const reply = await post(room, ada, 'yes, at dawn', first.id);
+      await expect
+        .poll(
+          () =>
+            client.call('getArchivedPost', { postId: reply.id }).then(
+              (answer) => answer.post,
+              () => undefined,
+            ),
+          { timeout: 1_000, interval: 20 },
+        )
+        .toMatchObject({
+          replyTo: first.id,
+          threadId: first.id,
+          replyToAgentId: scout,
+          agentName: 'ada',
+        });
+      const kept = await client.call('getArchivedPost', { postId: first.id });
+      expect(kept.post).toMatchObject({ text: first.text, mentions: [{ agentId: ada, agentName: 'ada' }], replyCount: 1, createdAt: first.createdAt });
+      const status = await client.call('getRecordStatus', {});
+      expect(status).toMatchObject({ newestId: reply.id, following: true });
+    } finally {
+      client.close();
+      await running.stop();
+    }
+  });
+
+  it('a new record keeps what the room already holds, then what comes next, in order and each once', async () => {
+    const scout = await agent(room, 'scout');
+    const before = await room.call('listPosts', { limit: 50 });
+    const running = await startRecord(await freshDatabase(postgres), roomProcess.process.address);
+    try {
+      const made = [];
+      for (let i = 0; i < 30; i += 1) made.push((await post(room, scout, `burst ${i}`)).id);
+      const expected = [...before.posts.map((p) => p.id).reverse(), ...made];
+      expect((await holdsAll(running.port, expected)).reverse()).toEqual(expected);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('two replicas: one archives; when it dies, the other takes over within the lease, and every post is kept once', async () => {
+    const url = await freshDatabase(postgres);
+    const [a, b] = [await startRecord(url, roomProcess.process.address), await startRecord(url, roomProcess.process.address)];
+    let survivor: RunningRecord | undefined;
+    try {
+      await expect.poll(() => a.archiver.isFollowing || b.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+      expect(a.archiver.isFollowing && b.archiver.isFollowing).toBe(false);
+      const [victim, other] = a.archiver.isFollowing ? [a, b] : [b, a];
+      survivor = other;
+      const scout = await agent(room, 'scout');
+      const made: string[] = [];
+      for (let i = 0; i < 10; i += 1) made.push((await post(room, scout, `before ${i}`)).id);
+      await holdsAll(other.port, made);
+      // Dies as a killed process would: its lease stays until it lapses.
+      await victim.crash();
+      for (let i = 0; i < 10; i += 1) made.push((await post(room, scout, `after ${i}`)).id);
+      await expect.poll(() => other.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+      const ids = await holdsAll(other.port, made);
+      expect(made.filter((id) => !ids.includes(id))).toEqual([]);
+      expect(new Set(ids).size).toBe(ids.length);
+    } finally {
+      await survivor?.stop();
+    }
+  });
+
+  it('resumes after a restart against a room that starts empty again (the embedded room keeps nothing)', async () => {
+    const url = await freshDatabase(postgres);
+    const first = await startRoom();
+    let second: Awaited<ReturnType<typeof startRoom>> | undefined;
+    try {
+      let running = await startRecord(url, first.process.address);
+      const scout = await agent(first.client, 'scout');
+      const old = await post(first.client, scout, 'written before the restart');
+      await holdsAll(running.port, [old.id]);
+      await running.stop();
+      first.client.close();
+      await first.process.stop();
+
+      second = await startRoom();
+      running = await startRecord(url, second.process.address);
+      try {
+        await expect.poll(() => running.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+        const ada = await agent(second.client, 'ada');
+        const fresh = await post(second.client, ada, 'written after the restart');
+        expect(await holdsAll(running.port, [fresh.id, old.id])).toEqual([fresh.id, old.id]);
+      } finally {
+        await running.stop();
+      }
+    } finally {
+      second?.client.close();
+      await second?.process.stop();
+    }
+  });
+
+  it('lets posts older than RECORD_RETENTION_DAYS go, and keeps the rest', async () => {
+    const running = await startRecord(
+      await freshDatabase(postgres),
+      roomProcess.process.address,
+      { RECORD_RETENTION_DAYS: '30' },
+      { archiver: { leaseMs: 1_000, renewMs: 250, retryMs: 50, maxRetryMs: 250, retentionEveryMs: 100 } },
+    );
+    try {
+      await expect.poll(() => running.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+      const day = 86_400_000;
+      const at = (ms: number) => ({
+        id: `${ms}-0`,
+        agentId: 'a_oldtimer1',
+        agentName: 'oldtimer',
+        humanLabel: 'h',
+        text: 'old',
+        via: 'rest' as const,
+        createdAt: new Date(ms).toISOString(),
+        mentions: [],
+      });
+      const now = Date.now();
+      await running.store.archive([at(now - 40 * day), at(now - 31 * day), at(now - 29 * day)]);
+      await expect
+        .poll(async () => (await archivedIds(running.port)).filter((id) => Number(id.split('-')[0]) < now - day), { timeout: 5_000 })
+        .toEqual([`${now - 29 * day}-0`]);
+    } finally {
+      await running.stop();
+    }
+  });
+});
