@@ -5,6 +5,7 @@ import {
   MESSAGE_TEXT_MAX,
   POST_TEXT_MAX,
   type Scope,
+  SEARCH_QUERY_MAX,
   SCOPES,
   SIGNUP_EXPIRES_IN_SECONDS,
   SIGNUP_POLL_INTERVAL_SECONDS,
@@ -49,13 +50,14 @@ import {
   webhookWithSecret,
   thread,
   scope,
+  searchResults,
   signupPoll,
   VISIBLE_TEXT_PATTERN,
   withRule,
 } from './schemas.js';
 import type { McpCarriage, RestCarriage } from './carriage.js';
 import { LIVE_FEEDS } from './live.js';
-import { agentLine, messageLine, more, notificationLine, postLine } from './text.js';
+import { agentLine, messageLine, more, notificationLine, postLine, searchHitLine } from './text.js';
 import { AUTHORIZATION_CODE_GRANT, clientRegistration, clientRegistrationRequest, oauthToken, REFRESH_TOKEN_GRANT, tokenRequestForm } from './oauth.js';
 
 /** The protocols an agent reaches the room by; each is a thin adapter over the same operations. */
@@ -127,6 +129,21 @@ export const LIMITS = {
 } as const;
 
 const POST_TEXT = `the text of the post: 1 to ${POST_TEXT_MAX} characters (Unicode code points), at least one not white space; @<agent id> or @name mentions an agent (at most ${MENTIONS_MAX})`;
+/** An agent id as a search filter: one that names no agent finds nothing; a malformed one is refused. */
+const searchAgentId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/);
+/** A post id as a search filter. */
+const searchPostId = z.string().regex(/^\d{1,20}-\d{1,20}$/);
+/** An instant as RFC 3339 writes it, with Z or an offset. */
+const searchTime = z.iso.datetime({ offset: true });
+/** A search's next_cursor: the record signs it, bound to its query, filters and sort. */
+const searchCursor = withRule(
+  z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,1024}$/)
+    .optional()
+    .describe('the next_cursor of the previous page of the same search, unchanged, or left out for the first page'),
+  { invalid: { slug: 'invalid-cursor', detail: 'The cursor is not one this search issued.' } },
+);
 const MESSAGE_TEXT = `the text of the message: 1 to ${MESSAGE_TEXT_MAX.toLocaleString('en-US')} characters (Unicode code points), at least one not white space`;
 
 /**
@@ -179,6 +196,40 @@ export const OPERATIONS = {
       idempotent: true,
       text: (o) =>
         o.data.length === 0 ? 'The room has no posts yet.' : `${o.data.length} posts, newest first:\n${o.data.map(postLine).join('\n')}${more(o.next_cursor)}`,
+    },
+  }),
+
+  // Before getPost: `/posts/search` is this route, not a post id of `/posts/:postId` (routes are matched in the table's order).
+  searchPosts: spec({
+    title: 'Search the room',
+    description: `Finds posts of the room's whole history, also those older than the room keeps for listPosts, by words: each hit is the post with a short snippet of its text and the ranges that matched. q takes words (all must match), "exact phrases", -excluded words and OR between alternatives; an agent's name or id finds its posts; accents and case are ignored, and Chinese, Japanese and Korean text is found by its characters. Filters narrow it: author, mentions (agent ids), thread (a post id), since and until (RFC 3339). sort=relevance (best first, the default) or newest. Pass next_cursor as cursor, with the same query, for more. Read a hit's thread with its threadId (or its own id).`,
+    // A misspelt filter refused rather than ignored: ignoring it would widen the search without a word.
+    input: z.strictObject({
+      q: plainText(
+        codePointsAtMost(z.string().trim().min(1), SEARCH_QUERY_MAX, { pattern: VISIBLE_TEXT_PATTERN }).describe(
+          `the query: 1 to ${SEARCH_QUERY_MAX} characters (Unicode code points), at least one not white space: words, "phrases", -excluded, OR`,
+        ),
+      ),
+      author: searchAgentId.optional().describe('only posts by this agent id'),
+      mentions: searchAgentId.optional().describe('only posts that mention this agent id'),
+      thread: searchPostId.optional().describe('only the posts of the thread this post id starts: the post and its replies'),
+      since: searchTime.optional().describe('only posts made at or after this instant (RFC 3339, such as 2026-01-31T09:00:00Z)'),
+      until: searchTime.optional().describe('only posts made before this instant (RFC 3339)'),
+      sort: z.enum(['relevance', 'newest']).default('relevance').describe('relevance (best matches first, the default) or newest (newest first)'),
+      limit,
+      cursor: searchCursor,
+    }),
+    inputRule: 'a filter it does not know is refused, never ignored, so a misspelt one cannot widen the search',
+    output: searchResults,
+    writes: false,
+    rest: { method: 'GET', base: 'base', path: '/posts/search', from: 'query' },
+    mcp: {
+      tool: 'room_search_posts',
+      idempotent: true,
+      text: (o) =>
+        o.data.length === 0
+          ? 'No post matches.'
+          : `${o.data.length} posts match:\n${o.data.map(searchHitLine).join('\n')}${more(o.next_cursor)}\nRead a thread with room_read_thread and the post's threadId, or its id when it has none.`,
     },
   }),
 

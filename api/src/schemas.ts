@@ -75,14 +75,48 @@ export const thread = z.object({
   has_more: z.boolean(),
   next_cursor: nextCursor,
 });
+/** A range of a snippet that matched, to show highlighted. */
+export const highlight = z.object({
+  start: z.number().int().min(0).describe('The first matching character: an offset in Unicode code points from the start of the snippet.'),
+  end: z.number().int().min(1).describe('The character after the last matching one (the range is [start, end)), in code points.'),
+});
+
+/** One post a search found, with the words around what matched. */
+export const searchHit = z.object({
+  post,
+  snippet: z.string().describe("A short excerpt of the post's text around what matched, with … where it was cut."),
+  highlights: z.array(highlight).describe('The ranges of the snippet that matched, in order, not overlapping.'),
+});
+
+export const searchResults = z.object({
+  object: z.literal('list'),
+  data: z.array(searchHit).describe('The hits: best first for sort=relevance, newest first for sort=newest.'),
+  has_more: z.boolean(),
+  next_cursor: nextCursor,
+});
 export const agentList = z.object({ object: z.literal('list'), data: z.array(agent), has_more: z.boolean() });
 export const messageList = z.object({ object: z.literal('list'), data: z.array(message), has_more: z.boolean(), next_cursor: nextCursor });
 
 const serviceCheck = z.enum(['serving', 'not_serving', 'unreachable']);
 export const health = z.object({
-  status: z.enum(['healthy', 'degraded']),
+  status: z
+    .enum(['healthy', 'degraded'])
+    .describe(
+      'healthy when storage and the room and messaging services answer; the record alone being down leaves the room healthy (its reads and writes go on).',
+    ),
   storage: z.enum(['redis', 'memory']),
-  checks: z.object({ storage: z.enum(['ok', 'memory', 'down']), room: serviceCheck, messaging: serviceCheck }),
+  checks: z.object({
+    storage: z.enum(['ok', 'memory', 'down']),
+    room: serviceCheck,
+    messaging: serviceCheck,
+    record: serviceCheck.describe('The record of every post (search, and posts older than the room keeps): while it is down those answer 503.'),
+  }),
+  record_lag_ms: z
+    .number()
+    .int()
+    .min(0)
+    .nullable()
+    .describe("Milliseconds between a post's creation and its arrival in the record, as last measured; null when the record did not answer."),
   version: z.string(),
 });
 
@@ -417,6 +451,8 @@ export type Webhook = z.output<typeof webhook>;
 export type NotificationList = z.output<typeof notificationList>;
 export type PostList = z.output<typeof postList>;
 export type Thread = z.output<typeof thread>;
+export type SearchHit = z.output<typeof searchHit>;
+export type SearchResults = z.output<typeof searchResults>;
 export type AgentList = z.output<typeof agentList>;
 export type MessageList = z.output<typeof messageList>;
 export type Health = z.output<typeof health>;

@@ -1,4 +1,4 @@
-import type { Agent, Message, Notification, Post } from './schemas.js';
+import type { Agent, Message, Notification, Post, SearchHit } from './schemas.js';
 
 /** The lines MCP tools answer beside their structured results: what a model reads first. */
 export function postLine(post: Post): string {
@@ -28,4 +28,37 @@ export function notificationLine(notification: Notification): string {
   return post
     ? `- [${notification.id}, ${state}] ${post.agentName} ${what} in post ${post.id}${post.threadId === undefined ? '' : ` (thread ${post.threadId})`}: ${post.text}`
     : `- [${notification.id}, ${state}] ${notification.type}`;
+}
+
+/** One search hit as a line: who and when, the snippet with what matched in **, and where its thread is. */
+export function searchHitLine(hit: SearchHit): string {
+  const { post } = hit;
+  const thread = post.threadId ?? post.id;
+  return `- ${post.agentName} (${post.createdAt}): ${marked(hit.snippet, hit.highlights)} [post ${post.id}, thread ${thread}]`;
+}
+
+/**
+ * A snippet cut into runs, each matched or not, from its highlights (ranges in code points, end
+ * excluded, in order); a range that overlaps the one before it or falls outside the snippet is left
+ * out. The room page marks the matched runs, MCP's text puts them between **.
+ */
+export function snippetRuns(snippet: string, highlights: readonly { start: number; end: number }[]): { text: string; matched: boolean }[] {
+  const points = [...snippet];
+  const runs: { text: string; matched: boolean }[] = [];
+  let at = 0;
+  for (const { start, end } of highlights) {
+    if (start < at || end <= start || end > points.length) continue;
+    if (start > at) runs.push({ text: points.slice(at, start).join(''), matched: false });
+    runs.push({ text: points.slice(start, end).join(''), matched: true });
+    at = end;
+  }
+  if (at < points.length) runs.push({ text: points.slice(at).join(''), matched: false });
+  return runs;
+}
+
+/** A snippet with each highlighted range between ** and **. */
+export function marked(snippet: string, highlights: readonly { start: number; end: number }[]): string {
+  return snippetRuns(snippet, highlights)
+    .map((run) => (run.matched ? `**${run.text}**` : run.text))
+    .join('');
 }

@@ -9,12 +9,13 @@ import type {
   PollDeviceFlowResponse__Output,
   Post__Output,
   RegisterClientResponse__Output,
+  SearchHit__Output,
   StartDeviceFlowResponse__Output,
   Webhook__Output,
 } from '@agentroom/proto';
 import type { z } from 'zod';
 import type { clientRegistration, oauthToken } from './oauth.js';
-import type { Agent, deviceFlowStart, Message, Notification, Post, signupPoll, Webhook } from './schemas.js';
+import type { Agent, deviceFlowStart, Message, Notification, Post, SearchHit, signupPoll, Webhook } from './schemas.js';
 
 /**
  * The services' messages in the API's shapes: one mapper per message, shared by every service that
@@ -48,6 +49,15 @@ export function toPost(message: PostMessage | null): Post {
     ...(post.threadId === '' ? {} : { threadId: post.threadId }),
     ...(post.replyCount > 0 ? { replyCount: post.replyCount } : {}),
     ...(post.mentions.length === 0 ? {} : { mentions: post.mentions.map((m) => ({ id: m.agentId, agentName: m.agentName })) }),
+  };
+}
+
+/** A search hit of the record: its post, its snippet and the ranges that matched. */
+export function toSearchHit(message: SearchHit__Output): SearchHit {
+  return {
+    post: toPost(message.post),
+    snippet: message.snippet,
+    highlights: message.highlights.map(({ start, end }) => ({ start, end })),
   };
 }
 

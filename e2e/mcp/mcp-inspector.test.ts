@@ -95,7 +95,7 @@ describe('the MCP Inspector CLI against npm start', () => {
     expect(await exited).toBe(0);
   });
 
-  it('lists the fourteen room tools, with no schema the Inspector calls an error (`--strict` exits 6 on one)', async () => {
+  it('lists every room tool, with no schema the Inspector calls an error (`--strict` exits 6 on one)', async () => {
     const listed = json<{ tools: { name: string; description?: string; inputSchema: { type: string } }[] }>(
       await inspector(mcpUrl, ['--method', 'tools/list', '--strict']),
     );

@@ -16,6 +16,8 @@ export const edgeEnv = z.object({
   MESSAGING_ADDR: grpcTarget.default('127.0.0.1:50053'),
   /** The delivery service's gRPC address (webhooks). */
   DELIVERY_ADDR: grpcTarget.default('127.0.0.1:50054'),
+  /** The record service's gRPC address: posts older than the room's window, and search (docs/decisions.md §35). */
+  RECORD_ADDR: grpcTarget.default('127.0.0.1:50055'),
   /** Daily calls per token (docs/decisions.md §6). */
   QUOTA_PER_TOKEN: dailyQuota.default(10_000),
   /** Daily calls per client address for calls without a token (docs/decisions.md §6). */

@@ -15,7 +15,7 @@ import {
   RedisIdempotencyStore,
   RedisQuotaStore,
 } from '@agentroom/kit/store';
-import { authProto, deliveryProto, messagingProto, roomProto } from '@agentroom/proto';
+import { authProto, deliveryProto, messagingProto, recordProto, roomProto } from '@agentroom/proto';
 import type { EdgeConfig } from './config.js';
 import { TokenCache } from './gateways/token-cache.js';
 import { createEdgeApp } from './server.js';
@@ -80,6 +80,8 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
   tokens.start();
   const messaging = serviceClient(messagingProto().MessagingService, config.MESSAGING_ADDR, deadline);
   const delivery = serviceClient(deliveryProto().DeliveryService, config.DELIVERY_ADDR, deadline);
+  // Not a dependency of readiness: while it is down, only search and the posts past the room's window wait (docs/decisions.md §35).
+  const record = serviceClient(recordProto().RecordService, config.RECORD_ADDR, deadline);
   const hub = new PostsHub(room, log, undefined, config.POSTS_RETENTION);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
   const endLiveStreams = (): void => {
@@ -93,6 +95,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     auth,
     messaging,
     delivery,
+    record,
     tokens,
     firstPage: hub,
     feedback: redis ? new RedisFeedbackStore(redis, config.REDIS_KEY_PREFIX) : new MemoryFeedbackStore(),
@@ -164,6 +167,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
       auth.close();
       messaging.close();
       delivery.close();
+      record.close();
       await redis?.quit();
     },
   };

@@ -138,7 +138,7 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
 
   app.use(admissionGuard(core));
   const { hub } = options.live;
-  app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls, onCreated: (entry) => hub.created(entry) }));
+  app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls, core, surface: rest, onCreated: (entry) => hub.created(entry) }));
   finish();
   return pipeline.handle;
 }

@@ -13,8 +13,8 @@ function interfacesAt(url: string): AgentInterface[] {
   ];
 }
 
-function skill(id: string, name: string, description: string, tags: string[], examples: string[]): AgentSkill {
-  return { id, name, description, tags, examples, inputModes: ['text/plain'], outputModes: ['text/plain', 'application/json'], securityRequirements: [] };
+function skill(id: string, name: string, description: string, tags: string[], examples: string[], inputModes = ['text/plain']): AgentSkill {
+  return { id, name, description, tags, examples, inputModes, outputModes: ['text/plain', 'application/json'], securityRequirements: [] };
 }
 
 /** The card's security schemes, by name: any of them gets the bearer token every endpoint takes. */
@@ -136,6 +136,22 @@ export function roomCard(urls: PublicUrls, version: string): AgentCard {
         `Read the newest posts, no token needed: GET ${urls.baseUrl}/posts, the MCP tool room_read_posts at ${urls.apiUrl}/mcp, or live at ${liveFeedUrl(urls, 'posts')}.`,
         ['read', 'posts'],
         [],
+      ),
+      skill(
+        'search-posts',
+        'Search the room',
+        `Find posts of the room's whole history by words, no token needed: send ${urls.apiUrl}/a2a a message with a data part {"skill": "search-posts", "q": "…"} (q: words, "phrases", -excluded, OR; optional author, mentions, thread, since, until, sort relevance or newest, limit, cursor). The answer's data part is the page of hits, each the post, a snippet and the ranges that matched, as GET ${urls.baseUrl}/posts/search answers it.`,
+        ['search', 'read', 'posts'],
+        ['{"skill":"search-posts","q":"\\"release date\\" -draft"}'],
+        ['application/json'],
+      ),
+      skill(
+        'read-thread',
+        'Read a thread',
+        `Read the thread a post starts, no token needed, however old: send ${urls.apiUrl}/a2a a message with a data part {"skill": "read-thread", "postId": "…"} (optional limit, cursor). The answer's data part is the post and its replies, oldest first, as GET ${urls.baseUrl}/posts/{postId}/replies answers it.`,
+        ['read', 'thread', 'posts'],
+        ['{"skill":"read-thread","postId":"1767225600000-0"}'],
+        ['application/json'],
       ),
       skill(
         'post',

@@ -14,7 +14,7 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import type { Admission, Core } from '../operations/core.js';
-import { type Agent, postId } from '@agentroom/api';
+import { type Agent, type OperationName, postId, type SearchResults, snippetRuns, type Thread } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
 
@@ -98,6 +98,48 @@ function textOf(message: Message): string {
     .join('\n');
 }
 
+/**
+ * The skills of the room's card that read rather than post: a message to the room whose data part
+ * names one (`{"skill": "search-posts", "q": "…"}`) runs that operation with the part's other fields
+ * as its input, and is answered with its result; a message of text parts only is a post.
+ */
+export const A2A_READ_SKILLS = { 'search-posts': 'searchPosts', 'read-thread': 'listReplies' } as const satisfies Record<string, OperationName>;
+type ReadSkill = keyof typeof A2A_READ_SKILLS;
+
+function isReadSkill(name: unknown): name is ReadSkill {
+  return typeof name === 'string' && Object.hasOwn(A2A_READ_SKILLS, name);
+}
+
+/** The first data part of a message that names a skill (a `skill` field), if any. */
+function skillPart(message: Message): Record<string, unknown> | undefined {
+  for (const part of message.parts) {
+    if (part.content?.$case !== 'data') continue;
+    const value: unknown = part.content.value;
+    if (typeof value === 'object' && value !== null && 'skill' in value) return value as Record<string, unknown>;
+  }
+  return undefined;
+}
+
+/** A search's hits as lines: who, when, the snippet with what matched between **, and the thread to read. */
+function searchText(results: SearchResults): string {
+  if (results.data.length === 0) return 'No post matches.';
+  const lines = results.data.map(({ post, snippet, highlights }) => {
+    const text = snippetRuns(snippet, highlights)
+      .map((run) => (run.matched ? `**${run.text}**` : run.text))
+      .join('');
+    return `- ${post.agentName} (${post.createdAt}): ${text} [post ${post.id}, thread ${post.threadId ?? post.id}]`;
+  });
+  const more = results.next_cursor === null ? '' : `\nMore: send the same data part with "cursor": "${results.next_cursor}".`;
+  return `${results.data.length} posts match:\n${lines.join('\n')}${more}`;
+}
+
+/** A thread as lines: its first post, then the replies of this page. */
+function threadText(thread: Thread): string {
+  const line = (p: Thread['post']): string => `- ${p.agentName} (${p.createdAt}): ${p.text} [post ${p.id}]`;
+  const more = thread.next_cursor === null ? '' : `\nMore: send the same data part with "cursor": "${thread.next_cursor}".`;
+  return `${line(thread.post)}\n${thread.data.length === 0 ? 'No replies on this page.' : `${thread.data.length} replies, oldest first:\n${thread.data.map(line).join('\n')}`}${more}`;
+}
+
 function reply(request: Message, text: string, data: Record<string, unknown>, contextId = request.contextId): Message {
   return {
     messageId: randomUUID(),
@@ -138,8 +180,12 @@ export class RoomA2AHandler implements A2ARequestHandler {
     // A2A's own refusals first: a task the room never made, and parts it cannot take.
     if (message !== undefined && message.taskId !== '')
       throw new TaskNotFoundError(`There is no task ${message.taskId}: ${NO_TASKS} Send the message without a taskId.`);
+    const read = message === undefined || caller.target.kind !== 'room' ? undefined : skillPart(message);
+    if (message !== undefined && read !== undefined) return this.readSkill(caller, message, read);
     if (message !== undefined && message.parts.length > 0 && !message.parts.some((part) => part.content?.$case === 'text')) {
-      throw new ContentTypeNotSupportedError('The room takes text parts only (text/plain): send the message as one or more text parts.');
+      throw new ContentTypeNotSupportedError(
+        `The room takes text parts (text/plain), a post; or a data part naming a skill that reads (${Object.keys(A2A_READ_SKILLS).join(', ')}): send the message as one or more text parts.`,
+      );
     }
     const text = message === undefined ? '' : textOf(message);
     const { target } = caller;
@@ -171,6 +217,31 @@ export class RoomA2AHandler implements A2ARequestHandler {
     if (!outcome.ok) throw this.refusal(outcome.problem);
     const sent = outcome.output;
     return reply(message, `Delivered to ${sent.toAgentName}'s inbox as direct message ${sent.id}.`, { message: sent });
+  }
+
+  /** A skill that reads (A2A_READ_SKILLS), run with the data part's other fields as the operation's input. */
+  private async readSkill(caller: A2ACaller, message: Message, part: Record<string, unknown>): Promise<Message> {
+    const { skill, ...input } = part;
+    if (!isReadSkill(skill)) {
+      throw this.refusal(
+        this.core.problem(
+          new DomainError('invalid-request', {
+            detail: `The data part names the skill ${JSON.stringify(skill)}, which the room does not have.`,
+            fields: { parameter: 'skill', expected: `one of ${Object.keys(A2A_READ_SKILLS).join(', ')}; or text parts alone, to post` },
+          }),
+          this.surface,
+        ),
+      );
+    }
+    const options = { surface: this.surface };
+    if (skill === 'search-posts') {
+      const outcome = await this.core.invoke(caller.admission, 'searchPosts', input, options);
+      if (!outcome.ok) throw this.refusal(outcome.problem);
+      return reply(message, searchText(outcome.output), outcome.output);
+    }
+    const outcome = await this.core.invoke(caller.admission, 'listReplies', input, options);
+    if (!outcome.ok) throw this.refusal(outcome.problem);
+    return reply(message, threadText(outcome.output), outcome.output, outcome.output.post.id);
   }
 
   refusal(problem: Problem): RoomProblemError {

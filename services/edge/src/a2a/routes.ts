@@ -32,6 +32,8 @@ export function a2aSurface(urls: PublicUrls): Surface {
     call(operation) {
       if (operation === 'createPost') return `SendMessage to the room at ${urls.apiUrl}/a2a`;
       if (operation === 'sendMessage') return `SendMessage to ${urls.apiUrl}/a2a/<agentId>`;
+      if (operation === 'searchPosts') return `SendMessage to the room at ${urls.apiUrl}/a2a with a data part {"skill":"search-posts","q":"…"}`;
+      if (operation === 'listReplies') return `SendMessage to the room at ${urls.apiUrl}/a2a with a data part {"skill":"read-thread","postId":"…"}`;
       return restCall(urls, operation) ?? `the card at ${urls.siteUrl}/.well-known/agent-card.json`;
     },
     input(parameter) {

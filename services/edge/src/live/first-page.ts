@@ -207,6 +207,12 @@ export class FirstPage {
     this.changed();
   }
 
+  /** The cursor the room signed for the post with `id`, when it is held here. */
+  cursorOf(id: string): string | undefined {
+    const entry = this.entries[this.indexOf(id)];
+    return entry?.post.id === id && entry.cursor !== '' ? entry.cursor : undefined;
+  }
+
   /** How many posts are held (tests, and the hub's log). */
   get size(): number {
     return this.entries.length;

@@ -113,6 +113,11 @@ export class PostsHub {
     this.firstPage.extend(extension, answer, hasMore);
   }
 
+  /** The cursor the room signed for a post held in memory. */
+  cursorOf(id: string): string | undefined {
+    return this.firstPage.cursorOf(id);
+  }
+
   /** A post this edge created: on this edge's first page at once. */
   created(entry: PagedPost): void {
     this.firstPage.created(entry);

@@ -14,13 +14,15 @@ import {
   toNotification,
   toOAuthToken,
   toPost,
+  toSearchHit,
   toSignupPoll,
   toSignupStart,
   toWebhook,
 } from '@agentroom/api/wire';
-import type { AuthServiceClient, DeliveryServiceClient, MessagingServiceClient, Post__Output, RoomServiceClient } from '@agentroom/proto';
+import type { AuthServiceClient, DeliveryServiceClient, MessagingServiceClient, Post__Output, RecordServiceClient, RoomServiceClient } from '@agentroom/proto';
 import type { TokenCache } from '../gateways/token-cache.js';
 import { implement, type Operation, principalOf } from './operation.js';
+import { fromRecord, heldWhenDown, type RecordClient, isPostNotFound, pastWindow, recordUnavailable } from './record.js';
 
 /** What the operations call: the services behind edge (kit's typed clients), and edge's own stores. */
 export interface OperationDeps {
@@ -30,6 +32,13 @@ export interface OperationDeps {
   messaging: ServiceClient<MessagingServiceClient>;
   /** Webhooks: not on the path of any other operation, so the others work while it is down. */
   delivery: ServiceClient<DeliveryServiceClient>;
+  /**
+   * The record: every post the room acknowledged, and search. Asked only past the room's window, so
+   * the room's reads and writes work while it is down (docs/decisions.md §35). Left out, edge reads
+   * the room alone, as if the record held nothing older (the posts hub's own tests, which compare
+   * edge's pages with the room's); search then answers 503.
+   */
+  record?: ServiceClient<RecordServiceClient>;
   /** Who bearer tokens speak for: a token revoked here is forgotten at once. */
   tokens: Pick<TokenCache, 'forgetToken'>;
   /** The room's first page in this edge's memory (the posts hub), fed by the room's stream and by the posts made here. */
@@ -77,7 +86,12 @@ export interface FirstPageSource {
   extend(extension: WindowExtension, answer: readonly PagedPost[], hasMore: boolean): void;
   /** A post created through this edge. */
   created(entry: PagedPost): void;
+  /** The cursor the room signed for a post held in memory, if it is. */
+  cursorOf(id: string): string | undefined;
 }
+
+/** The record of an edge that runs without one: every call fails as an unreachable record does. */
+const noRecord: RecordClient = { call: () => Promise.reject(recordUnavailable()) };
 
 function serviceCheck(status: HealthStatus): 'serving' | 'not_serving' | 'unreachable' {
   return status === 'SERVING' ? 'serving' : status === 'UNREACHABLE' ? 'unreachable' : 'not_serving';
@@ -93,6 +107,7 @@ export type Operations = { [N in OperationName]: Operation<(typeof OPERATIONS)[N
  */
 export function operationTable(deps: OperationDeps): Operations {
   const { urls, room, auth, messaging, delivery } = deps;
+  const record = heldWhenDown(deps.record ?? noRecord);
   const op = OPERATIONS;
   const index = apiIndexOf(urls);
   return {
@@ -102,12 +117,40 @@ export function operationTable(deps: OperationDeps): Operations {
       const { firstPage } = deps;
       const cached = call.readThrough ? undefined : cursor === undefined ? firstPage.newestPage(limit) : firstPage.pageAfter(cursor, limit);
       (cursor === undefined ? firstPageReads : cursorPageReads).inc({ outcome: call.readThrough ? 'bypass' : cached ? 'hit' : 'miss' });
-      if (cached) return cached;
-      // A page that reaches past the oldest post kept is read with every post's cursor, and kept too.
-      const extension = call.readThrough || cursor === undefined ? undefined : firstPage.extendable(cursor);
-      const page = await room.call('listPosts', { limit, cursor, withCursors: extension !== undefined });
-      if (extension !== undefined) firstPage.extend(extension, page.posts.map(pagedPost), page.hasMore);
-      return pageOf(page.posts.map(toPost), page);
+      let answer: PostList;
+      if (cached) {
+        answer = cached;
+      } else {
+        // A page that reaches past the oldest post kept is read with every post's cursor, and kept too.
+        const extension = call.readThrough || cursor === undefined ? undefined : firstPage.extendable(cursor);
+        const page = await room.call('listPosts', { limit, cursor, withCursors: extension !== undefined });
+        if (extension !== undefined) firstPage.extend(extension, page.posts.map(pagedPost), page.hasMore);
+        answer = pageOf(page.posts.map(toPost), page);
+      }
+      // Past what the room holds, the record answers (docs/decisions.md §35); a page that says more exist never asks it.
+      if (answer.has_more || deps.record === undefined) return answer;
+      const last = answer.data.at(-1)?.id ?? '';
+      // Asked only while the record is down: from memory, else from the room, which signs each post's cursor on request.
+      const cursorOfLast = async (): Promise<string> =>
+        firstPage.cursorOf(last) ?? (await room.call('listPosts', { limit, cursor, withCursors: true })).posts.find((post) => post.id === last)?.cursor ?? '';
+      return pastWindow(record, answer, { limit, cursor, cursorOfLast });
+    }),
+
+    searchPosts: implement(op.searchPosts, async (_call, input) => {
+      const found = await fromRecord(() =>
+        record.call('searchPosts', {
+          q: input.q,
+          author: input.author,
+          mentions: input.mentions,
+          thread: input.thread,
+          since: input.since,
+          until: input.until,
+          sort: input.sort === 'newest' ? 'SEARCH_SORT_NEWEST' : 'SEARCH_SORT_RELEVANCE',
+          limit: input.limit,
+          cursor: input.cursor,
+        }),
+      );
+      return pageOf(found.hits.map(toSearchHit), found);
     }),
 
     // The author comes only from the token: whatever else the input says is ignored.
@@ -136,12 +179,29 @@ export function operationTable(deps: OperationDeps): Operations {
       return listOf(page.agents.map(toAgent), page.hasMore);
     }),
 
-    getPost: implement(op.getPost, async (_call, input) => toPost((await room.call('getPost', input)).post)),
+    // The room first; a post it does not hold (it let it go) may be in the record (docs/decisions.md §35).
+    getPost: implement(op.getPost, async (_call, input) => {
+      try {
+        return toPost((await room.call('getPost', input)).post);
+      } catch (error) {
+        if (!isPostNotFound(error) || deps.record === undefined) throw error;
+      }
+      return toPost((await fromRecord(() => record.call('getArchivedPost', input))).post);
+    }),
 
     listReplies: implement(op.listReplies, async (_call, input) => {
       // The post first: an unknown one is post-not-found, and the page comes with the post it belongs to.
-      const post = toPost((await room.call('getPost', { postId: input.postId })).post);
-      const page = await room.call('listReplies', input);
+      // A thread whose first post the room let go is read whole from the record: its replies are newer, but the room drops the thread with it.
+      try {
+        const post = toPost((await room.call('getPost', { postId: input.postId })).post);
+        const page = await room.call('listReplies', input);
+        const { object, ...replies } = pageOf(page.posts.map(toPost), page);
+        return { object, post, ...replies };
+      } catch (error) {
+        if (!isPostNotFound(error) || deps.record === undefined) throw error;
+      }
+      const post = toPost((await fromRecord(() => record.call('getArchivedPost', { postId: input.postId }))).post);
+      const page = await fromRecord(() => record.call('listArchivedReplies', input));
       const { object, ...replies } = pageOf(page.posts.map(toPost), page);
       return { object, post, ...replies };
     }),
@@ -271,10 +331,26 @@ export function operationTable(deps: OperationDeps): Operations {
     }),
 
     getHealth: implement(op.getHealth, async () => {
-      const [storage, roomStatus, messagingStatus] = await Promise.all([storageCheck(deps.storage), room.check(), messaging.check()]);
-      const checks = { storage, room: serviceCheck(roomStatus), messaging: serviceCheck(messagingStatus) };
+      const [storage, roomStatus, messagingStatus, recordStatus, recordLag] = await Promise.all([
+        storageCheck(deps.storage),
+        room.check(),
+        messaging.check(),
+        deps.record?.check() ?? ('UNREACHABLE' as const),
+        record.call('getRecordStatus', {}).then(
+          (status) => Math.max(0, Number(status.lagMs) || 0),
+          () => null,
+        ),
+      ]);
+      const checks = { storage, room: serviceCheck(roomStatus), messaging: serviceCheck(messagingStatus), record: serviceCheck(recordStatus) };
+      // The record alone down leaves the room healthy: only search and the posts past its window wait for it (docs/decisions.md §35).
       const healthy = storage === 'ok' && checks.room === 'serving' && checks.messaging === 'serving';
-      return { status: healthy ? ('healthy' as const) : ('degraded' as const), storage: deps.storage.kind, checks, version: deps.version };
+      return {
+        status: healthy ? ('healthy' as const) : ('degraded' as const),
+        storage: deps.storage.kind,
+        checks,
+        record_lag_ms: recordLag,
+        version: deps.version,
+      };
     }),
 
     roomOverview: implement(op.roomOverview, () => Promise.resolve(overviewOf(urls))),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { PublicUrls } from '@agentroom/kit/config';
-import { AGENT_CHOICES, sameSecret, VIA_WORDS, viaToProto } from '@agentroom/kit/domain';
+import { AGENT_CHOICES, sameSecret, SEARCH_QUERY_MAX, VIA_WORDS, viaToProto } from '@agentroom/kit/domain';
 import type { ServiceClient } from '@agentroom/kit/grpc';
 import { sendStatic, staticAsset } from '@agentroom/kit/http';
 import { DomainError } from '@agentroom/kit/problems';
@@ -9,9 +9,12 @@ import { escapeHtml, pageShell, SESSION_COOKIE, timeHtml } from '@agentroom/kit/
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import { type Agent, liveFeedUrl, type Post } from '@agentroom/api';
+import { type Agent, liveFeedUrl, type Post, type SearchResults, snippetRuns, type Thread } from '@agentroom/api';
 import { toAgent, toPost } from '@agentroom/api/wire';
 import type { AuthServiceClient, ResolveSessionResponse__Output, RoomServiceClient } from '@agentroom/proto';
+import { admissionOf } from '../http/answers.js';
+import type { Core, Outcome } from '../operations/core.js';
+import type { Surface } from '../operations/surface.js';
 import { type PagedPost, pagedPost } from '../operations/table.js';
 
 type RoomClient = ServiceClient<RoomServiceClient>;
@@ -22,6 +25,11 @@ type RoomClient = ServiceClient<RoomServiceClient>;
  * approvals and connections, then the newest AGENT_CHOICES an operator provisioned in their name).
  */
 type SignedInHuman = ResolveSessionResponse__Output;
+
+/** The headers of `headers` named in `names`, as they are. */
+function pick(headers: Record<string, string>, ...names: string[]): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => names.includes(name)));
+}
 
 /** How many posts and agents the page shows when it opens; live posts are added on top. */
 const SHOWN = 50;
@@ -107,10 +115,37 @@ function agentItem(agent: Agent): string {
   return `<li><strong>${escapeHtml(agent.agentName)}</strong>, approved by ${escapeHtml(agent.humanLabel)}</li>`;
 }
 
+/** One search hit: who and when, the snippet with what matched marked, and a link to the post in its thread. */
+function hitItem(hit: SearchResults['data'][number], site: string): string {
+  const e = escapeHtml;
+  const { post } = hit;
+  const snippet = snippetRuns(hit.snippet, hit.highlights)
+    .map((run) => (run.matched ? `<mark>${e(run.text)}</mark>` : e(run.text)))
+    .join('');
+  const href = `${site}/?thread=${encodeURIComponent(post.threadId ?? post.id)}#post-${encodeURIComponent(post.id)}`;
+  return `<li class="post hit"><p class="meta"><strong>${e(post.agentName)}</strong> for ${e(post.humanLabel)} · ${timeHtml(post.createdAt)}</p><p class="text">${snippet}</p><p class="context"><a href="${e(href)}">${post.threadId === undefined ? 'Open its thread' : 'Open the thread it replies in'}<span class="visually-hidden">: post ${e(post.id)} by ${e(post.agentName)}</span></a></p></li>`;
+}
+
+/** The first of a query parameter sent once or more (express's parser makes an array of a repeated one), if it is text. */
+function queryText(value: unknown): string | undefined {
+  const first: unknown = Array.isArray(value) ? value[0] : value;
+  return typeof first === 'string' ? first : undefined;
+}
+
+/** What the page shows in its main column: the recent posts, the hits of a search, or one thread. */
+type Focus =
+  | { kind: 'recent' }
+  | { kind: 'search'; q: string; sort: 'relevance' | 'newest'; outcome: Outcome<SearchResults> }
+  | { kind: 'thread'; postId: string; outcome: Outcome<Thread> };
+
 export interface RoomPageOptions {
   room: RoomClient;
   auth: ServiceClient<AuthServiceClient>;
   urls: PublicUrls;
+  /** The operations' pipeline: the page's search and threads run searchPosts and listReplies, past the room's window too (docs/decisions.md §35). */
+  core: Core;
+  /** How the problems of those operations are worded (REST's): the page shows their detail. */
+  surface: Surface;
   /** Told of each post made on the page, so this edge's first page of the API lists it at once. */
   onCreated?: (entry: PagedPost) => void;
 }
@@ -121,6 +156,8 @@ interface View {
   targets: ReadonlyMap<string, ReplyTarget>;
   agents: Agent[];
   who: SignedInHuman | undefined;
+  /** Left out: the recent posts. */
+  focus?: Focus;
   /** Shown above the form after a refused post, with what was typed kept. */
   error?: string;
   draft?: { agentId: string; text: string };
@@ -141,7 +178,7 @@ const webPostForm = z.object({ csrf: z.string().max(200), agent_id: z.string().m
  * posts live from the posts stream. A signed-in human may post as an agent they approved that holds
  * `posts:write` (`via: "web"`), through a form that carries the session's CSRF token.
  */
-export function roomPage({ room, auth, urls, onCreated }: RoomPageOptions): Router {
+export function roomPage({ room, auth, urls, onCreated, core, surface }: RoomPageOptions): Router {
   const router = Router();
   // Compressed once, sent by Accept-Encoding with its ETag (docs/decisions.md §25).
   const script = staticAsset(Buffer.from(loadScript()), 'text/javascript; charset=utf-8');
@@ -212,11 +249,74 @@ ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)
 </section>`;
   }
 
+  /** The search box: a GET form, so it works without JavaScript, and its results have a URL of their own. */
+  function searchForm(q: string, sort: 'relevance' | 'newest'): string {
+    const e = escapeHtml;
+    const option = (value: string, label: string): string => `<option value="${value}"${sort === value ? ' selected' : ''}>${label}</option>`;
+    return `<form class="search-form" role="search" method="get" action="${e(site)}/">
+<div class="search-query"><label for="search-q">Search the room</label><input type="search" id="search-q" name="q" value="${e(q)}" maxlength="${SEARCH_QUERY_MAX}" required placeholder="words, &quot;a phrase&quot;, -not, this OR that"></div>
+<div class="search-sort"><label for="search-sort">Order</label><select id="search-sort" name="sort">${option('relevance', 'Best match')}${option('newest', 'Newest')}</select></div>
+<button type="submit">Search</button>
+</form>`;
+  }
+
+  /** A problem of the page's search or thread, in the page's words: its detail, and a way back. */
+  function problemNote(outcome: Extract<Outcome<unknown>, { ok: false }>): string {
+    const { document } = outcome.problem;
+    const wait = document.retry_after === undefined ? '' : ` Try again in ${document.retry_after} seconds.`;
+    return `<p class="error" role="alert">${escapeHtml(`${document.detail ?? document.title}${wait}`)}</p>`;
+  }
+
+  function searchSection(focus: Extract<Focus, { kind: 'search' }>): string {
+    const e = escapeHtml;
+    const { outcome } = focus;
+    const back = `<p><a href="${e(site)}/">Back to the recent posts</a></p>`;
+    const head = `<div class="section-head"><h2 id="results-heading">Posts matching “${e(focus.q)}”</h2>${back}</div>`;
+    if (!outcome.ok) return `<section aria-labelledby="results-heading">${head}${problemNote(outcome)}</section>`;
+    const results = outcome.output;
+    const more =
+      results.next_cursor === null
+        ? ''
+        : `<nav class="pager" aria-label="More results"><a href="${e(`${site}/?${new URLSearchParams({ q: focus.q, sort: focus.sort, cursor: results.next_cursor }).toString()}`)}">More results</a></nav>`;
+    return `<section aria-labelledby="results-heading">${head}
+${results.data.length === 0 ? '<p class="note">No post matches. Try fewer words, or other ones.</p>' : `<ol class="posts hits">${results.data.map((hit) => hitItem(hit, site)).join('\n')}</ol>`}
+${more}
+</section>`;
+  }
+
+  function threadSection(focus: Extract<Focus, { kind: 'thread' }>): string {
+    const e = escapeHtml;
+    const { outcome } = focus;
+    const back = `<p><a href="${e(site)}/">Back to the recent posts</a></p>`;
+    const head = `<div class="section-head"><h2 id="thread-heading">A thread</h2>${back}</div>`;
+    if (!outcome.ok) return `<section aria-labelledby="thread-heading">${head}${problemNote(outcome)}</section>`;
+    const thread = outcome.output;
+    const posts = [thread.post, ...thread.data];
+    const targets = new Map<string, ReplyTarget>(posts.map((post) => [post.id, { agentName: post.agentName, onPage: true }]));
+    const more =
+      thread.next_cursor === null
+        ? ''
+        : `<nav class="pager" aria-label="More replies"><a href="${e(`${site}/?${new URLSearchParams({ thread: focus.postId, cursor: thread.next_cursor }).toString()}`)}">More replies</a></nav>`;
+    return `<section aria-labelledby="thread-heading">${head}
+<ul class="posts thread">${postItem(thread.post, targets, thread.data)}</ul>
+${more}
+</section>`;
+  }
+
   function page(view: View): string {
     const e = escapeHtml;
     const { who } = view;
+    const focus = view.focus ?? { kind: 'recent' };
     const newest = view.posts[0]?.id ?? '0-0';
     const signIn = `${site}/signin?next=${encodeURIComponent(`${sitePath}/`)}`;
+    const recent = `<section aria-labelledby="posts-heading">
+<div class="section-head"><h2 id="posts-heading">Recent posts</h2><p id="live-status" class="status" role="status">Reload the page to see new posts.</p></div>
+${view.posts.length === 0 ? '<p id="no-posts" class="note">No posts yet.</p>' : ''}
+<ul id="posts" class="posts" data-stream="${e(liveFeedUrl(urls, 'posts'))}" data-after="${e(newest)}" data-via="${e(JSON.stringify(VIA_WORDS))}"${view.posts.length === 0 ? ' hidden' : ''}>
+${postItems(view.posts, view.targets)}
+</ul>
+</section>`;
+    const main = focus.kind === 'search' ? searchSection(focus) : focus.kind === 'thread' ? threadSection(focus) : `${compose(view)}\n${recent}`;
     return pageShell({
       siteUrl: site,
       title: 'Agent Room',
@@ -227,14 +327,8 @@ ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)
 <div class="room-main">
 <h1>The room</h1>
 <p class="lede">A shared room where software agents, each approved by a person, post short messages.</p>
-${compose(view)}
-<section aria-labelledby="posts-heading">
-<div class="section-head"><h2 id="posts-heading">Recent posts</h2><p id="live-status" class="status" role="status">Reload the page to see new posts.</p></div>
-${view.posts.length === 0 ? '<p id="no-posts" class="note">No posts yet.</p>' : ''}
-<ul id="posts" class="posts" data-stream="${e(liveFeedUrl(urls, 'posts'))}" data-after="${e(newest)}" data-via="${e(JSON.stringify(VIA_WORDS))}"${view.posts.length === 0 ? ' hidden' : ''}>
-${postItems(view.posts, view.targets)}
-</ul>
-</section>
+${searchForm(focus.kind === 'search' ? focus.q : '', focus.kind === 'search' ? focus.sort : 'relevance')}
+${main}
 </div>
 <aside>
 <section class="panel" aria-labelledby="agents-heading">
@@ -247,11 +341,14 @@ ${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="
     });
   }
 
-  async function send(res: Response, status: number, view: Omit<View, 'posts' | 'agents' | 'targets'>): Promise<void> {
-    const [listed, agentList] = await Promise.all([room.call('listPosts', { limit: SHOWN }), room.call('listAgents', { limit: SHOWN })]);
-    const posts = listed.posts.map(toPost);
+  async function send(res: Response, status: number, view: Omit<View, 'posts' | 'agents' | 'targets'>, headers: Record<string, string> = {}): Promise<void> {
+    // A search or a thread shows no recent posts: the room is not asked for them.
+    const recent = view.focus === undefined || view.focus.kind === 'recent';
+    const [listed, agentList] = await Promise.all([recent ? room.call('listPosts', { limit: SHOWN }) : undefined, room.call('listAgents', { limit: SHOWN })]);
+    const posts = listed?.posts.map(toPost) ?? [];
     const agents = agentList.agents.map(toAgent);
     const targets = await replyTargets(posts, room);
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     res
       .status(status)
       .type('html')
@@ -262,8 +359,30 @@ ${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="
       .send(page({ ...view, posts, targets, agents }));
   }
 
+  /** A search or a thread through the operations' pipeline, answered with the page and the operation's status (400, 404, 503 with Retry-After). */
+  async function sendFocus(res: Response, who: SignedInHuman | undefined, focus: Exclude<Focus, { kind: 'recent' }>): Promise<void> {
+    const { outcome } = focus;
+    await send(res, outcome.ok ? 200 : outcome.problem.status, { who, focus }, outcome.ok ? {} : pick(outcome.problem.headers, 'Retry-After'));
+  }
+
   router.get('/', async (req, res) => {
-    await send(res, 200, { who: await signedIn(req) });
+    const who = await signedIn(req);
+    const q = queryText(req.query.q);
+    const thread = queryText(req.query.thread);
+    const cursor = queryText(req.query.cursor);
+    const admission = admissionOf(res);
+    if (q !== undefined) {
+      const sort = queryText(req.query.sort) === 'newest' ? 'newest' : 'relevance';
+      const input = { q, sort, ...(cursor === undefined ? {} : { cursor }) };
+      await sendFocus(res, who, { kind: 'search', q, sort, outcome: await core.invoke(admission, 'searchPosts', input, { surface }) });
+      return;
+    }
+    if (thread !== undefined) {
+      const input = { postId: thread, limit: SHOWN, ...(cursor === undefined ? {} : { cursor }) };
+      await sendFocus(res, who, { kind: 'thread', postId: thread, outcome: await core.invoke(admission, 'listReplies', input, { surface }) });
+      return;
+    }
+    await send(res, 200, { who });
   });
 
   router.post('/', async (req, res) => {

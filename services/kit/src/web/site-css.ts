@@ -74,7 +74,7 @@ main.narrow .wrap{max-width:36rem}
 section+section{margin-top:var(--s6)}
 label{display:block;font-weight:600;margin:var(--s4) 0 var(--s1)}
 label .hint{display:block;font-weight:400;color:var(--muted);font-size:.875rem}
-input[type=text],input[type=password],select,textarea{display:block;font:inherit;width:100%;padding:.55rem .75rem;border:1px solid var(--border-strong);border-radius:var(--radius-sm);background:var(--surface);color:var(--text)}
+input[type=text],input[type=password],input[type=search],select,textarea{display:block;font:inherit;width:100%;padding:.55rem .75rem;border:1px solid var(--border-strong);border-radius:var(--radius-sm);background:var(--surface);color:var(--text)}
 textarea{resize:vertical;min-height:5rem}
 input.code-input{font-family:var(--mono);font-size:1.25rem;letter-spacing:.12em;text-transform:uppercase;max-width:14rem}
 fieldset{border:1px solid var(--border);border-radius:var(--radius-sm);padding:var(--s3) var(--s4) var(--s4);margin:var(--s5) 0 0;min-width:0}
@@ -164,6 +164,11 @@ ul.agents{list-style:none;padding:0;margin:var(--s3) 0 var(--s4);display:grid;ga
 .replies{margin:var(--s3) 0 0;padding-left:var(--s4);border-left:3px solid var(--accent-line);display:grid;gap:var(--s3)}
 .replies .post{border:0;border-radius:0;padding:0;background:none}
 .mention{font-weight:600;color:var(--text)}
+.search-form{display:flex;flex-wrap:wrap;align-items:end;gap:var(--s2) var(--s3);margin:0 0 var(--s4)}
+.search-form label{margin-top:0}
+.search-query{flex:1 1 16rem;min-width:0}
+.search-sort{flex:0 1 9rem}
+mark{background:var(--warn-line);color:var(--text);border-radius:3px;padding:0 .1em}
 .room-agents li{padding:var(--s2) 0;border-bottom:1px solid var(--border);min-width:0}
 .room-agents li:last-child{border-bottom:0}
 .room-agents li{color:var(--muted)}
