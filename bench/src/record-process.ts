@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { serviceClient, type ServiceClient } from '@agentroom/kit/grpc';
 import { freePort, NODE_FLAGS } from '@agentroom/kit/local';
-import { recordProto, type RecordServiceClient } from '@agentroom/proto';
+import { recordProto, type RecordServiceClient, roomProto } from '@agentroom/proto';
 
 const READY_TIMEOUT_MS = 120_000;
 /** A search over a million posts on a busy machine may take a while; the record's own statement timeout is the bound. */
@@ -26,29 +26,36 @@ export function rssBytes(pid: number): number {
   return Number(kib) * 1024;
 }
 
-/** A record process of the bench's own: where it answers, and how to stop it. */
-export interface RecordProcess {
+/** A service process of the bench's own: where it answers, and how to stop it. */
+export interface ServiceProcess {
   pid: number;
   address: string;
-  client: RecordClient;
   /** Why it exited, if it did before it was asked to. */
   exited(): string | undefined;
   stop(): Promise<void>;
 }
 
+export interface RecordProcess extends ServiceProcess {
+  client: RecordClient;
+}
+
 /**
- * Starts `node services/record/dist/main.js` with `env` (DATABASE_URL, or none for PGlite; ROOM_ADDR),
- * on free ports, with warnings only in its log; ready once GetRecordStatus answers.
+ * Starts `node services/<service>/dist/main.js` with `env`, its gRPC server on a free loopback port
+ * (given as `addressVariable`), errors only in its log; ready once `ready(address)` answers true.
  */
-export async function startRecordProcess(name: string, env: NodeJS.ProcessEnv): Promise<RecordProcess> {
+async function startServiceProcess(
+  name: string,
+  service: string,
+  addressVariable: string,
+  env: NodeJS.ProcessEnv,
+  ready: (address: string) => Promise<boolean>,
+): Promise<ServiceProcess> {
   const address = `127.0.0.1:${await freePort()}`;
-  const script = fileURLToPath(new URL('../../services/record/dist/main.js', import.meta.url));
+  const script = fileURLToPath(new URL(`../../services/${service}/dist/main.js`, import.meta.url));
   const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, script], {
     env: {
       ...process.env,
-      RECORD_GRPC_ADDR: address,
       ADMIN_PORT: String(await freePort()),
-      CURSOR_SECRET: randomBytes(32).toString('base64url'),
       LOG_LEVEL: 'error',
       LOG_FORMAT: 'json',
       SHUTDOWN_GRACE_MS: '1000',
@@ -56,6 +63,7 @@ export async function startRecordProcess(name: string, env: NodeJS.ProcessEnv): 
       DATABASE_URL: undefined,
       DATA_DIR: undefined,
       ...env,
+      [addressVariable]: address,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -65,10 +73,8 @@ export async function startRecordProcess(name: string, env: NodeJS.ProcessEnv): 
   const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => ((exitedWith = `exit ${code ?? signal ?? '?'}`), resolve())));
   const killNow = (): void => void child.kill('SIGKILL');
   process.once('exit', killNow);
-  const client = recordClient(address);
   const stop = async (): Promise<void> => {
     stopAsked = true;
-    client.close();
     if (exitedWith === undefined) {
       child.kill('SIGTERM');
       const timer = setTimeout(killNow, 15_000);
@@ -80,16 +86,45 @@ export async function startRecordProcess(name: string, env: NodeJS.ProcessEnv): 
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (exitedWith !== undefined) throw new Error(`${name} exited (${exitedWith}) before it was ready; see its output above`);
-    const ready = await client.call('getRecordStatus', {}).then(
-      () => true,
-      () => false,
-    );
-    if (ready) break;
+    if (await ready(address)) break;
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`${name} was not ready within ${READY_TIMEOUT_MS / 1_000} s`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  return { pid: child.pid ?? 0, address, client, exited: () => (stopAsked ? undefined : exitedWith), stop };
+  return { pid: child.pid ?? 0, address, exited: () => (stopAsked ? undefined : exitedWith), stop };
+}
+
+/** The record service (services/record/dist/main.js) with `env` (DATABASE_URL, or none for PGlite; ROOM_ADDR); ready once GetRecordStatus answers. */
+export async function startRecordProcess(name: string, env: NodeJS.ProcessEnv): Promise<RecordProcess> {
+  let client: RecordClient | undefined;
+  const started = await startServiceProcess(name, 'record', 'RECORD_GRPC_ADDR', { CURSOR_SECRET: randomBytes(32).toString('base64url'), ...env }, (address) => {
+    client ??= recordClient(address);
+    return client.call('getRecordStatus', {}).then(
+      () => true,
+      () => false,
+    );
+  });
+  const ready = client ?? recordClient(started.address);
+  return {
+    ...started,
+    client: ready,
+    async stop() {
+      ready.close();
+      await started.stop();
+    },
+  };
+}
+
+/** The room service (services/room/dist/main.js), in-memory storage; ready once its gRPC health answers SERVING. */
+export function startRoomProcess(name: string): Promise<ServiceProcess> {
+  return startServiceProcess(name, 'room', 'ROOM_GRPC_ADDR', { CURSOR_SECRET: randomBytes(32).toString('base64url') }, async (address) => {
+    const client = serviceClient(roomProto().RoomService, address);
+    try {
+      return (await client.check()) === 'SERVING';
+    } finally {
+      client.close();
+    }
+  });
 }

@@ -93,13 +93,13 @@ const NOTES = [
   '  idempotency: createPost with a new key per request on two embedded products of their own, one given 100,000 keys first, measured in turn, twice each; SSE: subscribers on the edge itself, the post through the router, 5 rounds after a warm-up, RSS from its /metrics.',
   '  The cluster logs a line per request (info, as deployed); the embedded product logs warnings only.',
   'CPU ms/req: user + system time of every process serving the row (/proc/<pid>/stat before and after the measured run), summed, per response.',
-  '  cluster: launcher, room, messaging, delivery, auth, edge-1, router (Envoy on the rows behind it) and redis-server; embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
+  '  cluster: launcher, room, record, messaging, delivery, auth, edge-1, router (Envoy on the rows behind it), redis-server and postgres (its postmaster); embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
   '  behind Envoy: the real Envoy (.venv/bin/envoy) in place of the router, with its coarse guard (1,000 req/s by default) lifted; its own access line per request is logged too.',
   '  SSE: per delivery, over the measured rounds. Mentions: one post naming 20 agents by id, 20 rounds after a warm-up, each agent on its own notification stream; per notification.',
   `  Webhooks: ${WEBHOOKS.agents} agents with an endpoint each on a receiver in the bench (127.0.0.1, 204, every ${WEBHOOKS.verifyEvery}th delivery verified), posts naming all ${WEBHOOKS.agents} at a steady rate`,
   `  (${WEBHOOKS.offeredPerSecond} deliveries/s offered), ${WEBHOOKS.warmupSeconds} s warm-up, then ${WEBHOOKS.measureSeconds} s measured: deliveries/s arrived in the window; p50/p99 from when each post was due to each of its deliveries; per delivery.`,
   '  record: search, 8 two-word queries (common to rare words) by relevance and newest, 12 rounds, one gRPC SearchPosts at a time to a record process; deep pages: ListArchivedPosts from 400 cursors spread over the archive;',
-  '  PostgreSQL 15 (fsync off) seeded through the record store in transactions of 5,000, then VACUUM ANALYZE; disk: tables and indexes / posts. PGlite: a record process (in memory) following the embedded room, 100,000 posts made there.',
+  '  PostgreSQL 15 (fsync off) seeded through the record store in transactions of 5,000, then VACUUM ANALYZE; disk: tables and indexes / posts. PGlite: a record process (in memory) following a room process (in memory), 100,000 posts made there.',
   '  record, cluster: createPost at full rate, GetRecordStatus every 20 ms, lag = first poll holding a post − its creation; catch-up: the record SIGSTOPped, 20,000 posts made, SIGCONT; CPU: the record process per post archived.',
   '  API reference: chromium (headless) against the embedded product, a fresh context per load (nothing cached), the median of 5 loads from the navigation to the first frame',
   '  with the first operation laid out; p50 is /developers/reference (HTML), the interactive one (Scalar) is in the measured column, also with its bundle cached.',
@@ -118,7 +118,7 @@ async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]
       (error: unknown) => notMeasured(benchmark, error),
     );
     rows.push(row);
-    for (const check of row.checks) progress(`  ${check.target}: ${check.measured}, ${check.met ? 'met' : 'NOT MET'}`);
+    for (const check of row.checks) progress(`  ${check.target}: ${check.measured}${check.reportOnly ? '' : check.met ? ', met' : ', NOT MET'}`);
     for (const problem of row.problems) progress(`  problem: ${problem}`);
   }
   const problems = [...rows.flatMap((row) => row.problems), ...servers.exited()];

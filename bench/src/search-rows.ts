@@ -11,10 +11,10 @@ import { performance } from 'node:perf_hooks';
 import { serviceClient } from '@agentroom/kit/grpc';
 import { freePort, startPostgresServer } from '@agentroom/kit/local';
 import { roomProto } from '@agentroom/proto';
-import { openDatabase, openRecordStore, parseSearchQuery, type RecordStore } from '@agentroom/record';
+import { openPostgres, openRecordStore, parseSearchQuery, type RecordStore } from '@agentroom/record';
 import { Corpus, MatchCounter, TWO_WORD_QUERIES } from './corpus.js';
 import { progress } from './progress.js';
-import { type RecordClient, type RecordProcess, rssBytes, startRecordProcess } from './record-process.js';
+import { type RecordClient, type RecordProcess, rssBytes, startRecordProcess, startRoomProcess } from './record-process.js';
 import { atMostCheck, type Check, type Context, figure, type Measurement, reported } from './row.js';
 import { percentile } from './stats.js';
 
@@ -100,6 +100,7 @@ async function seed(store: RecordStore, corpus: Corpus, count: number, parallel:
   const started = performance.now();
   let next = 0;
   let shown = 0;
+  let done = 0;
   const worker = async (): Promise<void> => {
     while (next < count) {
       const from = next;
@@ -112,10 +113,11 @@ async function seed(store: RecordStore, corpus: Corpus, count: number, parallel:
       }
       const written = await store.archive(batch);
       if (written !== batch.length) throw new Error(`archive kept ${written} of ${batch.length} new posts`);
-      if (next - shown >= 100_000 || next === count) {
-        shown = next;
+      done += written;
+      if (done - shown >= 100_000 || done === count) {
+        shown = done;
         const seconds = (performance.now() - started) / 1_000;
-        progress(`  seeded ${next.toLocaleString('en-US')} posts in ${seconds.toFixed(0)} s (${Math.round(next / seconds).toLocaleString('en-US')} posts/s)`);
+        progress(`  seeded ${done.toLocaleString('en-US')} posts in ${seconds.toFixed(0)} s (${Math.round(done / seconds).toLocaleString('en-US')} posts/s)`);
       }
     }
   };
@@ -195,7 +197,8 @@ export async function searchPostgresRow(_context: Context): Promise<Measurement>
     const counter = new MatchCounter();
     progress(`  seeding ${size.toLocaleString('en-US')} posts through the record's store, ${SEED_BATCH.toLocaleString('en-US')} a transaction…`);
     const seedSeconds = await seed(store, corpus, size, SEED_PARALLEL, counter);
-    const db = await openDatabase({ url: postgres.url });
+    // One connection, and room for VACUUM: the record's own statement timeout (5 s) is for its queries, not for maintenance.
+    const db = await openPostgres(postgres.url, { max: 1, statementTimeoutMs: 30 * 60_000 });
     let disk: { tables: number; database: number; posts: number };
     try {
       // As autovacuum would after a bulk load: the planner's statistics, and the visibility map index-only scans use.
@@ -261,19 +264,20 @@ const ROOM_PARALLEL = 25;
 const ROOM_AGENTS = 20;
 
 /**
- * The embedded default's record: PGlite in memory, in a record process of its own that follows the
- * embedded product's room. 100,000 posts made in that room; the record's RSS from ready (empty) to
- * holding them; then the same searches and deep pages over its gRPC API.
+ * The embedded default's record: PGlite in memory, in a record process of its own that follows a room
+ * process of its own (in memory; the embedded product would run a second PGlite record beside it).
+ * 100,000 posts made in that room; the record's RSS from ready (empty) to holding them; then the same
+ * searches and deep pages over its gRPC API.
  */
-export async function searchPGliteRow({ servers }: Context): Promise<Measurement> {
+export async function searchPGliteRow(_context: Context): Promise<Measurement> {
   const size = RECORD_SIZES.pglite;
   if (!recordServiceBuilt()) throw new Error('the record service is not built (services/record/dist/main.js): run npm run build');
-  const embedded = await servers.embedded();
-  if (embedded.room === undefined) throw new Error('the embedded product did not say where its room listens');
-  const record = await startRecordProcess('record-pglite', { ROOM_ADDR: embedded.room });
-  const room = serviceClient(roomProto().RoomService, embedded.room, { deadlineMs: GRPC_DEADLINE_MS });
+  progress('  starting a room (in memory) and a record following it (PGlite in memory), each a process of its own…');
+  const roomProcess = await startRoomProcess('room-for-pglite');
+  let record: RecordProcess | undefined;
+  const room = serviceClient(roomProto().RoomService, roomProcess.address, { deadlineMs: GRPC_DEADLINE_MS });
   try {
-    // What it holds already: the embedded product's own seeded posts, which it follows too.
+    record = await startRecordProcess('record-pglite', { ROOM_ADDR: roomProcess.address });
     const heldAtStart = await waitForQuiet(record.client);
     const rssStart = rssBytes(record.pid);
     progress(
@@ -321,16 +325,13 @@ export async function searchPGliteRow({ servers }: Context): Promise<Measurement
       }
     }
     const madeSeconds = (performance.now() - started) / 1_000;
-    const held = await waitForQuiet(record.client);
+    const held = await waitForCount(record.client, heldAtStart + size - failed);
     const rssEnd = rssBytes(record.pid);
     const growth = rssEnd - rssStart;
     const archived = held - heldAtStart;
     progress(`  the record holds ${held.toLocaleString('en-US')} posts (${archived.toLocaleString('en-US')} new); RSS ${figure(rssEnd / MIB)} MiB`);
     progress(`  searching: ${TWO_WORD_QUERIES.length} two-word queries, by relevance and newest, ${SEARCH_ROUNDS} rounds, over gRPC…`);
-    const reader = grpcReader(
-      record.client,
-      'a record service process (services/record/dist/main.js, PGlite in memory) following the embedded product’s room, over gRPC',
-    );
+    const reader = grpcReader(record.client, 'a record service process (services/record/dist/main.js, PGlite in memory) following a room process, over gRPC');
     const searched = await searches(reader);
     progress(`  paging: ${DEEP_PAGES} pages of ${PAGE_LIMIT} from cursors deep in the archive…`);
     const paged = await deepPages(reader, (index) => ids[index] ?? '', size);
@@ -365,8 +366,16 @@ export async function searchPGliteRow({ servers }: Context): Promise<Measurement
     };
   } finally {
     room.close();
-    await record.stop();
+    await record?.stop();
+    await roomProcess.stop();
   }
+}
+
+/** Waits until the record holds at least `posts` posts (at most two minutes), then until its count stops moving; answers it. */
+async function waitForCount(client: RecordClient, posts: number): Promise<number> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline && Number((await client.call('getRecordStatus', {})).posts) < posts) await new Promise((resolve) => setTimeout(resolve, 250));
+  return waitForQuiet(client);
 }
 
 /** Waits until the record's count of posts stops moving for two seconds; answers it. */
