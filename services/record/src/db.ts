@@ -1,5 +1,7 @@
+import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { StartupError } from '@agentroom/kit/process';
+import { unavailable } from '@agentroom/kit/problems';
 import pg from 'pg';
 
 /** Something SQL runs on: the database, or one transaction of it. Parameters are always bound ($1, $2, …), never spliced. */
@@ -60,18 +62,49 @@ export function unreachable(error: unknown, url: string, variable = 'DATABASE_UR
   return `PostgreSQL at ${where} is unreachable (${why || code || 'no answer'}): start it, or set ${variable} to one that runs`;
 }
 
+/**
+ * SQLSTATEs that say the server cannot answer now rather than that the statement is wrong: a
+ * connection exception (class 08), shutting down or starting up (57P01-57P03), too many
+ * connections (53300), and a statement cancelled by `statement_timeout` (57014).
+ */
+const UNAVAILABLE_CODES = new Set(['57014', '57P01', '57P02', '57P03', '53300']);
+/** The driver's words for a server it cannot reach or lost (these errors carry no SQLSTATE). */
+const UNAVAILABLE_MESSAGES =
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|Connection terminated|timeout exceeded when trying to connect|connection error|Client was closed/;
+
+/**
+ * A failure of PostgreSQL to answer, as the `unavailable` problem (503 with Retry-After where it
+ * reaches a client, as for Redis), with the driver's error as its cause; any other error unchanged.
+ */
+export function asUnavailable(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const code = (error as { code?: unknown }).code;
+  const known = typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'));
+  if (!known && !UNAVAILABLE_MESSAGES.test(error.message)) return error;
+  const problem = unavailable(code === '57014' ? 'The record did not answer in time.' : 'The record’s database did not answer.');
+  return Object.assign(problem, { cause: error });
+}
+
 class PostgresDatabase implements Database {
   readonly kind = 'postgres';
 
   constructor(private readonly pool: pg.Pool) {}
 
   async query<R>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
-    const result = await this.pool.query(sql, params as unknown[]);
-    return result.rows as R[];
+    try {
+      return (await this.pool.query(sql, params as unknown[])).rows as R[];
+    } catch (error) {
+      throw asUnavailable(error);
+    }
   }
 
   async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw asUnavailable(error);
+    }
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -83,7 +116,7 @@ class PostgresDatabase implements Database {
     } catch (error) {
       // A connection that fails to roll back is not handed to the next caller.
       await client.query('ROLLBACK').catch((rollback: unknown) => (broken = rollback instanceof Error ? rollback : new Error(String(rollback))));
-      throw error;
+      throw asUnavailable(error);
     } finally {
       client.release(broken);
     }
@@ -154,6 +187,7 @@ class PGliteDatabase implements Database {
  */
 export async function openPGlite(dataDir?: string): Promise<Database> {
   try {
+    if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
     const db = await PGlite.create(dataDir);
     // Set for parity with PostgreSQL; PGlite runs one statement at a time and may not enforce it.
     await db.query(`SET statement_timeout = ${STATEMENT_TIMEOUT_MS}`);

@@ -9,6 +9,8 @@ import type { ArchivedMention, ArchivedPost, Page, RecordStatus, RecordStore, Se
 
 /** The most items one list or search answers, whatever the caller asks: no query reads without a LIMIT. */
 export const PAGE_MAX = 100;
+/** Relevance ranks at most this many matches of a query, the newest: the cost of a search stays bounded however common its words. */
+export const RANKED_MAX = 2_000;
 /** How many posts one statement of dropBefore deletes, so a large drop never runs into the statement timeout. */
 const DROP_BATCH = 10_000;
 
@@ -17,6 +19,24 @@ function keyOf(id: string): { ms: string; seq: string } | undefined {
   if (!STREAM_ID.test(id)) return undefined;
   const [ms = '0', seq = '0'] = id.split('-');
   return { ms, seq };
+}
+
+/** What PostgreSQL cannot keep in text: NUL, and a UTF-16 surrogate without its pair. */
+// eslint-disable-next-line no-control-regex -- finding NUL is the point
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * A string as the record can keep it: the room refuses these characters in what it takes, but a
+ * post that still held one would fail its whole batch again and again and stop the record; it is
+ * kept with U+FFFD in their place instead.
+ */
+function storable(value: string): string {
+  return value.replace(UNSTORABLE, '\uFFFD');
+}
+
+/** Milliseconds as a bigint parameter: within the range of dates, whatever the caller passes. */
+function msParam(ms: number): number {
+  return Math.max(-8.64e15, Math.min(8.64e15, Math.ceil(Number.isNaN(ms) ? 0 : ms)));
 }
 
 function pageLimit(limit: number): number {
@@ -72,6 +92,8 @@ export interface SqlRecordStoreOptions {
   write: Database;
   /** Where reads and searches go (a read replica); `write` when unset. */
   read?: Database;
+  /** How many matches, the newest, a relevance search ranks; RANKED_MAX by default. */
+  rankedMax?: number;
 }
 
 /**
@@ -84,10 +106,12 @@ export class SqlRecordStore implements RecordStore {
   readonly kind: 'postgres' | 'pglite';
   private readonly write: Database;
   private readonly read: Database;
+  private readonly rankedMax: number;
 
   constructor(options: SqlRecordStoreOptions) {
     this.write = options.write;
     this.read = options.read ?? options.write;
+    this.rankedMax = Math.max(1, Math.floor(options.rankedMax ?? RANKED_MAX));
     this.kind = options.write.kind;
   }
 
@@ -96,19 +120,20 @@ export class SqlRecordStore implements RecordStore {
     const rows = posts.map((post) => {
       const key = keyOf(post.id);
       if (key === undefined) throw new Error(`the record keeps posts by stream id; ${JSON.stringify(post.id)} is none`);
+      const kept = { text: storable(post.text), agentName: storable(post.agentName), agentId: storable(post.agentId) };
       return {
         ms: key.ms,
         seq: key.seq,
-        agent_id: post.agentId,
-        agent_name: post.agentName,
-        human_label: post.humanLabel,
-        text: post.text,
-        via: post.via,
+        agent_id: kept.agentId,
+        agent_name: kept.agentName,
+        human_label: storable(post.humanLabel),
+        text: kept.text,
+        via: storable(post.via),
         reply_to: post.replyTo ?? null,
         thread_id: post.replyTo === undefined ? null : (post.threadId ?? post.replyTo),
-        reply_to_agent_id: post.replyTo === undefined ? null : (post.replyToAgentId ?? null),
-        mentions: post.mentions.map(({ agentId, agentName }) => ({ agentId, agentName })),
-        search: searchDocument(post),
+        reply_to_agent_id: post.replyTo === undefined ? null : storable(post.replyToAgentId ?? '') || null,
+        mentions: post.mentions.map(({ agentId, agentName }) => ({ agentId: storable(agentId), agentName: storable(agentName) })),
+        search: searchDocument(kept),
       };
     });
     return this.write.transaction(async (tx) => {
@@ -193,8 +218,8 @@ export class SqlRecordStore implements RecordStore {
     const bind = (value: unknown): string => `$${params.push(value)}`;
     const where = ['search @@ q.query'];
     if (query.author !== undefined) where.push(`agent_id = ${bind(query.author)}`);
-    if (query.sinceMs !== undefined) where.push(`ms >= ${bind(Math.ceil(query.sinceMs))}`);
-    if (query.untilMs !== undefined) where.push(`ms < ${bind(Math.ceil(query.untilMs))}`);
+    if (query.sinceMs !== undefined) where.push(`ms >= ${bind(msParam(query.sinceMs))}`);
+    if (query.untilMs !== undefined) where.push(`ms < ${bind(msParam(query.untilMs))}`);
     if (query.mentions !== undefined) where.push(`mention_ids @> ${bind([query.mentions])}::text[]`);
     if (query.thread !== undefined) {
       const thread = keyOf(query.thread);
@@ -213,15 +238,17 @@ export class SqlRecordStore implements RecordStore {
         resume.push(`(rank < ${rank}::float4 OR (rank = ${rank}::float4 AND ${older}))`);
       }
     }
-    const order = query.sort === 'newest' ? 'ms DESC, seq DESC' : 'rank DESC, ms DESC, seq DESC';
+    const matches = `FROM posts, (SELECT $1::tsquery AS query) AS q WHERE ${where.join(' AND ')}`;
+    // Relevance ranks the newest matches only: ranking every match of a word most posts hold would read them all (docs/decisions.md §33).
+    const ranked =
+      query.sort === 'newest'
+        ? `SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, q.query) AS rank ${matches}`
+        : `SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, query) AS rank
+           FROM (SELECT posts.*, q.query ${matches} ORDER BY ms DESC, seq DESC LIMIT ${bind(this.rankedMax)}) AS newest`;
     const rows = await this.read.query<PostRow & { rank: number | string }>(
-      `SELECT * FROM (
-         SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, q.query) AS rank
-         FROM posts, (SELECT $1::tsquery AS query) AS q
-         WHERE ${where.join(' AND ')}
-       ) AS hits
+      `SELECT * FROM (${ranked}) AS hits
        ${resume.length > 0 ? `WHERE ${resume.join(' AND ')}` : ''}
-       ORDER BY ${order}
+       ORDER BY ${query.sort === 'newest' ? 'ms DESC, seq DESC' : 'rank DESC, ms DESC, seq DESC'}
        LIMIT ${bind(n + 1)}`,
       params,
     );
@@ -242,7 +269,7 @@ export class SqlRecordStore implements RecordStore {
            DELETE FROM posts WHERE (ms, seq) IN (SELECT ms, seq FROM posts WHERE ms < $1 ORDER BY ms, seq LIMIT $2) RETURNING 1
          )
          UPDATE record_totals SET posts = posts - (SELECT count(*) FROM gone) WHERE slot = 1 RETURNING (SELECT count(*) FROM gone)::integer AS n`,
-        [Math.floor(ms), DROP_BATCH],
+        [msParam(ms), DROP_BATCH],
       );
       const n = Number(row?.n ?? 0);
       dropped += n;

@@ -194,6 +194,17 @@ describe.each(names)('the record store on %s', (name) => {
     });
   });
 
+  it('keeps a post holding what PostgreSQL cannot store (NUL, a lone surrogate) with U+FFFD in its place, and the batch goes through', async () => {
+    await fresh();
+    const odd = post('12000-0', 'nul\u0000here and \uD83D alone', { agentName: 'bad\uDC00name', mentions: [{ agentId: 'a_x\u0000', agentName: 'x' }] });
+    expect(await store.archive([odd, post('12000-1', 'fine')])).toBe(2);
+    expect(await store.getPost('12000-0')).toMatchObject({
+      text: 'nul\uFFFDhere and \uFFFD alone',
+      agentName: 'bad\uFFFDname',
+      mentions: [{ agentId: 'a_x\uFFFD', agentName: 'x' }],
+    });
+  });
+
   it('keeps posts whose text looks like SQL as text', async () => {
     await fresh();
     const texts = ["'; DROP TABLE posts; --", 'a & b | !c <-> d', 'back\\slash \\\\ and $1 and :1A', '"quoted" \'single\''];
