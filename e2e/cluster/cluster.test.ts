@@ -1,4 +1,5 @@
-import { HealthChecker } from '@agentroom/kit/grpc';
+import { HealthChecker, serviceClient } from '@agentroom/kit/grpc';
+import { recordProto } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // The human's side of sign-up over the pages, shared with the benchmark (which needs real tokens too).
 import { approvedToken } from '@agentroom/testkit';
@@ -12,6 +13,8 @@ interface Ready {
   room: string;
   messaging: string;
   delivery: string;
+  record: string;
+  database: string;
   webhooksAllowPrivateTargets: boolean;
   edges: string[];
   router: string;
@@ -75,9 +78,35 @@ describe('npm run cluster', () => {
   });
 
   it('says in its ready line that webhooks may target private addresses when WEBHOOKS_ALLOW_PRIVATE_TARGETS=true', () => {
-    expect(ready.msg).toContain('room, messaging, delivery, ');
+    expect(ready.msg).toContain('room, record, messaging, delivery, ');
     expect(ready.msg).toContain('WEBHOOKS_ALLOW_PRIVATE_TARGETS=true');
     expect(ready.webhooksAllowPrivateTargets).toBe(true);
+  });
+
+  it('starts a local PostgreSQL and the record as its own process, which keeps a post made in the room', async () => {
+    expect(ready.database).toMatch(/^postgres:\/\/[^@]+@127\.0\.0\.1:\d+\//);
+    expect(lines.join('\n')).toContain('DATABASE_URL is not set: started a local PostgreSQL');
+    for (const name of ['record', 'postgres']) expect(ready.pids[name], name).toBeGreaterThan(0);
+    const health = new HealthChecker(ready.record);
+    const record = serviceClient(recordProto().RecordService, ready.record);
+    try {
+      expect(await health.check()).toBe('SERVING');
+      const room = new RoomClient(ready.room);
+      const made = await room.post(await room.agent('archivist', 'Grace'), 'kept for good');
+      await expect
+        .poll(
+          () =>
+            record.call('getArchivedPost', { postId: made.id }).then(
+              (answer) => answer.post?.text,
+              () => undefined,
+            ),
+          { timeout: 5_000 },
+        )
+        .toBe('kept for good');
+    } finally {
+      health.close();
+      record.close();
+    }
   });
 
   it('shows a post created through the room gRPC API on the router REST, from every edge', async () => {

@@ -228,7 +228,7 @@ describe('the container image', () => {
     expect(rootPackage.scripts.start).toBe(`bash scripts/with-node.sh 'node ${EMBEDDED_NODE_FLAGS.join(' ')} launcher/dist/start.js'`);
     expect(image.cmd).toEqual(['services/edge/dist/main.js']);
     expect(image.env).toMatchObject({ NODE_ENV: 'production' });
-    expect(image.expose.sort()).toEqual([8080, 8081, 9090, 50051, 50052, 50053, 50054].sort());
+    expect(image.expose.sort()).toEqual([8080, 8081, 9090, 50051, 50052, 50053, 50054, 50055].sort());
     expect(image.labels).toMatchObject({ 'org.opencontainers.image.version': rootPackage.version, 'org.opencontainers.image.licenses': rootPackage.license });
   });
 

@@ -7,7 +7,7 @@ import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { deliveryEnv, start as startDelivery } from '@agentroom/delivery';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
-import { recordEnv, start as startRecord } from '@agentroom/record';
+import { openDatabase, recordEnv, start as startRecord } from '@agentroom/record';
 import { authEnv, type AuthDomain, start as startAuth } from '@agentroom/auth';
 import { embeddedEnv } from './config.js';
 import { discoveryDocuments, resolveRoutes, startRouter } from '@agentroom/gateway';
@@ -53,6 +53,8 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   const logger = log ?? createLogger('gateway', config.LOG_LEVEL, output);
   // One cursor secret for the services that sign cursors: CURSOR_SECRET, or one drawn for this start (docs/decisions.md §6).
   const CURSOR_SECRET = config.CURSOR_SECRET ?? newCursorSecret();
+  // A PostgreSQL that does not answer (or is too old) is told in one line before any service starts and logs.
+  if (config.DATABASE_URL !== undefined) await (await openDatabase({ url: config.DATABASE_URL })).close();
   const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0', CURSOR_SECRET }), createLogger('room', config.LOG_LEVEL, output));
   // The record follows the room from where it left off: with DATA_DIR its posts, lease and position
   // outlive a restart, and a room that starts empty again is followed from that position on.

@@ -28,7 +28,18 @@ interface Finished {
 
 /** The environment of a launcher under test: nothing inherited decides storage, port or log format. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const deciding = new Set(['REDIS_URL', 'LOG_FORMAT', 'PORT', 'ADMIN_PORT', 'SITE_URL', 'API_URL', 'EDGE_REPLICAS']);
+  const deciding = new Set([
+    'REDIS_URL',
+    'DATABASE_URL',
+    'DATABASE_READ_URL',
+    'DATA_DIR',
+    'LOG_FORMAT',
+    'PORT',
+    'ADMIN_PORT',
+    'SITE_URL',
+    'API_URL',
+    'EDGE_REPLICAS',
+  ]);
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !deciding.has(name)));
   return { ...inherited, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '500', ...env };
 }
@@ -105,6 +116,19 @@ describe('npm start when it cannot start', () => {
     expect(line).toContain('unset REDIS_URL for in-memory storage');
   });
 
+  it('a DATABASE_URL where nothing listens: one line saying so and what to do, never its password', async () => {
+    const closed = await freePort();
+    const result = await run(['launcher/dist/start.js'], {
+      PORT: String(await freePort()),
+      DATABASE_URL: `postgres://agentroom:s3cret@127.0.0.1:${closed}/agentroom`,
+    });
+    const line = oneLine(result);
+    expect(result.code).toBe(1);
+    expect(line).toMatch(new RegExp(`^Agent Room could not start: PostgreSQL at .*127\\.0\\.0\\.1:${closed}.* is unreachable`));
+    expect(line).toContain('DATABASE_URL');
+    expect(result.stdout + result.stderr).not.toContain('s3cret');
+  });
+
   describe('a Redis that refuses our password', () => {
     let redis: ChildProcess;
     let redisPort: number;
@@ -178,6 +202,18 @@ describe('npm run cluster when it cannot start', () => {
     const result = await run(['launcher/dist/cluster.js'], { PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${closed}` }, 60_000);
     const line = oneLine(result);
     expect(line).toContain(`nothing listens at 127.0.0.1:${closed}`);
+  });
+
+  it('a DATABASE_URL where nothing listens: one line before any process starts', async () => {
+    const closed = await freePort();
+    const result = await run(
+      ['launcher/dist/cluster.js'],
+      { PORT: String(await freePort()), DATABASE_URL: `postgres://127.0.0.1:${closed}/agentroom` },
+      60_000,
+    );
+    const line = oneLine(result);
+    expect(line).toMatch(new RegExp(`^cluster could not start: PostgreSQL at .*127\\.0\\.0\\.1:${closed}.* is unreachable`));
+    expect(result.stdout).not.toContain('cluster ready');
   });
 
   it('the router process on a busy PORT says so in one line (a port taken after the cluster looked)', async () => {

@@ -1,4 +1,4 @@
-import { viaFromProto } from '@agentroom/kit/domain';
+import { VIAS, type Via } from '@agentroom/kit/domain';
 import type { ServiceClient } from '@agentroom/kit/grpc';
 import type { Logger } from '@agentroom/kit/log';
 import { recordArchiveLag, recordPosts, recordPostsArchived } from '@agentroom/kit/metrics';
@@ -20,6 +20,16 @@ const BATCH = 500;
 const DAY_MS = 86_400_000;
 const RETENTION_EVERY_MS = 3_600_000;
 
+/**
+ * The via of a streamed post; one this build does not know (a newer room's) is kept as `rest`
+ * rather than refused: a post the record refuses would fail its batch on every retry and stop the archiver.
+ */
+function viaOf(value: Post__Output['via'] | number): Via {
+  // An enum value this build's proto lacks arrives as its number.
+  const name = String(value).replace(/^VIA_/, '').toLowerCase();
+  return VIAS.find((known) => known === name) ?? 'rest';
+}
+
 /** A post as the room streamed it, as the record keeps it. */
 export function archivedPost(post: Post__Output): ArchivedPost {
   return {
@@ -28,7 +38,7 @@ export function archivedPost(post: Post__Output): ArchivedPost {
     agentName: post.agentName,
     humanLabel: post.humanLabel,
     text: post.text,
-    via: viaFromProto(post.via),
+    via: viaOf(post.via),
     createdAt: post.createdAt,
     ...(post.replyTo === '' ? {} : { replyTo: post.replyTo }),
     ...(post.threadId === '' ? {} : { threadId: post.threadId }),
@@ -108,9 +118,13 @@ export class Archiver {
   private async archive(posts: Post__Output[]): Promise<void> {
     const kept = await this.store.archive(posts.map(archivedPost));
     const now = Date.now();
-    for (const post of posts) recordArchiveLag.observe(Math.max(0, now - Date.parse(post.createdAt)) / 1000);
-    const newest = posts.at(-1);
-    if (newest) this.lastLagMs = Math.max(0, now - Date.parse(newest.createdAt));
+    let lagMs = Number.NaN;
+    for (const post of posts) {
+      lagMs = Math.max(0, now - Date.parse(post.createdAt));
+      // Measured, never thrown on: the posts are kept already.
+      if (Number.isFinite(lagMs)) recordArchiveLag.observe(lagMs / 1000);
+    }
+    if (Number.isFinite(lagMs)) this.lastLagMs = lagMs;
     recordPostsArchived.inc(kept);
     recordPosts.inc(kept);
   }

@@ -60,7 +60,9 @@ export async function start(
     ...(config.DATA_DIR === undefined ? {} : { dataDir: config.DATA_DIR }),
   });
   const room = serviceClient(roomProto().RoomService, config.ROOM_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS });
-  const archiver = new Archiver(store, room, log, { ...options.archiver, retentionDays: config.RECORD_RETENTION_DAYS });
+  // PGlite's folder is one process's at a time: a lease found there is a dead predecessor's, taken over at once (same owner) rather than after it lapses.
+  const owner = store.kind === 'pglite' ? { owner: 'the one process of this PGlite' } : {};
+  const archiver = new Archiver(store, room, log, { ...options.archiver, ...owner, retentionDays: config.RECORD_RETENTION_DAYS });
   const server = createRecordGrpcServer({
     store,
     log,

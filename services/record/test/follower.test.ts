@@ -1,6 +1,8 @@
 import type { LocalPostgres } from '@agentroom/kit/local';
+import { registry } from '@agentroom/kit/metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningRecord } from '../src/index.js';
+import type { Post__Output } from '@agentroom/proto';
+import { archivedPost, type RunningRecord } from '../src/index.js';
 import { agent, freshDatabase, post, recordClient, type RoomClient, startPostgres, startRecord, startRoom } from './service-support.js';
 
 /**
@@ -90,6 +92,13 @@ describe('the archiver', () => {
       expect(kept.post).toMatchObject({ text: first.text, mentions: [{ agentId: ada, agentName: 'ada' }], replyCount: 1, createdAt: first.createdAt });
       const status = await client.call('getRecordStatus', {});
       expect(status).toMatchObject({ newestId: reply.id, following: true });
+      // What operators watch: the archive's lag, how many posts it kept, how many it holds.
+      const metrics = await registry.getMetricsAsJSON();
+      const value = (name: string, of = ''): number =>
+        metrics.find((metric) => metric.name === name)?.values.find((sample) => of === '' || (sample as { metricName?: string }).metricName === of)?.value ?? 0;
+      expect(value('agentroom_record_archive_lag_seconds', 'agentroom_record_archive_lag_seconds_count')).toBeGreaterThanOrEqual(2);
+      expect(value('agentroom_record_posts_archived_total')).toBeGreaterThanOrEqual(2);
+      expect(value('agentroom_record_posts')).toBeGreaterThanOrEqual(2);
     } finally {
       client.close();
       await running.stop();
@@ -192,5 +201,41 @@ describe('the archiver', () => {
     } finally {
       await running.stop();
     }
+  });
+});
+
+describe('a streamed post as the record keeps it', () => {
+  const streamed: Post__Output = {
+    id: '1765000000000-3',
+    agentId: 'a_scout0001',
+    agentName: 'scout',
+    humanLabel: 'Ada',
+    text: 'hello',
+    via: 'VIA_A2A',
+    createdAt: '2025-12-06T05:46:40.000Z',
+    cursor: '',
+    replyTo: '',
+    threadId: '',
+    replyCount: 0,
+    mentions: [{ agentId: 'a_atlas0001', agentName: 'atlas' }],
+    replyToAgentId: '',
+  };
+
+  it('keeps the room fields, and no reply fields on a post that answers none', () => {
+    expect(archivedPost(streamed)).toEqual({
+      id: streamed.id,
+      agentId: 'a_scout0001',
+      agentName: 'scout',
+      humanLabel: 'Ada',
+      text: 'hello',
+      via: 'a2a',
+      createdAt: streamed.createdAt,
+      mentions: [{ agentId: 'a_atlas0001', agentName: 'atlas' }],
+    });
+  });
+
+  it('keeps a post whose via this build does not know, rather than stop the archiver on it', () => {
+    // A newer room's enum value arrives as its number (the proto this build has no name for it).
+    expect(archivedPost({ ...streamed, via: 9 as unknown as Post__Output['via'] }).via).toBe('rest');
   });
 });

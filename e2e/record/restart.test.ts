@@ -1,0 +1,143 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { serviceClient } from '@agentroom/kit/grpc';
+import { freePort } from '@agentroom/kit/local';
+import { approvedToken } from '@agentroom/testkit';
+import { recordProto } from '@agentroom/proto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { root } from '../support/processes.js';
+
+/**
+ * `npm start` with DATA_DIR (`node launcher/dist/start.js`, built by `npm test`): posts made, the
+ * process stopped (SIGTERM, as Ctrl-C does) and started again on the same folder: every post is
+ * still in the record, and the record goes on keeping the posts made after the restart, although
+ * the room (in memory) started empty again. Read through the record's gRPC API, whose port the
+ * start line gives.
+ */
+interface Started {
+  child: ChildProcess;
+  origin: string;
+  recordPort: number;
+  exited: Promise<number | null>;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'agentroom-data-dir-'));
+const CURSOR_SECRET = randomBytes(32).toString('base64url');
+const running: Started[] = [];
+
+async function startEmbedded(): Promise<Started> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['launcher/dist/start.js'], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), DATA_DIR: dir, CURSOR_SECRET, LOG_FORMAT: 'json', LOG_LEVEL: 'info', REDIS_URL: '', DATABASE_URL: '' },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const lines: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (line) => lines.push(line));
+  const recordPort = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`npm start was not running within 60 s:\n${lines.slice(-20).join('\n')}`)), 60_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
+      if (!line.includes('Agent Room is running')) return;
+      clearTimeout(timer);
+      resolve((JSON.parse(line) as { recordPort: number }).recordPort);
+    });
+    void exited.then((code) => reject(new Error(`npm start exited with ${code}:\n${lines.slice(-20).join('\n')}`)));
+  });
+  const started = { child, origin: `http://127.0.0.1:${port}`, recordPort, exited };
+  running.push(started);
+  return started;
+}
+
+async function stop(started: Started): Promise<number | null> {
+  started.child.kill('SIGTERM');
+  return started.exited;
+}
+
+afterAll(async () => {
+  for (const started of running) if (started.child.exitCode === null) started.child.kill('SIGKILL');
+  await Promise.all(running.map((started) => started.exited));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Every post the record holds, newest first, through its gRPC API. */
+async function recordedIds(recordPort: number): Promise<string[]> {
+  const record = serviceClient(recordProto().RecordService, `127.0.0.1:${recordPort}`);
+  try {
+    const ids: string[] = [];
+    let cursor = '';
+    do {
+      const page = await record.call('listArchivedPosts', { limit: 50, cursor });
+      ids.push(...page.posts.map((post) => post.id));
+      cursor = page.nextCursor;
+    } while (cursor !== '');
+    return ids;
+  } finally {
+    record.close();
+  }
+}
+
+async function createPost(origin: string, token: string, text: string, replyTo?: string): Promise<string> {
+  const response = await fetch(`${origin}/api/v1/posts`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    body: JSON.stringify({ text, ...(replyTo === undefined ? {} : { reply_to: replyTo }) }),
+  });
+  expect(response.status).toBe(201);
+  return ((await response.json()) as { id: string }).id;
+}
+
+describe('npm start with DATA_DIR', () => {
+  it('keeps every post in the record across a restart, and keeps recording after it', async () => {
+    const first = await startEmbedded();
+    const token = await approvedToken(first.origin, ['posts:write'], 'keeper');
+    const made: string[] = [];
+    for (let i = 0; i < 5; i += 1) made.push(await createPost(first.origin, token, `kept across restarts ${i}`));
+    made.push(await createPost(first.origin, token, 'a reply that stays in its thread', made[0]));
+    // Within a second of each 201 the record has it; the stop stores the follower's position.
+    await expect.poll(() => recordedIds(first.recordPort), { timeout: 5_000 }).toEqual([...made].reverse());
+    expect(await stop(first)).toBe(0);
+
+    const second = await startEmbedded();
+    expect(await recordedIds(second.recordPort)).toEqual([...made].reverse());
+    const record = serviceClient(recordProto().RecordService, `127.0.0.1:${second.recordPort}`);
+    try {
+      const thread = await record.call('getArchivedPost', { postId: made[0] ?? '' });
+      expect(thread.post).toMatchObject({ text: 'kept across restarts 0', replyCount: 1 });
+      const replies = await record.call('listArchivedReplies', { postId: made[0] ?? '' });
+      expect(replies.posts.map((post) => post.id)).toEqual([made[5]]);
+    } finally {
+      record.close();
+    }
+    // The room started empty; the record follows it on from where it stopped.
+    const after = await createPost(second.origin, await approvedToken(second.origin, ['posts:write'], 'keeper'), 'made after the restart');
+    await expect.poll(() => recordedIds(second.recordPort), { timeout: 5_000 }).toEqual([after, ...[...made].reverse()]);
+    expect(await stop(second)).toBe(0);
+  }, 120_000);
+
+  it('after kill -9, keeps what it had and follows the room again at once, without waiting out the dead process lease', async () => {
+    const first = await startEmbedded();
+    const token = await approvedToken(first.origin, ['posts:write'], 'crasher');
+    const kept = await recordedIds(first.recordPort);
+    const made = await createPost(first.origin, token, 'written just before a crash');
+    await expect.poll(() => recordedIds(first.recordPort), { timeout: 5_000 }).toEqual([made, ...kept]);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = await startEmbedded();
+    const record = serviceClient(recordProto().RecordService, `127.0.0.1:${second.recordPort}`);
+    try {
+      // The lease (10 s) is the dead process's own: the folder is one process's at a time, so it is taken over at once.
+      await expect.poll(async () => (await record.call('getRecordStatus', {})).following, { timeout: 5_000 }).toBe(true);
+      expect(await recordedIds(second.recordPort)).toEqual([made, ...kept]);
+    } finally {
+      record.close();
+    }
+    expect(await stop(second)).toBe(0);
+  }, 120_000);
+});
