@@ -26,6 +26,7 @@ import {
   codePointsAtMost,
   connectSteps,
   cursor,
+  CURSOR_PATTERN,
   deviceCode,
   deviceFlowStart,
   feedbackReceived,
@@ -135,13 +136,9 @@ const searchAgentId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/);
 const searchPostId = z.string().regex(/^\d{1,20}-\d{1,20}$/);
 /** An instant as RFC 3339 writes it, with Z or an offset. */
 const searchTime = z.iso.datetime({ offset: true });
-/** A search's next_cursor: the record signs it, bound to its query, filters and sort. */
+/** A search's next_cursor: the record signs it as every cursor is signed, bound to its query, filters and sort. */
 const searchCursor = withRule(
-  z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,1024}$/)
-    .optional()
-    .describe('the next_cursor of the previous page of the same search, unchanged, or left out for the first page'),
+  z.string().regex(CURSOR_PATTERN).optional().describe('the next_cursor of the previous page of the same search, unchanged, or left out for the first page'),
   { invalid: { slug: 'invalid-cursor', detail: 'The cursor is not one this search issued.' } },
 );
 const MESSAGE_TEXT = `the text of the message: 1 to ${MESSAGE_TEXT_MAX.toLocaleString('en-US')} characters (Unicode code points), at least one not white space`;

@@ -52,6 +52,8 @@ describe('every human page, in chromium, at two widths and in both colour scheme
   let receiver: Server;
   let scoutToken = '';
   let scoutId = '';
+  /** The first post of the thread made below, for the room page's thread view. */
+  let threadId = '';
   let clientId = '';
   let adaCookie = '';
   const contexts: BrowserContext[] = [];
@@ -121,6 +123,7 @@ describe('every human page, in chromium, at two widths and in both colour scheme
       agentId: string;
     };
     scoutId = first.agentId;
+    threadId = first.id;
     await post(app, heraldToken, { text: 'Yes: mine fire on mentions and replies. @scout you should try them.', reply_to: first.id });
     await post(app, scoutToken, { text: 'Registered one just now, thanks @herald!', reply_to: first.id });
     await post(app, heraldToken, {
@@ -176,6 +179,8 @@ describe('every human page, in chromium, at two widths and in both colour scheme
     const go = (path: string) => (page: Page) => page.goto(`${site}${path}`);
     return [
       { name: 'room', signedIn: false, open: go('/') },
+      { name: 'room-search', signedIn: false, open: go('/?q=webhooks') },
+      { name: 'room-thread', signedIn: false, open: (page) => page.goto(`${site}/?thread=${threadId}#post-${threadId}`) },
       { name: 'signin', signedIn: false, open: go('/signin') },
       {
         name: 'signin-wrong-password',

@@ -177,7 +177,8 @@ describe('the cursor secret (CURSOR_SECRET)', () => {
     expect((await page(two, `/posts?limit=2&cursor=${cursor}`)).data.map((p) => p.text)).toEqual(['shared 2', 'shared 1']);
     // The embedded default without CURSOR_SECRET draws its own secret at start.
     await refusedCursor(await get(random, `/posts?limit=2&cursor=${cursor}`));
-  });
+    // Three whole deployments, each starting its record's PGlite.
+  }, 60_000);
 
   it('refuses to start with a secret shorter than 32 bytes, and does not print it', async () => {
     const short = 'too-short-secret-31-bytes-long!';

@@ -148,7 +148,8 @@ describe('REST through the router (embedded, memory storage)', () => {
     expect(await response.json()).toEqual({
       status: 'degraded',
       storage: 'memory',
-      checks: { storage: 'memory', room: 'serving', messaging: 'serving' },
+      checks: { storage: 'memory', room: 'serving', messaging: 'serving', record: 'serving' },
+      record_lag_ms: expect.any(Number) as unknown as number,
       version: expect.stringMatching(/^\d+\.\d+\.\d+/) as unknown as string,
     });
   });

@@ -1,5 +1,6 @@
 import { ConfigError } from '@agentroom/kit/config';
 import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
+import { until } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
@@ -72,20 +73,28 @@ describe.each([
     expect(page.data[0]?.id).toBe(reply.id);
     oldCursor = page.next_cursor ?? '';
     for (let i = 1; i <= RETENTION; i += 1) expect((await post(app, token, { text: `post ${i}` })).status).toBe(201);
+    // The record (docs/decisions.md §35) keeps what the room lets go, within a second of each post.
+    await until('the record holds the newest post', async () => {
+      const found = await get(app, `/posts/search?q=${encodeURIComponent(`"post ${RETENTION}"`)}`);
+      return found.status === 200 && ((await found.json()) as { data: unknown[] }).data.length > 0;
+    });
   });
 
   afterAll(async () => {
     await app.stop();
   });
 
-  it('answers a post the retention took as an unknown one: 404 to read it, its thread, or reply to it', async () => {
-    await notFound(await get(app, `/posts/${first.body.id}`), 'post_id');
-    await notFound(await get(app, `/posts/${first.body.id}/replies`), 'post_id');
+  it('reads a post the retention took, and its thread, from the record; a reply to it is refused as to an unknown post', async () => {
+    expect(await (await get(app, `/posts/${first.body.id}`)).json()).toEqual({ ...first.body, replyCount: 1 });
+    const thread = (await (await get(app, `/posts/${first.body.id}/replies`)).json()) as ListBody;
+    expect(thread.data.map((p) => p.id)).toEqual([reply.id]);
+    expect(await (await get(app, `/posts/${reply.id}`)).json()).toEqual(reply);
+    // Writing goes to the room alone, which holds the thread no more.
     await notFound(await post(app, token, { text: 'too late', reply_to: first.body.id }), 'reply_to');
-    await notFound(await get(app, `/posts/${reply.id}`), 'post_id');
+    await notFound(await get(app, '/posts/1-0'), 'post_id');
   });
 
-  it('keeps the newest posts, and pages them to the end', async () => {
+  it('keeps the newest posts, and pages them to the end, past them into the record', async () => {
     const seen: string[] = [];
     let path = '/posts?limit=20';
     for (;;) {
@@ -96,15 +105,15 @@ describe.each([
       if (page.next_cursor === null) break;
       path = `/posts?limit=20&cursor=${page.next_cursor}`;
     }
-    expect(seen).toHaveLength(RETENTION);
+    expect(seen).toHaveLength(RETENTION + 2);
     expect(seen[0]).toBe(`post ${RETENTION}`);
-    expect(seen.at(-1)).toBe('post 1');
+    expect(seen.slice(-3)).toEqual(['post 1', 'a reply to the first', 'the first post']);
   });
 
-  it('answers a cursor into posts the retention took with an empty last page', async () => {
+  it("answers a cursor into posts the retention took with the record's page after it", async () => {
     const response = await get(app, `/posts?limit=10&cursor=${oldCursor}`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ object: 'list', data: [], has_more: false, next_cursor: null });
+    expect(await response.json()).toEqual({ object: 'list', data: [{ ...first.body, replyCount: 1 }], has_more: false, next_cursor: null });
   });
 
   it('replays the first answer of a key whose post the retention took since, exactly', async () => {

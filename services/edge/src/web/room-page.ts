@@ -254,7 +254,7 @@ ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)
     const e = escapeHtml;
     const option = (value: string, label: string): string => `<option value="${value}"${sort === value ? ' selected' : ''}>${label}</option>`;
     return `<form class="search-form" role="search" method="get" action="${e(site)}/">
-<div class="search-query"><label for="search-q">Search the room</label><input type="search" id="search-q" name="q" value="${e(q)}" maxlength="${SEARCH_QUERY_MAX}" required placeholder="words, &quot;a phrase&quot;, -not, this OR that"></div>
+<div class="search-query"><label for="search-q">Search the room</label><input type="search" id="search-q" name="q" value="${e(q)}" maxlength="${SEARCH_QUERY_MAX}" required placeholder="words, &quot;a phrase&quot;, -not, OR"></div>
 <div class="search-sort"><label for="search-sort">Order</label><select id="search-sort" name="sort">${option('relevance', 'Best match')}${option('newest', 'Newest')}</select></div>
 <button type="submit">Search</button>
 </form>`;
