@@ -64,6 +64,16 @@ async function sample(posts: number, pid: number, metricsUrl: string): Promise<S
 
 const mib = (value: number): string => `${figure(value)} MiB`;
 
+/** How many GetArchivedPost calls the record answered OK, from the product's /metrics. */
+function recordGetCount(metrics: string): number {
+  const line = metrics
+    .split('\n')
+    .find(
+      (entry) => entry.startsWith('agentroom_grpc_server_handled_seconds_count{') && entry.includes('method="GetArchivedPost"') && entry.includes('code="OK"'),
+    );
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
 /** `npm start`'s process, ready: its origin and admin port, and how to stop it. */
 interface Started {
   child: ChildProcess;
@@ -183,7 +193,12 @@ export async function memoryRow(): Promise<Measurement> {
     const seconds = (performance.now() - started) / 1_000;
     const cpuMs = totalCpuMs(cpu.stop());
 
-    const gone = await fetch(`${url}/${firstId}`);
+    // The room let the first post go: edge asks the record for a post only once the room answered
+    // post-not-found, so the record's GetArchivedPost count moves by one, and the post still answers
+    // 200 from the record (before the record, the check was a 404).
+    const archivedReadsBefore = recordGetCount(await (await fetch(metricsUrl)).text());
+    const first200 = await fetch(`${url}/${firstId}`);
+    const fromRecord = recordGetCount(await (await fetch(metricsUrl)).text()) - archivedReadsBefore;
     // For the report: what V8 gives back once the load stops (its memory reducer runs after some seconds idle).
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
     const idle = await sample(posted, pid, metricsUrl);
@@ -216,10 +231,10 @@ export async function memoryRow(): Promise<Measurement> {
       problems: [
         ...(server.exited() === undefined ? [] : [`memory: npm start's process exited during the run (${server.exited()})`]),
         ...(failed > 0 ? [`memory: ${failed} posts were not answered 201 (${codes})`] : []),
-        ...(gone.status === 404
+        ...(first200.status === 200 && fromRecord === 1
           ? []
           : [
-              `memory: the first post, ${firstId}, answered ${gone.status} after ${posted.toLocaleString('en-US')} posts, not 404: the retention did not let it go`,
+              `memory: the first post, ${firstId}, answered ${first200.status} after ${posted.toLocaleString('en-US')} posts, ${fromRecord === 1 ? 'from the record' : 'not from the record: the retention did not let it go'}; expected 200 from the record`,
             ]),
       ],
       details: {
