@@ -21,7 +21,7 @@ import { requestSequence } from './target.js';
 
 const TARGET = { lagP99Ms: 1_000, catchUpPerSecond: 5_000, cpuMsPerPost: 0.2 } as const;
 /** How often the record's status is asked while posts arrive: the lag's resolution. */
-const POLL_MS = 20;
+const POLL_MS = 50;
 /** Posts made while the record is paused. */
 const OUTAGE_POSTS = 20_000;
 const ROOM_PARALLEL = 25;

@@ -100,7 +100,7 @@ const NOTES = [
   `  (${WEBHOOKS.offeredPerSecond} deliveries/s offered), ${WEBHOOKS.warmupSeconds} s warm-up, then ${WEBHOOKS.measureSeconds} s measured: deliveries/s arrived in the window; p50/p99 from when each post was due to each of its deliveries; per delivery.`,
   '  record: search, 8 two-word queries (common to rare words) by relevance and newest, 12 rounds, one gRPC SearchPosts at a time to a record process; deep pages: ListArchivedPosts from 400 cursors spread over the archive;',
   '  PostgreSQL 15 (fsync off) seeded through the record store in transactions of 5,000, then VACUUM ANALYZE; disk: tables and indexes / posts. PGlite: a record process (in memory) following a room process (in memory), 100,000 posts made there.',
-  '  record, cluster: createPost at full rate, GetRecordStatus every 20 ms, lag = first poll holding a post − its creation; catch-up: the record SIGSTOPped, 20,000 posts made, SIGCONT; CPU: the record process per post archived.',
+  '  record, cluster: createPost at full rate, GetRecordStatus every 50 ms, lag = first poll holding a post − its creation; catch-up: the record SIGSTOPped, 20,000 posts made, SIGCONT; CPU: the record process per post archived.',
   '  API reference: chromium (headless) against the embedded product, a fresh context per load (nothing cached), the median of 5 loads from the navigation to the first frame',
   '  with the first operation laid out; p50 is /developers/reference (HTML), the interactive one (Scalar) is in the measured column, also with its bundle cached.',
 ];
