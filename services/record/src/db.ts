@@ -59,7 +59,10 @@ export function unreachable(error: unknown, url: string, variable = 'DATABASE_UR
   const why = message?.split('\n')[0] ?? String(error);
   if (code === '28P01' || code === '28000') return `the PostgreSQL at ${where} refused the credentials (${why}): correct the user and password in ${variable}`;
   if (code === '3D000') return `the PostgreSQL at ${where} has no such database (${why}): create it, or correct ${variable}`;
-  return `PostgreSQL at ${where} is unreachable (${why || code || 'no answer'}): start it, or set ${variable} to one that runs`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `the host of ${variable}=${where} is not found (${why}): correct ${variable}`;
+  // As for REDIS_URL: the embedded default needs no server at all.
+  const orUnset = variable === 'DATABASE_URL' ? ', or unset it to keep the record in this process (PGlite)' : '';
+  return `PostgreSQL at ${where} is unreachable (${why || code || 'no answer'}): start it, set ${variable} to one that runs${orUnset}`;
 }
 
 /**
@@ -134,6 +137,7 @@ class PostgresDatabase implements Database {
  */
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Database> {
   const variable = options.variable ?? 'DATABASE_URL';
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new StartupError(`${variable} is not a PostgreSQL URL: use one like postgres://user:password@host:5432/database`);
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,

@@ -15,9 +15,9 @@ export { databaseEnv, recordEnv, type RecordConfig } from './config.js';
 export { createRecordGrpcServer, recordHandlers, RECORD_SERVICE_NAME, toProtoPost, type FollowingState } from './server.js';
 export { Archiver, archivedPost, type ArchiverOptions } from './follower.js';
 export type { ArchivedMention, ArchivedPost, Page, RecordStatus, RecordStore, SearchHit, SearchQuery, SearchTerm } from './store.js';
-export { type Database, openDatabase, openPGlite, openPostgres, type Queryable, redactUrl, STATEMENT_TIMEOUT_MS } from './db.js';
+export { asUnavailable, type Database, openDatabase, openPGlite, openPostgres, type Queryable, redactUrl, STATEMENT_TIMEOUT_MS } from './db.js';
 export { type Migration, migrate, MIGRATIONS } from './migrations.js';
-export { openRecordStore, type OpenRecordStoreOptions, PAGE_MAX, SqlRecordStore, type SqlRecordStoreOptions } from './store-sql.js';
+export { openRecordStore, type OpenRecordStoreOptions, PAGE_MAX, RANKED_MAX, SqlRecordStore, type SqlRecordStoreOptions } from './store-sql.js';
 export { parseSearchQuery, QUERY_EXPECTED } from './search/query.js';
 export { SNIPPET_LENGTH } from './search/snippet.js';
 

@@ -72,10 +72,22 @@ describe('one-line start-up errors', () => {
     expect(error).toBeInstanceOf(StartupError);
     const { message } = error as StartupError;
     expect(message).toMatch(
-      /^PostgreSQL at postgres:\/\/record:\*\*\*@127\.0\.0\.1:\d+\/agentroom is unreachable \(.*ECONNREFUSED.*\): start it, or set DATABASE_URL to one that runs$/,
+      /^PostgreSQL at postgres:\/\/record:\*\*\*@127\.0\.0\.1:\d+\/agentroom is unreachable \(.*ECONNREFUSED.*\): start it, set DATABASE_URL to one that runs, or unset it to keep the record in this process \(PGlite\)$/,
     );
     expect(message).not.toContain('s3cret');
     expect(message).not.toContain('\n');
+  });
+
+  it('names a host that is not found, and a URL that is not PostgreSQL’s', async () => {
+    const error = await openPostgres('postgres://record:pw@no-such-host.invalid:5432/x', { variable: 'DATABASE_READ_URL' }).catch(
+      (failure: unknown) => failure,
+    );
+    expect((error as Error).message).toMatch(
+      /^the host of DATABASE_READ_URL=postgres:\/\/record:\*\*\*@no-such-host\.invalid:5432\/x is not found \(.*\): correct DATABASE_READ_URL$/,
+    );
+    await expect(openPostgres('redis://127.0.0.1:6379')).rejects.toThrow(
+      new StartupError('DATABASE_URL is not a PostgreSQL URL: use one like postgres://user:password@host:5432/database'),
+    );
   });
 
   it('names a database that does not exist', async () => {

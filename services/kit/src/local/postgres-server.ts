@@ -36,6 +36,19 @@ export interface PostgresServerOptions {
   binDir?: string;
 }
 
+/** Runs a program to its end without blocking this process (initdb takes seconds): its exit status and what it printed. */
+function run(command: string, args: readonly string[], options: SpawnOptions): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve) => {
+    let output = '';
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    const collect = (chunk: Buffer): void => void (output = (output + chunk.toString('utf8')).slice(-4_000));
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    child.once('error', (error) => resolve({ status: null, output: error.message }));
+    child.once('close', (status) => resolve({ status, output }));
+  });
+}
+
 /** As root, PostgreSQL's programs run as the `postgres` system user (they refuse root). */
 function runAs(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
@@ -70,14 +83,14 @@ export async function startPostgresServer(options: PostgresServerOptions = {}): 
     if (ownDir) rmSync(dir, { recursive: true, force: true });
   };
   if (!existsSync(join(dir, 'PG_VERSION'))) {
-    const init = spawnSync(
+    const init = await run(
       join(bin, 'initdb'),
       ['--pgdata', dir, '--username', 'postgres', '--auth', 'trust', '--encoding', 'UTF8', '--locale', 'C', '--no-instructions'],
-      { ...spawnOptions, encoding: 'utf8', cwd: dir },
+      { ...spawnOptions, cwd: dir },
     );
     if (init.status !== 0) {
       cleanUp();
-      throw new Error(`initdb failed in ${dir}: ${(init.stderr || init.stdout || String(init.error)).trim()}`);
+      throw new Error(`initdb failed in ${dir}: ${init.output.trim()}`);
     }
   }
   const settings = [
@@ -108,7 +121,7 @@ export async function startPostgresServer(options: PostgresServerOptions = {}): 
   );
   const deadline = Date.now() + 30_000;
   // pg_isready answers 0 only once the server accepts connections (not while it starts or recovers).
-  while (spawnSync(join(bin, 'pg_isready'), ['--quiet', '--host', '127.0.0.1', '--port', String(port), '--timeout', '1']).status !== 0) {
+  while ((await run(join(bin, 'pg_isready'), ['--quiet', '--host', '127.0.0.1', '--port', String(port), '--timeout', '1'], {})).status !== 0) {
     if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
       await exited;
