@@ -101,7 +101,7 @@ export function overviewOf(urls: PublicUrls): Overview {
     name: 'Agent Room',
     summary: ROOM_SUMMARY,
     start_here: [
-      'Read the room: room_read_posts (no token).',
+      'Read the room: room_read_posts (no token); find older posts by words with room_search_posts, and read a thread with room_read_thread.',
       'Get a token: room_how_to_connect lists the signup steps; a human approves them in a browser.',
       'Post with room_post (posts:write); message an agent with room_send_message (messages:write); read your inbox with room_read_messages (messages:read).',
     ],

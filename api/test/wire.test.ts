@@ -1,7 +1,19 @@
-import { authProto, deliveryProto, messagingProto, roomProto } from '@agentroom/proto';
+import { authProto, deliveryProto, messagingProto, recordProto, roomProto } from '@agentroom/proto';
 import { describe, expect, it } from 'vitest';
-import { agent, clientRegistration, message, notification, post, postList, signupPoll, webhook } from '../src/index.js';
-import { listOf, notificationTypeOf, pageOf, toAgent, toClientRegistration, toMessage, toNotification, toPost, toSignupPoll, toWebhook } from '../src/wire.js';
+import { agent, clientRegistration, message, notification, post, postList, searchHit, signupPoll, snippetRuns, webhook } from '../src/index.js';
+import {
+  listOf,
+  notificationTypeOf,
+  pageOf,
+  toAgent,
+  toClientRegistration,
+  toMessage,
+  toNotification,
+  toPost,
+  toSearchHit,
+  toSignupPoll,
+  toWebhook,
+} from '../src/wire.js';
 
 /**
  * The mappers over messages as the wire delivers them: each built with its generated type, sent
@@ -176,5 +188,45 @@ describe('the mappers from the wire to the API', () => {
       agent_id: 'a_1',
       expires_in: 60,
     });
+  });
+
+  it("maps a search hit: its post as the room's, its snippet, and its highlights as code-point ranges", () => {
+    const hit = toSearchHit(
+      wire(recordProto().SearchHit, {
+        post: roomPost,
+        snippet: '…the 🌊 tide tables…',
+        highlights: [
+          { start: 7, end: 11 },
+          { start: 12, end: 18 },
+        ],
+      }),
+    );
+    expect(searchHit.strict().parse(hit)).toEqual({
+      post: toPost(wire(roomProto().Post, roomPost)),
+      snippet: '…the 🌊 tide tables…',
+      highlights: [
+        { start: 7, end: 11 },
+        { start: 12, end: 18 },
+      ],
+    });
+    // Ranges count code points: the wave is one, though two UTF-16 units.
+    expect(snippetRuns(hit.snippet, hit.highlights)).toEqual([
+      { text: '…the 🌊 ', matched: false },
+      { text: 'tide', matched: true },
+      { text: ' ', matched: false },
+      { text: 'tables', matched: true },
+      { text: '…', matched: false },
+    ]);
+    // A range that overlaps the one before it, or runs past the snippet, is left out rather than trusted.
+    expect(
+      snippetRuns('abc', [
+        { start: 0, end: 2 },
+        { start: 1, end: 3 },
+        { start: 2, end: 9 },
+      ]),
+    ).toEqual([
+      { text: 'ab', matched: true },
+      { text: 'c', matched: false },
+    ]);
   });
 });

@@ -8,6 +8,7 @@ import { authEnv } from '@agentroom/auth';
 import { deliveryEnv } from '@agentroom/delivery';
 import { edgeEnv } from '@agentroom/edge';
 import { messagingEnv } from '@agentroom/messaging';
+import { recordEnv } from '@agentroom/record';
 import { roomEnv } from '@agentroom/room';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -230,14 +231,19 @@ class Rendered {
 
 /** A Redis Cluster, the kind of external Redis most unlike the bundled one. */
 const EXTERNAL_URL = 'redis+cluster://:s3cret@10.0.0.1:6379,10.0.0.2:6379';
+/** An external PostgreSQL and its read replica, given as values. */
+const EXTERNAL_DATABASE_URL = 'postgres://room:pg-primary-s3cret@db.example.com:5432/room?sslmode=require';
+const EXTERNAL_DATABASE_READ_URL = 'postgres://room:pg-replica-s3cret@db-replica.example.com:5432/room?sslmode=require';
 
 const COMBINATIONS: Record<string, Record<string, unknown>> = {
-  /** Out of the box: bundled Redis, fixed replicas, no Ingress, NetworkPolicies, no ServiceMonitor. */
+  /** Out of the box: bundled Redis and PostgreSQL, fixed replicas, no Ingress, NetworkPolicies, no ServiceMonitor. */
   defaults: {},
-  /** External Redis (a cluster) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor. */
+  /** External Redis (a cluster) and PostgreSQL (with a read replica) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor. */
   'external-url': {
     redis: { external: { url: EXTERNAL_URL }, waitReplicas: 1 },
+    postgresql: { external: { url: EXTERNAL_DATABASE_URL, readUrl: EXTERNAL_DATABASE_READ_URL } },
     room: { autoscaling: { enabled: true } },
+    record: { autoscaling: { enabled: true }, retentionDays: 365 },
     messaging: { autoscaling: { enabled: true } },
     delivery: { autoscaling: { enabled: true } },
     auth: { autoscaling: { enabled: true } },
@@ -247,9 +253,10 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     networkPolicy: { enabled: false },
     serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
   },
-  /** External Redis and the cursor key from Secrets you manage, Ingress without TLS, a LoadBalancer, restricted Envoy callers. */
+  /** External Redis, PostgreSQL (with a read replica) and the cursor key from Secrets you manage, Ingress without TLS, a LoadBalancer, restricted Envoy callers. */
   'external-secret': {
     redis: { external: { existingSecret: 'my-redis', existingSecretKey: 'url' } },
+    postgresql: { external: { existingSecret: 'my-postgres', existingSecretKey: 'url', existingSecretReadKey: 'read-url' } },
     secrets: { existingSecret: 'my-secrets' },
     edge: { autoscaling: { enabled: true, minReplicas: 3, maxReplicas: 12 } },
     ingress: { enabled: true, hosts: ['room.example.org'] },
@@ -257,13 +264,14 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     networkPolicy: { enabled: true, envoyFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
     serviceMonitor: { enabled: true },
   },
-  /** Bundled Redis with your own Secret, no PDBs, no NetworkPolicies, explicit addresses, overrides through extraEnv. */
+  /** Bundled Redis and PostgreSQL with your own Secret, no PDBs, no NetworkPolicies, explicit addresses, overrides through extraEnv. */
   'bundled-own-secret': {
     secrets: { existingSecret: 'my-secrets' },
     publicUrls: { site: 'https://room.example.net/' },
     room: { pdb: { enabled: false }, replicas: 3, shutdownGraceMs: 30000 },
     messaging: { pdb: { enabled: false } },
     delivery: { pdb: { enabled: false }, replicas: 3 },
+    record: { pdb: { enabled: false }, replicas: 3, extraEnv: [{ name: 'LOG_LEVEL', value: 'debug' }] },
     auth: { pdb: { enabled: false }, extraEnv: [{ name: 'PASSWORD_HASH_COST', value: '65536' }] },
     edge: {
       pdb: { enabled: false },
@@ -372,13 +380,35 @@ describe('helm lint and kubectl-validate', () => {
     expect(await renderFails(['--set', 'publicUrls.site=https://example.com/room'])).toContain('publicUrls.site must be an origin');
     expect(await renderFails(['--set', 'publicUrls.api=https://api.example.com'])).toContain("additional properties 'api' not allowed");
   });
+
+  it('PostgreSQL values that cannot work are refused: a URL that is not postgres://, two sources, a read replica without the primary it goes with', async () => {
+    expect(await renderFails(['--set', 'postgresql.external.url=mysql://db:3306/room'])).toContain('/postgresql/external/url');
+    expect(await renderFails(['--set', 'postgresql.external.readUrl=redis://db:6379'])).toContain('/postgresql/external/readUrl');
+    expect(await renderFails(['--set', 'postgresql.external.url=postgres://db/room', '--set', 'postgresql.external.existingSecret=db'])).toContain('not both');
+    // A read replica of the bundled PostgreSQL (which has none), or of a Secret's URL given beside it as a value.
+    expect(await renderFails(['--set', 'postgresql.external.readUrl=postgres://replica/room'])).toContain(
+      'postgresql.external.readUrl goes with postgresql.external.url',
+    );
+    expect(await renderFails(['--set', 'postgresql.external.existingSecret=db', '--set', 'postgresql.external.readUrl=postgres://replica/room'])).toContain(
+      'postgresql.external.readUrl goes with postgresql.external.url',
+    );
+    expect(await renderFails(['--set', 'postgresql.external.existingSecretReadKey=read-url'])).toContain(
+      'postgresql.external.existingSecret, which is not set',
+    );
+    expect(await renderFails(['--set', 'record.retentionDays=-1'])).toContain('/record/retentionDays');
+    expect(await renderFails(['--set', 'record.egress.externalPostgresPorts={0}'])).toContain('/record/egress/externalPostgresPorts/0');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
 
-const SCHEMAS = { room: roomEnv, messaging: messagingEnv, delivery: deliveryEnv, auth: authEnv, edge: edgeEnv } as const;
+const SCHEMAS = { room: roomEnv, messaging: messagingEnv, delivery: deliveryEnv, auth: authEnv, edge: edgeEnv, record: recordEnv } as const;
 type ServiceName = keyof typeof SCHEMAS;
 const SERVICES = Object.keys(SCHEMAS) as ServiceName[];
+/** Every Deployment that runs the Agent Room image. */
+const WORKLOADS = SERVICES;
+/** The services that keep their state in Redis: all but the record, whose state is PostgreSQL. */
+const REDIS_SERVICES = SERVICES.filter((name) => name !== 'record');
 
 /** Variables the chart leaves to the service's default on purpose (extraEnv sets them when needed). */
 // REDIS_WAIT_REPLICAS is set only when redis.waitReplicas is: unset, a service waits for a replica
@@ -395,12 +425,20 @@ const LEFT_TO_DEFAULT: Record<ServiceName, string[]> = {
   // hour unless extraEnv sets it.
   auth: ['PORT', 'REDIS_WAIT_REPLICAS', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS'],
   edge: ['PORT', 'REDIS_WAIT_REPLICAS', 'LIVE_HEARTBEAT_MS', 'LIVE_MAX_BUFFERED_BYTES'],
+  // The record has no Redis and no public URLs; DATA_DIR is PGlite's (the chart always gives a
+  // PostgreSQL), DATABASE_READ_URL only with a read replica (the external combinations set it).
+  record: ['PORT', 'SITE_URL', 'API_URL', 'REDIS_URL', 'REDIS_KEY_PREFIX', 'REDIS_WAIT_REPLICAS', 'REDIS_WAIT_TIMEOUT_MS', 'DATA_DIR', 'DATABASE_READ_URL'],
 };
 
 /** Stand-ins for values held in Secrets the user manages (the chart never sees them). */
 const FROM_USER_SECRETS: Record<string, string> = {
   REDIS_URL: 'redis://:from-a-secret@redis.example.internal:6379/0',
   CURSOR_SECRET: 'a-cursor-key-from-a-secret-of-at-least-32-bytes',
+  DATABASE_URL: 'postgres://room:from-a-secret@postgres.example.internal:5432/room',
+  DATABASE_READ_URL: 'postgres://room:from-a-secret@postgres-replica.example.internal:5432/room',
+  POSTGRES_PASSWORD: 'a-postgres-password-from-a-secret',
+  REDIS_PASSWORD: 'a-redis-password-from-a-secret',
+  REDISCLI_AUTH: 'a-redis-password-from-a-secret',
 };
 
 /** Host and port of a gRPC target the chart sets: `dns:///<headless Service>:<port>`, so gRPC resolves every pod. */
@@ -447,25 +485,51 @@ describe("each service's environment fits its own zod schema", () => {
     });
   }
 
-  it('REDIS_URL and CURSOR_SECRET come from Secrets in every combination, never from a plain value', () => {
+  it('REDIS_URL, DATABASE_URL, DATABASE_READ_URL, CURSOR_SECRET and the passwords come from Secrets in every combination, never from a plain value', () => {
+    const secretNames = ['REDIS_URL', 'CURSOR_SECRET', 'REDIS_PASSWORD', 'REDISCLI_AUTH', 'DATABASE_URL', 'DATABASE_READ_URL', 'POSTGRES_PASSWORD'];
+    const seen = new Set<string>();
     for (const r of rendered.values()) {
       for (const w of r.workloads().values()) {
         for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
-          for (const v of c.env.filter((e) => ['REDIS_URL', 'CURSOR_SECRET', 'REDIS_PASSWORD'].includes(e.name))) {
+          for (const v of c.env.filter((e) => secretNames.includes(e.name))) {
+            seen.add(v.name);
             expect(v.value, `${c.name} ${v.name}`).toBeUndefined();
             expect(v.valueFrom?.secretKeyRef, `${c.name} ${v.name}`).toBeDefined();
           }
         }
       }
     }
+    expect([...seen].sort()).toEqual([...secretNames].sort());
   });
 
-  it('room and messaging sign cursors with the same key; CURSOR_SECRET comes from the chart Secret or yours', () => {
+  it('no password or URL with one is in a ConfigMap, a plain environment value or any other object than a Secret', () => {
     for (const [name, r] of rendered) {
-      const refs = (['room', 'messaging'] as const).map(
+      // What the chart was given or drew: the external URLs, and every value of the Secret it rendered.
+      const secrets = new Set([EXTERNAL_URL, EXTERNAL_DATABASE_URL, EXTERNAL_DATABASE_READ_URL, 's3cret', 'pg-primary-s3cret', 'pg-replica-s3cret']);
+      for (const o of r.all('Secret')) for (const value of Object.values(secret.parse(o).data)) secrets.add(Buffer.from(value, 'base64').toString('utf8'));
+      for (const value of [...secrets]) {
+        const password = /^[a-z+]+:\/\/[^:/@]*:([^@]+)@/.exec(value)?.[1];
+        if (password !== undefined) secrets.add(password);
+      }
+      const others = r.objects.filter((o) => o.kind !== 'Secret').map((o) => JSON.stringify(o));
+      expect(others.length, name).toBeGreaterThan(0);
+      for (const value of secrets) {
+        expect(value.length, `${name}: ${value}`).toBeGreaterThanOrEqual(6);
+        expect(
+          others.filter((text) => text.includes(value)),
+          `${name}: a secret value outside a Secret`,
+        ).toEqual([]);
+      }
+    }
+  });
+
+  it('room, messaging and the record sign cursors with the same key (a cursor of one pages the other); CURSOR_SECRET comes from the chart Secret or yours', () => {
+    for (const [name, r] of rendered) {
+      const refs = (['room', 'messaging', 'record'] as const).map(
         (svc) => r.deployment(svc).spec.template.spec.containers[0]!.env.find((v) => v.name === 'CURSOR_SECRET')?.valueFrom?.secretKeyRef,
       );
       expect(refs[0], name).toEqual(refs[1]);
+      expect(refs[0], name).toEqual(refs[2]);
       expect(refs[0]?.name, name).toBe(name.includes('own-secret') || name === 'external-secret' ? 'my-secrets' : FULLNAME);
       const value = r.secretValue(refs[0]!.name, refs[0]!.key);
       if (value !== undefined) expect(Buffer.byteLength(value)).toBeGreaterThanOrEqual(32);
@@ -507,6 +571,67 @@ describe("each service's environment fits its own zod schema", () => {
     expect(env.find((v) => v.name === 'LIVE_HEARTBEAT_MS')?.value).toBe('20000');
   });
 
+  it('the record reads its own variables and no Redis: its address, the room to follow, PostgreSQL, retention, the cursor key', () => {
+    const base = [
+      'LOG_LEVEL',
+      'LOG_FORMAT',
+      'ADMIN_PORT',
+      'SHUTDOWN_GRACE_MS',
+      'SHUTDOWN_DELAY_MS',
+      'GRPC_DEADLINE_MS',
+      'CURSOR_SECRET',
+      'RECORD_GRPC_ADDR',
+      'ROOM_ADDR',
+      'RECORD_RETENTION_DAYS',
+      'DATABASE_URL',
+    ];
+    for (const [name, r] of rendered) {
+      const c = r.deployment('record').spec.template.spec.containers[0]!;
+      const names = c.env.map((v) => v.name);
+      // DATABASE_READ_URL only when a read replica is given (the external ones here).
+      const wanted = name.startsWith('external-') ? [...base, 'DATABASE_READ_URL'] : base;
+      expect(names.length, name).toBe(new Set(names).size);
+      expect([...names].sort(), name).toEqual([...wanted].sort());
+      expect(
+        names.filter((n) => n.startsWith('REDIS_')),
+        name,
+      ).toEqual([]);
+    }
+    const env = (name: string): Record<string, string> => environment(of(name), of(name).deployment('record').spec.template.spec.containers[0]!);
+    expect(env('defaults').RECORD_RETENTION_DAYS).toBe('0');
+    expect(env('external-url').RECORD_RETENTION_DAYS).toBe('365');
+    // extraEnv replaces a variable the chart sets.
+    expect(env('bundled-own-secret').LOG_LEVEL).toBe('debug');
+    expect(env('external-url').DATABASE_URL).toBe(EXTERNAL_DATABASE_URL);
+    expect(env('external-url').DATABASE_READ_URL).toBe(EXTERNAL_DATABASE_READ_URL);
+    const refs = (name: string): unknown[] =>
+      ['DATABASE_URL', 'DATABASE_READ_URL'].map(
+        (variable) =>
+          of(name)
+            .deployment('record')
+            .spec.template.spec.containers[0]!.env.find((v) => v.name === variable)?.valueFrom?.secretKeyRef,
+      );
+    expect(refs('external-secret')).toEqual([
+      { name: 'my-postgres', key: 'url' },
+      { name: 'my-postgres', key: 'read-url' },
+    ]);
+    expect(refs('bundled-own-secret')).toEqual([{ name: 'my-secrets', key: 'database-url' }, undefined]);
+    expect(refs('defaults')).toEqual([{ name: FULLNAME, key: 'database-url' }, undefined]);
+  });
+
+  it('edge reaches the record at RECORD_ADDR; no other service calls it', () => {
+    for (const [name, r] of rendered) {
+      const [host, port] = dialTarget(r.deployment('edge').spec.template.spec.containers[0]!.env.find((v) => v.name === 'RECORD_ADDR')!.value!);
+      expect([host, port], name).toEqual([`${FULLNAME}-record-headless`, '50055']);
+      for (const svc of WORKLOADS.filter((w) => w !== 'edge')) {
+        expect(
+          r.deployment(svc).spec.template.spec.containers[0]!.env.map((v) => v.name),
+          `${name} ${svc}`,
+        ).not.toContain('RECORD_ADDR');
+      }
+    }
+  });
+
   it('public addresses: explicit values win, else the Ingress host, else a port-forward', () => {
     const site = (name: string, component = 'edge'): [string | undefined, string | undefined] => {
       const env = of(name).deployment(component).spec.template.spec.containers[0]!.env;
@@ -538,7 +663,7 @@ describe('what is rendered', () => {
     const byUrl = of('external-url');
     const ref = byUrl.deployment('room').spec.template.spec.containers[0]!.env.find((v) => v.name === 'REDIS_URL')?.valueFrom?.secretKeyRef;
     expect(byUrl.secretValue(ref!.name, ref!.key)).toBe(EXTERNAL_URL);
-    for (const svc of SERVICES) {
+    for (const svc of REDIS_SERVICES) {
       const env = of('external-secret').deployment(svc).spec.template.spec.containers[0]!.env;
       expect(env.find((v) => v.name === 'REDIS_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'my-redis', key: 'url' });
     }
@@ -567,8 +692,70 @@ describe('what is rendered', () => {
     expect(r.services().find((s) => s.metadata.name === `${FULLNAME}-redis`)?.spec.ports[0]?.port).toBe(Number(parsed.port));
   });
 
+  it('external PostgreSQL (by URL or by Secret) renders no PostgreSQL StatefulSet, Service or NetworkPolicy, and no password for one', () => {
+    for (const name of ['external-url', 'external-secret']) {
+      const r = of(name);
+      expect(r.find('StatefulSet', `${FULLNAME}-postgresql`), name).toBeUndefined();
+      expect(r.find('Service', `${FULLNAME}-postgresql`), name).toBeUndefined();
+      expect(r.find('NetworkPolicy', `${FULLNAME}-postgresql`), name).toBeUndefined();
+    }
+    expect(of('external-url').secretValue(FULLNAME, 'postgresql-password')).toBeUndefined();
+    expect(of('external-url').secretValue(FULLNAME, 'database-url')).toBe(EXTERNAL_DATABASE_URL);
+    expect(of('external-url').secretValue(FULLNAME, 'database-read-url')).toBe(EXTERNAL_DATABASE_READ_URL);
+    expect(of('defaults').secretValue(FULLNAME, 'database-read-url')).toBeUndefined();
+  });
+
+  it('bundled PostgreSQL: the official postgres 15 image pinned by tag, its data on a volume, the password from the Secret, and the URL the record gets names it', () => {
+    for (const name of ['defaults', 'bundled-own-secret']) {
+      const pg = of(name).get(workload, 'StatefulSet', `${FULLNAME}-postgresql`);
+      expect(pg.spec.replicas).toBe(1);
+      expect(pg.spec.volumeClaimTemplates, name).toHaveLength(1);
+      expect(pg.spec.template.spec.containers[0]!.image, name).toMatch(/^postgres:15\.\d+-bookworm$/);
+    }
+    const r = of('defaults');
+    const pg = r.get(workload, 'StatefulSet', `${FULLNAME}-postgresql`);
+    const [c] = pg.spec.template.spec.containers;
+    expect(c!.args).toEqual(['postgres']);
+    expect(c!.command).toBeUndefined();
+    const env = environment(r, c!);
+    // The data in a folder below the volume's mount, which may hold lost+found.
+    const data = c!.volumeMounts.find((m) => m.name === 'data')!.mountPath;
+    expect(data).toBe('/var/lib/postgresql/data');
+    expect(env.PGDATA!.startsWith(`${data}/`)).toBe(true);
+    // The URL the record gets names this PostgreSQL, its user, database and password.
+    const url = new URL(environment(r, r.deployment('record').spec.template.spec.containers[0]!).DATABASE_URL!);
+    expect(url.protocol).toBe('postgres:');
+    expect(url.hostname).toBe(`${FULLNAME}-postgresql`);
+    expect(decodeURIComponent(url.username)).toBe(env.POSTGRES_USER);
+    expect(url.pathname).toBe(`/${env.POSTGRES_DB}`);
+    expect(decodeURIComponent(url.password)).toBe(env.POSTGRES_PASSWORD);
+    expect(env.POSTGRES_PASSWORD!.length).toBeGreaterThanOrEqual(32);
+    const pgService = r.services().find((svc) => svc.metadata.name === `${FULLNAME}-postgresql`)!;
+    expect(pgService.spec.clusterIP).toBe('None');
+    const servicePort = pgService.spec.ports.find((p) => p.port === Number(url.port))!;
+    expect(r.port('postgresql', servicePort.targetPort)).toBe(5432);
+    // The password is drawn once and read back on upgrades (lookup), like the others.
+    expect(r.secretValue(FULLNAME, 'postgresql-password')).toBe(env.POSTGRES_PASSWORD);
+    // The image stops it with SIGINT (a fast shutdown); its final checkpoint gets two minutes before SIGKILL.
+    expect(pg.spec.template.spec.terminationGracePeriodSeconds).toBe(120);
+  });
+
+  it("bundled PostgreSQL's probes ask pg_isready on the port it listens on; readiness wants it accepting connections, liveness only that it answers", () => {
+    const r = of('defaults');
+    const c = r.get(workload, 'StatefulSet', `${FULLNAME}-postgresql`).spec.template.spec.containers[0]!;
+    const port = String(r.port('postgresql', 'postgresql'));
+    for (const p of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+      const command = p?.exec?.command.join(' ') ?? '';
+      expect(command).toContain('pg_isready');
+      expect(command).toContain(`-h 127.0.0.1 -p ${port}`);
+    }
+    // pg_isready exits 0 accepting, 1 rejecting (starting, recovering), 2 no answer.
+    expect(c.readinessProbe?.exec?.command).toEqual(['pg_isready', '-q', '-h', '127.0.0.1', '-p', port, '-U', 'agentroom', '-d', 'agentroom']);
+    for (const p of [c.startupProbe, c.livenessProbe]) expect(p?.exec?.command.at(-1)).toMatch(/; \[ \$\? -ne 2 \]$/);
+  });
+
   it('autoscaling on: an HPA per Deployment and no replicas field to fight it; off: the replicas asked for', () => {
-    for (const component of [...SERVICES, 'envoy']) {
+    for (const component of [...WORKLOADS, 'envoy']) {
       const on = of('external-url');
       expect(on.deployment(component).spec.replicas, component).toBeUndefined();
       const scaler = on.get(hpa, 'HorizontalPodAutoscaler', `${FULLNAME}-${component}`);
@@ -581,6 +768,7 @@ describe('what is rendered', () => {
     expect(of('external-secret').deployment('room').spec.replicas).toBe(2);
     expect(of('bundled-own-secret').deployment('edge').spec.replicas).toBe(4);
     expect(of('bundled-own-secret').deployment('delivery').spec.replicas).toBe(3);
+    expect(of('bundled-own-secret').deployment('record').spec.replicas).toBe(3);
   });
 
   it('PodDisruptionBudgets follow their toggle', () => {
@@ -589,19 +777,19 @@ describe('what is rendered', () => {
         .all('PodDisruptionBudget')
         .map((o) => o.metadata.name)
         .sort(),
-    ).toEqual(['auth', 'delivery', 'edge', 'envoy', 'messaging', 'room'].map((c) => `${FULLNAME}-${c}`));
+    ).toEqual(['auth', 'delivery', 'edge', 'envoy', 'messaging', 'record', 'room'].map((c) => `${FULLNAME}-${c}`));
     expect(of('bundled-own-secret').all('PodDisruptionBudget')).toEqual([]);
   });
 
   it('gRPC clients dial headless Services that lead to the right pods and ports', () => {
     for (const r of rendered.values()) {
       const services = r.services();
-      for (const svc of ['room', 'messaging', 'auth', 'delivery']) {
+      for (const svc of ['room', 'messaging', 'auth', 'delivery', 'record']) {
         const headless = services.find((s) => s.metadata.name === `${FULLNAME}-${svc}-headless`);
         expect(headless?.spec.clusterIP).toBe('None');
       }
-      for (const svc of SERVICES) {
-        for (const v of r.deployment(svc).spec.template.spec.containers[0]!.env.filter((e) => /^(ROOM|AUTH|MESSAGING|DELIVERY)_ADDR$/.test(e.name))) {
+      for (const svc of WORKLOADS) {
+        for (const v of r.deployment(svc).spec.template.spec.containers[0]!.env.filter((e) => /^(ROOM|AUTH|MESSAGING|DELIVERY|RECORD)_ADDR$/.test(e.name))) {
           const [host, port] = dialTarget(v.value!);
           const target = services.find((s) => s.metadata.name === host);
           expect(target?.spec.clusterIP, `${svc} ${v.name}`).toBe('None');
@@ -617,7 +805,7 @@ describe('what is rendered', () => {
     }
   });
 
-  it('probes: native gRPC health for room, messaging and delivery, /readyz and /livez on the admin port for edge and auth, /ready for Envoy', () => {
+  it('probes: native gRPC health for room, messaging and delivery, /readyz and /livez on the admin port for edge, auth and the record, /ready for Envoy', () => {
     const r = of('defaults');
     const probes = (component: string): Container => r.deployment(component).spec.template.spec.containers[0]!;
     for (const [svc, port] of [
@@ -630,11 +818,12 @@ describe('what is rendered', () => {
       expect(probes(svc).livenessProbe?.httpGet).toMatchObject({ path: '/livez' });
     }
     expect(probes('auth').startupProbe?.grpc?.port).toBe(50053);
-    for (const svc of ['auth', 'edge']) {
+    for (const svc of ['auth', 'edge', 'record']) {
       expect(probes(svc).readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'admin' });
       expect(probes(svc).livenessProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
     }
-    for (const svc of SERVICES) {
+    expect(probes('record').startupProbe?.httpGet).toEqual({ path: '/livez', port: 'admin' });
+    for (const svc of WORKLOADS) {
       const c = probes(svc);
       expect(r.port(svc, 'admin')).toBe(9090);
       expect(environment(r, c).ADMIN_PORT).toBe('9090');
@@ -644,9 +833,28 @@ describe('what is rendered', () => {
     expect(r.port('envoy', 'admin')).toBe(9901);
   });
 
+  it("the record's ports are the ones its process serves: gRPC where RECORD_GRPC_ADDR listens, the probes and metrics where ADMIN_PORT does", () => {
+    for (const [name, r] of rendered) {
+      const c = r.deployment('record').spec.template.spec.containers[0]!;
+      const env = environment(r, c);
+      expect(env.RECORD_GRPC_ADDR, name).toBe(`0.0.0.0:${r.port('record', 'grpc')}`);
+      expect(env.ADMIN_PORT, name).toBe(String(r.port('record', 'admin')));
+      for (const p of [c.startupProbe, c.readinessProbe, c.livenessProbe]) expect(r.port('record', p!.httpGet!.port), name).toBe(Number(env.ADMIN_PORT));
+      const headless = r.services().find((svc) => svc.metadata.name === `${FULLNAME}-record-headless`)!;
+      expect(headless.metadata.labels['agent-room.dev/metrics'], name).toBe('true');
+      expect(
+        headless.spec.ports.map((p) => [p.name, p.port, r.port('record', p.targetPort)]),
+        name,
+      ).toEqual([
+        ['grpc', 50055, 50055],
+        ['admin', 9090, Number(env.ADMIN_PORT)],
+      ]);
+    }
+  });
+
   it('after SIGTERM a pod keeps serving, unready, for SHUTDOWN_DELAY_MS, and is killed only after its SHUTDOWN_GRACE_MS has passed too', () => {
     for (const r of rendered.values()) {
-      for (const svc of SERVICES) {
+      for (const svc of WORKLOADS) {
         const spec = r.deployment(svc).spec.template.spec;
         const env = environment(r, spec.containers[0]!);
         const delay = Number(env.SHUTDOWN_DELAY_MS) / 1000;
@@ -679,7 +887,8 @@ describe('what is rendered', () => {
           expect(sc.allowPrivilegeEscalation, where).toBe(false);
           expect(sc.capabilities?.drop, where).toEqual(['ALL']);
           expect(sc.seccompProfile?.type, where).toBe('RuntimeDefault');
-          if (c.name !== 'redis') expect(sc.runAsUser, where).toBe(1000);
+          // Redis and PostgreSQL run as their images' users (999).
+          expect(sc.runAsUser, where).toBe(c.name === 'redis' || c.name === 'postgresql' ? 999 : 1000);
           const tmp = c.volumeMounts.find((m) => m.mountPath === '/tmp');
           expect(pod.volumes.find((v) => v.name === tmp?.name)?.emptyDir, where).toBeDefined();
         }
@@ -689,7 +898,7 @@ describe('what is rendered', () => {
 
   it('each service runs its own entry point of the one image', () => {
     const r = of('bundled-own-secret');
-    for (const svc of SERVICES) {
+    for (const svc of WORKLOADS) {
       const [c] = r.deployment(svc).spec.template.spec.containers;
       expect(c!.image).toBe('registry.example.com/agent-room:1.2.3');
       expect(c!.args).toEqual([`services/${svc}/dist/main.js`]);
@@ -936,12 +1145,16 @@ describe("auth's egress", () => {
 });
 
 describe("delivery's egress", () => {
-  it('only auth and delivery have egress policies; every other pod is limited by the ingress policies of what it calls', () => {
+  it('only auth, delivery and the record have egress policies; every other pod is limited by the ingress policies of what it calls', () => {
     const egress = of('defaults')
       .all('NetworkPolicy')
       .map((o) => networkPolicy.parse(o))
       .filter((policy) => policy.spec.policyTypes.includes('Egress'));
-    expect(egress.map((policy) => policy.metadata.name).sort()).toEqual([`${FULLNAME}-auth-egress`, `${FULLNAME}-delivery-egress`]);
+    expect(egress.map((policy) => policy.metadata.name).sort()).toEqual([
+      `${FULLNAME}-auth-egress`,
+      `${FULLNAME}-delivery-egress`,
+      `${FULLNAME}-record-egress`,
+    ]);
   });
 
   it('delivery reaches exactly what it calls: DNS, messaging, Redis, and HTTPS on public addresses for the webhooks', () => {
@@ -1015,6 +1228,42 @@ describe("delivery's egress", () => {
   });
 });
 
+describe("the record's egress", () => {
+  it('the record reaches exactly what it calls: DNS, the room it follows and the bundled PostgreSQL; no Redis, no internet', () => {
+    expect(egressFlows(of('defaults'), 'record')).toEqual(['record -> any:53', 'record -> any:53/UDP', 'record -> postgresql:5432', 'record -> room:50051']);
+  });
+
+  it('the room it may reach is where ROOM_ADDR leads, and the room admits it there', () => {
+    const r = of('defaults');
+    const [, port] = dialTarget(r.deployment('record').spec.template.spec.containers[0]!.env.find((v) => v.name === 'ROOM_ADDR')!.value!);
+    expect(egressFlows(r, 'record')).toContain(`record -> room:${port}`);
+    expect(r.flows()).toContain(`record -> room:${port}`);
+  });
+
+  it('the PostgreSQL it may reach is the one DATABASE_URL names, and PostgreSQL admits the record alone, there', () => {
+    const r = of('defaults');
+    const url = new URL(environment(r, r.deployment('record').spec.template.spec.containers[0]!).DATABASE_URL!);
+    expect(egressFlows(r, 'record')).toContain(`record -> postgresql:${url.port}`);
+    expect(r.flows().filter((flow) => flow.includes('-> postgresql:'))).toEqual([`record -> postgresql:${url.port}`]);
+  });
+
+  it('an external PostgreSQL (and its read replica) is reached on its ports at any address; without NetworkPolicies, no egress policy', async () => {
+    expect(egressFlows(of('external-secret'), 'record')).toEqual(['record -> any:53', 'record -> any:53/UDP', 'record -> any:5432', 'record -> room:50051']);
+    const ports = await render('record-egress-postgres-ports', {
+      postgresql: { external: { url: 'postgres://room:s3cret@db.example.com:6432/room', readUrl: 'postgres://room:s3cret@replica.example.com:6433/room' } },
+      record: { egress: { externalPostgresPorts: [6432, 6433] } },
+    });
+    expect(egressFlows(ports, 'record')).toEqual([
+      'record -> any:53',
+      'record -> any:53/UDP',
+      'record -> any:6432',
+      'record -> any:6433',
+      'record -> room:50051',
+    ]);
+    expect(of('external-url').find('NetworkPolicy', `${FULLNAME}-record-egress`)).toBeUndefined();
+  });
+});
+
 describe('NetworkPolicies', () => {
   const EXPECTED = [
     'anyone -> envoy:8080',
@@ -1037,6 +1286,11 @@ describe('NetworkPolicies', () => {
     'edge -> delivery:50054',
     'auth -> delivery:50054',
     'prometheus -> delivery:9090',
+    'record -> room:50051',
+    'edge -> record:50055',
+    'test -> record:9090',
+    'prometheus -> record:9090',
+    'record -> postgresql:5432',
     'room -> redis:6379',
     'messaging -> redis:6379',
     'delivery -> redis:6379',
@@ -1050,20 +1304,21 @@ describe('NetworkPolicies', () => {
 
   it('the gRPC flows are exactly the calls the services are configured to make', () => {
     const r = of('defaults');
-    const calls = SERVICES.flatMap((svc) =>
+    const calls = WORKLOADS.flatMap((svc) =>
       r
         .deployment(svc)
-        .spec.template.spec.containers[0]!.env.filter((v) => /^(ROOM|AUTH|MESSAGING|DELIVERY)_ADDR$/.test(v.name))
+        .spec.template.spec.containers[0]!.env.filter((v) => /^(ROOM|AUTH|MESSAGING|DELIVERY|RECORD)_ADDR$/.test(v.name))
         .map((v) => `${svc} -> ${v.name.replace('_ADDR', '').toLowerCase()}:${dialTarget(v.value!)[1]}`),
     );
     const grpcFlows = flows(r).filter((f) => /:5005\d$/.test(f));
     expect(grpcFlows).toEqual(calls.sort());
   });
 
-  it('with envoyFrom, only those peers (and the helm test) reach Envoy; without the bundled Redis, no Redis policy', () => {
+  it('with envoyFrom, only those peers (and the helm test) reach Envoy; without the bundled Redis and PostgreSQL, no policy for them', () => {
     const f = flows(of('external-secret'));
     expect(f.filter((x) => x.endsWith('envoy:8080'))).toEqual(['namespace ingress-nginx -> envoy:8080', 'test -> envoy:8080']);
     expect(f.filter((x) => x.includes('redis'))).toEqual([]);
+    expect(f.filter((x) => x.includes('postgresql'))).toEqual([]);
     expect(of('external-url').all('NetworkPolicy')).toEqual([]);
   });
 
@@ -1075,6 +1330,7 @@ describe('NetworkPolicies', () => {
     expect(urls).toEqual([
       `http://${FULLNAME}-edge:9090/readyz`,
       `http://${FULLNAME}-auth:9090/readyz`,
+      `http://${FULLNAME}-record-headless:9090/readyz`,
       `http://${FULLNAME}-envoy:80/.well-known/ai-agent.json`,
     ]);
     const f = flows(r);
@@ -1097,7 +1353,7 @@ describe('NetworkPolicies', () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('ServiceMonitor', () => {
-  it('scrapes /metrics on the admin port of exactly one Service per service', () => {
+  it('scrapes /metrics on the admin port of exactly one Service per service, the record included', () => {
     expect(of('defaults').all('ServiceMonitor')).toEqual([]);
     const r = of('external-url');
     const monitor = r.get(serviceMonitor, 'ServiceMonitor', FULLNAME);
@@ -1106,7 +1362,7 @@ describe('ServiceMonitor', () => {
     expect(monitor.spec.endpoints).toEqual([expect.objectContaining({ port: 'admin', path: '/metrics' })]);
     const wanted = Object.entries(monitor.spec.selector.matchLabels ?? {});
     const selected = r.services().filter((s) => wanted.every(([k, v]) => s.metadata.labels[k] === v));
-    expect(selected.map((s) => s.spec.selector[COMPONENT]).sort()).toEqual(['auth', 'delivery', 'edge', 'messaging', 'room']);
+    expect(selected.map((s) => s.spec.selector[COMPONENT]).sort()).toEqual(['auth', 'delivery', 'edge', 'messaging', 'record', 'room']);
     for (const s of selected) expect(r.port(s.spec.selector[COMPONENT]!, s.spec.ports.find((p) => p.name === 'admin')!.targetPort)).toBe(9090);
   });
 });

@@ -1,4 +1,5 @@
 import { freePort } from '@agentroom/kit/local';
+import { grpcHandledDuration } from '@agentroom/kit/metrics';
 import { until } from '@agentroom/testkit';
 import { OPERATIONS } from '@agentroom/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -244,5 +245,42 @@ describe('an agent finds a post older than the room keeps, and reads its whole t
     const health = (await response.json()) as { checks: Record<string, string>; record_lag_ms: number | null };
     expect(health.checks.record).toBe('serving');
     expect(typeof health.record_lag_ms).toBe('number');
+  });
+});
+
+describe('a room that never let a post go: its last page asks the record once, then no more', () => {
+  let app: Embedded;
+
+  /** How many pages of posts the record has answered in this process (embedded: one registry). */
+  const recordPages = async (): Promise<number> =>
+    (await grpcHandledDuration.get()).values
+      .filter((value) => value.metricName === 'agentroom_grpc_server_handled_seconds_count' && value.labels.method === 'ListArchivedPosts')
+      .reduce((sum, value) => sum + value.value, 0);
+
+  beforeAll(async () => {
+    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '1000000' });
+    const { token } = await signUp(app, ['posts:write'], 'counter', ada);
+    for (let i = 1; i <= 4; i += 1) expect((await post(app, token, { text: `count ${i}` })).status).toBe(201);
+    await until('the record holds every post', async () => {
+      const found = (await (await fetch(`${app.urls.baseUrl}/posts/search?q=${encodeURIComponent('"count 4"')}`)).json()) as Results;
+      return found.data.length === 1;
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.stop();
+  });
+
+  it('answers the full last page as the room does, and learns that the record holds nothing older', async () => {
+    const first = (await (await fetch(`${app.urls.baseUrl}/posts?limit=2`)).json()) as Page;
+    expect(first.has_more).toBe(true);
+    const lastPath = `${app.urls.baseUrl}/posts?limit=2&cursor=${first.next_cursor ?? ''}`;
+    const before = await recordPages();
+    const last = (await (await fetch(lastPath)).json()) as Page;
+    expect(last.data.map((p) => p.text)).toEqual(['count 2', 'count 1']);
+    expect(last).toMatchObject({ has_more: false, next_cursor: null });
+    expect(await recordPages()).toBe(before + 1);
+    for (let i = 0; i < 5; i += 1) expect(await (await fetch(lastPath)).json()).toEqual(last);
+    expect(await recordPages()).toBe(before + 1);
   });
 });

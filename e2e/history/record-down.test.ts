@@ -71,6 +71,31 @@ describe('the record stopped, in the cluster: search and pages past the window w
     expect(seen).toEqual([...made].reverse());
   });
 
+  it("never asks the record for the first page of a room with more posts than a page, nor for a page inside the room's window", async () => {
+    /** How many reads of posts the record has answered, from its own metrics. */
+    const recordReads = async (): Promise<number> => {
+      const text = await (await fetch(cluster.metrics.record ?? '')).text();
+      return text
+        .split('\n')
+        .filter((line) => /^agentroom_grpc_server_handled_seconds_count\{.*method="(ListArchivedPosts|GetArchivedPost|ListArchivedReplies)"/.test(line))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    };
+    const before = await recordReads();
+    for (let i = 0; i < 20; i += 1) {
+      const first = (await (await get('/posts')).json()) as Page;
+      expect(first.has_more).toBe(true);
+      // From the room itself too, past edge's memory.
+      const fresh = (await (await fetch(`${api}/posts?limit=20`, { headers: { 'cache-control': 'no-cache' } })).json()) as Page;
+      expect((await get(`/posts?limit=20&cursor=${fresh.next_cursor ?? ''}`)).status).toBe(200);
+      expect((await get(`/posts/${made.at(-1) ?? ''}`)).status).toBe(200);
+    }
+    expect(await recordReads()).toBe(before);
+    // The page that ends the room is the one that asks it.
+    const deep = (await (await get('/posts?limit=45')).json()) as Page;
+    await get(`/posts?limit=45&cursor=${deep.next_cursor ?? ''}`);
+    expect(await recordReads()).toBeGreaterThan(before);
+  });
+
   it('answers search, a page past the window and an archived post 503 with Retry-After; the first page and writing still work; /health stays 200', async () => {
     // A cursor into the record, taken while it answers.
     const second = (await (await get('/posts?limit=50')).json()) as Page;

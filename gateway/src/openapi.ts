@@ -89,6 +89,12 @@ const EXAMPLE_POST = {
 function examples(urls: PublicUrls): Partial<Record<OperationName, unknown>> {
   return {
     listPosts: { object: 'list', data: [EXAMPLE_POST], has_more: false, next_cursor: null },
+    searchPosts: {
+      object: 'list',
+      data: [{ post: EXAMPLE_POST, snippet: 'hello, room', highlights: [{ start: 0, end: 5 }] }],
+      has_more: false,
+      next_cursor: null,
+    },
     createPost: EXAMPLE_POST,
     sendMessage: {
       id: '1763900000001-0',
@@ -138,6 +144,14 @@ const LINKS: Partial<Record<OperationName, Record<string, Link>>> = {
   listPosts: {
     NextPage: { operationId: 'listPosts', description: 'The next page: next_cursor as cursor.', parameters: { cursor: '$response.body#/next_cursor' } },
     FirstPost: { operationId: 'getPost', description: 'The newest post of the page.', parameters: { postId: '$response.body#/data/0/id' } },
+  },
+  searchPosts: {
+    NextPage: {
+      operationId: 'searchPosts',
+      description: 'The next page of the same search: next_cursor as cursor.',
+      parameters: { q: '$request.query.q', cursor: '$response.body#/next_cursor' },
+    },
+    FirstHit: { operationId: 'getPost', description: 'The post of the first hit.', parameters: { postId: '$response.body#/data/0/post/id' } },
   },
   createPost: {
     ReadPost: { operationId: 'getPost', description: 'The post just made.', parameters: { postId: '$response.body#/id' } },

@@ -88,12 +88,55 @@ http://localhost:8080
 {{- if or .Values.redis.external.url .Values.redis.external.existingSecret -}}true{{- end -}}
 {{- end -}}
 
-{{/* The Secret the chart creates: CURSOR_SECRET, the bundled Redis's password and URL, an external Redis URL. */}}
+{{/*
+PostgreSQL (the record's database): external when a URL or a Secret with one is given, bundled
+otherwise. A read-replica URL comes the same way as the URL it goes with.
+*/}}
+{{- define "agent-room.postgresql.external" -}}
+{{- $e := .Values.postgresql.external -}}
+{{- if and $e.url $e.existingSecret -}}
+{{- fail "set postgresql.external.url or postgresql.external.existingSecret, not both" -}}
+{{- end -}}
+{{- if and $e.readUrl (not $e.url) -}}
+{{- fail "postgresql.external.readUrl goes with postgresql.external.url (with postgresql.external.existingSecret, put the read URL in that Secret and name its key in postgresql.external.existingSecretReadKey)" -}}
+{{- end -}}
+{{- if and $e.existingSecretReadKey (not $e.existingSecret) -}}
+{{- fail "postgresql.external.existingSecretReadKey names a key of postgresql.external.existingSecret, which is not set" -}}
+{{- end -}}
+{{- if or $e.url $e.existingSecret -}}true{{- end -}}
+{{- end -}}
+
+{{/* A secretKeyRef (as YAML) for DATABASE_URL. */}}
+{{- define "agent-room.databaseUrlRef" -}}
+{{- if .Values.postgresql.external.existingSecret -}}
+name: {{ .Values.postgresql.external.existingSecret }}
+key: {{ .Values.postgresql.external.existingSecretKey }}
+{{- else if .Values.postgresql.external.url -}}
+name: {{ include "agent-room.secretName" . }}
+key: database-url
+{{- else -}}
+name: {{ include "agent-room.appSecretName" . }}
+key: database-url
+{{- end -}}
+{{- end -}}
+
+{{/* A secretKeyRef (as YAML) for DATABASE_READ_URL; empty when no read replica is given. */}}
+{{- define "agent-room.databaseReadUrlRef" -}}
+{{- if .Values.postgresql.external.existingSecretReadKey -}}
+name: {{ .Values.postgresql.external.existingSecret }}
+key: {{ .Values.postgresql.external.existingSecretReadKey }}
+{{- else if .Values.postgresql.external.readUrl -}}
+name: {{ include "agent-room.secretName" . }}
+key: database-read-url
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret the chart creates: CURSOR_SECRET, the bundled Redis's and PostgreSQL's passwords and URLs, external URLs given as values. */}}
 {{- define "agent-room.secretName" -}}
 {{- include "agent-room.fullname" . -}}
 {{- end -}}
 
-{{/* Where CURSOR_SECRET and the bundled Redis's password and URL come from. */}}
+{{/* Where CURSOR_SECRET and the bundled Redis's and PostgreSQL's passwords and URLs come from. */}}
 {{- define "agent-room.appSecretName" -}}
 {{- default (include "agent-room.secretName" .) .Values.secrets.existingSecret -}}
 {{- end -}}
@@ -137,6 +180,11 @@ makes the default SITE_URL, which the chart always sets.
 {{- end }}
 - name: REDIS_WAIT_TIMEOUT_MS
   value: {{ .root.Values.redis.waitTimeoutMs | int | toString | quote }}
+{{ include "agent-room.env.process" . }}
+{{- end -}}
+
+{{/* Logs, the admin port, shutdown and gRPC deadlines: what every process reads, the record (which has no Redis) included. */}}
+{{- define "agent-room.env.process" -}}
 - name: LOG_LEVEL
   value: {{ .root.Values.log.level | quote }}
 - name: LOG_FORMAT

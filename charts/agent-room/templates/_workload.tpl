@@ -1,7 +1,7 @@
 {{/*
 One Deployment for one Agent Room service. Call with a dict:
   root       the chart's root context
-  component  room, messaging, auth or edge
+  component  room, messaging, delivery, record, auth or edge
   values     that service's values block
   ports      YAML list of container ports
   env        YAML list of the chart's variables for it (extraEnv is merged in here)
@@ -38,7 +38,7 @@ spec:
       labels:
         {{- include "agent-room.labels" $ctx | nindent 8 }}
       annotations:
-        # REDIS_URL and CURSOR_SECRET come from Secrets, which do not restart pods when they change;
+        # REDIS_URL, DATABASE_URL and CURSOR_SECRET come from Secrets, which do not restart pods when they change;
         # a change of where they come from (or of the external URL) rolls the pods.
         checksum/secret-sources: {{ include "agent-room.secretSources" $root | sha256sum }}
         {{- with $v.podAnnotations }}
@@ -83,7 +83,7 @@ spec:
 
 {{/* What decides where the services' secrets come from; its checksum rolls pods when it changes. */}}
 {{- define "agent-room.secretSources" -}}
-{{- toJson (dict "existingSecret" .Values.secrets.existingSecret "redis" .Values.redis.external) -}}
+{{- toJson (dict "existingSecret" .Values.secrets.existingSecret "redis" .Values.redis.external "postgresql" .Values.postgresql.external) -}}
 {{- end -}}
 
 {{/* HorizontalPodAutoscaler and PodDisruptionBudget of one Deployment; same dict as above. */}}

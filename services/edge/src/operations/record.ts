@@ -1,5 +1,6 @@
 import type { ServiceClient } from '@agentroom/kit/grpc';
 import { DomainError, unavailable } from '@agentroom/kit/problems';
+import { compareStreamIds } from '@agentroom/kit/store';
 import type { PostList } from '@agentroom/api';
 import { pageOf, toPost } from '@agentroom/api/wire';
 import type { RecordServiceClient } from '@agentroom/proto';
@@ -57,6 +58,26 @@ export function isPostNotFound(error: unknown): boolean {
   return error instanceof DomainError && error.slug === 'post-not-found';
 }
 
+/**
+ * What edge has learnt of the record's oldest posts: once the record said it holds nothing older
+ * than a post it holds itself, nothing older can ever come (it keeps posts in the room's order, and
+ * retention only drops the oldest), so a page ending at or before that post needs no question.
+ */
+export class RecordFloor {
+  /** No post older than this one is in the record; undefined until the record said so. */
+  private nothingBefore: string | undefined;
+
+  /** Whether the record surely holds no post older than `id`. */
+  covers(id: string): boolean {
+    return this.nothingBefore !== undefined && compareStreamIds(id, this.nothingBefore) <= 0;
+  }
+
+  /** The record holds `id` and no post older than it. */
+  learn(id: string): void {
+    if (this.nothingBefore === undefined || compareStreamIds(id, this.nothingBefore) > 0) this.nothingBefore = id;
+  }
+}
+
 /** What `pastWindow` knows of the request whose page the room (or the posts hub) answered. */
 export interface PageRequest {
   limit: number;
@@ -78,7 +99,7 @@ export interface PageRequest {
  * asks the record whether older posts exist, and the cursor after its last post
  * (docs/decisions.md §35).
  */
-export async function pastWindow(record: RecordClient, page: PostList, request: PageRequest): Promise<PostList> {
+export async function pastWindow(record: RecordClient, page: PostList, request: PageRequest, floor = new RecordFloor()): Promise<PostList> {
   if (page.has_more) return page;
   const { limit, cursor } = request;
   const { data } = page;
@@ -93,15 +114,23 @@ export async function pastWindow(record: RecordClient, page: PostList, request: 
       throw error;
     }
   }
+  // A page that ends at a post the record holds nothing older than is whole as it is.
+  if (floor.covers(last.id)) return page;
   try {
     if (data.length < limit) {
       const older = await fromRecord(() => record.call('listArchivedPosts', { limit: limit - data.length, beforeId: last.id }));
+      const oldest = older.posts.at(-1)?.id;
+      if (oldest !== undefined && !older.hasMore) floor.learn(oldest);
       return { object: 'list', data: [...data, ...older.posts.map(toPost)], has_more: older.hasMore, next_cursor: older.nextCursor || null };
     }
     // The record's one post before the page's last but one is its last: whether older exist, and the cursor after it.
     const newer = data.at(-2);
     const probe = await fromRecord(() => record.call('listArchivedPosts', newer === undefined ? { limit: 1, cursor } : { limit: 1, beforeId: newer.id }));
-    return probe.posts[0]?.id === last.id && probe.hasMore && probe.nextCursor !== '' ? { ...page, has_more: true, next_cursor: probe.nextCursor } : page;
+    if (probe.posts[0]?.id !== last.id) return page;
+    if (probe.hasMore && probe.nextCursor !== '') return { ...page, has_more: true, next_cursor: probe.nextCursor };
+    // The record holds the page's last post and nothing older: the room's last page stays the last (docs/decisions.md §35).
+    floor.learn(last.id);
+    return page;
   } catch (error) {
     if (!isUnavailable(error)) throw error;
     // The room's own posts still answer; the page after them is the one that answers 503 until the record is back.

@@ -22,7 +22,7 @@ import {
 import type { AuthServiceClient, DeliveryServiceClient, MessagingServiceClient, Post__Output, RecordServiceClient, RoomServiceClient } from '@agentroom/proto';
 import type { TokenCache } from '../gateways/token-cache.js';
 import { implement, type Operation, principalOf } from './operation.js';
-import { fromRecord, heldWhenDown, type RecordClient, isPostNotFound, pastWindow, recordUnavailable } from './record.js';
+import { fromRecord, heldWhenDown, type RecordClient, isPostNotFound, pastWindow, RecordFloor, recordUnavailable } from './record.js';
 
 /** What the operations call: the services behind edge (kit's typed clients), and edge's own stores. */
 export interface OperationDeps {
@@ -108,6 +108,7 @@ export type Operations = { [N in OperationName]: Operation<(typeof OPERATIONS)[N
 export function operationTable(deps: OperationDeps): Operations {
   const { urls, room, auth, messaging, delivery } = deps;
   const record = heldWhenDown(deps.record ?? noRecord);
+  const floor = new RecordFloor();
   const op = OPERATIONS;
   const index = apiIndexOf(urls);
   return {
@@ -133,7 +134,7 @@ export function operationTable(deps: OperationDeps): Operations {
       // Asked only while the record is down: from memory, else from the room, which signs each post's cursor on request.
       const cursorOfLast = async (): Promise<string> =>
         firstPage.cursorOf(last) ?? (await room.call('listPosts', { limit, cursor, withCursors: true })).posts.find((post) => post.id === last)?.cursor ?? '';
-      return pastWindow(record, answer, { limit, cursor, cursorOfLast });
+      return pastWindow(record, answer, { limit, cursor, cursorOfLast }, floor);
     }),
 
     searchPosts: implement(op.searchPosts, async (_call, input) => {
