@@ -26,6 +26,8 @@ const readyLine = z.object({
   apiUrl: z.string().optional(),
   /** The room's gRPC address (`127.0.0.1:<port>`), where the parent seeds posts. */
   room: z.string().optional(),
+  /** The record service's gRPC address (the cluster's first record process). */
+  record: z.string().optional(),
   /** Every process that serves the load, by name, when the child is not the only one (the cluster). */
   pids: z.record(z.string(), z.number().int()).optional(),
 });
@@ -73,6 +75,8 @@ export interface ServerChild {
   apiUrl: string | undefined;
   /** The room's gRPC address, when the child announced it. */
   room: string | undefined;
+  /** The record service's gRPC address, when the child announced it. */
+  record: string | undefined;
   /** The processes whose CPU time the load costs, by name: the child itself, or those it announced. */
   pids: Record<string, number>;
   /** Undefined while it runs, or once `stop` was asked; the exit code (or signal) once it has exited on its own. */
@@ -143,6 +147,7 @@ export function startServerChild(
       edges: ready.edges ?? [],
       apiUrl: ready.apiUrl,
       room: ready.room,
+      record: ready.record,
       pids: ready.pids ?? { [name]: child.pid ?? 0 },
       exited: () => (stopAsked ? undefined : exitDescription(child)),
       async stop() {

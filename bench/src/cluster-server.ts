@@ -24,6 +24,8 @@ const clusterReady = z.object({
   edges: z.array(z.string()),
   metrics: z.record(z.string(), z.string()),
   room: z.string(),
+  /** The first record process's gRPC address. */
+  record: z.string().optional(),
   /** room, messaging, delivery, auth, edge-N, router or envoy, and the redis-server the launcher started. */
   pids: z.record(z.string(), z.number().int()),
 });
@@ -121,4 +123,4 @@ for (;;) {
 }
 // The launcher itself supervises (it does little under load), but it is one of the processes.
 processes = { launcher: cluster.pid ?? 0, ...ready.pids };
-announcePort(port, { edges, room: ready.room, pids: processes });
+announcePort(port, { edges, room: ready.room, ...(ready.record === undefined ? {} : { record: ready.record }), pids: processes });

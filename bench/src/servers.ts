@@ -25,19 +25,24 @@ export class Servers {
     return this.once(name, () => this.product(name, './embedded-server.js', `another embedded product (${name})`, {}, EMBEDDED_NODE_FLAGS));
   }
 
-  /** `npm run cluster`: room, messaging, delivery, auth, one edge, the router and a redis-server, each its own process. */
+  /** `npm run cluster`: room, record, messaging, delivery, auth, one edge, the router, a redis-server and a postgres, each its own process. */
   cluster(): Promise<ServerChild> {
     return this.once('cluster', () =>
-      this.product('cluster', './cluster-server.js', 'npm run cluster (room, messaging, delivery, auth, edge, router, redis-server)'),
+      this.product('cluster', './cluster-server.js', 'npm run cluster (room, record, messaging, delivery, auth, edge, router, redis-server, postgres)'),
     );
   }
 
   /** `npm run cluster -- --envoy`: the same processes with the real Envoy in front in place of the router, as deployed. */
   clusterBehindEnvoy(): Promise<ServerChild> {
     return this.once('cluster-envoy', () =>
-      this.product('cluster-envoy', './cluster-server.js', 'npm run cluster -- --envoy (room, messaging, delivery, auth, edge, Envoy, redis-server)', {
-        BENCH_CLUSTER_FRONT: 'envoy',
-      }),
+      this.product(
+        'cluster-envoy',
+        './cluster-server.js',
+        'npm run cluster -- --envoy (room, record, messaging, delivery, auth, edge, Envoy, redis-server, postgres)',
+        {
+          BENCH_CLUSTER_FRONT: 'envoy',
+        },
+      ),
     );
   }
 

@@ -24,7 +24,12 @@ function lines(row: Row, bareRate: number | undefined): string[][] {
     cpu(row.cpuMsPerRequest),
   ];
   if (row.checks.length === 0) return [[...figures, 'baseline', '', '']];
-  return row.checks.map((check, i) => [...(i === 0 ? figures : figures.map(() => '')), check.target, check.measured, check.met ? 'met' : 'NOT MET']);
+  return row.checks.map((check, i) => [
+    ...(i === 0 ? figures : figures.map(() => '')),
+    check.target,
+    check.measured,
+    check.reportOnly ? DASH : check.met ? 'met' : 'NOT MET',
+  ]);
 }
 
 /** Left-aligned text columns (row, target, measured, met), right-aligned figures. */
