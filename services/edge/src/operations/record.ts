@@ -91,13 +91,8 @@ export interface PageRequest {
 }
 
 /**
- * The page of `listPosts` as the client sees it, whichever store holds its posts: the room's (or the
- * posts hub's) page as it is when it says more exist, the hot path, which never asks the record;
- * otherwise continued into the record. A page that ended short is filled with the record's posts
- * older than its last one and carries the record's cursor; an empty page after a cursor is the
- * record's page after that cursor (the two sign one kind of cursor); a full page that ended the room
- * asks the record whether older posts exist, and the cursor after its last post
- * (docs/decisions.md §35).
+ * listPosts' page as the client sees it, whichever store holds its posts: a page that says more
+ * exist is answered as it is (the hot path); otherwise it is continued into the record (docs/decisions.md §35).
  */
 export async function pastWindow(record: RecordClient, page: PostList, request: PageRequest, floor = new RecordFloor()): Promise<PostList> {
   if (page.has_more) return page;
