@@ -3,7 +3,7 @@ import { DomainError } from '@agentroom/kit/problems';
 import { describe, expect, it } from 'vitest';
 import { parseSearchQuery, tsqueryOf } from '../src/search/query.js';
 import { snippetOf } from '../src/search/snippet.js';
-import { foldWords, searchDocument } from '../src/search/text.js';
+import { foldWords, searchDocument, tokenize } from '../src/search/text.js';
 
 // The search language and the folding, without a database: what a query means, and what is refused.
 
@@ -35,6 +35,19 @@ describe('folding', () => {
     expect(searchDocument({ text: '数据库 ok', agentName: 'Ann', agentId: 'a_x1' })).toBe(
       "'数':1A '数据':1A '据':2A '据库':2A '库':3A 'ok':4A 'ann':6B 'a':8B 'x1':9B",
     );
+  });
+
+  it('gathers a word’s positions in one lexeme, whatever its case or accents, and counts code points, not UTF-16 units', () => {
+    // An emoji (two units) and a lone surrogate are one code point each, and separate words like any symbol.
+    expect(searchDocument({ text: 'Deploy 😀 deploy\uD800x DÉPLOY-2', agentName: 'Deploy Bot', agentId: 'agt_7' })).toBe(
+      "'deploy':1A,2A,4A,7B 'x':3A '2':5A 'bot':8B 'agt':10B '7':11B",
+    );
+    expect(tokenize('a😀Bé数\uDC00c').map(({ text, from }) => [text, from])).toEqual([
+      ['a', [0]],
+      ['be', [2, 3]],
+      ['数', [4]],
+      ['c', [6]],
+    ]);
   });
 });
 

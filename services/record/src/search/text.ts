@@ -40,7 +40,21 @@ export function tokenize(text: string): Token[] {
   const tokens: Token[] = [];
   let current: Token | undefined;
   let offset = 0;
-  for (const char of text) {
+  for (let index = 0; index < text.length; index += 1, offset += 1) {
+    const code = text.charCodeAt(index);
+    // ASCII (most posts are all of it) inline: a letter or digit, lower-cased, is a word's; anything else ends one.
+    if (code < 0x80) {
+      const lower = code >= 0x41 && code <= 0x5a ? code + 32 : code;
+      if ((lower >= 0x61 && lower <= 0x7a) || (lower >= 0x30 && lower <= 0x39)) {
+        if (current === undefined || current.cjk) tokens.push((current = { text: '', cjk: false, from: [] }));
+        current.text += String.fromCharCode(lower);
+        current.from.push(offset);
+      } else current = undefined;
+      continue;
+    }
+    // A code point of two UTF-16 units counts as one.
+    const char = String.fromCodePoint(text.codePointAt(index) as number);
+    index += char.length - 1;
     for (const unit of foldCodePoint(char)) {
       if (!WORD.test(unit)) {
         current = undefined;
@@ -54,7 +68,6 @@ export function tokenize(text: string): Token[] {
       current.text += unit;
       current.from.push(offset);
     }
-    offset += 1;
   }
   return tokens;
 }
@@ -77,6 +90,32 @@ const LEXEME_MAX_BYTES = 2_000;
 /** The highest position PostgreSQL keeps in a tsvector. */
 export const POSITION_MAX = 16_383;
 
+/** Whether a word fits a lexeme: a UTF-16 unit is at most 3 bytes of UTF-8, so most are known to without counting. */
+function fits(word: string): boolean {
+  return word.length * 3 <= LEXEME_MAX_BYTES || Buffer.byteLength(word) <= LEXEME_MAX_BYTES;
+}
+
+/** Calls `visit` with each lexeme of `text` from `position` on, in order (see {@link lexemesOf}); answers the next free position. */
+function visitLexemes(text: string, position: number, visit: (lexeme: string, position: number, start: number, end: number) => void): number {
+  let at = position;
+  for (const token of tokenize(text)) {
+    if (!token.cjk) {
+      if (fits(token.text)) visit(token.text, at, token.from[0] as number, (token.from.at(-1) as number) + 1);
+      at += 1;
+      continue;
+    }
+    const chars = [...token.text];
+    chars.forEach((char, index) => {
+      const start = token.from[index] as number;
+      visit(char, at + index, start, start + 1);
+      const next = chars[index + 1];
+      if (next !== undefined) visit(char + next, at + index, start, (token.from[index + 1] as number) + 1);
+    });
+    at += chars.length;
+  }
+  return at;
+}
+
 /**
  * The lexemes of `text` from `position` on. A word is one lexeme. A CJK run of n ≥ 2 characters
  * takes n positions: at each, its character (so one character is found alone) and the pair it starts
@@ -85,25 +124,8 @@ export const POSITION_MAX = 16_383;
  */
 export function lexemesOf(text: string, position = 1): { lexemes: Lexeme[]; next: number } {
   const lexemes: Lexeme[] = [];
-  let at = position;
-  for (const token of tokenize(text)) {
-    if (!token.cjk) {
-      if (Buffer.byteLength(token.text) <= LEXEME_MAX_BYTES) {
-        lexemes.push({ lexeme: token.text, position: at, start: token.from[0] as number, end: (token.from.at(-1) as number) + 1 });
-      }
-      at += 1;
-      continue;
-    }
-    const chars = [...token.text];
-    chars.forEach((char, index) => {
-      const start = token.from[index] as number;
-      lexemes.push({ lexeme: char, position: at + index, start, end: start + 1 });
-      const next = chars[index + 1];
-      if (next !== undefined) lexemes.push({ lexeme: char + next, position: at + index, start, end: (token.from[index + 1] as number) + 1 });
-    });
-    at += chars.length;
-  }
-  return { lexemes, next: at };
+  const next = visitLexemes(text, position, (lexeme, at, start, end) => lexemes.push({ lexeme, position: at, start, end }));
+  return { lexemes, next };
 }
 
 /**
@@ -131,6 +153,8 @@ export function phraseOf(words: readonly string[]): Array<{ lexeme: string; offs
 
 /** A lexeme quoted for tsvector and tsquery input: in quotes, with quotes doubled and backslashes escaped. */
 export function quoteLexeme(lexeme: string): string {
+  // Lexemes made here hold letters and digits only, so they need no escaping; any other string still gets it.
+  if (!lexeme.includes("'") && !lexeme.includes('\\')) return `'${lexeme}'`;
   return `'${lexeme.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 }
 
@@ -144,18 +168,22 @@ const POSITIONS_PER_LEXEME = 255;
  * words differently from the query (docs/decisions.md §33).
  */
 export function searchDocument(post: { text: string; agentName: string; agentId: string }): string {
-  const positions = new Map<string, string[]>();
-  const add = (lexemes: Lexeme[], weight: 'A' | 'B'): void => {
-    for (const { lexeme, position } of lexemes) {
-      let list = positions.get(lexeme);
-      if (list === undefined) positions.set(lexeme, (list = []));
-      if (list.length < POSITIONS_PER_LEXEME) list.push(`${Math.min(position, POSITION_MAX)}${weight}`);
-    }
-  };
-  const text = lexemesOf(post.text);
-  add(text.lexemes, 'A');
-  const name = lexemesOf(post.agentName, text.next + 1);
-  add(name.lexemes, 'B');
-  add(lexemesOf(post.agentId, name.next + 1).lexemes, 'B');
-  return [...positions].map(([lexeme, list]) => `${quoteLexeme(lexeme)}:${list.join(',')}`).join(' ');
+  // Each lexeme's positions as tsvector writes them (`1A,10A`), and how many: one entry per lexeme, in order of first use.
+  const positions = new Map<string, { list: string; count: number }>();
+  const adding =
+    (weight: 'A' | 'B') =>
+    (lexeme: string, position: number): void => {
+      const at = `${Math.min(position, POSITION_MAX)}${weight}`;
+      const entry = positions.get(lexeme);
+      if (entry === undefined) positions.set(lexeme, { list: at, count: 1 });
+      else if (entry.count < POSITIONS_PER_LEXEME) {
+        entry.list += `,${at}`;
+        entry.count += 1;
+      }
+    };
+  const name = visitLexemes(post.text, 1, adding('A')) + 1;
+  visitLexemes(post.agentId, visitLexemes(post.agentName, name, adding('B')) + 1, adding('B'));
+  let document = '';
+  for (const [lexeme, { list }] of positions) document += `${document === '' ? '' : ' '}${quoteLexeme(lexeme)}:${list}`;
+  return document;
 }
