@@ -56,7 +56,12 @@ class FakeWatch extends EventEmitter {
 }
 
 /** A feed whose items are ids '1', '2', …; each watch records where it started. */
-function feed(handling: { handle: (id: string) => Promise<void> } | { handleBatch: (ids: string[]) => Promise<void>; maxBatch?: number }) {
+function feed(
+  handling:
+    | { handle: (id: string) => Promise<void> }
+    | { handleBatch: (ids: string[]) => Promise<void>; maxBatch?: number }
+    | { handleBatchAndAdvance: (owner: string, ids: string[]) => Promise<boolean>; maxBatch?: number },
+) {
   const watches: { after: string; call: FakeWatch }[] = [];
   const followed = {
     words: { follower: 'the test', source: 'the source', item: 'item' },
@@ -115,6 +120,78 @@ describe('LeasedFollower', () => {
       expect(batches.flat()).toEqual(Array.from({ length: 36 }, (_, i) => String(i + 1)));
       expect(batches.slice(1).map((batch) => batch.length)).toEqual([10, 10, 10, 5]);
       await expect.poll(() => leases.positions.at(-1)).toBe('36');
+    } finally {
+      await follower.stop();
+    }
+  });
+
+  it('lets a whole batch gather while one is handled: the watch is paused at maxBatch items waiting, not before', async () => {
+    let release: () => void = () => undefined;
+    const batches: string[][] = [];
+    const { followed, watches, send } = feed({
+      handleBatch: (ids) => {
+        batches.push(ids);
+        // The first batch takes its time, as a write to a busy database would.
+        return batches.length === 1 ? new Promise<void>((resolve) => (release = resolve)) : Promise.resolve();
+      },
+      maxBatch: 1_000,
+    });
+    const follower = new LeasedFollower(memoryLeases(), followed, log, FAST);
+    follower.start();
+    try {
+      await expect.poll(() => follower.isFollowing).toBe(true);
+      send(1, 1);
+      await expect.poll(() => batches.length).toBe(1);
+      const call = watches[0]?.call;
+      send(2, 601);
+      expect(call?.paused).toBe(false);
+      send(602, 1_001);
+      expect(call?.paused).toBe(true);
+      release();
+      await expect.poll(() => batches.flat().length).toBe(1_001);
+      expect(batches.slice(1).map((batch) => batch.length)).toEqual([1_000]);
+      expect(call?.paused).toBe(false);
+    } finally {
+      await follower.stop();
+    }
+  });
+
+  it('stores the position with each batch when the feed does (handleBatchAndAdvance), and stops following once the lease is someone else’s', async () => {
+    const batches: string[][] = [];
+    const leases = memoryLeases();
+    let separateMoves = 0;
+    // What the follower itself stores, apart from what the feed stores with its batches.
+    const store: LeaseStore = {
+      ...leases,
+      advancePosition: (owner, id) => {
+        separateMoves += 1;
+        return leases.advancePosition(owner, id);
+      },
+    };
+    const { followed, watches, send } = feed({
+      handleBatchAndAdvance: (owner, ids) => {
+        batches.push(ids);
+        return leases.advancePosition(owner, ids.at(-1) ?? '');
+      },
+      maxBatch: 10,
+    });
+    const follower = new LeasedFollower(store, followed, log, FAST);
+    follower.start();
+    try {
+      await expect.poll(() => follower.isFollowing).toBe(true);
+      const before = separateMoves;
+      send(1, 25);
+      await expect.poll(() => batches.flat().length).toBe(25);
+      expect(batches.flat()).toEqual(Array.from({ length: 25 }, (_, i) => String(i + 1)));
+      await expect.poll(() => leases.positions.at(-1)).toBe('25');
+      expect(separateMoves).toBe(before);
+      // Another replica takes the lease: the next batch finds it gone, and the watch is given up.
+      await leases.releaseLease(follower.owner);
+      await leases.acquireLease('another', 60_000);
+      send(26, 27);
+      await expect.poll(() => watches[0]?.call.cancelled).toBe(true);
+      expect(follower.isFollowing).toBe(false);
+      expect(leases.positions.at(-1)).toBe('25');
     } finally {
       await follower.stop();
     }

@@ -41,7 +41,8 @@ interface FollowedSource<R, T> {
  * The feed a {@link LeasedFollower} follows: a gRPC server stream, resumable after an id. Its items
  * are handled one at a time (`handle`), or in batches (`handleBatch`): every item received and not
  * yet handled, in order, up to `maxBatch`; a batch is never waited for, so an item alone is handled
- * at once, and a backlog costs a step per batch rather than per item.
+ * at once, and a backlog costs a step per batch rather than per item. A store that can keep a batch
+ * and the position in one transaction takes both at once (`handleBatchAndAdvance`).
  */
 export type FollowedFeed<R, T> = FollowedSource<R, T> &
   (
@@ -49,6 +50,7 @@ export type FollowedFeed<R, T> = FollowedSource<R, T> &
         /** Handles one item durably; throws when it could not (the item is then handed over again). */
         handle(item: T): Promise<void>;
         handleBatch?: never;
+        handleBatchAndAdvance?: never;
       }
     | {
         /** Handles these items durably, in order; throws when it could not (they are all handed over again, those handled included). */
@@ -56,6 +58,20 @@ export type FollowedFeed<R, T> = FollowedSource<R, T> &
         /** The most items in one batch; POSITION_EVERY (64) by default. */
         maxBatch?: number;
         handle?: never;
+        handleBatchAndAdvance?: never;
+      }
+    | {
+        /**
+         * Handles these items durably, in order, and in the same step stores the last one's id as the
+         * position, as {@link LeaseStore.advancePosition} would (only while `owner` holds the lease,
+         * never backwards); answers whether it held the lease. One step a batch rather than two. Throws
+         * when it could not (the items are all handed over again).
+         */
+        handleBatchAndAdvance(owner: string, items: T[]): Promise<boolean>;
+        /** The most items in one batch; POSITION_EVERY (64) by default. Items received wait up to this many before the watch is paused. */
+        maxBatch?: number;
+        handle?: never;
+        handleBatch?: never;
       }
   );
 
@@ -208,16 +224,23 @@ export class LeasedFollower<R, T> {
     }
   }
 
-  /** The items to handle next, in order: one, or (batches) every one waiting, up to the batch's limit. */
-  private takeNext(queue: T[]): T[] {
-    if (queue.length === 0) return [];
-    if (this.feed.handleBatch === undefined) return queue.splice(0, 1);
-    return queue.splice(0, Math.max(1, this.feed.maxBatch ?? POSITION_EVERY));
+  /** The most items one step handles: one, or (batches) the batch's limit. */
+  private batchLimit(): number {
+    if (this.feed.handle !== undefined) return 1;
+    return Math.max(1, this.feed.maxBatch ?? POSITION_EVERY);
   }
 
-  private async handle(items: T[]): Promise<void> {
+  /** The items to handle next, in order: one, or (batches) every one waiting, up to the batch's limit. */
+  private takeNext(queue: T[]): T[] {
+    return queue.splice(0, this.batchLimit());
+  }
+
+  /** Handles `items`; answers whether the position was stored with them (and then, whether the lease was held), or undefined when it is still to store. */
+  private async handle(items: T[]): Promise<boolean | undefined> {
+    if (this.feed.handleBatchAndAdvance !== undefined) return this.feed.handleBatchAndAdvance(this.owner, items);
     if (this.feed.handleBatch !== undefined) await this.feed.handleBatch(items);
     else for (const item of items) await this.feed.handle(item);
+    return undefined;
   }
 
   /**
@@ -243,10 +266,12 @@ export class LeasedFollower<R, T> {
       this.troubled = false;
       poke();
     });
+    // While a batch is handled, the next one gathers, up to a whole batch: a backlog is handled a full batch a step.
+    const highWater = Math.max(HIGH_WATER, this.batchLimit());
     call.on('data', (response: R) => {
       const item = this.feed.itemOf(response);
       if (item !== undefined) queue.push(item);
-      if (queue.length >= HIGH_WATER) call.pause();
+      if (queue.length >= highWater) call.pause();
       poke();
     });
     call.on('error', (error) => {
@@ -280,7 +305,13 @@ export class LeasedFollower<R, T> {
         const last = items.at(-1);
         if (last !== undefined) {
           if (queue.length <= LOW_WATER && call.isPaused()) call.resume();
-          await this.handle(items);
+          const held = await this.handle(items);
+          if (held !== undefined) {
+            // Stored with the items: nothing left to store.
+            if (held) continue;
+            lost();
+            return positioned;
+          }
           handled = this.feed.idOf(last);
           unstored += items.length;
           if ((queue.length === 0 || unstored >= POSITION_EVERY) && !(await storePosition())) return positioned;
