@@ -15,8 +15,11 @@ export type ArchiverOptions = LeasedFollowerOptions & {
   retentionEveryMs?: number;
 };
 
-/** The most posts kept in one transaction: a backlog (catching up after an outage) is written 500 rows a step. */
-const BATCH = 500;
+/**
+ * The most posts kept in one transaction: a backlog (catching up after an outage) is written 1,000
+ * rows a step, while the next thousand arrive from the room (docs/decisions.md §38).
+ */
+const BATCH = 1_000;
 const DAY_MS = 86_400_000;
 const RETENTION_EVERY_MS = 3_600_000;
 
@@ -50,9 +53,9 @@ export function archivedPost(post: Post__Output): ArchivedPost {
 /**
  * Keeps the room's posts in the record: follows WatchPosts from the position kept in the record's
  * own store, under its lease (kit's LeasedFollower: one replica archives at a time, another takes
- * over within the lease when it dies), and keeps every post waiting in one transaction (a batch),
- * then moves the position on. A batch handed over again (a crash between the write and the
- * position's move) changes nothing: the store keeps each post id once. docs/decisions.md §34.
+ * over within the lease when it dies), and keeps every post waiting in one transaction (a batch)
+ * that also moves the position on. A batch handed over again (another replica's, after a lease
+ * lapsed) changes nothing: the store keeps each post id once. docs/decisions.md §34 and §38.
  */
 export class Archiver {
   private readonly follower: LeasedFollower<WatchPostsResponse__Output, Post__Output>;
@@ -75,7 +78,7 @@ export class Archiver {
         watch: (after) => room.watch('watchPosts', { afterId: after }),
         itemOf: (response) => response.post ?? undefined,
         idOf: (post) => post.id,
-        handleBatch: (posts) => this.archive(posts),
+        handleBatchAndAdvance: (owner, posts) => this.archive(owner, posts),
         maxBatch: BATCH,
       },
       log,
@@ -115,8 +118,9 @@ export class Archiver {
     this.follower.abandon();
   }
 
-  private async archive(posts: Post__Output[]): Promise<void> {
-    const kept = await this.store.archive(posts.map(archivedPost));
+  /** Keeps `posts` and moves the position past them in one step; answers whether `owner` still held the lease. */
+  private async archive(owner: string, posts: Post__Output[]): Promise<boolean> {
+    const { kept, held } = await this.store.archiveAndAdvance(owner, posts.map(archivedPost));
     const now = Date.now();
     let lagMs = Number.NaN;
     for (const post of posts) {
@@ -127,6 +131,7 @@ export class Archiver {
     if (Number.isFinite(lagMs)) this.lastLagMs = lagMs;
     recordPostsArchived.inc(kept);
     recordPosts.inc(kept);
+    return held;
   }
 
   /** Retention: while this replica archives, the posts older than RECORD_RETENTION_DAYS go, at once and then every hour. */

@@ -53,6 +53,60 @@ export const MIGRATIONS: readonly Migration[] = [
       'INSERT INTO record_totals (slot) VALUES (1)',
     ],
   },
+  {
+    version: 2,
+    name: 'archive a batch in one call',
+    statements: [
+      // A batch of posts kept, its replies counted, the total moved and (for the follower) its position moved under its lease, in
+      // one statement and so one transaction: one round trip a batch instead of six (docs/decisions.md §38). Each statement
+      // inside sees the rows the one before wrote, so a reply counts on a thread's first post inserted in the same batch.
+      `CREATE FUNCTION record_archive(batch jsonb, follower text, at_ms bigint, at_seq bigint)
+       RETURNS TABLE (kept integer, held boolean)
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         inserted integer;
+         threads jsonb;
+         moved boolean;
+       BEGIN
+         -- A post kept already is left as it is: archiving is idempotent by id, so a batch handed over again changes nothing.
+         WITH added AS (
+           INSERT INTO posts (ms, seq, agent_id, agent_name, human_label, text, via, reply_to, thread_id, reply_to_agent_id, mentions, mention_ids, search)
+           SELECT b.ms, b.seq, b.agent_id, b.agent_name, b.human_label, b.text, b.via, b.reply_to, b.thread_id, b.reply_to_agent_id, b.mentions,
+             ARRAY(SELECT jsonb_array_elements(b.mentions) ->> 'agentId'), b.search::tsvector
+           FROM jsonb_to_recordset(batch) AS b(ms bigint, seq bigint, agent_id text, agent_name text, human_label text, text text, via text,
+             reply_to text, thread_id text, reply_to_agent_id text, mentions jsonb, search text)
+           ON CONFLICT (ms, seq) DO NOTHING
+           RETURNING posts.thread_id
+         )
+         SELECT count(*)::integer, jsonb_agg(added.thread_id) FILTER (WHERE added.thread_id IS NOT NULL) INTO inserted, threads FROM added;
+         -- A thread's first post is older than its replies: kept by now (in this batch or an earlier one), or never.
+         IF threads IS NOT NULL THEN
+           UPDATE posts SET reply_count = posts.reply_count + c.n
+           FROM (
+             SELECT split_part(t.id, '-', 1)::bigint AS ms, split_part(t.id, '-', 2)::bigint AS seq, count(*)::integer AS n
+             FROM jsonb_array_elements_text(threads) AS t(id)
+             WHERE t.id ~ '^[0-9]{1,16}-[0-9]{1,10}$'
+             GROUP BY t.id
+           ) AS c
+           WHERE posts.ms = c.ms AND posts.seq = c.seq;
+         END IF;
+         IF inserted > 0 THEN
+           UPDATE record_totals SET posts = record_totals.posts + inserted WHERE slot = 1;
+         END IF;
+         moved := false;
+         IF follower IS NOT NULL THEN
+           -- As advancePosition: only while the follower holds the lease, and never backwards.
+           UPDATE record_follower SET
+             position_ms = CASE WHEN position_ms IS NULL OR (position_ms, position_seq) < (at_ms, at_seq) THEN at_ms ELSE position_ms END,
+             position_seq = CASE WHEN position_ms IS NULL OR (position_ms, position_seq) < (at_ms, at_seq) THEN at_seq ELSE position_seq END
+           WHERE slot = 1 AND lease_owner = follower AND lease_expires_at > clock_timestamp();
+           moved := FOUND;
+         END IF;
+         RETURN QUERY SELECT inserted, moved;
+       END
+       $$`,
+    ],
+  },
 ];
 
 /** The advisory lock the migrator holds while it applies: one per database, whatever else uses advisory locks ('arec' in ASCII). */

@@ -1,6 +1,6 @@
 import type { Via } from '@agentroom/kit/domain';
 import { STREAM_ID } from '@agentroom/kit/store';
-import { type Database, openDatabase, type Queryable } from './db.js';
+import { type Database, openDatabase } from './db.js';
 import { migrate } from './migrations.js';
 import { tsqueryOf } from './search/query.js';
 import { snippetOf } from './search/snippet.js';
@@ -117,7 +117,16 @@ export class SqlRecordStore implements RecordStore {
   }
 
   async archive(posts: readonly ArchivedPost[]): Promise<number> {
-    if (posts.length === 0) return 0;
+    return (await this.keep(posts)).kept;
+  }
+
+  async archiveAndAdvance(owner: string, posts: readonly ArchivedPost[]): Promise<{ kept: number; held: boolean }> {
+    return this.keep(posts, owner);
+  }
+
+  /** One call of record_archive (migration 2): the batch kept, its replies counted, and with `owner` the position moved, in one round trip. */
+  private async keep(posts: readonly ArchivedPost[], owner?: string): Promise<{ kept: number; held: boolean }> {
+    if (posts.length === 0 && owner === undefined) return { kept: 0, held: false };
     const rows = posts.map((post) => {
       const key = keyOf(post.id);
       if (key === undefined) throw new Error(`the record keeps posts by stream id; ${JSON.stringify(post.id)} is none`);
@@ -137,39 +146,16 @@ export class SqlRecordStore implements RecordStore {
         search: searchDocument(kept),
       };
     });
-    return this.write.transaction(async (tx) => {
-      // A post kept already is left as it is: archiving is idempotent by id, so a batch handed over again changes nothing.
-      const inserted = await tx.query<{ thread_id: string | null }>(
-        `INSERT INTO posts (ms, seq, agent_id, agent_name, human_label, text, via, reply_to, thread_id, reply_to_agent_id, mentions, mention_ids, search)
-         SELECT b.ms, b.seq, b.agent_id, b.agent_name, b.human_label, b.text, b.via, b.reply_to, b.thread_id, b.reply_to_agent_id, b.mentions,
-           ARRAY(SELECT jsonb_array_elements(b.mentions) ->> 'agentId'), b.search::tsvector
-         FROM jsonb_to_recordset($1::jsonb) AS b(ms bigint, seq bigint, agent_id text, agent_name text, human_label text, text text, via text,
-           reply_to text, thread_id text, reply_to_agent_id text, mentions jsonb, search text)
-         ON CONFLICT (ms, seq) DO NOTHING
-         RETURNING thread_id`,
-        [JSON.stringify(rows)],
-      );
-      await this.countReplies(tx, inserted);
-      if (inserted.length > 0) await tx.query('UPDATE record_totals SET posts = posts + $1 WHERE slot = 1', [inserted.length]);
-      return inserted.length;
-    });
-  }
-
-  /** Adds the replies kept now to their threads' counts (a thread's first post is older than its replies: it is kept by then, or never). */
-  private async countReplies(tx: Queryable, inserted: ReadonlyArray<{ thread_id: string | null }>): Promise<void> {
-    const counts = new Map<string, number>();
-    for (const { thread_id: thread } of inserted) if (thread !== null) counts.set(thread, (counts.get(thread) ?? 0) + 1);
-    const threads = [...counts].flatMap(([thread, n]) => {
-      const key = keyOf(thread);
-      return key === undefined ? [] : [{ ...key, n }];
-    });
-    if (threads.length === 0) return;
-    await tx.query(
-      `UPDATE posts SET reply_count = posts.reply_count + c.n
-       FROM jsonb_to_recordset($1::jsonb) AS c(ms bigint, seq bigint, n integer)
-       WHERE posts.ms = c.ms AND posts.seq = c.seq`,
-      [JSON.stringify(threads)],
-    );
+    // No post, no position to move (the call still says whether the lease is held).
+    const last = posts.at(-1);
+    const at = last === undefined ? undefined : keyOf(last.id);
+    const [result] = await this.write.query<{ kept: number; held: boolean }>('SELECT kept, held FROM record_archive($1::jsonb, $2, $3, $4)', [
+      JSON.stringify(rows),
+      owner ?? null,
+      owner === undefined ? null : (at?.ms ?? null),
+      owner === undefined ? null : (at?.seq ?? null),
+    ]);
+    return { kept: Number(result?.kept ?? 0), held: result?.held === true };
   }
 
   async getPost(id: string): Promise<ArchivedPost | undefined> {

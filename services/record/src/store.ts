@@ -90,6 +90,12 @@ export interface RecordStore extends LeaseStore {
    * reply kept now counts once in its thread's reply count. Answers how many were new.
    */
   archive(posts: readonly ArchivedPost[]): Promise<number>;
+  /**
+   * archive, and in the same transaction advancePosition(owner, the last post's id): the follower's
+   * one step a batch. The posts are kept whether or not `owner` holds the lease; `held` says whether
+   * it did (and so whether the position moved).
+   */
+  archiveAndAdvance(owner: string, posts: readonly ArchivedPost[]): Promise<{ kept: number; held: boolean }>;
   /** One post with its thread's reply count; undefined when none has this id (or the id is malformed). */
   getPost(id: string): Promise<ArchivedPost | undefined>;
   /** Newest first, replies included; `beforeId` excludes that post and everything newer. */

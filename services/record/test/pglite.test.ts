@@ -29,6 +29,6 @@ it('keeps the record in a DATA_DIR folder (made when missing) across a close and
   await again.close();
 
   const db = await openPGlite(dataDir);
-  expect(await db.query('SELECT version FROM schema_migrations')).toEqual([{ version: 1 }]);
+  expect(await db.query('SELECT version FROM schema_migrations ORDER BY version')).toEqual([{ version: 1 }, { version: 2 }]);
   await db.close();
 }, 120_000);

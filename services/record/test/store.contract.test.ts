@@ -192,6 +192,36 @@ describe.each(names)('the record store on %s', (name) => {
       expect(await store.advancePosition('one', '999-99')).toBe(true);
       expect(await store.position()).toBe('1000-0');
     });
+
+    it('keeps a batch and moves the position past it in one step (archiveAndAdvance), only for the lease’s holder and never backwards', async () => {
+      await fresh();
+      const batch = [post('13000-0', 'question'), reply('13000-1', 'answer', '13000-0'), reply('13001-0', 'thanks', '13000-1', '13000-0')];
+      // Without the lease the posts are kept all the same (a repeat changes nothing), but the position stays.
+      expect(await store.archiveAndAdvance('one', batch.slice(0, 1))).toEqual({ kept: 1, held: false });
+      expect(await store.position()).toBeUndefined();
+      await store.acquireLease('one', 10_000);
+      expect(await store.archiveAndAdvance('one', batch)).toEqual({ kept: 2, held: true });
+      expect(await store.position()).toBe('13001-0');
+      expect((await store.getPost('13000-0'))?.replyCount).toBe(2);
+      expect(await store.status()).toEqual({ newestId: '13001-0', posts: 3 });
+      // Handed over again: nothing new, nothing counted twice, and the position does not go back.
+      expect(await store.archiveAndAdvance('one', batch.slice(0, 2))).toEqual({ kept: 0, held: true });
+      expect(await store.position()).toBe('13001-0');
+      expect((await store.getPost('13000-0'))?.replyCount).toBe(2);
+      expect(await store.archiveAndAdvance('two', [reply('13002-0', 'late', '13000-0')])).toEqual({ kept: 1, held: false });
+      expect(await store.position()).toBe('13001-0');
+      expect(await store.archiveAndAdvance('one', [])).toEqual({ kept: 0, held: true });
+      // A thread id that is no post id counts nowhere, and does not fail the batch.
+      expect(
+        await store.archiveAndAdvance('one', [
+          reply('13003-0', 'odd', '13000-0', '1-1; DROP TABLE posts'),
+          reply('13004-0', 'big', '13000-0', `${'9'.repeat(20)}-0`),
+        ]),
+      ).toEqual({ kept: 2, held: true });
+      expect(await store.position()).toBe('13004-0');
+      expect((await store.getPost('13000-0'))?.replyCount).toBe(3);
+      expect(await store.status()).toEqual({ newestId: '13004-0', posts: 6 });
+    });
   });
 
   it('keeps a post holding what PostgreSQL cannot store (NUL, a lone surrogate) with U+FFFD in its place, and the batch goes through', async () => {
