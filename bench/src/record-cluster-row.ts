@@ -173,7 +173,11 @@ export async function recordClusterRow({ servers }: Context): Promise<Measuremen
     collecting = true;
     const result = await load(LOAD.measureSeconds);
     collecting = false;
-    const last = acked.at(-1);
+    // The newest post acknowledged, by id: the last answer to arrive may be an older post's (50 connections at once).
+    const last = acked.reduce<{ id: string; at: number } | undefined>(
+      (newest, post) => (newest === undefined || compare(post.id, newest.id) > 0 ? post : newest),
+      undefined,
+    );
     const settled = last === undefined ? undefined : await waitForRecord(client, last.id);
     await polling.stop();
     const recordCpuMs = cpu.stop();
@@ -224,6 +228,7 @@ export async function recordClusterRow({ servers }: Context): Promise<Measuremen
     };
     let catchUpSeconds: number;
     let catchUpCpuMs: number;
+    let catchUpDatabaseCpuMs: number | undefined;
     try {
       const madeFrom = performance.now();
       for (let from = 0; from < OUTAGE_POSTS; from += ROOM_PARALLEL) {
@@ -239,10 +244,12 @@ export async function recordClusterRow({ servers }: Context): Promise<Measuremen
         `  record: ${made.toLocaleString('en-US')} posts made in ${((performance.now() - madeFrom) / 1_000).toFixed(0)} s; resuming the record (SIGCONT)…`,
       );
       const catchUpCpu = cpuOf({ record: recordPid });
+      const catchUpDatabase = postgresPid === undefined ? undefined : cpuOf({ postgres: postgresPid, ...childrenOf(postgresPid) });
       const resumedAt = Date.now();
       resume();
       const caught = await waitForRecord(client, lastId, heldBefore + made);
       catchUpCpuMs = catchUpCpu.stop();
+      catchUpDatabaseCpuMs = catchUpDatabase?.stop();
       if (caught === undefined) {
         problems.push(`record: after it was resumed, the record did not hold the ${made} posts within ${SETTLE_TIMEOUT_MS / 1_000} s`);
         catchUpSeconds = Number.NaN;
@@ -287,7 +294,13 @@ export async function recordClusterRow({ servers }: Context): Promise<Measuremen
         recordCpuMsPerPost: cpuPerPost,
         postgresCpuMs: databaseCpuMs,
         postgresCpuMsPerPost: databaseCpuMs === undefined ? undefined : databaseCpuMs / Math.max(1, archived),
-        outage: { posts: made, catchUpSeconds, postsPerSecond: catchUpRate, recordCpuMsPerPost: catchUpCpuMs / Math.max(1, made) },
+        outage: {
+          posts: made,
+          catchUpSeconds,
+          postsPerSecond: catchUpRate,
+          recordCpuMsPerPost: catchUpCpuMs / Math.max(1, made),
+          postgresCpuMsPerPost: catchUpDatabaseCpuMs === undefined ? undefined : catchUpDatabaseCpuMs / Math.max(1, made),
+        },
       },
     };
   } finally {
