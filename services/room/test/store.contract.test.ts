@@ -213,6 +213,58 @@ describe.each(implementations)('RoomStore contract: %s', (_name, makeStore) => {
     expect(seen).toEqual(['p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8', 'p9']);
   });
 
+  it('catches a watcher with little room up from one read of the store: what a page held past the full watcher is kept for it', async () => {
+    const store = await withAuthor(makeStore());
+    const made: PostRecord[] = [];
+    for (let i = 1; i <= 50; i += 1) made.push(await append(store, `q${i}`));
+    // Every post the store answers to the feed, counted.
+    let read = 0;
+    const source = {
+      readAfter: async (afterId: string, count: number) => {
+        const page = await store.readAfter(afterId, count);
+        read += page.length;
+        return page;
+      },
+      subscribe: (listener: (post: PostRecord) => void) => store.subscribe(listener),
+    };
+    const seen: string[] = [];
+    let room = 5;
+    let drain: (() => void) | undefined;
+    const stop = new AbortController();
+    // Room for five posts at a time, as a gRPC stream whose buffer fills.
+    const following = followFeed(
+      source,
+      made[0]!.id,
+      (p) => {
+        seen.push(p.text);
+        room -= 1;
+        return room > 0;
+      },
+      stop.signal,
+      {
+        drained: () =>
+          new Promise<void>((resolve) => {
+            drain = () => {
+              room = 5;
+              resolve();
+            };
+          }),
+      },
+    );
+    while (seen.length < 49) {
+      await until(() => drain !== undefined);
+      const next = drain!;
+      drain = undefined;
+      next();
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    stop.abort();
+    drain?.();
+    await following;
+    expect(seen).toEqual(made.slice(1).map((p) => p.text));
+    expect(read).toBe(49);
+  });
+
   it('creates and replaces agents, keeping the first creation time', async () => {
     const store = makeStore();
     await store.upsertAgent(agent('a_first0001', '2026-01-01T00:00:00.000Z'));

@@ -84,6 +84,10 @@ export async function followFeed<T extends FeedItem>(
   let held: T[] | undefined = afterId === undefined ? undefined : [];
   // The watcher has no room: items are left in the source until it has.
   let full = false;
+  // What the last page read held past the item that filled the watcher: delivered first once it has
+  // room, so a watcher filled a few items into each page does not have the source read again for it
+  // (at most one page is kept; docs/decisions.md §38).
+  let rest: T[] = [];
   let wake: (() => void) | undefined;
   const emit = (item: T): void => {
     if (full) return;
@@ -94,11 +98,24 @@ export async function followFeed<T extends FeedItem>(
       wake?.();
     }
   };
+  /** Emits the items of `page` in order until the watcher is full; keeps those left over in `rest`. */
+  const deliverPage = (page: T[]): void => {
+    for (let index = 0; index < page.length; index += 1) {
+      if (full) {
+        rest = page.slice(index);
+        return;
+      }
+      emit(page[index] as T);
+    }
+  };
   /** Delivers what the source holds after `last`, then the live items held meanwhile; stops early when the watcher is full. */
   const catchUp = async (): Promise<void> => {
+    const kept = rest;
+    rest = [];
+    deliverPage(kept);
     while (!signal.aborted && !full) {
       const page = await source.readAfter(last ?? '0-0', REPLAY_PAGE);
-      for (const item of page) emit(item);
+      deliverPage(page);
       if (page.length < REPLAY_PAGE) break;
     }
     const pending = held ?? [];
