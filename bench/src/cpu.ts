@@ -14,7 +14,7 @@ const TICKS_PER_SECOND = ((): number => {
 })();
 
 /** utime + stime of process `pid` (every thread of it) so far, in milliseconds. */
-function processCpuMs(name: string, pid: number): number {
+export function processCpuMs(name: string, pid: number): number {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

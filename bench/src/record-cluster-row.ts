@@ -10,7 +10,7 @@ import autocannon from 'autocannon';
 import { serviceClient } from '@agentroom/kit/grpc';
 import { roomProto } from '@agentroom/proto';
 import { Corpus } from './corpus.js';
-import { startCpu, totalCpuMs } from './cpu.js';
+import { processCpuMs, startCpu, totalCpuMs } from './cpu.js';
 import { createPost } from './http-rows.js';
 import { LOAD } from './load.js';
 import { progress } from './progress.js';
@@ -126,6 +126,33 @@ function cpuOf(pids: Record<string, number>): { stop(): number } {
   };
 }
 
+/**
+ * CPU of PostgreSQL (the postmaster and the processes it forked) over a span: a backend forked
+ * meanwhile (the record's pool opens a connection again after its idle ones closed, as after a pause)
+ * counts from its start; one that ended meanwhile is left out.
+ */
+function databaseCpu(postmaster: number): { stop(): number } {
+  const before = new Map(
+    Object.entries({ postgres: postmaster, ...childrenOf(postmaster) }).flatMap(([name, pid]) => {
+      try {
+        return [[pid, processCpuMs(name, pid)] as const];
+      } catch {
+        return [];
+      }
+    }),
+  );
+  return {
+    stop: () =>
+      Object.entries({ postgres: postmaster, ...childrenOf(postmaster) }).reduce((sum, [name, pid]) => {
+        try {
+          return sum + processCpuMs(name, pid) - (before.get(pid) ?? 0);
+        } catch {
+          return sum;
+        }
+      }, 0),
+  };
+}
+
 export async function recordClusterRow({ servers }: Context): Promise<Measurement> {
   const cluster = await servers.cluster();
   if (cluster.record === undefined) throw new Error("the cluster's ready line names no record service: is the record part of `npm run cluster`?");
@@ -169,7 +196,7 @@ export async function recordClusterRow({ servers }: Context): Promise<Measuremen
     const before = await client.call('getRecordStatus', {});
     const polling = poller(client);
     const cpu = cpuOf({ record: recordPid });
-    const database = postgresPid === undefined ? undefined : cpuOf({ postgres: postgresPid, ...childrenOf(postgresPid) });
+    const database = postgresPid === undefined ? undefined : databaseCpu(postgresPid);
     collecting = true;
     const result = await load(LOAD.measureSeconds);
     collecting = false;
@@ -244,7 +271,7 @@ export async function recordClusterRow({ servers }: Context): Promise<Measuremen
         `  record: ${made.toLocaleString('en-US')} posts made in ${((performance.now() - madeFrom) / 1_000).toFixed(0)} s; resuming the record (SIGCONT)…`,
       );
       const catchUpCpu = cpuOf({ record: recordPid });
-      const catchUpDatabase = postgresPid === undefined ? undefined : cpuOf({ postgres: postgresPid, ...childrenOf(postgresPid) });
+      const catchUpDatabase = postgresPid === undefined ? undefined : databaseCpu(postgresPid);
       const resumedAt = Date.now();
       resume();
       const caught = await waitForRecord(client, lastId, heldBefore + made);
