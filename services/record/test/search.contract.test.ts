@@ -232,6 +232,43 @@ describe.each(names)('search on %s', (name) => {
     expect(narrowed.items.map((hit) => hit.post.id)).toEqual(['700-0', '702-0', '701-0']);
   });
 
+  it('finds the same newest matches whichever way it reaches past the window of newest posts', async () => {
+    const base = await emptied(database(name));
+    // 40 posts, most matching (a common word) and a few matching a rare one, some within a time range.
+    const texts = Array.from({ length: 40 }, (_, index) =>
+      index % 13 === 0 ? `rare lantern ${index}` : index % 4 === 0 ? `quiet ${index}` : `common ${index}`,
+    );
+    await base.archive(texts.map((text, index) => post(`${800 + index}-0`, index % 5 === 0 ? `${text} common common` : text)));
+    const expected = (word: string, fromMs = 0, untilMs = Infinity): string[] =>
+      texts
+        .map((text, index) => ({ id: `${800 + index}-0`, words: `${text}${index % 5 === 0 ? ' common common' : ''}`.split(' '), ms: 800 + index }))
+        .filter(({ words, ms }) => words.includes(word) && ms >= fromMs && ms < untilMs)
+        .map(({ id }) => id)
+        .reverse();
+    // A window of 3 posts, then walking on by key (fetching costs more than any walk) or through the word index (fetching costs nothing).
+    for (const fetchCost of [1e9, 0]) {
+      store = new SqlRecordStore({ write: database(name), rankedMax: 6, searchWindow: 3, fetchCost });
+      for (const word of ['common', 'lantern', 'quiet']) {
+        expect((await everyPage(word, 'newest', 4)).flat().map((hit) => hit.post.id)).toEqual(expected(word));
+        const ranked = (await everyPage(word, 'relevance', 4)).flat();
+        expect(ranked.map((hit) => hit.post.id).sort()).toEqual(expected(word).slice(0, 6).sort());
+      }
+      expect(await ids('common', { sinceMs: 810, untilMs: 830 })).toEqual(expected('common', 810, 830));
+      // The one post of the newest six that says it three times ranks first; the rest follow newest first.
+      const best = (await store.search({ terms: parseSearchQuery('common'), sort: 'relevance', limit: 6 })).items.map((hit) => hit.post.id);
+      const thrice = expected('common')
+        .slice(0, 6)
+        .filter((id) => Number(id.split('-')[0]) % 5 === 0);
+      expect(thrice).toHaveLength(1);
+      expect(best).toEqual([
+        ...thrice,
+        ...expected('common')
+          .slice(0, 6)
+          .filter((id) => !thrice.includes(id)),
+      ]);
+    }
+  });
+
   it('answers each hit with a snippet of its text and the matches highlighted', async () => {
     store = await emptied(database(name));
     const long = `${'Some 🙂 words before it. '.repeat(12)}Here the Rolling Update went wrong. ${'More words after it. '.repeat(12)}`;
