@@ -62,6 +62,22 @@ interface Key {
   key_seq: string;
 }
 
+/**
+ * A match: its key and its rank (ts_rank_cd's float4, read as the number its shortest text says,
+ * so that a rank a cursor carries back compares equal to the same post's rank again).
+ */
+interface Match {
+  ms: string;
+  seq: string;
+  rank: number;
+}
+
+/** Whether `a` is older than `b` by key (ms then seq, exact as bigints). */
+function older(a: { ms: string; seq: string }, b: { ms: string; seq: string }): boolean {
+  const [ams, bms] = [BigInt(a.ms), BigInt(b.ms)];
+  return ams < bms || (ams === bms && BigInt(a.seq) < BigInt(b.seq));
+}
+
 /** A condition of a WHERE clause, binding its values through `bind` (which answers the placeholder). */
 type Condition = (bind: (value: unknown) => string) => string;
 
@@ -276,28 +292,27 @@ export class SqlRecordStore implements RecordStore {
     if (query.sort === 'newest' && afterKey !== undefined) range.push(olderThan(afterKey));
     const want = query.sort === 'newest' ? n + 1 : this.rankedMax;
     const tsquery = tsqueryOf(query.terms);
-    const keys = await this.read.transaction((tx) => this.newestMatches(tx, { tsquery, range, indexed }, want));
-    if (keys.length === 0) return empty;
-    // The hits: the matches found, ranked (ranks are float4, ts_rank_cd's own type, compared as float4: a cursor's rank is exact).
-    const resume: Condition[] =
-      query.sort === 'relevance' && after !== undefined && afterKey !== undefined
-        ? [(bind) => `(rank < ${bind(after.rank)}::float4 OR (rank = ${bind(after.rank)}::float4 AND ${olderThan(afterKey)(bind)}))`]
-        : [];
-    const hits = statement(
-      [tsquery],
-      (bind) => `SELECT * FROM (
-         SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, $1::tsquery) AS rank
-         FROM posts JOIN unnest(${bind(keys.map((key) => key.key_ms))}::bigint[], ${bind(keys.map((key) => key.key_seq))}::bigint[]) AS k(kms, kseq)
-           ON posts.ms = k.kms AND posts.seq = k.kseq
-       ) AS hits ${whereOf(resume, bind)}
-       ORDER BY ${query.sort === 'newest' ? 'ms DESC, seq DESC' : 'rank DESC, ms DESC, seq DESC'}
-       LIMIT ${bind(n + 1)}`,
+    const matches = await this.read.transaction((tx) => this.newestMatches(tx, { tsquery, range, indexed }, want));
+    // Relevance: best first, ties newest first, resumed after the last hit of the page before (its rank and key).
+    const ordered =
+      query.sort === 'newest'
+        ? matches
+        : matches
+            .filter(
+              (match) => after === undefined || afterKey === undefined || match.rank < after.rank || (match.rank === after.rank && older(match, afterKey)),
+            )
+            .sort((a, b) => b.rank - a.rank || (older(a, b) ? 1 : -1));
+    const page = ordered.slice(0, n + 1);
+    if (page.length === 0) return empty;
+    const rows = await this.read.query<PostRow>(
+      `SELECT ${POST_COLUMNS} FROM posts JOIN unnest($1::bigint[], $2::bigint[]) AS k(kms, kseq) ON posts.ms = k.kms AND posts.seq = k.kseq`,
+      [page.map((match) => match.ms), page.map((match) => match.seq)],
     );
-    const rows = await this.read.query<PostRow & { rank: number | string }>(hits.sql, hits.params);
+    const posts = new Map(rows.map((row) => [row.id, postOf(row)]));
     return pageOf(
-      rows.map((row) => {
-        const post = postOf(row);
-        return { post, rank: Number(row.rank), ...snippetOf(post.text, query.terms) };
+      page.flatMap((match) => {
+        const post = posts.get(`${match.ms}-${match.seq}`);
+        return post === undefined ? [] : [{ post, rank: match.rank, ...snippetOf(post.text, query.terms) }];
       }),
       n,
     );
@@ -310,15 +325,16 @@ export class SqlRecordStore implements RecordStore {
    * newest `searchWindow` posts are read by key first, and the share of them that matches chooses
    * how the rest is found: walking on by key when matches are common, the word index when rare.
    */
-  private async newestMatches(tx: Queryable, filter: { tsquery: string; range: Condition[]; indexed: Condition[] }, want: number): Promise<Key[]> {
-    const matching = async (conditions: Condition[], limit: number): Promise<Key[]> => {
+  private async newestMatches(tx: Queryable, filter: { tsquery: string; range: Condition[]; indexed: Condition[] }, want: number): Promise<Match[]> {
+    const matching = async (conditions: Condition[], limit: number): Promise<Match[]> => {
       const found = statement(
         [filter.tsquery],
-        (bind) => `SELECT ms::text AS key_ms, seq::text AS key_seq FROM posts
+        (bind) => `SELECT ms::text AS key_ms, seq::text AS key_seq, ts_rank_cd(search, $1::tsquery) AS rank FROM posts
           ${whereOf([() => 'search @@ $1::tsquery', ...filter.range, ...filter.indexed, ...conditions], bind)}
           ORDER BY ms DESC, seq DESC LIMIT ${bind(limit)}`,
       );
-      return tx.query<Key>(found.sql, found.params);
+      const rows = await tx.query<Key & { rank: number | string }>(found.sql, found.params);
+      return rows.map((row) => ({ ms: row.key_ms, seq: row.key_seq, rank: Number(row.rank) }));
     };
     if (filter.indexed.length > 0) return matching([], want);
     // Where the window of the newest posts ends (the key of its oldest post; none when the range holds fewer), and how many posts the record keeps.
