@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadConfig } from '@agentroom/kit/config';
+import { createLogger, type Logger } from '@agentroom/kit/log';
 import { type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
 import { type LocalPostgres, startPostgresServer } from '@agentroom/kit/local';
 import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
@@ -51,20 +52,25 @@ export function startRecord(
   roomAddress: string,
   env: Record<string, string> = {},
   options: StartOptions = { archiver: FAST },
+  log?: Logger,
 ): Promise<RunningRecord> {
-  return start(
-    loadConfig(recordEnv, {
-      LOG_LEVEL: 'silent',
-      SHUTDOWN_GRACE_MS: '500',
-      RECORD_GRPC_ADDR: '127.0.0.1:0',
-      ROOM_ADDR: roomAddress,
-      DATABASE_URL: databaseUrl,
-      CURSOR_SECRET,
-      ...env,
-    }),
-    undefined,
-    options,
-  );
+  const config = loadConfig(recordEnv, {
+    LOG_LEVEL: 'silent',
+    SHUTDOWN_GRACE_MS: '500',
+    RECORD_GRPC_ADDR: '127.0.0.1:0',
+    ROOM_ADDR: roomAddress,
+    DATABASE_URL: databaseUrl,
+    CURSOR_SECRET,
+    ...env,
+  });
+  return start(config, log, options);
+}
+
+/** A logger whose lines' messages land in `messages`, for tests of what a process says. */
+export function capturedLog(): { log: Logger; messages: string[] } {
+  const messages: string[] = [];
+  const log = createLogger('record', 'info', { write: (line: string) => void messages.push((JSON.parse(line) as { msg: string }).msg) });
+  return { log, messages };
 }
 
 export function recordClient(port: number): RecordClient {
