@@ -3,7 +3,18 @@ import { registry } from '@agentroom/kit/metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Post__Output } from '@agentroom/proto';
 import { archivedPost, type RunningRecord } from '../src/index.js';
-import { agent, capturedLog, freshDatabase, post, recordClient, type RoomClient, startPostgres, startRecord, startRoom } from './service-support.js';
+import {
+  agent,
+  archivedIds,
+  capturedLog,
+  freshDatabase,
+  post,
+  recordClient,
+  type RoomClient,
+  startPostgres,
+  startRecord,
+  startRoom,
+} from './service-support.js';
 
 /**
  * The archiver against a real room process and a real PostgreSQL: a post made in the room reaches
@@ -25,23 +36,6 @@ afterAll(async () => {
   await roomProcess?.process.stop();
   await postgres?.stop();
 });
-
-/** Every post the record holds, newest first, paged through its own cursors. */
-async function archivedIds(port: number): Promise<string[]> {
-  const client = recordClient(port);
-  try {
-    const ids: string[] = [];
-    let cursor = '';
-    do {
-      const page = await client.call('listArchivedPosts', { limit: 50, cursor });
-      ids.push(...page.posts.map((p) => p.id));
-      cursor = page.nextCursor;
-    } while (cursor !== '');
-    return ids;
-  } finally {
-    client.close();
-  }
-}
 
 /** Every post the record holds once it holds all of `wanted` (or after 5 s). */
 async function holdsAll(port: number, wanted: readonly string[]): Promise<string[]> {

@@ -77,6 +77,55 @@ export function recordClient(port: number): RecordClient {
   return serviceClient(recordProto().RecordService, `127.0.0.1:${port}`);
 }
 
+/** A room process and the record following it, with their clients, as a suite starts them. */
+export interface RoomAndRecord {
+  roomProcess: ServiceProcess;
+  room: RoomClient;
+  running: RunningRecord;
+  record: RecordClient;
+  /** Stops both and closes their clients; the database is the caller's to stop. */
+  stop(): Promise<void>;
+}
+
+/** Starts a room process (while `postgres` starts) and the record following it on `databaseOf(postgres)`, a fresh database by default. */
+export async function startRoomAndRecord(
+  postgres: Promise<LocalPostgres>,
+  databaseOf: (postgres: LocalPostgres) => Promise<string> = freshDatabase,
+): Promise<RoomAndRecord> {
+  const [server, { process: roomProcess, client: room }] = await Promise.all([postgres, startRoom()]);
+  const running = await startRecord(await databaseOf(server), roomProcess.address);
+  const record = recordClient(running.port);
+  return {
+    roomProcess,
+    room,
+    running,
+    record,
+    async stop() {
+      record.close();
+      await running.stop();
+      room.close();
+      await roomProcess.stop();
+    },
+  };
+}
+
+/** Every post the record holds, newest first, paged through its own cursors `limit` at a time (repeats kept, so a duplicate shows). */
+export async function archivedIds(port: number, limit = 50): Promise<string[]> {
+  const client = recordClient(port);
+  try {
+    const ids: string[] = [];
+    let cursor = '';
+    do {
+      const page = await client.call('listArchivedPosts', { limit, cursor });
+      ids.push(...page.posts.map((p) => p.id));
+      cursor = page.nextCursor;
+    } while (cursor !== '');
+    return ids;
+  } finally {
+    client.close();
+  }
+}
+
 /** An agent of the room, made through its gRPC API: its id. */
 export async function agent(room: RoomClient, name: string): Promise<string> {
   const answer = await room.call('upsertAgent', {
