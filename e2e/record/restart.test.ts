@@ -31,14 +31,29 @@ const dir = mkdtempSync(join(tmpdir(), 'agentroom-data-dir-'));
 const CURSOR_SECRET = randomBytes(32).toString('base64url');
 const running: Started[] = [];
 
-async function startEmbedded(): Promise<Started> {
-  const port = await freePort();
+/** `npm start` on the folder, on a port of its own; with the exit code it will end with. */
+function spawnStart(port: number): { child: ChildProcess; exited: Promise<number | null> } {
   const child = spawn(process.execPath, ['launcher/dist/start.js'], {
     cwd: root,
     env: { ...process.env, PORT: String(port), DATA_DIR: dir, CURSOR_SECRET, LOG_FORMAT: 'json', LOG_LEVEL: 'info', REDIS_URL: '', DATABASE_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited: new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))) };
+}
+
+/** `npm start` expected to refuse: its exit code and the lines it wrote to stderr. */
+async function startRefused(): Promise<{ code: number | null; stderr: string[] }> {
+  const { child, exited } = spawnStart(await freePort());
+  const stderr: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
+  child.stdout?.resume();
+  const code = await exited;
+  return { code, stderr };
+}
+
+async function startEmbedded(): Promise<Started> {
+  const port = await freePort();
+  const { child, exited } = spawnStart(port);
   const lines: string[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => lines.push(line));
   const recordPort = await new Promise<number>((resolve, reject) => {
@@ -103,6 +118,20 @@ describe('npm start with DATA_DIR', () => {
     const after = await createPost(second.origin, await approvedToken(second.origin, ['posts:write'], 'keeper'), 'made after the restart');
     await expect.poll(() => recordedIds(second.record), { timeout: 5_000 }).toEqual([after, ...[...made].reverse()]);
     expect(await stop(second)).toBe(0);
+  }, 120_000);
+
+  it('refuses a second npm start on the same folder in one line naming it and the process holding it; a kill -9 leaves no lock that blocks the next', async () => {
+    const first = await startEmbedded();
+    const refused = await startRefused();
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toHaveLength(1);
+    expect(refused.stderr[0]).toMatch(new RegExp(`^Agent Room could not start: DATA_DIR ${dir} is in use by process ${first.child.pid} `));
+    // The first one never noticed.
+    expect((await fetch(`${first.origin}/api/v1/posts`)).status).toBe(200);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const next = await startEmbedded();
+    expect(await stop(next)).toBe(0);
   }, 120_000);
 
   it('after kill -9, keeps what it had and follows the room again at once, without waiting out the dead process lease', async () => {
