@@ -1,6 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { resolve } from 'node:path';
 import { StartupError } from '@agentroom/kit/process';
 import { z } from 'zod';
 
@@ -44,7 +44,8 @@ function holderOf(path: string): Holder | undefined {
  * SIGKILL, or the machine restarted) is taken over. Answers its release.
  */
 export function lockDataDir(dir: string): () => void {
-  const path = join(dir, DATA_DIR_LOCK);
+  // Absolute, so that `./data` and its full path are one folder to this process.
+  const path = resolve(dir, DATA_DIR_LOCK);
   if (held.has(path)) throw new StartupError(`DATA_DIR ${dir} is open in this process already: one PGlite at a time may open a folder`);
   const mine: Holder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
   for (let attempt = 0; ; attempt += 1) {

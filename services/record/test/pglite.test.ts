@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative as relativePath } from 'node:path';
 import { StartupError } from '@agentroom/kit/process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DATA_DIR_LOCK } from '../src/data-dir.js';
@@ -62,8 +62,10 @@ describe('DATA_DIR, one process at a time', () => {
     // Killed with SIGKILL, it left its lock behind: stale, taken over at once.
     const db = await openPGlite(folder);
     expect(JSON.parse(readFileSync(join(folder, DATA_DIR_LOCK), 'utf8'))).toMatchObject({ pid: process.pid });
-    // This process itself does not open it twice either.
+    // This process itself does not open it twice either, however the folder is spelled.
     await expect(openPGlite(folder)).rejects.toThrow(`DATA_DIR ${folder} is open in this process already`);
+    const relative = relativePath(process.cwd(), folder);
+    await expect(openPGlite(relative)).rejects.toThrow(`DATA_DIR ${relative} is open in this process already`);
     await db.close();
     expect(existsSync(join(folder, DATA_DIR_LOCK))).toBe(false);
   }, 60_000);
