@@ -1,31 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/db.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseSearchQuery } from '../src/search/query.js';
 import { SqlRecordStore } from '../src/store-sql.js';
 import type { SearchHit, SearchQuery } from '../src/store.js';
-import { type Backends, emptied, post, reply, startBackends } from './support.js';
+import { BACKENDS, emptied, post, reply, useBackends } from './support.js';
 
 // Search, held by both databases the record runs on: the query language, folding, CJK, filters,
 // both sorts with keyset paging, snippets, and SQL-looking input answered as a plain search.
-let backends: Backends;
+const database = useBackends();
 
-beforeAll(async () => {
-  backends = await startBackends();
-}, 120_000);
-
-afterAll(async () => {
-  await backends?.stop();
-});
-
-const names = ['postgres', 'pglite'] as const;
-
-function database(name: (typeof names)[number]): Database {
-  const found = backends.databases.find(([candidate]) => candidate === name);
-  if (!found) throw new Error(`no ${name}`);
-  return found[1];
-}
-
-describe.each(names)('search on %s', (name) => {
+describe.each(BACKENDS)('search on %s', (name) => {
   let store: SqlRecordStore;
 
   /** The ids of the hits of `q` (newest first unless asked), with filters. */
