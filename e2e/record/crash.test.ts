@@ -1,7 +1,6 @@
-import { serviceClient } from '@agentroom/kit/grpc';
-import { recordProto } from '@agentroom/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvedToken, Load, type RunningCluster, sleep, startCluster } from '@agentroom/testkit';
+import { recordedIds } from '../support/record.js';
 
 const DEADLINE_MS = 5_000;
 
@@ -22,23 +21,6 @@ describe('the record in cluster mode', () => {
   afterAll(async () => {
     await cluster?.stop();
   });
-
-  /** Every post id the record holds, newest first (repeats kept, so a duplicate shows). */
-  async function recordedIds(): Promise<string[]> {
-    const record = serviceClient(recordProto().RecordService, cluster.record);
-    try {
-      const ids: string[] = [];
-      let cursor = '';
-      do {
-        const page = await record.call('listArchivedPosts', { limit: 50, cursor });
-        ids.push(...page.posts.map((post) => post.id));
-        cursor = page.nextCursor;
-      } while (cursor !== '');
-      return ids;
-    } finally {
-      record.close();
-    }
-  }
 
   it('kill -9 of the record under load: after its restart every acknowledged post is in the record exactly once', async () => {
     const load = new Load(cluster.origin, [token], { readers: 0, writers: 2, deadlineMs: DEADLINE_MS, pauseMs: 10 });
@@ -62,7 +44,7 @@ describe('the record in cluster mode', () => {
     // The restarted process takes the lease once the dead one's lapses (10 s after its last renewal).
     const deadline = Date.now() + 20_000;
     do {
-      ids = await recordedIds();
+      ids = await recordedIds(cluster.record);
       if (acknowledged.every((id) => ids.includes(id))) break;
       await sleep(200);
     } while (Date.now() < deadline);

@@ -5,7 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePort, NODE_FLAGS } from '@agentroom/kit/local';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, type LocalPostgres, NODE_FLAGS, startPostgresServer } from '@agentroom/kit/local';
 import { sleep, until } from './wait.js';
 
 /** The built launcher, `npm run cluster` without its build step. */
@@ -47,15 +50,58 @@ export interface RunningCluster {
   restarted(name: string, after: number, timeoutMs?: number): Promise<number>;
   /** Resolves once `name` answers 200 on its `/readyz` (a restarted process is listening and its dependencies answer). */
   ready(name: string, timeoutMs?: number): Promise<void>;
+  /** With `restartablePostgres`: the cluster's PostgreSQL, which a test may stop and start again. */
+  postgres: RestartablePostgres | undefined;
   stop(): Promise<void>;
+}
+
+/** A PostgreSQL a test stops (a fast shutdown: its clients are disconnected) and starts again on the same port and data folder. */
+export interface RestartablePostgres {
+  url: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** How long the launcher may take to print its ready line; 60 s by default. */
+  readyTimeoutMs?: number;
+  /**
+   * Start the cluster's PostgreSQL here (its DATABASE_URL), not in the launcher, so that the test
+   * can stop it and start it again: `RunningCluster.postgres`.
+   */
+  restartablePostgres?: boolean;
+}
+
+/** A PostgreSQL in a temp folder of its own, kept across its restarts and removed by `close`. */
+async function restartablePostgres(): Promise<RestartablePostgres & { close(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'agentroom-cluster-postgres-'));
+  let server: LocalPostgres | undefined = await startPostgresServer({ dir, unsafeNoFsync: true });
+  const { port, url } = server;
+  return {
+    url,
+    async stop() {
+      await server?.stop();
+      server = undefined;
+    },
+    async start() {
+      server ??= await startPostgresServer({ dir, port, unsafeNoFsync: true });
+    },
+    async close() {
+      await server?.stop();
+      server = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /**
  * Starts the launcher (built) on a free port with `env` on top of ours, and waits for its ready line.
  * Quotas are raised so the load measures faults, not the daily quota.
  */
-export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_000): Promise<RunningCluster> {
+export async function startCluster(env: NodeJS.ProcessEnv, options: ClusterOptions = {}): Promise<RunningCluster> {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
   const port = await freePort();
+  const postgres = options.restartablePostgres ? await restartablePostgres() : undefined;
   const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, CLUSTER_SCRIPT], {
     env: {
       ...process.env,
@@ -66,6 +112,7 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
       QUOTA_PER_TOKEN: '1000000000',
       SHUTDOWN_GRACE_MS: '1000',
       ...env,
+      ...(postgres ? { DATABASE_URL: postgres.url } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -118,6 +165,8 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
     await ready;
   } catch (error) {
     child.kill('SIGKILL');
+    await exited;
+    await postgres?.close();
     throw error;
   }
 
@@ -154,12 +203,15 @@ export async function startCluster(env: NodeJS.ProcessEnv, readyTimeoutMs = 60_0
       if (url === undefined) throw new Error(`no admin port for ${name} (have ${[...readyz.keys()].join(', ')})`);
       await until(`${name} ready`, async () => (await fetch(url, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined))?.status === 200, timeoutMs);
     },
+    postgres,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      await postgres?.close();
     },
   };
 }

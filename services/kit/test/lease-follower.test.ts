@@ -197,6 +197,31 @@ describe('LeasedFollower', () => {
     }
   });
 
+  it('says where it starts: its newest item, or the start the feed names, when no position is stored; where it left off when one is', async () => {
+    const messages: string[] = [];
+    const said = createLogger('test', 'info', { write: (line: string) => void messages.push((JSON.parse(line) as { msg: string }).msg) });
+    const { followed } = feed({ handle: () => Promise.resolve() });
+    const leases = memoryLeases();
+    const fromStart = { ...followed, words: { ...followed.words, startsFrom: 'from the start of its stream' } } as typeof followed;
+    const first = new LeasedFollower(leases, fromStart, said, FAST);
+    first.start();
+    await expect.poll(() => first.isFollowing).toBe(true);
+    await first.stop();
+    const second = new LeasedFollower(leases, followed, said, FAST);
+    second.start();
+    await expect.poll(() => second.isFollowing).toBe(true);
+    await second.stop();
+    expect(messages).toEqual([
+      'the test starts: no position was stored, so it follows the source from the start of its stream',
+      'the test starts: it follows the source from where it left off, after item 0',
+    ]);
+    const fresh = new LeasedFollower(memoryLeases(), followed, said, FAST);
+    fresh.start();
+    await expect.poll(() => fresh.isFollowing).toBe(true);
+    await fresh.stop();
+    expect(messages.at(-1)).toBe('the test starts: no position was stored, so it follows the source from its newest item');
+  });
+
   it('hands a batch that failed over again, from the last position stored, on a new watch', async () => {
     const batches: string[][] = [];
     let failures = 1;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, cursorSecretEnv, loadConfig } from '../src/config.js';
 import { fromServiceError, toServiceError } from '../src/grpc/index.js';
-import { CursorSigner, grpcLimit, newCursorSecret } from '../src/http/index.js';
+import { CursorSigner, grpcLimit, newCursorSecret, PostsCursors } from '../src/http/index.js';
 import { DomainError, problemDocument } from '../src/problems.js';
 import { STREAM_ID } from '../src/store/index.js';
 
@@ -117,6 +117,32 @@ describe('signed cursors', () => {
       expect((error as Error).message).toContain('at least 32 bytes');
       expect((error as Error).message).not.toContain(short);
     }
+  });
+});
+
+describe("the posts' cursors, which the room and the record share", () => {
+  const SECRET = 'k'.repeat(32);
+  const [THREAD, REPLY, OTHER] = ['1732300000000-1', '1732300000005-0', '1732300000009-2'];
+  const cursors = new PostsCursors(SECRET);
+
+  it('resume the list after a post and a thread after a reply, in any process that holds the secret, as the posts list signs them', () => {
+    const other = new PostsCursors(SECRET);
+    expect(other.postOf(cursors.afterPost(REPLY))).toBe(REPLY);
+    expect(other.replyOf(cursors.afterReply(THREAD, REPLY), THREAD)).toBe(REPLY);
+    // The same cursors as the posts list's own signer makes: older cursors keep working.
+    expect(cursors.afterPost(REPLY)).toBe(new CursorSigner(SECRET).sign({ name: 'posts' }, REPLY));
+    expect(cursors.verify(cursors.sign(`search x after ${REPLY}`), /^search x after /)).toBe(`search x after ${REPLY}`);
+  });
+
+  it("refuse a replies cursor for the list, a list cursor for a thread, another thread's cursor, and another secret's", () => {
+    const refusals = [
+      () => cursors.postOf(cursors.afterReply(THREAD, REPLY)),
+      () => cursors.replyOf(cursors.afterPost(REPLY), THREAD),
+      () => cursors.replyOf(cursors.afterReply(THREAD, REPLY), OTHER),
+      () => cursors.postOf(new PostsCursors('x'.repeat(32)).afterPost(REPLY)),
+      () => cursors.postOf(cursors.sign(`search x after ${REPLY}`)),
+    ];
+    for (const refusal of refusals) expect(problemOf(refusal)).toMatchObject({ slug: 'invalid-cursor', fields: { parameter: 'cursor' } });
   });
 });
 

@@ -3,6 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { StartupError } from '@agentroom/kit/process';
 import { unavailable } from '@agentroom/kit/problems';
 import pg from 'pg';
+import { lockDataDir } from './data-dir.js';
 
 /** Something SQL runs on: the database, or one transaction of it. Parameters are always bound ($1, $2, …), never spliced. */
 export interface Queryable {
@@ -167,7 +168,10 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
 class PGliteDatabase implements Database {
   readonly kind = 'pglite';
 
-  constructor(private readonly db: PGlite) {}
+  constructor(
+    private readonly db: PGlite,
+    private readonly unlock: () => void = () => undefined,
+  ) {}
 
   async query<R>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
     return (await this.db.query<R>(sql, params as unknown[])).rows;
@@ -180,26 +184,42 @@ class PGliteDatabase implements Database {
   }
 
   async close(): Promise<void> {
-    await this.db.close();
+    try {
+      await this.db.close();
+    } finally {
+      this.unlock();
+    }
   }
 }
 
 /**
  * Opens PGlite in this process: in memory when `dataDir` is unset (gone with the process), or in
  * that folder (made when missing), so the record survives a restart. One process at a time may
- * open a folder.
+ * open a folder: it is locked until `close` (data-dir.ts), and a second process is refused.
  */
 export async function openPGlite(dataDir?: string): Promise<Database> {
+  const failed = (error: unknown): StartupError =>
+    new StartupError(
+      `PGlite could not open ${dataDir === undefined ? 'its in-memory database' : `DATA_DIR ${dataDir}`} (${error instanceof Error ? error.message.split('\n')[0] : String(error)}): check that the folder is writable`,
+    );
+  let unlock = (): void => undefined;
+  if (dataDir !== undefined) {
+    try {
+      mkdirSync(dataDir, { recursive: true });
+    } catch (error) {
+      throw failed(error);
+    }
+    // Refused here, with the process that holds it, before PGlite touches a file.
+    unlock = lockDataDir(dataDir);
+  }
   try {
-    if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
     const db = await PGlite.create(dataDir);
     // Set for parity with PostgreSQL; PGlite runs one statement at a time and may not enforce it.
     await db.query(`SET statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
-    return new PGliteDatabase(db);
+    return new PGliteDatabase(db, unlock);
   } catch (error) {
-    throw new StartupError(
-      `PGlite could not open ${dataDir === undefined ? 'its in-memory database' : `DATA_DIR ${dataDir}`} (${error instanceof Error ? error.message.split('\n')[0] : String(error)}): check that the folder is writable and that no other process uses it`,
-    );
+    unlock();
+    throw failed(error);
   }
 }
 

@@ -72,7 +72,7 @@ export class Archiver {
     this.follower = new LeasedFollower(
       store,
       {
-        words: { follower: 'the record', source: 'the room', item: 'post' },
+        words: { follower: 'the record', source: 'the room', item: 'post', startsFrom: 'from the start of its stream (every post it still holds)' },
         // A new record keeps everything the room still holds, not only what comes next.
         newest: () => Promise.resolve('0-0'),
         watch: (after) => room.watch('watchPosts', { afterId: after }),

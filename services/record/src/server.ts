@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
 import { viaToProto } from '@agentroom/kit/domain';
 import { GrpcServer } from '@agentroom/kit/grpc';
-import { CursorSigner, grpcLimit, invalidCursor } from '@agentroom/kit/http';
+import { grpcLimit, invalidCursor, PostsCursors } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
 import { recordSearchDuration } from '@agentroom/kit/metrics';
 import { DomainError } from '@agentroom/kit/problems';
@@ -12,12 +12,6 @@ import { z } from 'zod';
 import type { ArchivedPost, SearchQuery, SearchTerm, RecordStore } from './store.js';
 
 export const RECORD_SERVICE_NAME = 'agentroom.record.v1.RecordService';
-
-/** The one list of posts, which every cursor of the room and of the record is bound to. */
-const POSTS = { name: 'posts' } as const;
-
-/** A ListReplies cursor's position, exactly as the room signs it (services/room/src/server.ts): one kind of cursor for both. */
-const REPLIES_POSITION = /^thread (\d{1,16}-\d{1,10}) after (\d{1,16}-\d{1,10})$/;
 
 /**
  * A search page's cursor position: the query it pages (a digest of its terms, filters and sort) and
@@ -109,13 +103,14 @@ export interface RecordHandlersOptions {
 /** The RecordService over a store: reads, in the room's shapes and with the room's cursors. */
 export function recordHandlers(server: GrpcServer, options: RecordHandlersOptions): RecordServiceHandlers {
   const { store, parseQuery } = options;
-  const cursors = new CursorSigner(options.cursorSecret);
+  // The room's own cursors (kit's PostsCursors): one kind of cursor for both.
+  const cursors = new PostsCursors(options.cursorSecret);
   const state = options.state ?? { lagMs: () => 0, following: () => false };
 
   /** A page's next_cursor: the cursor a room page ending with the same post would carry. */
   const nextOf = (page: { items: ArchivedPost[]; hasMore: boolean }): string => {
     const last = page.items.at(-1);
-    return page.hasMore && last ? cursors.sign(POSTS, last.id) : '';
+    return page.hasMore && last ? cursors.afterPost(last.id) : '';
   };
 
   return {
@@ -128,7 +123,7 @@ export function recordHandlers(server: GrpcServer, options: RecordHandlersOption
     ListArchivedPosts: server.unary('ListArchivedPosts', async (request) => {
       const limit = grpcLimit(request.limit);
       let before: string | undefined;
-      if (request.cursor !== '') before = cursors.verify(POSTS, request.cursor, STREAM_ID);
+      if (request.cursor !== '') before = cursors.postOf(request.cursor);
       else if (request.beforeId !== '') {
         if (!STREAM_ID.test(request.beforeId)) throw invalid('before_id', 'before_id is not a post id.', 'the id of a post, or empty for the newest page');
         before = request.beforeId;
@@ -139,20 +134,14 @@ export function recordHandlers(server: GrpcServer, options: RecordHandlersOption
 
     ListArchivedReplies: server.unary('ListArchivedReplies', async (request) => {
       const limit = grpcLimit(request.limit);
-      let after: string | undefined;
-      if (request.cursor !== '') {
-        const [, threadId, afterId] = REPLIES_POSITION.exec(cursors.verify(POSTS, request.cursor, REPLIES_POSITION)) ?? [];
-        // A cursor of another thread is as foreign as one of another list.
-        if (threadId !== request.postId) throw invalidCursor();
-        after = afterId;
-      }
+      const after = request.cursor === '' ? undefined : cursors.replyOf(request.cursor, request.postId);
       const page = STREAM_ID.test(request.postId) ? await store.listReplies(request.postId, limit, after) : undefined;
       if (!page) throw postNotFound(request.postId, 'post_id');
       const last = page.items.at(-1);
       return {
         posts: page.items.map(toProtoPost),
         hasMore: page.hasMore,
-        nextCursor: page.hasMore && last ? cursors.sign(POSTS, `thread ${request.postId} after ${last.id}`) : '',
+        nextCursor: page.hasMore && last ? cursors.afterReply(request.postId, last.id) : '',
       };
     }),
 
@@ -179,7 +168,7 @@ export function recordHandlers(server: GrpcServer, options: RecordHandlersOption
       const digest = queryDigest(terms, filters);
       let after: SearchQuery['after'];
       if (request.cursor !== '') {
-        const [, bound = '', rank = '', id = ''] = SEARCH_POSITION.exec(cursors.verify(POSTS, request.cursor, SEARCH_POSITION)) ?? [];
+        const [, bound = '', rank = '', id = ''] = SEARCH_POSITION.exec(cursors.verify(request.cursor, SEARCH_POSITION)) ?? [];
         // A cursor of another query, filter or sort would resume a list this one is not.
         if (bound !== digest || !Number.isFinite(Number(rank))) throw invalidCursor();
         after = { rank: Number(rank), id };
@@ -190,7 +179,7 @@ export function recordHandlers(server: GrpcServer, options: RecordHandlersOption
       return {
         hits: page.items.map((hit) => ({ post: toProtoPost(hit.post), snippet: hit.snippet, highlights: hit.highlights })),
         hasMore: page.hasMore,
-        nextCursor: page.hasMore && last ? cursors.sign(POSTS, `search ${digest} after ${String(last.rank)} ${last.post.id}`) : '',
+        nextCursor: page.hasMore && last ? cursors.sign(`search ${digest} after ${String(last.rank)} ${last.post.id}`) : '',
       };
     }),
 

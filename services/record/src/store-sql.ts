@@ -1,6 +1,6 @@
 import type { Via } from '@agentroom/kit/domain';
 import { STREAM_ID } from '@agentroom/kit/store';
-import { type Database, openDatabase } from './db.js';
+import { type Database, openDatabase, type Queryable } from './db.js';
 import { migrate } from './migrations.js';
 import { tsqueryOf } from './search/query.js';
 import { snippetOf } from './search/snippet.js';
@@ -12,6 +12,13 @@ import type { ArchivedMention, ArchivedPost, Page, RecordStatus, RecordStore, Se
 export const PAGE_MAX = 100;
 /** Relevance ranks at most this many matches of a query, the newest (kit's SEARCH_RANKED_MAX, which the API's words quote). */
 export const RANKED_MAX = SEARCH_RANKED_MAX;
+/** The newest posts a search reads by key before it chooses how to find older matches (a few milliseconds' reading). */
+export const SEARCH_WINDOW = 5_000;
+/**
+ * Fetching one match found by the word index costs about this many rows read by key (measured on
+ * PostgreSQL 15 at a million posts: 0.4 µs a row walked, 4 to 8 µs a match fetched, docs/decisions.md §33).
+ */
+export const FETCH_COST = 12;
 /** How many posts one statement of dropBefore deletes, so a large drop never runs into the statement timeout. */
 const DROP_BATCH = 10_000;
 
@@ -47,6 +54,49 @@ function pageLimit(limit: number): number {
 /** A filter's value that PostgreSQL could not take as text (a NUL): nothing matches it. */
 function unmatchable(value: string | undefined): boolean {
   return value !== undefined && value.includes('\u0000');
+}
+
+/** A post's key as text (bigints kept exact), named apart from the columns so that ORDER BY means the columns. */
+interface Key {
+  key_ms: string;
+  key_seq: string;
+}
+
+/**
+ * A match: its key and its rank (ts_rank_cd's float4, read as the number its shortest text says,
+ * so that a rank a cursor carries back compares equal to the same post's rank again).
+ */
+interface Match {
+  ms: string;
+  seq: string;
+  rank: number;
+}
+
+/** Whether `a` is older than `b` by key (ms then seq, exact as bigints). */
+function older(a: { ms: string; seq: string }, b: { ms: string; seq: string }): boolean {
+  const [ams, bms] = [BigInt(a.ms), BigInt(b.ms)];
+  return ams < bms || (ams === bms && BigInt(a.seq) < BigInt(b.seq));
+}
+
+/** A condition of a WHERE clause, binding its values through `bind` (which answers the placeholder). */
+type Condition = (bind: (value: unknown) => string) => string;
+
+/** One statement: its parameters the `first` ones ($1, …), then those `sql` binds. */
+function statement(first: readonly unknown[], sql: (bind: (value: unknown) => string) => string): { sql: string; params: unknown[] } {
+  const params: unknown[] = [...first];
+  return { sql: sql((value) => `$${params.push(value)}`), params };
+}
+
+function whereOf(conditions: readonly Condition[], bind: (value: unknown) => string): string {
+  return conditions.length === 0 ? '' : `WHERE ${conditions.map((condition) => condition(bind)).join(' AND ')}`;
+}
+
+function olderThan(key: { ms: string; seq: string }): Condition {
+  return (bind) => `(ms, seq) < (${bind(key.ms)}::bigint, ${bind(key.seq)}::bigint)`;
+}
+
+function notOlderThan(key: Key): Condition {
+  return (bind) => `(ms, seq) >= (${bind(key.key_ms)}::bigint, ${bind(key.key_seq)}::bigint)`;
 }
 
 interface PostRow {
@@ -95,6 +145,10 @@ export interface SqlRecordStoreOptions {
   read?: Database;
   /** How many matches, the newest, a relevance search ranks; RANKED_MAX by default. */
   rankedMax?: number;
+  /** How many of the newest posts a search reads by key before it chooses how to find older matches; SEARCH_WINDOW by default. */
+  searchWindow?: number;
+  /** What fetching one match through the word index costs, in rows read by key; FETCH_COST by default. */
+  fetchCost?: number;
 }
 
 /**
@@ -108,11 +162,15 @@ export class SqlRecordStore implements RecordStore {
   private readonly write: Database;
   private readonly read: Database;
   private readonly rankedMax: number;
+  private readonly searchWindow: number;
+  private readonly fetchCost: number;
 
   constructor(options: SqlRecordStoreOptions) {
     this.write = options.write;
     this.read = options.read ?? options.write;
     this.rankedMax = Math.max(1, Math.floor(options.rankedMax ?? RANKED_MAX));
+    this.searchWindow = Math.max(1, Math.floor(options.searchWindow ?? SEARCH_WINDOW));
+    this.fetchCost = Math.max(0, options.fetchCost ?? FETCH_COST);
     this.kind = options.write.kind;
   }
 
@@ -201,51 +259,91 @@ export class SqlRecordStore implements RecordStore {
     const n = pageLimit(query.limit);
     const empty: Page<SearchHit> = { items: [], hasMore: false };
     if ([query.author, query.thread, query.mentions].some(unmatchable)) return empty;
-    const params: unknown[] = [tsqueryOf(query.terms)];
-    const bind = (value: unknown): string => `$${params.push(value)}`;
-    const where = ['search @@ q.query'];
-    if (query.author !== undefined) where.push(`agent_id = ${bind(query.author)}`);
-    if (query.sinceMs !== undefined) where.push(`ms >= ${bind(msParam(query.sinceMs))}`);
-    if (query.untilMs !== undefined) where.push(`ms < ${bind(msParam(query.untilMs))}`);
-    if (query.mentions !== undefined) where.push(`mention_ids @> ${bind([query.mentions])}::text[]`);
+    // Conditions on the key alone (a range of the primary key), and those an index of their own serves.
+    const range: Condition[] = [];
+    const indexed: Condition[] = [];
+    if (query.sinceMs !== undefined) range.push((bind) => `ms >= ${bind(msParam(query.sinceMs ?? 0))}`);
+    if (query.untilMs !== undefined) range.push((bind) => `ms < ${bind(msParam(query.untilMs ?? 0))}`);
+    if (query.author !== undefined) indexed.push((bind) => `agent_id = ${bind(query.author)}`);
+    if (query.mentions !== undefined) indexed.push((bind) => `mention_ids @> ${bind([query.mentions])}::text[]`);
     if (query.thread !== undefined) {
       const thread = keyOf(query.thread);
       if (thread === undefined) return empty;
-      where.push(`(thread_id = ${bind(query.thread)} OR (ms = ${bind(thread.ms)} AND seq = ${bind(thread.seq)}))`);
+      indexed.push((bind) => `(thread_id = ${bind(query.thread)} OR (ms = ${bind(thread.ms)} AND seq = ${bind(thread.seq)}))`);
     }
-    // Ranks are float4 (ts_rank_cd's own type), compared as float4: the number a cursor carries back is the same rank exactly.
-    const resume: string[] = [];
-    if (query.after !== undefined) {
-      const after = keyOf(query.after.id);
-      if (after === undefined) return empty;
-      const older = `(ms, seq) < (${bind(after.ms)}::bigint, ${bind(after.seq)}::bigint)`;
-      if (query.sort === 'newest') resume.push(older);
-      else {
-        const rank = bind(query.after.rank);
-        resume.push(`(rank < ${rank}::float4 OR (rank = ${rank}::float4 AND ${older}))`);
-      }
-    }
-    const matches = `FROM posts, (SELECT $1::tsquery AS query) AS q WHERE ${where.join(' AND ')}`;
-    // Relevance ranks the newest matches only: ranking every match of a word most posts hold would read them all (docs/decisions.md §33).
-    const ranked =
+    const after = query.after === undefined ? undefined : { rank: query.after.rank, key: keyOf(query.after.id) };
+    if (after !== undefined && after.key === undefined) return empty;
+    const afterKey = after?.key;
+    // Newest first resumes by key; relevance ranks the same newest matches on every page and resumes among them.
+    if (query.sort === 'newest' && afterKey !== undefined) range.push(olderThan(afterKey));
+    const want = query.sort === 'newest' ? n + 1 : this.rankedMax;
+    const tsquery = tsqueryOf(query.terms);
+    const matches = await this.read.transaction((tx) => this.newestMatches(tx, { tsquery, range, indexed }, want));
+    // Relevance: best first, ties newest first, resumed after the last hit of the page before (its rank and key).
+    const ordered =
       query.sort === 'newest'
-        ? `SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, q.query) AS rank ${matches}`
-        : `SELECT ${POST_COLUMNS}, ms, seq, ts_rank_cd(search, query) AS rank
-           FROM (SELECT posts.*, q.query ${matches} ORDER BY ms DESC, seq DESC LIMIT ${bind(this.rankedMax)}) AS newest`;
-    const rows = await this.read.query<PostRow & { rank: number | string }>(
-      `SELECT * FROM (${ranked}) AS hits
-       ${resume.length > 0 ? `WHERE ${resume.join(' AND ')}` : ''}
-       ORDER BY ${query.sort === 'newest' ? 'ms DESC, seq DESC' : 'rank DESC, ms DESC, seq DESC'}
-       LIMIT ${bind(n + 1)}`,
-      params,
+        ? matches
+        : matches
+            .filter(
+              (match) => after === undefined || afterKey === undefined || match.rank < after.rank || (match.rank === after.rank && older(match, afterKey)),
+            )
+            .sort((a, b) => b.rank - a.rank || (older(a, b) ? 1 : -1));
+    const page = ordered.slice(0, n + 1);
+    if (page.length === 0) return empty;
+    const rows = await this.read.query<PostRow>(
+      `SELECT ${POST_COLUMNS} FROM posts JOIN unnest($1::bigint[], $2::bigint[]) AS k(kms, kseq) ON posts.ms = k.kms AND posts.seq = k.kseq`,
+      [page.map((match) => match.ms), page.map((match) => match.seq)],
     );
+    const posts = new Map(rows.map((row) => [row.id, postOf(row)]));
     return pageOf(
-      rows.map((row) => {
-        const post = postOf(row);
-        return { post, rank: Number(row.rank), ...snippetOf(post.text, query.terms) };
+      page.flatMap((match) => {
+        const post = posts.get(`${match.ms}-${match.seq}`);
+        return post === undefined ? [] : [{ post, rank: match.rank, ...snippetOf(post.text, query.terms) }];
       }),
       n,
     );
+  }
+
+  /**
+   * The keys of the newest `want` posts that match, newest first, found at a cost that does not
+   * hang on the planner's guess of how many posts hold the words (docs/decisions.md §33): with a
+   * filter that has an index of its own (author, thread, mention), the planner's plan; else the
+   * newest `searchWindow` posts are read by key first, and the share of them that matches chooses
+   * how the rest is found: walking on by key when matches are common, the word index when rare.
+   */
+  private async newestMatches(tx: Queryable, filter: { tsquery: string; range: Condition[]; indexed: Condition[] }, want: number): Promise<Match[]> {
+    const matching = async (conditions: Condition[], limit: number): Promise<Match[]> => {
+      const found = statement(
+        [filter.tsquery],
+        (bind) => `SELECT ms::text AS key_ms, seq::text AS key_seq, ts_rank_cd(search, $1::tsquery) AS rank FROM posts
+          ${whereOf([() => 'search @@ $1::tsquery', ...filter.range, ...filter.indexed, ...conditions], bind)}
+          ORDER BY ms DESC, seq DESC LIMIT ${bind(limit)}`,
+      );
+      const rows = await tx.query<Key & { rank: number | string }>(found.sql, found.params);
+      return rows.map((row) => ({ ms: row.key_ms, seq: row.key_seq, rank: Number(row.rank) }));
+    };
+    if (filter.indexed.length > 0) return matching([], want);
+    // Where the window of the newest posts ends (the key of its oldest post; none when the range holds fewer), and how many posts the record keeps.
+    const window = statement(
+      [],
+      (bind) => `SELECT ms::text AS key_ms, seq::text AS key_seq, (SELECT posts FROM record_totals WHERE slot = 1)::text AS kept
+        FROM posts ${whereOf(filter.range, bind)} ORDER BY ms DESC, seq DESC OFFSET ${bind(this.searchWindow - 1)} LIMIT 1`,
+    );
+    const [edge] = await tx.query<Key & { kept: string }>(window.sql, window.params);
+    await tx.query('SET LOCAL enable_bitmapscan = off');
+    const recent = await matching(edge === undefined ? [] : [notOlderThan(edge)], want);
+    if (edge === undefined || recent.length >= want) return recent;
+    // The window's share of matches, as the guess for the older posts: walk on by key while that reads fewer rows than the index's matches cost.
+    const share = Math.max(recent.length, 0.5) / this.searchWindow;
+    const missing = want - recent.length;
+    const walk = missing / share;
+    const fetch = share * Math.max(0, Number(edge.kept) - this.searchWindow) * this.fetchCost;
+    if (walk > fetch) {
+      await tx.query('SET LOCAL enable_bitmapscan = on');
+      await tx.query('SET LOCAL enable_indexscan = off');
+      await tx.query('SET LOCAL enable_seqscan = off');
+    }
+    return [...recent, ...(await matching([olderThan({ ms: edge.key_ms, seq: edge.key_seq })], missing))];
   }
 
   async dropBefore(ms: number): Promise<number> {

@@ -3,7 +3,18 @@ import { registry } from '@agentroom/kit/metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Post__Output } from '@agentroom/proto';
 import { archivedPost, type RunningRecord } from '../src/index.js';
-import { agent, freshDatabase, post, recordClient, type RoomClient, startPostgres, startRecord, startRoom } from './service-support.js';
+import {
+  agent,
+  archivedIds,
+  capturedLog,
+  freshDatabase,
+  post,
+  recordClient,
+  type RoomClient,
+  startPostgres,
+  startRecord,
+  startRoom,
+} from './service-support.js';
 
 /**
  * The archiver against a real room process and a real PostgreSQL: a post made in the room reaches
@@ -25,23 +36,6 @@ afterAll(async () => {
   await roomProcess?.process.stop();
   await postgres?.stop();
 });
-
-/** Every post the record holds, newest first, paged through its own cursors. */
-async function archivedIds(port: number): Promise<string[]> {
-  const client = recordClient(port);
-  try {
-    const ids: string[] = [];
-    let cursor = '';
-    do {
-      const page = await client.call('listArchivedPosts', { limit: 50, cursor });
-      ids.push(...page.posts.map((p) => p.id));
-      cursor = page.nextCursor;
-    } while (cursor !== '');
-    return ids;
-  } finally {
-    client.close();
-  }
-}
 
 /** Every post the record holds once it holds all of `wanted` (or after 5 s). */
 async function holdsAll(port: number, wanted: readonly string[]): Promise<string[]> {
@@ -144,12 +138,18 @@ describe('the archiver', () => {
     }
   });
 
-  it('resumes after a restart against a room that starts empty again (the embedded room keeps nothing)', async () => {
+  it('resumes after a restart against a room that starts empty again (the embedded room keeps nothing), and says where it starts from', async () => {
     const url = await freshDatabase(postgres);
     const first = await startRoom();
     let second: Awaited<ReturnType<typeof startRoom>> | undefined;
     try {
-      let running = await startRecord(url, first.process.address);
+      const said = capturedLog();
+      let running = await startRecord(url, first.process.address, {}, undefined, said.log);
+      await expect.poll(() => running.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+      // A new record keeps the posts the room holds already: it follows from the start, not from the newest post.
+      expect(said.messages).toContain(
+        'the record starts: no position was stored, so it follows the room from the start of its stream (every post it still holds)',
+      );
       const scout = await agent(first.client, 'scout');
       const old = await post(first.client, scout, 'written before the restart');
       await holdsAll(running.port, [old.id]);
@@ -158,9 +158,11 @@ describe('the archiver', () => {
       await first.process.stop();
 
       second = await startRoom();
-      running = await startRecord(url, second.process.address);
+      const saidAgain = capturedLog();
+      running = await startRecord(url, second.process.address, {}, undefined, saidAgain.log);
       try {
         await expect.poll(() => running.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+        expect(saidAgain.messages).toContain(`the record starts: it follows the room from where it left off, after post ${old.id}`);
         const ada = await agent(second.client, 'ada');
         const fresh = await post(second.client, ada, 'written after the restart');
         expect(await holdsAll(running.port, [fresh.id, old.id])).toEqual([fresh.id, old.id]);

@@ -5,7 +5,7 @@ import { type LocalPostgres, startPostgresServer } from '@agentroom/kit/local';
 import { DomainError } from '@agentroom/kit/problems';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRecord } from '../src/index.js';
-import { agent, post, type RecordClient, recordClient, type RoomClient, startRecord, startRoom } from './service-support.js';
+import { agent, post, type RecordClient, type RoomAndRecord, type RoomClient, startRoomAndRecord } from './service-support.js';
 
 /**
  * PostgreSQL stopped under the record: its reads and searches answer `unavailable` (503 with
@@ -14,23 +14,20 @@ import { agent, post, type RecordClient, recordClient, type RoomClient, startRec
  */
 const dir = mkdtempSync(join(tmpdir(), 'agentroom-record-outage-'));
 let postgres: LocalPostgres;
-let roomProcess: Awaited<ReturnType<typeof startRoom>>;
+let setup: RoomAndRecord;
 let room: RoomClient;
 let running: RunningRecord;
 let record: RecordClient;
 
 beforeAll(async () => {
-  [postgres, roomProcess] = await Promise.all([startPostgresServer({ dir, unsafeNoFsync: true }), startRoom()]);
-  room = roomProcess.client;
-  running = await startRecord(postgres.url, roomProcess.process.address);
-  record = recordClient(running.port);
+  // Its own folder, so that it starts again on the same data.
+  const started = startPostgresServer({ dir, unsafeNoFsync: true }).then((server) => (postgres = server));
+  setup = await startRoomAndRecord(started, (server) => Promise.resolve(server.url));
+  ({ room, running, record } = setup);
 }, 60_000);
 
 afterAll(async () => {
-  record?.close();
-  await running?.stop();
-  room?.close();
-  await roomProcess?.process.stop();
+  await setup?.stop();
   await postgres?.stop();
   rmSync(dir, { recursive: true, force: true });
 });

@@ -1,31 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/db.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseSearchQuery } from '../src/search/query.js';
 import { SqlRecordStore } from '../src/store-sql.js';
 import type { SearchHit, SearchQuery } from '../src/store.js';
-import { type Backends, emptied, post, reply, startBackends } from './support.js';
+import { BACKENDS, emptied, post, reply, useBackends } from './support.js';
 
 // Search, held by both databases the record runs on: the query language, folding, CJK, filters,
 // both sorts with keyset paging, snippets, and SQL-looking input answered as a plain search.
-let backends: Backends;
+const database = useBackends();
 
-beforeAll(async () => {
-  backends = await startBackends();
-}, 120_000);
-
-afterAll(async () => {
-  await backends?.stop();
-});
-
-const names = ['postgres', 'pglite'] as const;
-
-function database(name: (typeof names)[number]): Database {
-  const found = backends.databases.find(([candidate]) => candidate === name);
-  if (!found) throw new Error(`no ${name}`);
-  return found[1];
-}
-
-describe.each(names)('search on %s', (name) => {
+describe.each(BACKENDS)('search on %s', (name) => {
   let store: SqlRecordStore;
 
   /** The ids of the hits of `q` (newest first unless asked), with filters. */
@@ -230,6 +213,43 @@ describe.each(names)('search on %s', (name) => {
     // Narrowed to fewer matches, the best one is ranked again.
     const narrowed = await store.search({ terms: parseSearchQuery('omega'), sort: 'relevance', limit: 5, untilMs: 703 });
     expect(narrowed.items.map((hit) => hit.post.id)).toEqual(['700-0', '702-0', '701-0']);
+  });
+
+  it('finds the same newest matches whichever way it reaches past the window of newest posts', async () => {
+    const base = await emptied(database(name));
+    // 40 posts, most matching (a common word) and a few matching a rare one, some within a time range.
+    const texts = Array.from({ length: 40 }, (_, index) =>
+      index % 13 === 0 ? `rare lantern ${index}` : index % 4 === 0 ? `quiet ${index}` : `common ${index}`,
+    );
+    await base.archive(texts.map((text, index) => post(`${800 + index}-0`, index % 5 === 0 ? `${text} common common` : text)));
+    const expected = (word: string, fromMs = 0, untilMs = Infinity): string[] =>
+      texts
+        .map((text, index) => ({ id: `${800 + index}-0`, words: `${text}${index % 5 === 0 ? ' common common' : ''}`.split(' '), ms: 800 + index }))
+        .filter(({ words, ms }) => words.includes(word) && ms >= fromMs && ms < untilMs)
+        .map(({ id }) => id)
+        .reverse();
+    // A window of 3 posts, then walking on by key (fetching costs more than any walk) or through the word index (fetching costs nothing).
+    for (const fetchCost of [1e9, 0]) {
+      store = new SqlRecordStore({ write: database(name), rankedMax: 6, searchWindow: 3, fetchCost });
+      for (const word of ['common', 'lantern', 'quiet']) {
+        expect((await everyPage(word, 'newest', 4)).flat().map((hit) => hit.post.id)).toEqual(expected(word));
+        const ranked = (await everyPage(word, 'relevance', 4)).flat();
+        expect(ranked.map((hit) => hit.post.id).sort()).toEqual(expected(word).slice(0, 6).sort());
+      }
+      expect(await ids('common', { sinceMs: 810, untilMs: 830 })).toEqual(expected('common', 810, 830));
+      // The one post of the newest six that says it three times ranks first; the rest follow newest first.
+      const best = (await store.search({ terms: parseSearchQuery('common'), sort: 'relevance', limit: 6 })).items.map((hit) => hit.post.id);
+      const thrice = expected('common')
+        .slice(0, 6)
+        .filter((id) => Number(id.split('-')[0]) % 5 === 0);
+      expect(thrice).toHaveLength(1);
+      expect(best).toEqual([
+        ...thrice,
+        ...expected('common')
+          .slice(0, 6)
+          .filter((id) => !thrice.includes(id)),
+      ]);
+    }
   });
 
   it('answers each hit with a snippet of its text and the matches highlighted', async () => {

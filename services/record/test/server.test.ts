@@ -8,16 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningRecord } from '../src/index.js';
 import {
   agent,
+  archivedIds,
   CURSOR_SECRET,
-  freshDatabase,
   post,
   type RecordClient,
-  recordClient,
   recordHolds,
+  type RoomAndRecord,
   type RoomClient,
   startPostgres,
-  startRecord,
-  startRoom,
+  startRoomAndRecord,
 } from './service-support.js';
 
 /**
@@ -26,7 +25,7 @@ import {
  * other way round), edge's before_id continuation, and search's problems, each naming its parameter.
  */
 let postgres: LocalPostgres;
-let roomProcess: Awaited<ReturnType<typeof startRoom>>;
+let setup: RoomAndRecord;
 let room: RoomClient;
 let running: RunningRecord;
 let record: RecordClient;
@@ -48,10 +47,8 @@ async function problemOf(call: Promise<unknown>): Promise<DomainError> {
 }
 
 beforeAll(async () => {
-  [postgres, roomProcess] = await Promise.all([startPostgres(), startRoom()]);
-  room = roomProcess.client;
-  running = await startRecord(await freshDatabase(postgres), roomProcess.process.address);
-  record = recordClient(running.port);
+  setup = await startRoomAndRecord(startPostgres().then((started) => (postgres = started)));
+  ({ room, running, record } = setup);
   scout = await agent(room, 'scout');
   ada = await agent(room, 'ada');
   for (let i = 0; i < 12; i += 1) {
@@ -63,10 +60,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  record?.close();
-  await running?.stop();
-  room?.close();
-  await roomProcess?.process.stop();
+  await setup?.stop();
   await postgres?.stop();
 });
 
@@ -102,14 +96,7 @@ describe('cursors: one kind for the room and the record', () => {
     expect(recordSecond.posts.map((p) => p.id)).toEqual(roomSecond.posts.map((p) => p.id));
     expect(recordSecond.nextCursor).toBe(roomSecond.nextCursor);
     // All of them, newest first, nothing twice.
-    const ids: string[] = [];
-    let cursor = '';
-    do {
-      const page = await record.call('listArchivedPosts', { limit: 7, cursor });
-      ids.push(...page.posts.map((p) => p.id));
-      cursor = page.nextCursor;
-    } while (cursor !== '');
-    expect(ids).toEqual([...posts, ...replies].map((p) => p.id).reverse());
+    expect(await archivedIds(running.port, 7)).toEqual([...posts, ...replies].map((p) => p.id).reverse());
   });
 
   it("pages a thread's replies with the room's cursor, and the room with the record's", async () => {

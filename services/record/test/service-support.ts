@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { loadConfig } from '@agentroom/kit/config';
+import { createLogger, type Logger } from '@agentroom/kit/log';
 import { type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
 import { type LocalPostgres, startPostgresServer } from '@agentroom/kit/local';
 import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
@@ -51,24 +52,78 @@ export function startRecord(
   roomAddress: string,
   env: Record<string, string> = {},
   options: StartOptions = { archiver: FAST },
+  log?: Logger,
 ): Promise<RunningRecord> {
-  return start(
-    loadConfig(recordEnv, {
-      LOG_LEVEL: 'silent',
-      SHUTDOWN_GRACE_MS: '500',
-      RECORD_GRPC_ADDR: '127.0.0.1:0',
-      ROOM_ADDR: roomAddress,
-      DATABASE_URL: databaseUrl,
-      CURSOR_SECRET,
-      ...env,
-    }),
-    undefined,
-    options,
-  );
+  const config = loadConfig(recordEnv, {
+    LOG_LEVEL: 'silent',
+    SHUTDOWN_GRACE_MS: '500',
+    RECORD_GRPC_ADDR: '127.0.0.1:0',
+    ROOM_ADDR: roomAddress,
+    DATABASE_URL: databaseUrl,
+    CURSOR_SECRET,
+    ...env,
+  });
+  return start(config, log, options);
+}
+
+/** A logger whose lines' messages land in `messages`, for tests of what a process says. */
+export function capturedLog(): { log: Logger; messages: string[] } {
+  const messages: string[] = [];
+  const log = createLogger('record', 'info', { write: (line: string) => void messages.push((JSON.parse(line) as { msg: string }).msg) });
+  return { log, messages };
 }
 
 export function recordClient(port: number): RecordClient {
   return serviceClient(recordProto().RecordService, `127.0.0.1:${port}`);
+}
+
+/** A room process and the record following it, with their clients, as a suite starts them. */
+export interface RoomAndRecord {
+  roomProcess: ServiceProcess;
+  room: RoomClient;
+  running: RunningRecord;
+  record: RecordClient;
+  /** Stops both and closes their clients; the database is the caller's to stop. */
+  stop(): Promise<void>;
+}
+
+/** Starts a room process (while `postgres` starts) and the record following it on `databaseOf(postgres)`, a fresh database by default. */
+export async function startRoomAndRecord(
+  postgres: Promise<LocalPostgres>,
+  databaseOf: (postgres: LocalPostgres) => Promise<string> = freshDatabase,
+): Promise<RoomAndRecord> {
+  const [server, { process: roomProcess, client: room }] = await Promise.all([postgres, startRoom()]);
+  const running = await startRecord(await databaseOf(server), roomProcess.address);
+  const record = recordClient(running.port);
+  return {
+    roomProcess,
+    room,
+    running,
+    record,
+    async stop() {
+      record.close();
+      await running.stop();
+      room.close();
+      await roomProcess.stop();
+    },
+  };
+}
+
+/** Every post the record holds, newest first, paged through its own cursors `limit` at a time (repeats kept, so a duplicate shows). */
+export async function archivedIds(port: number, limit = 50): Promise<string[]> {
+  const client = recordClient(port);
+  try {
+    const ids: string[] = [];
+    let cursor = '';
+    do {
+      const page = await client.call('listArchivedPosts', { limit, cursor });
+      ids.push(...page.posts.map((p) => p.id));
+      cursor = page.nextCursor;
+    } while (cursor !== '');
+    return ids;
+  } finally {
+    client.close();
+  }
 }
 
 /** An agent of the room, made through its gRPC API: its id. */

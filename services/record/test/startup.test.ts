@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '@agentroom/kit/config';
 import { freePort, NODE_FLAGS } from '@agentroom/kit/local';
@@ -7,7 +10,7 @@ import { recordEnv } from '../src/config.js';
 
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
 
-/** The built record process with `env`: its exit code and what it wrote to stderr. */
+/** The built record process with `env`: its exit code and what it wrote to stderr (within 15 s). */
 function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
@@ -16,7 +19,12 @@ function runMain(env: Record<string, string>): Promise<{ code: number | null; st
     });
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('close', (code) => resolve({ code, stderr }));
+    // One that starts when it should not is stopped, not left running: its code is then null.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
   });
 }
 
@@ -57,5 +65,21 @@ describe('the record process', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^record could not start: .*127\.0\.0\.1:\d+/);
     expect(stderr).not.toContain('secret');
+  });
+
+  it('refuses in one line a DATA_DIR another process holds, naming the folder and that process, and exits 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentroom-record-held-'));
+    const holder = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      writeFileSync(join(dir, 'agentroom.lock'), JSON.stringify({ pid: holder.pid, host: hostname(), since: new Date().toISOString() }));
+      const { code, stderr } = await runMain({ DATA_DIR: dir, DATABASE_URL: '' });
+      expect(code).toBe(1);
+      const lines = stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^record could not start: DATA_DIR ${dir} is in use by process ${holder.pid} `));
+    } finally {
+      holder.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

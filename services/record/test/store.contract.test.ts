@@ -1,27 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Database } from '../src/db.js';
+import { describe, expect, it } from 'vitest';
 import type { SqlRecordStore } from '../src/store-sql.js';
 import type { ArchivedPost } from '../src/store.js';
-import { type Backends, emptied, post, reply, startBackends } from './support.js';
+import { BACKENDS, emptied, post, reply, useBackends } from './support.js';
 
 // The record's store contract, held by both databases it runs on: a real PostgreSQL 15 and PGlite.
-let backends: Backends;
-
-beforeAll(async () => {
-  backends = await startBackends();
-}, 120_000);
-
-afterAll(async () => {
-  await backends?.stop();
-});
-
-const names = ['postgres', 'pglite'] as const;
-
-function database(name: (typeof names)[number]): Database {
-  const found = backends.databases.find(([candidate]) => candidate === name);
-  if (!found) throw new Error(`no ${name}`);
-  return found[1];
-}
+const database = useBackends();
 
 /** Every page of a list, following `next` until it says there is no more. */
 async function allPages<T>(
@@ -40,7 +23,7 @@ async function allPages<T>(
   return pages;
 }
 
-describe.each(names)('the record store on %s', (name) => {
+describe.each(BACKENDS)('the record store on %s', (name) => {
   let store: SqlRecordStore;
   const fresh = async (): Promise<SqlRecordStore> => (store = await emptied(database(name)));
 

@@ -1,4 +1,5 @@
 import { type LocalPostgres, startPostgresServer } from '@agentroom/kit/local';
+import { afterAll, beforeAll } from 'vitest';
 import { type Database, openPGlite, openPostgres } from '../src/db.js';
 import { migrate } from '../src/migrations.js';
 import { SqlRecordStore } from '../src/store-sql.js';
@@ -8,13 +9,13 @@ import type { ArchivedPost } from '../src/store.js';
  * The two databases the record runs on, each opened once per test file (PGlite takes seconds to
  * start) and emptied before each test: a real PostgreSQL 15 this file starts, and PGlite in memory.
  */
-export interface Backends {
+interface Backends {
   postgres: LocalPostgres;
   databases: Array<[name: 'postgres' | 'pglite', db: Database]>;
   stop(): Promise<void>;
 }
 
-export async function startBackends(): Promise<Backends> {
+async function startBackends(): Promise<Backends> {
   const [postgres, pglite] = await Promise.all([startPostgresServer({ unsafeNoFsync: true }), openPGlite()]);
   const pg = await openPostgres(postgres.url);
   await Promise.all([migrate(pg), migrate(pglite)]);
@@ -28,6 +29,25 @@ export async function startBackends(): Promise<Backends> {
       await Promise.all([pg.close(), pglite.close()]);
       await postgres.stop();
     },
+  };
+}
+
+/** The databases' names, for `describe.each`. */
+export const BACKENDS = ['postgres', 'pglite'] as const;
+
+/** Both databases, for the test file that calls this: started before its tests, stopped after them; answers how to find one by name. */
+export function useBackends(): (name: (typeof BACKENDS)[number]) => Database {
+  let backends: Backends | undefined;
+  beforeAll(async () => {
+    backends = await startBackends();
+  }, 120_000);
+  afterAll(async () => {
+    await backends?.stop();
+  });
+  return (name) => {
+    const found = backends?.databases.find(([candidate]) => candidate === name);
+    if (!found) throw new Error(`no ${name}`);
+    return found[1];
   };
 }
 

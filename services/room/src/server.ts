@@ -2,7 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
 import { checkCallKey, drainedOf, GrpcServer } from '@agentroom/kit/grpc';
-import { CursorSigner, grpcLimit, invalidCursor } from '@agentroom/kit/http';
+import { grpcLimit, PostsCursors } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
 import { followFeed, STREAM_ID } from '@agentroom/kit/store';
@@ -12,20 +12,6 @@ import { checkPostText, postNotFound, type PostRecord } from './posts.js';
 import type { RoomStore } from './store.js';
 
 export const ROOM_SERVICE_NAME = 'agentroom.room.v1.RoomService';
-
-/** The one list of posts, which its cursors are bound to. */
-const POSTS = { name: 'posts' } as const;
-
-/**
- * The position of a ListReplies cursor: the thread it pages (the id of its first post) and the reply
- * it resumes after. Signed for the posts list, as a position the newest-first list never takes (a
- * stream id alone), so neither list accepts the other's cursors, nor one thread another's.
- */
-const REPLIES_POSITION = /^thread (\d{1,16}-\d{1,10}) after (\d{1,16}-\d{1,10})$/;
-
-function repliesPosition(threadId: string, afterId: string): string {
-  return `thread ${threadId} after ${afterId}`;
-}
 
 /** A post on the wire; `cursor` only for a caller that asked for cursors (with_cursor, with_cursors). */
 function toProtoPost(post: PostRecord, cursor = ''): Post {
@@ -61,10 +47,11 @@ export interface RoomHandlersOptions {
 export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): RoomServiceHandlers {
   const { store } = options;
   const now = options.clock ?? Date.now;
-  const cursors = new CursorSigner(options.cursorSecret);
+  // The record signs and reads the same cursors (kit's PostsCursors): a page of either continues in the other.
+  const cursors = new PostsCursors(options.cursorSecret);
   // A post's cursor resumes the list right after it, whatever the page's limit: so an edge that keeps
   // the newest posts answers any first page with the room's own next_cursor, and never holds the secret.
-  const cursorOf = (post: PostRecord): string => cursors.sign(POSTS, post.id);
+  const cursorOf = (post: PostRecord): string => cursors.afterPost(post.id);
   return {
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
@@ -80,7 +67,7 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
 
     ListPosts: server.unary('ListPosts', async (request) => {
       const limit = grpcLimit(request.limit);
-      const before = request.cursor === '' ? undefined : cursors.verify(POSTS, request.cursor, STREAM_ID);
+      const before = request.cursor === '' ? undefined : cursors.postOf(request.cursor);
       const page = await store.listPosts(limit, before);
       // Only when asked: the plain list signs one cursor per page, not one per post.
       const posts = page.items.map((post) => toProtoPost(post, request.withCursors ? cursorOf(post) : ''));
@@ -100,20 +87,14 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
 
     ListReplies: server.unary('ListReplies', async (request) => {
       const limit = grpcLimit(request.limit);
-      let after: string | undefined;
-      if (request.cursor !== '') {
-        const [, threadId, afterId] = REPLIES_POSITION.exec(cursors.verify(POSTS, request.cursor, REPLIES_POSITION)) ?? [];
-        // A cursor of another thread is as foreign as one of another list.
-        if (threadId !== request.postId) throw invalidCursor();
-        after = afterId;
-      }
+      const after = request.cursor === '' ? undefined : cursors.replyOf(request.cursor, request.postId);
       const page = await store.listReplies(request.postId, limit, after);
       if (!page) throw postNotFound(request.postId, 'post_id');
       const last = page.items.at(-1);
       return {
         posts: page.items.map((post) => toProtoPost(post)),
         hasMore: page.hasMore,
-        nextCursor: page.hasMore && last ? cursors.sign(POSTS, repliesPosition(request.postId, last.id)) : '',
+        nextCursor: page.hasMore && last ? cursors.afterReply(request.postId, last.id) : '',
       };
     }),
 

@@ -26,9 +26,12 @@ export interface LeaseStore {
 
 /** What every {@link FollowedFeed} says: where it is, and how its items are told apart. */
 interface FollowedSource<R, T> {
-  /** Words for its log lines: who follows (`the notifier`), what (`the room`), and what one item is (`post`). */
-  words: { follower: string; source: string; item: string };
-  /** Where a new deployment starts (no position stored yet): the feed's newest id, so only what comes next is handled. */
+  /**
+   * Words for its log lines: who follows (`the notifier`), what (`the room`), what one item is
+   * (`post`), and where `newest()` puts a new deployment (`from its newest post` unless told).
+   */
+  words: { follower: string; source: string; item: string; startsFrom?: string };
+  /** Where a new deployment starts (no position stored yet): the feed's newest id, so only what comes next is handled, or an id before it. */
   newest(): Promise<string>;
   /** A watch after `after`; initial metadata says it is positioned. */
   watch(after: string): ClientReadableStream<R>;
@@ -119,6 +122,8 @@ export class LeasedFollower<R, T> {
   private following = false;
   /** A failure was logged, and no watch got positioned since: the next one says it recovered. */
   private troubled = false;
+  /** Where it started from is said once, at its first lease. */
+  private announced = false;
 
   constructor(
     private readonly store: LeaseStore,
@@ -206,6 +211,7 @@ export class LeasedFollower<R, T> {
       );
     }, this.renewMs);
     try {
+      const { follower, source, item, startsFrom = `from its newest ${item}` } = this.feed.words;
       let position = await this.store.position();
       if (position === undefined) {
         // A new deployment: from now on, made durable at once, so items made while it restarts count.
@@ -214,9 +220,11 @@ export class LeasedFollower<R, T> {
           lost();
           return false;
         }
-        const { follower, source, item } = this.feed.words;
-        this.log.info({ after: position }, `${follower} starts: no position was stored, so it follows ${source} from its newest ${item}`);
+        this.log.info({ after: position }, `${follower} starts: no position was stored, so it follows ${source} ${startsFrom}`);
+      } else if (!this.announced) {
+        this.log.info({ after: position }, `${follower} starts: it follows ${source} from where it left off, after ${item} ${position}`);
       }
+      this.announced = true;
       return await this.follow(position, signal, lost);
     } finally {
       clearInterval(renew);
