@@ -36,6 +36,21 @@ it('keeps the record in a DATA_DIR folder (made when missing) across a close and
   await db.close();
 }, 120_000);
 
+it("gathers the planner's statistics itself as the record grows (PGlite runs no autovacuum), so searches use the indexes", async () => {
+  const store = await openRecordStore({});
+  const rowsSeen = async (): Promise<number> => {
+    const [row] = await store['write'].query<{ n: number }>("SELECT reltuples::integer AS n FROM pg_class WHERE relname = 'posts'");
+    return Number(row?.n ?? 0);
+  };
+  const batch = (from: number, count: number) => Array.from({ length: count }, (_, i) => post(`${from + i}-0`, `post number ${from + i} about lanterns`));
+  await store.archive(batch(1_000, 500));
+  // Fewer new posts than the least that calls for statistics: none gathered since the store opened empty.
+  expect(await rowsSeen()).toBeLessThan(500);
+  await store.archive(batch(2_000, 600));
+  expect(await rowsSeen()).toBe(1_100);
+  await store.close();
+}, 120_000);
+
 describe('DATA_DIR, one process at a time', () => {
   const folder = join(parent, 'locked');
   const lockOf = (pid: number): string => JSON.stringify({ pid, host: hostname(), since: '2026-01-01T00:00:00.000Z' });
