@@ -342,9 +342,12 @@ export class SqlRecordStore implements RecordStore {
     const matching = async (conditions: Condition[], limit: number): Promise<Match[]> => {
       const found = statement(
         [filter.tsquery],
-        (bind) => `SELECT ms::text AS key_ms, seq::text AS key_seq, ts_rank_cd(search, $1::tsquery) AS rank FROM posts
-          ${whereOf([() => 'search @@ $1::tsquery', ...filter.range, ...filter.indexed, ...conditions], bind)}
-          ORDER BY ms DESC, seq DESC LIMIT ${bind(limit)}`,
+        // Ranked outside: a plan that sorts its matches would otherwise rank every one of them, not only those kept.
+        (bind) => `SELECT ms::text AS key_ms, seq::text AS key_seq, ts_rank_cd(search, $1::tsquery) AS rank FROM (
+            SELECT ms, seq, search FROM posts
+            ${whereOf([() => 'search @@ $1::tsquery', ...filter.range, ...filter.indexed, ...conditions], bind)}
+            ORDER BY ms DESC, seq DESC LIMIT ${bind(limit)}
+          ) AS found ORDER BY ms DESC, seq DESC`,
       );
       const rows = await tx.query<Key & { rank: number | string }>(found.sql, found.params);
       return rows.map((row) => ({ ms: row.key_ms, seq: row.key_seq, rank: Number(row.rank) }));
