@@ -353,6 +353,9 @@ export class SqlRecordStore implements RecordStore {
       return rows.map((row) => ({ ms: row.key_ms, seq: row.key_seq, rank: Number(row.rank) }));
     };
     if (filter.indexed.length > 0) return matching([], want);
+    // Walking by key: the primary key's index backwards (a planner that counted on few matches would read the whole table and sort it).
+    await tx.query('SET LOCAL enable_bitmapscan = off');
+    await tx.query('SET LOCAL enable_seqscan = off');
     // Where the window of the newest posts ends (the key of its oldest post; none when the range holds fewer), and how many posts the record keeps.
     const window = statement(
       [],
@@ -360,7 +363,6 @@ export class SqlRecordStore implements RecordStore {
         FROM posts ${whereOf(filter.range, bind)} ORDER BY ms DESC, seq DESC OFFSET ${bind(this.searchWindow - 1)} LIMIT 1`,
     );
     const [edge] = await tx.query<Key & { kept: string }>(window.sql, window.params);
-    await tx.query('SET LOCAL enable_bitmapscan = off');
     const recent = await matching(edge === undefined ? [] : [notOlderThan(edge)], want);
     if (edge === undefined || recent.length >= want) return recent;
     // The window's share of matches, as the guess for the older posts: walk on by key while that reads fewer rows than the index's matches cost.
@@ -371,7 +373,6 @@ export class SqlRecordStore implements RecordStore {
     if (walk > fetch) {
       await tx.query('SET LOCAL enable_bitmapscan = on');
       await tx.query('SET LOCAL enable_indexscan = off');
-      await tx.query('SET LOCAL enable_seqscan = off');
     }
     return [...recent, ...(await matching([olderThan({ ms: edge.key_ms, seq: edge.key_seq })], missing))];
   }
