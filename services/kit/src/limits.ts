@@ -76,4 +76,4 @@ export const SEARCH_QUERY_MAX = 256;
  * How many matches of a search, the newest, relevance ranks: the cost of a search stays bounded
  * however common its words (docs/decisions.md §33); sort=newest reaches every match.
  */
-export const SEARCH_RANKED_MAX = 1_000;
+export const SEARCH_RANKED_MAX = 500;
