@@ -21,11 +21,21 @@ export async function threadMetrics(): Promise<MetricsJson> {
   return (await registry.getMetricsAsJSON()).filter((metric) => metric.name.startsWith('agentroom_'));
 }
 
-/** The process's metrics in Prometheus' text: this registry's, summed with those of its other threads by name and labels. */
-export async function processMetrics(): Promise<string> {
-  if (threadSources.size === 0) return registry.metrics();
+/** This registry summed with those of the process's other threads, by name and labels. */
+async function processRegistry(): Promise<client.Registry> {
+  if (threadSources.size === 0) return registry;
   const others = await Promise.all([...threadSources].map((source) => source().catch((): MetricsJson => [])));
-  return client.AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), ...others]).metrics();
+  return client.AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), ...others]);
+}
+
+/** The process's metrics in Prometheus' text, every thread's (what `/metrics` serves). */
+export async function processMetrics(): Promise<string> {
+  return (await processRegistry()).metrics();
+}
+
+/** The process's metrics as JSON, every thread's (tests read the embedded product's figures so). */
+export async function processMetricsJson(): Promise<MetricsJson> {
+  return (await processRegistry()).getMetricsAsJSON();
 }
 
 export const httpRequestDuration = new client.Histogram({
