@@ -3,6 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { StartupError } from '@agentroom/kit/process';
 import { unavailable } from '@agentroom/kit/problems';
 import pg from 'pg';
+import { pgliteTemplate } from './pglite-template.js';
 
 /** Something SQL runs on: the database, or one transaction of it. Parameters are always bound ($1, $2, …), never spliced. */
 export interface Queryable {
@@ -192,7 +193,9 @@ class PGliteDatabase implements Database {
 export async function openPGlite(dataDir?: string): Promise<Database> {
   try {
     if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
-    const db = await PGlite.create(dataDir);
+    // In memory, the build's initdb'd folder is loaded instead of running initdb at each start (docs/decisions.md §39).
+    const template = dataDir === undefined ? pgliteTemplate() : undefined;
+    const db = template === undefined ? await PGlite.create(dataDir) : await PGlite.create({ loadDataDir: template });
     // Set for parity with PostgreSQL; PGlite runs one statement at a time and may not enforce it.
     await db.query(`SET statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
     return new PGliteDatabase(db);
