@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { StartupError } from '@agentroom/kit/process';
 import { unavailable } from '@agentroom/kit/problems';
@@ -193,9 +193,10 @@ class PGliteDatabase implements Database {
 export async function openPGlite(dataDir?: string): Promise<Database> {
   try {
     if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
-    // In memory, the build's initdb'd folder is loaded instead of running initdb at each start (docs/decisions.md §39).
-    const template = dataDir === undefined ? pgliteTemplate() : undefined;
-    const db = template === undefined ? await PGlite.create(dataDir) : await PGlite.create({ loadDataDir: template });
+    // In memory or in a new folder, the build's initdb'd folder is loaded instead of running initdb (docs/decisions.md §39).
+    const template = dataDir === undefined || readdirSync(dataDir).length === 0 ? pgliteTemplate() : undefined;
+    const db =
+      template === undefined ? await PGlite.create(dataDir) : await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), loadDataDir: template });
     // Set for parity with PostgreSQL; PGlite runs one statement at a time and may not enforce it.
     await db.query(`SET statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
     return new PGliteDatabase(db);
