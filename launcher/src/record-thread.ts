@@ -14,7 +14,7 @@ export interface RecordWorkerData {
 }
 
 /** What the launcher asks the worker. */
-export type ToRecord = { kind: 'metrics'; id: number } | { kind: 'drain' } | { kind: 'stop' };
+export type ToRecord = { kind: 'metrics'; id: number } | { kind: 'stop' };
 
 /** What the worker tells the launcher. */
 export type FromRecord =
@@ -28,8 +28,6 @@ export interface RecordThread {
   /** The record's gRPC port on loopback. */
   port: number;
   storage: 'pglite' | 'postgres';
-  /** NOT_SERVING from now on, while calls are still served: the first step of shutdown. */
-  drain(): void;
   /** The record stopped as its own process stops (position stored, database closed), then its thread ended. */
   stop(): Promise<void>;
 }
@@ -120,7 +118,6 @@ export function startRecordThread(config: RecordConfig, output: LogFormat | Dest
           resolve({
             port: message.port,
             storage: message.storage,
-            drain: () => ask({ kind: 'drain' }),
             async stop() {
               if (!exited) {
                 const done = new Promise<string | undefined>((settle) => {

@@ -22,8 +22,6 @@ try {
         (metrics) => send({ kind: 'metrics', id: message.id, metrics }),
         () => send({ kind: 'metrics', id: message.id, metrics: [] }),
       );
-    } else if (message.kind === 'drain') {
-      record.drain();
     } else {
       // Its position stored and PGlite closed (DATA_DIR flushed) before the launcher goes on.
       record.stop().then(
