@@ -1,7 +1,7 @@
 // CPU time spent by the processes that serve a load: user + system time of each, read from
 // /proc/<pid>/stat before and after the measured run, summed.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** /proc/<pid>/stat counts in clock ticks (USER_HZ); 100 a second on Linux unless the kernel says otherwise. */
 const TICKS_PER_SECOND = ((): number => {
@@ -25,6 +25,26 @@ export function processCpuMs(name: string, pid: number): number {
   // follows starts at field 3 (state), so utime (field 14) and stime (15) are the 12th and 13th.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1_000) / TICKS_PER_SECOND;
+}
+
+/**
+ * utime + stime of each thread of process `pid` so far, in milliseconds, summed by the thread's name
+ * (`main` for the one whose id is the process's; Node names a worker's thread after the worker).
+ */
+export function threadCpuMs(pid: number): Record<string, number> {
+  const spent: Record<string, number> = {};
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+    } catch {
+      continue; // a thread that ended meanwhile
+    }
+    const name = task === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    spent[name] = (spent[name] ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1_000) / TICKS_PER_SECOND;
+  }
+  return spent;
 }
 
 /** Milliseconds of CPU by process name, over one measured span. */

@@ -1,5 +1,5 @@
 import { freePort } from '@agentroom/kit/local';
-import { grpcHandledDuration } from '@agentroom/kit/metrics';
+import { processMetricsJson } from '@agentroom/kit/metrics';
 import { until } from '@agentroom/testkit';
 import { OPERATIONS } from '@agentroom/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -251,10 +251,15 @@ describe('an agent finds a post older than the room keeps, and reads its whole t
 describe('a room that never let a post go: its last page asks the record once, then no more', () => {
   let app: Embedded;
 
-  /** How many pages of posts the record has answered in this process (embedded: one registry). */
+  /** How many pages of posts the record has answered in this process. */
   const recordPages = async (): Promise<number> =>
-    (await grpcHandledDuration.get()).values
-      .filter((value) => value.metricName === 'agentroom_grpc_server_handled_seconds_count' && value.labels.method === 'ListArchivedPosts')
+    // Every thread's figures: the record serves from a thread of its own (docs/decisions.md §39).
+    (await processMetricsJson())
+      .filter((metric) => metric.name === 'agentroom_grpc_server_handled_seconds')
+      .flatMap((metric) => metric.values)
+      .filter(
+        (value) => 'metricName' in value && value.metricName === 'agentroom_grpc_server_handled_seconds_count' && value.labels.method === 'ListArchivedPosts',
+      )
       .reduce((sum, value) => sum + value.value, 0);
 
   beforeAll(async () => {

@@ -7,9 +7,10 @@ import { edgeEnv, start as startEdge } from '@agentroom/edge';
 import { roomEnv, start as startRoom } from '@agentroom/room';
 import { deliveryEnv, start as startDelivery } from '@agentroom/delivery';
 import { messagingEnv, start as startMessaging } from '@agentroom/messaging';
-import { openDatabase, recordEnv, start as startRecord } from '@agentroom/record';
+import { openDatabase, recordEnv } from '@agentroom/record';
 import { authEnv, type AuthDomain, start as startAuth } from '@agentroom/auth';
 import { embeddedEnv } from './config.js';
+import { startRecordThread } from './record-thread.js';
 import { discoveryDocuments, resolveRoutes, startRouter } from '@agentroom/gateway';
 
 export interface Embedded {
@@ -58,10 +59,15 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
   const room = await startRoom(loadConfig(roomEnv, { ...env, ROOM_GRPC_ADDR: '127.0.0.1:0', CURSOR_SECRET }), createLogger('room', config.LOG_LEVEL, output));
   // The record follows the room from where it left off: with DATA_DIR its posts, lease and position
   // outlive a restart, and a room that starts empty again is followed from that position on.
-  const record = await startRecord(
+  // In a thread of its own: PGlite's WASM and the archiving stay off the event loop that serves
+  // every request, and its start runs beside the other services' (docs/decisions.md §39).
+  const recording = startRecordThread(
     loadConfig(recordEnv, { ...env, RECORD_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
-    createLogger('record', config.LOG_LEVEL, output),
+    output,
+    logger,
   );
+  // Awaited before edge starts; a failure meanwhile is not an unhandled rejection.
+  recording.catch(() => undefined);
   const messaging = await startMessaging(
     loadConfig(messagingEnv, { ...env, MESSAGING_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, CURSOR_SECRET }),
     createLogger('messaging', config.LOG_LEVEL, output),
@@ -79,6 +85,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
       ...(quota ? { quota } : {}),
     },
   );
+  const record = await recording;
   const edgeConfig = loadConfig(edgeEnv, {
     ...env,
     ROOM_ADDR: `127.0.0.1:${room.port}`,
@@ -113,7 +120,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     storage: room.store.kind,
     roomPort: room.port,
     recordPort: record.port,
-    record: record.store.kind === 'postgres' ? 'postgres' : config.DATA_DIR === undefined ? 'memory' : 'folder',
+    record: record.storage === 'postgres' ? 'postgres' : config.DATA_DIR === undefined ? 'memory' : 'folder',
     messagingPort: messaging.port,
     authPort: auth.port,
     auth,

@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { registry } from './metrics.js';
+import { processMetrics, registry } from './metrics.js';
 
 /** One thing a process needs to do its work (its store, a peer service), checked by `/readyz`. */
 export interface Dependency {
@@ -100,7 +100,7 @@ export async function startAdminServer(port: number, host = '0.0.0.0', probes = 
       return;
     }
     if (path === '/metrics') {
-      registry.metrics().then(
+      processMetrics().then(
         (body) => {
           res.writeHead(200, { 'content-type': registry.contentType });
           res.end(body);

@@ -93,9 +93,17 @@ export function createLogger(service: string, level = 'info', output: LogFormat 
       return context ? { requestId: context.requestId } : {};
     },
   };
+  return pino(options, logDestination(output));
+}
+
+/**
+ * Where lines of `output` go: stdout as JSON or pretty lines, or the stream given. A thread whose
+ * loggers write elsewhere (a worker's, which posts its JSON lines) hands them to this one.
+ */
+export function logDestination(output: LogFormat | DestinationStream): DestinationStream {
   // Written at once, as pretty lines are: pino's default writes stdout asynchronously and, at
   // exit, flushes what is pending in a loop that never ends once stdout is a pipe nobody reads
   // (the parent that read it was killed), so the process could never exit, even on SIGTERM.
-  if (output === 'json') return pino(options, jsonStdout());
-  return pino(options, output === 'pretty' ? prettyDestination() : output);
+  if (output === 'json') return jsonStdout();
+  return output === 'pretty' ? prettyDestination() : output;
 }

@@ -4,6 +4,40 @@ import client from 'prom-client';
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
 
+/** Metrics as `getMetricsAsJSON` gives them: what a thread hands to the one that serves `/metrics`. */
+export type MetricsJson = Awaited<ReturnType<client.Registry['getMetricsAsJSON']>>;
+
+/** Registries of this process's other threads (a worker has its own), read at each scrape. */
+const threadSources = new Set<() => Promise<MetricsJson>>();
+
+/** Adds another thread's metrics to this process's `/metrics`; the function returned removes them. */
+export function addThreadMetrics(source: () => Promise<MetricsJson>): () => void {
+  threadSources.add(source);
+  return () => threadSources.delete(source);
+}
+
+/** This thread's own metrics (`agentroom_*`), for the thread that serves `/metrics`: the process's figures (memory, CPU, event loop) are that one's. */
+export async function threadMetrics(): Promise<MetricsJson> {
+  return (await registry.getMetricsAsJSON()).filter((metric) => metric.name.startsWith('agentroom_'));
+}
+
+/** This registry summed with those of the process's other threads, by name and labels. */
+async function processRegistry(): Promise<client.Registry> {
+  if (threadSources.size === 0) return registry;
+  const others = await Promise.all([...threadSources].map((source) => source().catch((): MetricsJson => [])));
+  return client.AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), ...others]);
+}
+
+/** The process's metrics in Prometheus' text, every thread's (what `/metrics` serves). */
+export async function processMetrics(): Promise<string> {
+  return (await processRegistry()).metrics();
+}
+
+/** The process's metrics as JSON, every thread's (tests read the embedded product's figures so). */
+export async function processMetricsJson(): Promise<MetricsJson> {
+  return (await processRegistry()).getMetricsAsJSON();
+}
+
 export const httpRequestDuration = new client.Histogram({
   name: 'agentroom_http_request_duration_seconds',
   help: 'HTTP requests served, by service, method, route and status.',

@@ -1,9 +1,10 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { StartupError } from '@agentroom/kit/process';
 import { unavailable } from '@agentroom/kit/problems';
 import pg from 'pg';
-import { lockDataDir } from './data-dir.js';
+import { DATA_DIR_LOCK, lockDataDir } from './data-dir.js';
+import { pgliteTemplate } from './pglite-template.js';
 
 /** Something SQL runs on: the database, or one transaction of it. Parameters are always bound ($1, $2, …), never spliced. */
 export interface Queryable {
@@ -213,7 +214,11 @@ export async function openPGlite(dataDir?: string): Promise<Database> {
     unlock = lockDataDir(dataDir);
   }
   try {
-    const db = await PGlite.create(dataDir);
+    // In memory or in a new folder (its lock aside), the build's initdb'd folder is loaded instead of running initdb (docs/decisions.md §39).
+    const fresh = dataDir === undefined || readdirSync(dataDir).every((name) => name === DATA_DIR_LOCK);
+    const template = fresh ? pgliteTemplate() : undefined;
+    const db =
+      template === undefined ? await PGlite.create(dataDir) : await PGlite.create({ ...(dataDir === undefined ? {} : { dataDir }), loadDataDir: template });
     // Set for parity with PostgreSQL; PGlite runs one statement at a time and may not enforce it.
     await db.query(`SET statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
     return new PGliteDatabase(db, unlock);
