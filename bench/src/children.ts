@@ -200,3 +200,36 @@ export function startServerChild(
     });
   });
 }
+
+/** A child the bench started and stops: what it exited with, unless the bench asked it to stop. */
+export interface Supervised {
+  /** Undefined while it runs or once `stop` was asked; `exit <code or signal>` once it exited on its own. */
+  exitedWith(): string | undefined;
+  /** Whether it has exited (for whatever reason): its exit line, or undefined while it runs. */
+  exitLine(): string | undefined;
+  /** SIGTERM, then SIGKILL after 15 s; resolves once it has exited. */
+  stop(): Promise<void>;
+}
+
+/** Watches `child` until it exits, and kills it when the bench's process exits first: it never outlives the bench. */
+export function supervise(child: ChildProcess): Supervised {
+  let stopAsked = false;
+  let exitLine: string | undefined;
+  const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => ((exitLine = `exit ${code ?? signal ?? '?'}`), resolve())));
+  const killNow = (): void => void child.kill('SIGKILL');
+  process.once('exit', killNow);
+  return {
+    exitedWith: () => (stopAsked ? undefined : exitLine),
+    exitLine: () => exitLine,
+    async stop() {
+      stopAsked = true;
+      if (exitLine === undefined) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(killNow, 15_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      process.off('exit', killNow);
+    },
+  };
+}

@@ -8,6 +8,7 @@
 // and the row measures the room's bound; PGlite's own memory is the search-pglite row's. The record
 // works on a thread of its own: the CPU a post counts until it holds every post, split by thread.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { supervise } from './children.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -131,27 +132,16 @@ async function startProduct(): Promise<Started> {
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  let stopAsked = false;
-  let exitedWith: string | undefined;
-  const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => ((exitedWith = `exit ${code ?? signal ?? '?'}`), resolve())));
   child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(`[memory] ${chunk.toString('utf8')}`));
   // Whatever happens to the bench, the product does not outlive it.
-  const killNow = (): void => void child.kill('SIGKILL');
-  process.once('exit', killNow);
+  const supervised = supervise(child);
   const stop = async (): Promise<void> => {
-    stopAsked = true;
-    if (exitedWith === undefined) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(killNow, 15_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    process.off('exit', killNow);
+    await supervised.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    if (exitedWith !== undefined) throw new Error(`npm start's process exited (${exitedWith}) before it was ready; see its output above`);
+    if (supervised.exitLine() !== undefined) throw new Error(`npm start's process exited (${supervised.exitLine()}) before it was ready; see its output above`);
     const live = await fetch(`http://127.0.0.1:${adminPort}/livez`).then(
       (response) => response.ok,
       () => false,
@@ -163,7 +153,7 @@ async function startProduct(): Promise<Started> {
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  return { child, pid: child.pid ?? 0, origin, metricsUrl: `http://127.0.0.1:${adminPort}/metrics`, exited: () => (stopAsked ? undefined : exitedWith), stop };
+  return { child, pid: child.pid ?? 0, origin, metricsUrl: `http://127.0.0.1:${adminPort}/metrics`, exited: supervised.exitedWith, stop };
 }
 
 export async function memoryRow(): Promise<Measurement> {

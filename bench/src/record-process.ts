@@ -1,6 +1,7 @@
 // The record service as deployed (services/record/dist/main.js), in a process of its own that the
 // search rows query over gRPC, as edge does; and what the rows ask of any record.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { supervise } from './children.js';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -68,24 +69,11 @@ async function startServiceProcess(
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   child.stderr?.on('data', (chunk: Buffer) => process.stderr.write(`[${name}] ${chunk.toString('utf8')}`));
-  let stopAsked = false;
-  let exitedWith: string | undefined;
-  const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => ((exitedWith = `exit ${code ?? signal ?? '?'}`), resolve())));
-  const killNow = (): void => void child.kill('SIGKILL');
-  process.once('exit', killNow);
-  const stop = async (): Promise<void> => {
-    stopAsked = true;
-    if (exitedWith === undefined) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(killNow, 15_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    process.off('exit', killNow);
-  };
+  const supervised = supervise(child);
+  const { stop } = supervised;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    if (exitedWith !== undefined) throw new Error(`${name} exited (${exitedWith}) before it was ready; see its output above`);
+    if (supervised.exitLine() !== undefined) throw new Error(`${name} exited (${supervised.exitLine()}) before it was ready; see its output above`);
     if (await ready(address)) break;
     if (Date.now() > deadline) {
       await stop();
@@ -93,7 +81,7 @@ async function startServiceProcess(
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  return { pid: child.pid ?? 0, address, exited: () => (stopAsked ? undefined : exitedWith), stop };
+  return { pid: child.pid ?? 0, address, exited: supervised.exitedWith, stop };
 }
 
 /** The record service (services/record/dist/main.js) with `env` (DATABASE_URL, or none for PGlite; ROOM_ADDR); ready once GetRecordStatus answers. */
