@@ -232,11 +232,11 @@ describe('the container image', () => {
     expect(image.labels).toMatchObject({ 'org.opencontainers.image.version': rootPackage.version, 'org.opencontainers.image.licenses': rootPackage.license });
   });
 
-  it('holds manifests, compiled JavaScript and .proto files only: no sources, tests or dev dependencies, nothing writable', () => {
+  it("holds manifests, compiled JavaScript, .proto files and the record's PGlite template only: no sources, tests or dev dependencies, nothing writable", () => {
     const ours = filesUnder(tree.root, (path) => path.split('/').includes('node_modules'));
     const unexpected = ours.filter(
       (path) =>
-        !/^(package\.json|package-lock\.json|\.npmrc|LICENSE|([\w-]+\/)+package\.json|([\w-]+\/)+dist\/.+\.(js|js\.map|d\.ts|d\.ts\.map)|gateway\/dist\/assets\/.+\.js\.(br|gz)|proto\/agentroom\/.+\.proto)$/.test(
+        !/^(package\.json|package-lock\.json|\.npmrc|LICENSE|([\w-]+\/)+package\.json|([\w-]+\/)+dist\/.+\.(js|js\.map|d\.ts|d\.ts\.map)|gateway\/dist\/assets\/.+\.js\.(br|gz)|services\/record\/dist\/pglite-template\.tar\.gz|proto\/agentroom\/.+\.proto)$/.test(
           path,
         ),
     );
