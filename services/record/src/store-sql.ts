@@ -97,8 +97,8 @@ function olderThan(key: { ms: string; seq: string }): Condition {
   return (bind) => `(ms, seq) < (${bind(key.ms)}::bigint, ${bind(key.seq)}::bigint)`;
 }
 
-function notOlderThan(key: Key): Condition {
-  return (bind) => `(ms, seq) >= (${bind(key.key_ms)}::bigint, ${bind(key.key_seq)}::bigint)`;
+function notOlderThan(key: { ms: string; seq: string }): Condition {
+  return (bind) => `(ms, seq) >= (${bind(key.ms)}::bigint, ${bind(key.seq)}::bigint)`;
 }
 
 interface PostRow {
@@ -298,11 +298,11 @@ export class SqlRecordStore implements RecordStore {
       if (thread === undefined) return empty;
       indexed.push((bind) => `(thread_id = ${bind(query.thread)} OR (ms = ${bind(thread.ms)} AND seq = ${bind(thread.seq)}))`);
     }
-    const after = query.after === undefined ? undefined : { rank: query.after.rank, key: keyOf(query.after.id) };
-    if (after !== undefined && after.key === undefined) return empty;
-    const afterKey = after?.key;
+    const afterKey = query.after === undefined ? undefined : keyOf(query.after.id);
+    if (query.after !== undefined && afterKey === undefined) return empty;
+    const after = query.after === undefined || afterKey === undefined ? undefined : { rank: query.after.rank, key: afterKey };
     // Newest first resumes by key; relevance ranks the same newest matches on every page and resumes among them.
-    if (query.sort === 'newest' && afterKey !== undefined) range.push(olderThan(afterKey));
+    if (query.sort === 'newest' && after !== undefined) range.push(olderThan(after.key));
     const want = query.sort === 'newest' ? n + 1 : this.rankedMax;
     const tsquery = tsqueryOf(query.terms);
     const matches = await this.read.transaction((tx) => this.newestMatches(tx, { tsquery, range, indexed }, want));
@@ -311,9 +311,7 @@ export class SqlRecordStore implements RecordStore {
       query.sort === 'newest'
         ? matches
         : matches
-            .filter(
-              (match) => after === undefined || afterKey === undefined || match.rank < after.rank || (match.rank === after.rank && older(match, afterKey)),
-            )
+            .filter((match) => after === undefined || match.rank < after.rank || (match.rank === after.rank && older(match, after.key)))
             .sort((a, b) => b.rank - a.rank || (older(a, b) ? 1 : -1));
     const page = ordered.slice(0, n + 1);
     if (page.length === 0) return empty;
@@ -362,19 +360,20 @@ export class SqlRecordStore implements RecordStore {
       (bind) => `SELECT ms::text AS key_ms, seq::text AS key_seq, (SELECT posts FROM record_totals WHERE slot = 1)::text AS kept
         FROM posts ${whereOf(filter.range, bind)} ORDER BY ms DESC, seq DESC OFFSET ${bind(this.searchWindow - 1)} LIMIT 1`,
     );
-    const [edge] = await tx.query<Key & { kept: string }>(window.sql, window.params);
+    const [row] = await tx.query<Key & { kept: string }>(window.sql, window.params);
+    const edge = row === undefined ? undefined : { ms: row.key_ms, seq: row.key_seq, kept: Number(row.kept) };
     const recent = await matching(edge === undefined ? [] : [notOlderThan(edge)], want);
     if (edge === undefined || recent.length >= want) return recent;
     // The window's share of matches, as the guess for the older posts: walk on by key while that reads fewer rows than the index's matches cost.
     const share = Math.max(recent.length, 0.5) / this.searchWindow;
     const missing = want - recent.length;
     const walk = missing / share;
-    const fetch = share * Math.max(0, Number(edge.kept) - this.searchWindow) * this.fetchCost;
+    const fetch = share * Math.max(0, edge.kept - this.searchWindow) * this.fetchCost;
     if (walk > fetch) {
       await tx.query('SET LOCAL enable_bitmapscan = on');
       await tx.query('SET LOCAL enable_indexscan = off');
     }
-    return [...recent, ...(await matching([olderThan({ ms: edge.key_ms, seq: edge.key_seq })], missing))];
+    return [...recent, ...(await matching([olderThan(edge)], missing))];
   }
 
   async dropBefore(ms: number): Promise<number> {
