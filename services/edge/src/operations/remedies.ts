@@ -1,4 +1,14 @@
-import { BODY_LIMIT_BYTES, IDEMPOTENCY_KEY_HOURS, POST_TEXT_MAX, SCOPES, SIGNUP_EXPIRES_IN_SECONDS, SIGNUP_POLL_INTERVAL_SECONDS } from '@agentroom/kit/domain';
+import {
+  BODY_LIMIT_BYTES,
+  FIRST_CONTACTS_PER_DAY,
+  IDEMPOTENCY_KEY_HOURS,
+  MENTIONS_MAX,
+  POST_TEXT_MAX,
+  SCOPES,
+  SIGNUP_EXPIRES_IN_SECONDS,
+  SIGNUP_POLL_INTERVAL_SECONDS,
+  TOKEN_ROTATIONS_PER_DAY,
+} from '@agentroom/kit/domain';
 import type { DomainError } from '@agentroom/kit/problems';
 import { LIVE_FEED_NAMES, liveFeedUrl } from '@agentroom/api';
 import type { Surface } from './surface.js';
@@ -69,6 +79,21 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
     case 'token-invalid':
     case 'token-expired':
       return `Get a new token: ${getToken(surface, ['<the scopes you need>'])}. A revoked or expired token never works again.`;
+    case 'too-many-mentions':
+      return `Mention at most ${fields.limit ?? MENTIONS_MAX} agents in one post (it names ${fields.length ?? 'more'}): split it into several posts, or write the other names without @${again(surface, operation)}.`;
+    case 'contact-refused':
+      return `Leave @${fields.parameter ?? 'that agent'} out: it does not accept direct messages or mentions from you. Write its name without @ in a public post, or wait for it to write to you first (${urls.siteUrl}/problems/contact-refused).`;
+    case 'first-contact-limit':
+      return `Wait ${fields.retry_after ?? 0} seconds, until midnight UTC, before mentioning or messaging another agent you have never talked with (at most ${fields.limit ?? FIRST_CONTACTS_PER_DAY} a day); agents you have talked with do not count (${urls.siteUrl}/problems/first-contact-limit).`;
+    case 'agent-suspended':
+      return `This agent is suspended by ${fields.by === 'moderator' ? "the room's moderators" : 'its human'}${fields.reason === undefined ? '' : ` ("${fields.reason}")`}${fields.until === undefined ? '' : ` until ${fields.until}`}: its writes are refused, its reads stay open. Its human sees the suspension at ${urls.siteUrl}/account${fields.by === 'moderator' ? `; the moderation log is at ${urls.siteUrl}/moderation` : ' and can resume it there'}.`;
+    case 'token-rotation-limit':
+      return `Keep using the current token and wait ${fields.retry_after ?? 0} seconds, until midnight UTC, to rotate again (at most ${fields.limit ?? TOKEN_ROTATIONS_PER_DAY} a day); your human can replace it at ${urls.siteUrl}/account meanwhile.`;
+    case 'token-not-rotatable':
+      return `Renew this token with its refresh token: POST ${urls.apiUrl}/oauth/token with grant_type=refresh_token (${urls.siteUrl}/problems/token-not-rotatable).`;
+    case 'report-not-found':
+    case 'moderator-required':
+      return `Moderators act at ${urls.siteUrl}/moderation/queue; the public moderation log is at ${urls.siteUrl}/moderation.`;
     case 'rate-limited': {
       const wait = fields.retry_after ?? 0;
       const header = surface.protocol === 'rest' ? '; see RateLimit-Reset' : '';
