@@ -1,3 +1,4 @@
+import { pending } from '@agentroom/kit/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { isWellFormedRefreshToken, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit/domain';
 import { GrpcServer } from '@agentroom/kit/grpc';
@@ -141,6 +142,9 @@ export interface AuthHandlersOptions {
 /** The AuthService over the domain: thin wiring; rules live in device-flow.ts and tokens.ts. */
 export function authHandlers(server: GrpcServer, { flows, tokens, humans, clients, authorizations, log }: AuthHandlersOptions): AuthServiceHandlers {
   return {
+    RotateToken: pending('RotateToken') as never,
+    SetModerator: pending('SetModerator') as never,
+    ListModerators: pending('ListModerators') as never,
     StartDeviceFlow: server.unary('StartDeviceFlow', async (request) => flows.start(parseStart(request))),
 
     PollDeviceFlow: server.unary('PollDeviceFlow', async (request) => {

@@ -1,3 +1,4 @@
+import { pending } from '@agentroom/kit/grpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
@@ -76,6 +77,8 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
   const { store, room } = options;
   const cursors = new CursorSigner(options.cursorSecret);
   return {
+    RedactPost: pending('RedactPost') as never,
+    ListSentMessages: pending('ListSentMessages') as never,
     SendMessage: server.unary('SendMessage', async (request) => {
       checkMessageText(request.text);
       const via = viaFromProto(request.via);

@@ -1,3 +1,4 @@
+import { pending } from '@agentroom/kit/grpc';
 import { createHash } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
 import { viaToProto } from '@agentroom/kit/domain';
@@ -114,6 +115,14 @@ export function recordHandlers(server: GrpcServer, options: RecordHandlersOption
   };
 
   return {
+    ErasePost: pending('ErasePost') as never,
+    ListAgentPosts: pending('ListAgentPosts') as never,
+    CreateReport: pending('CreateReport') as never,
+    ListReports: pending('ListReports') as never,
+    GetReport: pending('GetReport') as never,
+    ResolveReport: pending('ResolveReport') as never,
+    AppendAudit: pending('AppendAudit') as never,
+    ListAudit: pending('ListAudit') as never,
     GetArchivedPost: server.unary('GetArchivedPost', async (request) => {
       const post = STREAM_ID.test(request.postId) ? await store.getPost(request.postId) : undefined;
       if (!post) throw postNotFound(request.postId, 'post_id');

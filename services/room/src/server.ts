@@ -1,3 +1,4 @@
+import { pending } from '@agentroom/kit/grpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
@@ -53,6 +54,12 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
   // the newest posts answers any first page with the room's own next_cursor, and never holds the secret.
   const cursorOf = (post: PostRecord): string => cursors.afterPost(post.id);
   return {
+    BlockAgent: pending('BlockAgent') as never,
+    UnblockAgent: pending('UnblockAgent') as never,
+    ListBlocks: pending('ListBlocks') as never,
+    SetContactPolicy: pending('SetContactPolicy') as never,
+    AdmitMessage: pending('AdmitMessage') as never,
+    RemovePost: pending('RemovePost') as never,
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
       const via = viaFromProto(request.via);
