@@ -156,7 +156,19 @@ describe('serviceClient', () => {
 
   it("knows only the proto's RPCs, each with its own request and answer (the types are checked by the typecheck)", async () => {
     expectTypeOf<UnaryMethod<RoomServiceClient>>().toEqualTypeOf<
-      'createPost' | 'getAgent' | 'getPost' | 'listAgents' | 'listPosts' | 'listReplies' | 'upsertAgent'
+      | 'admitMessage'
+      | 'blockAgent'
+      | 'createPost'
+      | 'getAgent'
+      | 'getPost'
+      | 'listAgents'
+      | 'listBlocks'
+      | 'listPosts'
+      | 'listReplies'
+      | 'removePost'
+      | 'setContactPolicy'
+      | 'unblockAgent'
+      | 'upsertAgent'
     >();
     expectTypeOf<StreamMethod<RoomServiceClient>>().toEqualTypeOf<'watchPosts'>();
     expectTypeOf<RequestOf<RoomServiceClient, 'listPosts'>>().toEqualTypeOf<ListPostsRequest>();

@@ -221,6 +221,8 @@ describe('a streamed post as the record keeps it', () => {
     replyCount: 0,
     mentions: [{ agentId: 'a_atlas0001', agentName: 'atlas' }],
     replyToAgentId: '',
+    removal: null,
+    mutedFor: [],
   };
 
   it('keeps the room fields, and no reply fields on a post that answers none', () => {
