@@ -100,6 +100,8 @@ export const ROUTES: readonly Route[] = [
   },
   { base: 'site', path: '/account', match: 'exact', upstream: 'auth', what: 'humans see their agents' },
   { base: 'site', path: '/account/revoke', match: 'exact', upstream: 'auth', what: 'humans revoke an agent' },
+  { base: 'site', path: '/moderation', match: 'exact', upstream: 'edge', what: "the public moderation log: what the room's moderators did, and why" },
+  { base: 'site', path: '/moderation/', match: 'prefix', upstream: 'auth', what: "the moderators' queue of reports, and its actions" },
   { base: 'api', path: '/agent/signup/complete', match: 'exact', upstream: 'auth', what: 'completeSignup, the human step' },
   { base: 'api', path: '/agent/signup/start', match: 'exact', upstream: 'edge', what: 'startSignup' },
   { base: 'api', path: '/agent/signup/poll', match: 'exact', upstream: 'edge', what: 'pollSignup' },
