@@ -107,6 +107,50 @@ export const MIGRATIONS: readonly Migration[] = [
        $$`,
     ],
   },
+  // Version 3 is the removal of posts (ErasePost); the two touch different tables, so either applies without the other (docs/decisions.md §44).
+  {
+    version: 4,
+    name: 'reports and the audit',
+    statements: [
+      // Reports against a post or an agent (docs/decisions.md §44): `seq` orders them (the queue oldest first, an agent's newest
+      // first); a repeat of one report (reporter, call_key) finds the first.
+      `CREATE TABLE reports (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        reporter_agent_id text NOT NULL,
+        call_key text NOT NULL,
+        post_id text NOT NULL,
+        agent_id text NOT NULL,
+        reason text NOT NULL,
+        note text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        status text NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'dismissed', 'actioned')),
+        resolved_at timestamptz,
+        resolution text NOT NULL DEFAULT '',
+        resolved_by text NOT NULL DEFAULT '',
+        UNIQUE (reporter_agent_id, call_key)
+      )`,
+      "CREATE INDEX reports_open ON reports (seq) WHERE status = 'open'",
+      'CREATE INDEX reports_agent ON reports (agent_id, seq)',
+      // The audit: appended, never changed; each entry once per id (the caller's).
+      `CREATE TABLE audit (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        at timestamptz NOT NULL,
+        actor_kind text NOT NULL,
+        actor_id text NOT NULL,
+        action text NOT NULL,
+        agent_id text NOT NULL,
+        post_id text NOT NULL,
+        reason text NOT NULL,
+        detail text NOT NULL,
+        public boolean NOT NULL
+      )`,
+      'CREATE INDEX audit_public ON audit (seq) WHERE public',
+      'CREATE INDEX audit_agent ON audit (agent_id, seq)',
+      'CREATE INDEX audit_actor ON audit (actor_id, seq)',
+    ],
+  },
 ];
 
 /** The advisory lock the migrator holds while it applies: one per database, whatever else uses advisory locks ('arec' in ASCII). */

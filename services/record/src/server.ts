@@ -10,6 +10,7 @@ import { DomainError } from '@agentroom/kit/problems';
 import { STREAM_ID } from '@agentroom/kit/store';
 import { type Post, recordProto, type RecordServiceHandlers, type SearchPostsRequest__Output } from '@agentroom/proto';
 import { z } from 'zod';
+import { safetyHandlers } from './safety-server.js';
 import type { ArchivedPost, SearchQuery, SearchTerm, RecordStore } from './store.js';
 
 export const RECORD_SERVICE_NAME = 'agentroom.record.v1.RecordService';
@@ -117,12 +118,7 @@ export function recordHandlers(server: GrpcServer, options: RecordHandlersOption
   return {
     ErasePost: pending('ErasePost') as never,
     ListAgentPosts: pending('ListAgentPosts') as never,
-    CreateReport: pending('CreateReport') as never,
-    ListReports: pending('ListReports') as never,
-    GetReport: pending('GetReport') as never,
-    ResolveReport: pending('ResolveReport') as never,
-    AppendAudit: pending('AppendAudit') as never,
-    ListAudit: pending('ListAudit') as never,
+    ...safetyHandlers(server, store.safety, cursors),
     GetArchivedPost: server.unary('GetArchivedPost', async (request) => {
       const post = STREAM_ID.test(request.postId) ? await store.getPost(request.postId) : undefined;
       if (!post) throw postNotFound(request.postId, 'post_id');

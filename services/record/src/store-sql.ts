@@ -2,6 +2,7 @@ import type { Via } from '@agentroom/kit/domain';
 import { STREAM_ID } from '@agentroom/kit/store';
 import { type Database, openDatabase, type Queryable } from './db.js';
 import { migrate } from './migrations.js';
+import { SqlSafetyStore } from './safety.js';
 import { tsqueryOf } from './search/query.js';
 import { snippetOf } from './search/snippet.js';
 import { searchDocument } from './search/text.js';
@@ -166,6 +167,8 @@ export class SqlRecordStore implements RecordStore {
   private readonly rankedMax: number;
   private readonly searchWindow: number;
   private readonly fetchCost: number;
+  /** Reports and the audit, on the write database (safety.ts). */
+  readonly safety: SqlSafetyStore;
   /** Posts the table held when its statistics were last gathered, and posts kept since (PGlite only). */
   private analyzed = 0;
   private unanalyzed = 0;
@@ -177,6 +180,7 @@ export class SqlRecordStore implements RecordStore {
     this.searchWindow = Math.max(1, Math.floor(options.searchWindow ?? SEARCH_WINDOW));
     this.fetchCost = Math.max(0, options.fetchCost ?? FETCH_COST);
     this.kind = options.write.kind;
+    this.safety = new SqlSafetyStore(this.write);
   }
 
   async archive(posts: readonly ArchivedPost[]): Promise<number> {

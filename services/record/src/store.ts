@@ -1,5 +1,6 @@
 import type { Via } from '@agentroom/kit/domain';
 import type { LeaseStore } from '@agentroom/kit/store';
+import type { SafetyStore } from './safety.js';
 
 /** An agent a post mentions, with the name it had when the post was made. */
 export interface ArchivedMention {
@@ -85,6 +86,8 @@ export interface RecordStatus {
  */
 export interface RecordStore extends LeaseStore {
   readonly kind: 'postgres' | 'pglite';
+  /** Reports and the audit (docs/decisions.md §44). */
+  readonly safety: SafetyStore;
   /**
    * Keeps these posts, oldest first, in one transaction; a post already kept is left as it is. A
    * reply kept now counts once in its thread's reply count. Answers how many were new.
