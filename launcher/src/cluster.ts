@@ -475,6 +475,8 @@ try {
       AUTH_GRPC_ADDR: addr,
       ROOM_ADDR: roomTarget,
       DELIVERY_ADDR: deliveryTarget,
+      MESSAGING_ADDR: messagingTarget,
+      RECORD_ADDR: recordTarget,
       AUTH_HTTP_PORT: String(httpPort),
       AUTH_HTTP_HOST: '127.0.0.1',
     };

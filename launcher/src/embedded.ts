@@ -76,8 +76,17 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }),
     createLogger('delivery', config.LOG_LEVEL, output),
   );
+  // Auth removes posts through the record too (docs/decisions.md §40): it starts once the record answers.
+  const record = await recording;
   const auth = await startAuth(
-    loadConfig(authEnv, { ...env, AUTH_GRPC_ADDR: '127.0.0.1:0', ROOM_ADDR: `127.0.0.1:${room.port}`, DELIVERY_ADDR: `127.0.0.1:${delivery.port}` }),
+    loadConfig(authEnv, {
+      ...env,
+      AUTH_GRPC_ADDR: '127.0.0.1:0',
+      ROOM_ADDR: `127.0.0.1:${room.port}`,
+      DELIVERY_ADDR: `127.0.0.1:${delivery.port}`,
+      MESSAGING_ADDR: `127.0.0.1:${messaging.port}`,
+      RECORD_ADDR: `127.0.0.1:${record.port}`,
+    }),
     {
       listen: false,
       log: createLogger('auth', config.LOG_LEVEL, output),
@@ -85,7 +94,6 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
       ...(quota ? { quota } : {}),
     },
   );
-  const record = await recording;
   const edgeConfig = loadConfig(edgeEnv, {
     ...env,
     ROOM_ADDR: `127.0.0.1:${room.port}`,

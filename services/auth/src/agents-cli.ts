@@ -3,6 +3,8 @@
 // (ProvisionAgent), in the name of a human who has an account. Each agent is made as an approval makes
 // it, logged by auth, and listed on the human's account page as provisioned, where it can be revoked.
 // The tokens go to a file only its owner can read (k6 scripts read it), or to stdout with `--out -`.
+// `npm run agents -- moderator grant|revoke NAME` and `… moderator list`: the room's moderators
+// (SetModerator, ListModerators), humans who act on reports at /moderation/queue.
 import { randomBytes } from 'node:crypto';
 import { access, constants, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
@@ -18,7 +20,8 @@ import { AGENT_NAME_MAX, PROVISION_REASON_MAX } from './device-flow.js';
 import { HUMAN_NAME_MAX } from './humans.js';
 
 const USAGE =
-  'npm run agents -- provision --human NAME --scopes SCOPE[,SCOPE…] --out FILE|- [--count N] [--prefix P | --name NAME] [--reason TEXT] [--auth HOST:PORT] [--force] [--concurrency N]';
+  'npm run agents -- provision --human NAME --scopes SCOPE[,SCOPE…] --out FILE|- [--count N] [--prefix P | --name NAME] [--reason TEXT] [--auth HOST:PORT] [--force] [--concurrency N]' +
+  ' | moderator grant|revoke NAME [--auth HOST:PORT] | moderator list [--auth HOST:PORT]';
 /** Where auth's gRPC server listens by default (its AUTH_GRPC_ADDR), seen from the same machine. */
 const DEFAULT_AUTH = '127.0.0.1:50052';
 const COUNT_MAX = 100_000;
@@ -208,11 +211,11 @@ async function writeTokens(options: ProvisionOptions, body: string): Promise<voi
 }
 
 /** A failed call as the one line the operator reads, and whether it is their command's fault (exit 2). */
-function explain(error: unknown, options: ProvisionOptions): UsageError | RunError {
+function explain(error: unknown, options: { auth: string }, what = 'ProvisionAgent'): UsageError | RunError {
   const code = error instanceof Error && 'code' in error ? (error as grpc.ServiceError).code : undefined;
   if (code === grpc.status.PERMISSION_DENIED) return new RunError(`auth at ${options.auth} refused: ${(error as grpc.ServiceError).details}`);
   if (code === grpc.status.UNIMPLEMENTED)
-    return new RunError(`auth at ${options.auth} does not offer ProvisionAgent: it runs an older version of Agent Room; upgrade it`);
+    return new RunError(`auth at ${options.auth} does not offer ${what}: it runs an older version of Agent Room; upgrade it`);
   if (code === grpc.status.DEADLINE_EXCEEDED)
     return new RunError(`auth at ${options.auth} did not answer within ${CALL_DEADLINE_MS / 1000} s; check its logs and its storage, then run this again`);
   // A problem auth sent (its trailer) is auth's answer; without one, the call never got there.
@@ -221,7 +224,9 @@ function explain(error: unknown, options: ProvisionOptions): UsageError | RunErr
   const problem = fromServiceError(error);
   if (problem.slug === 'unavailable') {
     return new RunError(
-      `auth at ${options.auth} could not make the agent: ${problem.detail ?? problem.title} (its storage or the room service is down: see auth's log), then run this again`,
+      what === 'ProvisionAgent'
+        ? `auth at ${options.auth} could not make the agent: ${problem.detail ?? problem.title} (its storage or the room service is down: see auth's log), then run this again`
+        : `auth at ${options.auth} could not do it: ${problem.detail ?? problem.title} (its storage or the record service is down: see auth's log), then run this again`,
     );
   }
   if (problem.slug === 'not-found' && problem.fields.parameter === 'human_name') {
@@ -323,6 +328,67 @@ async function provision(options: ProvisionOptions): Promise<void> {
   );
 }
 
+/** Reads `moderator grant|revoke NAME [--auth …]` or `moderator list [--auth …]`. */
+function parseModerator(argv: string[], env: NodeJS.ProcessEnv): { action: 'grant' | 'revoke' | 'list'; name: string; auth: string } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { auth: { type: 'string' } }, strict: true, allowPositionals: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('. ')[0] ?? 'bad arguments');
+  }
+  const [action, ...names] = parsed.positionals;
+  if (action !== 'grant' && action !== 'revoke' && action !== 'list') throw new UsageError('moderator takes grant NAME, revoke NAME or list');
+  if (action === 'list' && names.length > 0) throw new UsageError('moderator list takes no name');
+  if (action !== 'list' && names.length !== 1) throw new UsageError(`moderator ${action} takes one human's name (quote a name with spaces)`);
+  const auth = parsed.values.auth ?? defaultAuth(env);
+  if (!grpcTarget.safeParse(auth).success)
+    throw new UsageError(`--auth must be HOST:PORT (or a gRPC target such as dns:///host:port), not ${JSON.stringify(auth)}`);
+  return { action, name: action === 'list' ? '' : printable('name', names[0] ?? '', HUMAN_NAME_MAX), auth };
+}
+
+const moderatorAnswer = z.object({ humanId: z.string().min(1), humanName: z.string().min(1), moderator: z.boolean() });
+
+/** Grants, takes or lists the moderator role through auth's loopback-only SetModerator / ListModerators. */
+async function moderator(options: ReturnType<typeof parseModerator>): Promise<void> {
+  const AuthService = authProto().AuthService;
+  const client = new AuthService(options.auth, grpc.credentials.createInsecure(), clientOptions(AuthService.service));
+  const deadline = { deadline: Date.now() + CALL_DEADLINE_MS };
+  try {
+    if (options.action === 'list') {
+      const answer = await new Promise<unknown>((done, fail) =>
+        client.listModerators({}, deadline, (error, response) => (error ? fail(error) : done(response))),
+      );
+      const moderators = z.object({ moderators: z.array(moderatorAnswer) }).parse(answer).moderators;
+      for (const each of moderators) process.stdout.write(`${each.humanName}\n`);
+      process.stderr.write(`agents: ${moderators.length} moderator(s)\n`);
+      return;
+    }
+    const answer = await new Promise<unknown>((done, fail) =>
+      client.setModerator({ humanName: options.name, moderator: options.action === 'grant' }, deadline, (error, response) =>
+        error ? fail(error) : done(response),
+      ),
+    );
+    const { humanName } = moderatorAnswer.parse(answer);
+    process.stderr.write(
+      options.action === 'grant'
+        ? `agents: ${JSON.stringify(humanName)} is a moderator: their next page shows the moderation queue\n`
+        : `agents: ${JSON.stringify(humanName)} is no longer a moderator\n`,
+    );
+  } catch (error) {
+    if (error instanceof z.ZodError) throw new RunError(`auth at ${options.auth} answered something that is not a moderator`);
+    const problem = explain(error, options, options.action === 'list' ? 'ListModerators' : 'SetModerator');
+    // A name nobody has: the operator's mistake, said in their words.
+    if (problem instanceof UsageError)
+      throw new UsageError(
+        fromServiceError(error).slug === 'not-found' ? `no human is named ${JSON.stringify(options.name)}: they sign up at /signin first` : problem.message,
+        false,
+      );
+    throw problem;
+  } finally {
+    client.close();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === '--help' || command === '-h' || command === 'help') {
@@ -330,13 +396,15 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   try {
-    if (command === undefined) throw new UsageError('no command given; the only one is provision');
-    if (command !== 'provision') throw new UsageError(`unknown command ${JSON.stringify(command)}; the only one is provision`);
+    if (command === undefined) throw new UsageError('no command given; the commands are provision and moderator');
+    if (command !== 'provision' && command !== 'moderator')
+      throw new UsageError(`unknown command ${JSON.stringify(command)}; the commands are provision and moderator`);
     if (rest.includes('--help') || rest.includes('-h')) {
       process.stdout.write(`usage: ${USAGE}\n`);
       return 0;
     }
-    await provision(parseProvision(rest, process.env));
+    if (command === 'moderator') await moderator(parseModerator(rest, process.env));
+    else await provision(parseProvision(rest, process.env));
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {

@@ -156,6 +156,27 @@ export class Humans {
     return human ? { session, human } : undefined;
   }
 
+  /**
+   * Makes the human of this name (any case) a moderator of the room, or no longer one. Answers the
+   * human, or undefined when no human has the name.
+   */
+  async setModerator(name: string, moderator: boolean): Promise<Human | undefined> {
+    const human = await this.store.humanByName(name);
+    if (human === undefined) return undefined;
+    await this.store.setModerator(human.id, moderator);
+    return human;
+  }
+
+  /** The room's moderators, by name order. */
+  async moderators(): Promise<Human[]> {
+    const found = await Promise.all((await this.store.moderators()).map((id) => this.store.humanById(id)));
+    return found.filter((human): human is Human => human !== undefined).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  isModerator(humanId: string): Promise<boolean> {
+    return this.store.isModerator(humanId);
+  }
+
   /** Signs out: the cookie value stops working at once. */
   closeSession(sessionId: string): Promise<void> {
     return this.store.deleteSession(hashSecret(sessionId));

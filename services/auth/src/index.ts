@@ -15,7 +15,7 @@ import {
   systemClock,
 } from '@agentroom/kit/store';
 import { toWebhook } from '@agentroom/api/wire';
-import { deliveryProto } from '@agentroom/proto';
+import { deliveryProto, messagingProto, recordProto } from '@agentroom/proto';
 import { AttemptLimiter } from './attempt-limiter.js';
 import { Authorizations } from './authorization.js';
 import { OAuthClients } from './clients.js';
@@ -25,6 +25,7 @@ import type { AuthDomain } from './domain.js';
 import { createAuthApp } from './http.js';
 import { Humans } from './humans.js';
 import { RoomGateway } from './room.gateway.js';
+import { Safety } from './safety.js';
 import { createAuthGrpcServer } from './server.js';
 import type { AuthStore } from './store.js';
 import { MemoryAuthStore } from './store-memory.js';
@@ -87,6 +88,7 @@ export {
 } from './clients.js';
 export { AttemptLimiter, type AttemptClient, type AttemptLimiterOptions } from './attempt-limiter.js';
 export { RoomGateway, type AgentUpsert } from './room.gateway.js';
+export { Safety, type Acting, type RemoveInput, type SafetyOptions, type SuspendInput } from './safety.js';
 export type { WebhookReader } from './web/routes.js';
 export {
   nameKey,
@@ -98,6 +100,7 @@ export {
   type Revocation,
   type RevocationFeedOptions,
   type RevocationWatcher,
+  suspensionHolds,
 } from './store.js';
 export { MemoryAuthStore } from './store-memory.js';
 export { RedisAuthStore } from './store-redis.js';
@@ -114,6 +117,7 @@ export type {
   OAuthRecords,
   RefreshTokenRecord,
   Session,
+  SuspensionRecord,
   TokenRecord,
 } from './records.js';
 export { formatUserCode, normalizeUserCode, newUserCode, USER_CODE_ALPHABET } from './user-code.js';
@@ -161,7 +165,11 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
   const room = new RoomGateway(config.ROOM_ADDR, config.GRPC_DEADLINE_MS);
   // Read for /account only: the pages answer without it (each agent's webhooks then say so), so it is no dependency of readiness.
   const delivery = serviceClient(deliveryProto().DeliveryService, config.DELIVERY_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS });
-  const tokens = new Tokens({ store, room, ttlDays: config.TOKEN_TTL_DAYS, clock, log });
+  // Called by the account page and the moderation queue only: neither is a dependency of readiness.
+  const messaging = serviceClient(messagingProto().MessagingService, config.MESSAGING_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS });
+  const record = serviceClient(recordProto().RecordService, config.RECORD_ADDR, { deadlineMs: config.GRPC_DEADLINE_MS });
+  const tokens = new Tokens({ store, room, ttlDays: config.TOKEN_TTL_DAYS, rotationGraceSeconds: config.TOKEN_ROTATION_GRACE_SECONDS, clock, log });
+  const safety = new Safety({ store, room, messaging, record, clock, log });
   const flows = new DeviceFlows({ store, tokens, room, clock, log, signinUrl: `${urls.siteUrl}/signin` });
   const humans = new Humans({ store, clock, passwordHashCost: config.PASSWORD_HASH_COST });
   const attempts = new AttemptLimiter({ store, clock });
@@ -179,11 +187,12 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     accessTokenTtlSeconds: config.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
     connectionTtlDays: config.TOKEN_TTL_DAYS,
   });
-  const server = createAuthGrpcServer({ flows, tokens, humans, clients, authorizations, log });
+  await grantModerators(humans, config.AUTH_MODERATORS, log);
+  const server = createAuthGrpcServer({ flows, tokens, humans, clients, authorizations, safety, log });
   const port = await server.listen(config.AUTH_GRPC_ADDR);
   if (redis) server.monitor(() => store.ping());
   const app = createAuthApp({
-    domain: { flows, tokens, humans, attempts, clients, authorizations },
+    domain: { flows, tokens, humans, attempts, clients, authorizations, safety, messaging, record },
     urls,
     log,
     quota: options.quota ?? (redis ? new RedisQuotaStore(redis, config.REDIS_KEY_PREFIX, clock) : new MemoryQuotaStore(clock)),
@@ -217,6 +226,9 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     attempts,
     clients,
     authorizations,
+    safety,
+    messaging,
+    record,
     dependencies: [{ name: redis ? 'redis' : 'memory', check: () => store.ping() }, roomHealth],
     drain() {
       server.beginDrain();
@@ -228,7 +240,22 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
       await server.shutdown(config.SHUTDOWN_GRACE_MS);
       room.close();
       delivery.close();
+      messaging.close();
+      record.close();
       await redis?.quit();
     },
   };
+}
+
+/**
+ * The chart's `auth.moderators` (AUTH_MODERATORS), applied at each start: those humans are made
+ * moderators; a name no human has yet is logged and skipped (the next start grants it once they
+ * have signed up). Moderators not named keep the role: the operator command takes it.
+ */
+async function grantModerators(humans: Humans, names: readonly string[], log: Logger): Promise<void> {
+  for (const name of names) {
+    const granted = await humans.setModerator(name, true);
+    if (granted === undefined) log.warn({ humanName: name }, 'AUTH_MODERATORS names no human yet: not granted');
+    else log.info({ humanId: granted.id }, 'moderator granted by AUTH_MODERATORS');
+  }
 }

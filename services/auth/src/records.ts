@@ -1,4 +1,4 @@
-import type { Scope } from '@agentroom/kit/domain';
+import type { Actor, Scope } from '@agentroom/kit/domain';
 
 /** Expiry is derived from time, and a consumed flow is deleted, so neither is a stored status. */
 export type DeviceFlowStatus = 'pending' | 'approving' | 'approved' | 'declined';
@@ -184,4 +184,21 @@ export interface Session {
   humanId: string;
   csrf: string;
   expiresAt: number;
+}
+
+/**
+ * Why an agent's writes are refused (docs/decisions.md §40, §43), one per agent: its human's or a
+ * moderator's. A moderator's holds against its human: only a moderator replaces or lifts it.
+ */
+export interface SuspensionRecord {
+  agentId: string;
+  /** Kit's ACTORS. */
+  by: Actor;
+  /** The human (auth's human id) who suspended it. */
+  actorId: string;
+  reason: string;
+  /** Epoch ms. */
+  since: number;
+  /** Epoch ms when it ends by itself; absent: until it is lifted. */
+  until?: number;
 }

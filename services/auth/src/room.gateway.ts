@@ -1,6 +1,6 @@
-import type { Scope } from '@agentroom/kit/domain';
+import type { Actor, Scope } from '@agentroom/kit/domain';
 import { type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
-import { roomProto, type RoomServiceClient } from '@agentroom/proto';
+import { type Post__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
 
 /** The agent record auth writes: the room keeps the first `createdAt` and makes the id of a new one. */
 export interface AgentUpsert {
@@ -27,6 +27,20 @@ export class RoomGateway {
     const id = response.agent?.id;
     if (!id) throw new Error('UpsertAgent answered no agent id');
     return id;
+  }
+
+  /** The post (its author, to tell whose it is), or post-not-found. */
+  async getPost(postId: string): Promise<Post__Output> {
+    const response = await this.client.call('getPost', { postId });
+    if (!response.post) throw new Error('GetPost answered no post');
+    return response.post;
+  }
+
+  /** Removes a post and answers its tombstone (docs/decisions.md §40). */
+  async removePost(postId: string, by: Actor): Promise<Post__Output> {
+    const response = await this.client.call('removePost', { postId, by });
+    if (!response.post) throw new Error('RemovePost answered no post');
+    return response.post;
   }
 
   close(): void {

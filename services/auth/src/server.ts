@@ -1,4 +1,3 @@
-import { pending } from '@agentroom/kit/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { isWellFormedRefreshToken, SCOPES, SIGNUP_SCOPES_MAX } from '@agentroom/kit/domain';
 import { GrpcServer } from '@agentroom/kit/grpc';
@@ -10,6 +9,8 @@ import type { Authorizations } from './authorization.js';
 import { type ClientMetadataInput, CLIENT_URL_MAX, type OAuthClients } from './clients.js';
 import type { DeviceFlows } from './device-flow.js';
 import type { Humans } from './humans.js';
+import type { SuspensionRecord } from './records.js';
+import type { Safety } from './safety.js';
 import { REVOCATION_HEARTBEAT_MS } from './store.js';
 import type { Tokens } from './tokens.js';
 
@@ -136,15 +137,74 @@ export interface AuthHandlersOptions {
   humans: Humans;
   clients: OAuthClients;
   authorizations: Authorizations;
+  safety: Safety;
   log: Logger;
 }
 
-/** The AuthService over the domain: thin wiring; rules live in device-flow.ts and tokens.ts. */
-export function authHandlers(server: GrpcServer, { flows, tokens, humans, clients, authorizations, log }: AuthHandlersOptions): AuthServiceHandlers {
+const moderatorRequest = z.object({ humanName: z.string().max(1_000), moderator: z.boolean() });
+
+/** A suspension as the proto carries it (agentroom.auth.v1.Suspension); null when none holds. */
+function suspensionMessage(suspension: SuspensionRecord | undefined): { by: string; reason: string; since: string; until: string } | null {
+  if (suspension === undefined) return null;
   return {
-    RotateToken: pending('RotateToken') as never,
-    SetModerator: pending('SetModerator') as never,
-    ListModerators: pending('ListModerators') as never,
+    by: suspension.by,
+    reason: suspension.reason,
+    since: new Date(suspension.since).toISOString(),
+    until: suspension.until === undefined ? '' : new Date(suspension.until).toISOString(),
+  };
+}
+
+/** The AuthService over the domain: thin wiring; rules live in device-flow.ts and tokens.ts. */
+export function authHandlers(server: GrpcServer, { flows, tokens, humans, clients, authorizations, safety, log }: AuthHandlersOptions): AuthServiceHandlers {
+  return {
+    RotateToken: server.unary('RotateToken', async (request) => {
+      const rotated = await tokens.rotate(parse(tokenRequest, request).token);
+      const { record } = rotated;
+      // The new token is made; should the audit fail, the agent is told so (unavailable) and its old
+      // token still works for the grace, so nothing is lost by rotating again.
+      await safety.audit({
+        by: 'agent',
+        actorId: record.agentId,
+        action: 'rotate_token',
+        agentId: record.agentId,
+        detail: JSON.stringify({ token_id: record.id, previous_expires_at: new Date(rotated.previousExpiresAt).toISOString() }),
+      });
+      return {
+        accessToken: rotated.token,
+        tokenId: record.id,
+        expiresAt: new Date(record.expiresAt).toISOString(),
+        scopes: record.scopes,
+        agentId: record.agentId,
+        previousExpiresAt: new Date(rotated.previousExpiresAt).toISOString(),
+        rotationsLeft: rotated.rotationsLeft,
+      };
+    }),
+
+    SetModerator: loopbackOnly(
+      'SetModerator',
+      log,
+      server.unary('SetModerator', async (request) => {
+        const { humanName, moderator } = parse(moderatorRequest, request);
+        const human = await humans.setModerator(humanName, moderator);
+        if (human === undefined) throw new DomainError('not-found', { detail: 'No human has this name.', fields: { parameter: 'human_name' } });
+        await safety.audit({
+          by: 'operator',
+          actorId: '',
+          action: moderator ? 'grant_moderator' : 'revoke_moderator',
+          detail: JSON.stringify({ human_id: human.id }),
+        });
+        return { humanId: human.id, humanName: human.name, moderator };
+      }),
+    ),
+
+    ListModerators: loopbackOnly(
+      'ListModerators',
+      log,
+      server.unary('ListModerators', async () => ({
+        moderators: (await humans.moderators()).map((human) => ({ humanId: human.id, humanName: human.name, moderator: true })),
+      })),
+    ),
+
     StartDeviceFlow: server.unary('StartDeviceFlow', async (request) => flows.start(parseStart(request))),
 
     PollDeviceFlow: server.unary('PollDeviceFlow', async (request) => {
@@ -168,7 +228,10 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, client
       };
     }),
 
-    AuthenticateToken: server.unary('AuthenticateToken', async (request) => tokens.authenticate(parse(tokenRequest, request).token)),
+    AuthenticateToken: server.unary('AuthenticateToken', async (request) => {
+      const { suspension, ...principal } = await tokens.authenticate(parse(tokenRequest, request).token);
+      return { ...principal, suspension: suspensionMessage(suspension) };
+    }),
 
     RevokeToken: server.unary('RevokeToken', async (request) => {
       const { token } = parse(tokenRequest, request);
@@ -292,8 +355,21 @@ export function authHandlers(server: GrpcServer, { flows, tokens, humans, client
       const { sessionId } = parse(sessionRequest, request);
       const found = sessionId === '' ? undefined : await humans.session(sessionId);
       if (!found) return {};
-      const { agents, approvedTotal, provisionedTotal } = await authorizations.agentChoices(found.human.id);
-      return { humanId: found.human.id, humanName: found.human.name, csrfToken: found.session.csrf, agents, approvedTotal, provisionedTotal };
+      const [{ agents, approvedTotal, provisionedTotal }, moderator] = await Promise.all([
+        authorizations.agentChoices(found.human.id),
+        humans.isModerator(found.human.id),
+      ]);
+      // The room page posts as none of the human's suspended agents, and says why.
+      const suspensions = await Promise.all(agents.map((agent) => safety.suspensionOf(agent.agentId)));
+      return {
+        humanId: found.human.id,
+        humanName: found.human.name,
+        csrfToken: found.session.csrf,
+        agents: agents.map((agent, i) => ({ ...agent, suspension: suspensionMessage(suspensions[i]) })),
+        approvedTotal,
+        provisionedTotal,
+        moderator,
+      };
     }),
 
     ProvisionAgent: loopbackOnly(

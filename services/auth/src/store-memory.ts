@@ -1,5 +1,5 @@
 import { type Clock, StreamIds, systemClock } from '@agentroom/kit/store';
-import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
+import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, SuspensionRecord, TokenRecord } from './records.js';
 import {
   type AttemptWindow,
   type AuthStore,
@@ -10,6 +10,7 @@ import {
   nameKey,
   positionKey,
   REVOCATION_HEARTBEAT_MS,
+  suspensionHolds,
   type Revocation,
   type RevocationFeedOptions,
   type RevocationWatcher,
@@ -101,6 +102,8 @@ export class MemoryAuthStore implements AuthStore {
   /** OAuth records by `<kind>:<id>`, and the ids listed under an owner by `<kind>:<owner>`. */
   private readonly records: ExpiringMap<unknown>;
   private readonly owners = new Map<string, Map<string, number>>();
+  private readonly suspensions = new Map<string, SuspensionRecord>();
+  private readonly moderatorIds = new Set<string>();
   /** The revocation feed of this one process: watchers hear each revocation as it is published. */
   private readonly revocationWatchers = new Set<RevocationWatcher>();
   private readonly heartbeatMs: number;
@@ -246,9 +249,12 @@ export class MemoryAuthStore implements AuthStore {
     if (keepUntil !== undefined) this.tokens.set(token.hash, structuredClone(token), keepUntil);
     const list = listOfToken(token);
     const entries = list === undefined ? undefined : this.lists.get(listKey(list, token.humanId));
-    if (entries !== undefined && token.revokedAt !== undefined) {
+    if (entries !== undefined) {
       const at = lowerBound(entries, positionKey(token));
-      if (entries[at]?.hash === token.hash) entries.splice(at, 1);
+      const entry = entries[at];
+      // A revoked token leaves its list; one whose expiry was cut (a rotation) leaves it then.
+      if (entry?.hash === token.hash && token.revokedAt !== undefined) entries.splice(at, 1);
+      else if (entry?.hash === token.hash) entry.expiresAt = token.expiresAt;
     }
     return Promise.resolve();
   }
@@ -377,6 +383,47 @@ export class MemoryAuthStore implements AuthStore {
 
   bucketLevel(key: string, drainMs: number): Promise<number> {
     return Promise.resolve(drainedLevel(this.buckets.get(key), this.clock.now(), drainMs));
+  }
+
+  suspend(suspension: SuspensionRecord): Promise<{ held: SuspensionRecord; replaced: boolean }> {
+    const current = this.liveSuspension(suspension.agentId);
+    if (current?.by === 'moderator' && suspension.by === 'human') return Promise.resolve({ held: structuredClone(current), replaced: false });
+    this.suspensions.set(suspension.agentId, structuredClone(suspension));
+    return Promise.resolve({ held: structuredClone(suspension), replaced: true });
+  }
+
+  suspension(agentId: string): Promise<SuspensionRecord | undefined> {
+    const current = this.liveSuspension(agentId);
+    return Promise.resolve(current && structuredClone(current));
+  }
+
+  resume(agentId: string, by: SuspensionRecord['by']): Promise<'lifted' | 'none' | 'refused'> {
+    const current = this.liveSuspension(agentId);
+    if (current === undefined) return Promise.resolve('none');
+    if (current.by === 'moderator' && by === 'human') return Promise.resolve('refused');
+    this.suspensions.delete(agentId);
+    return Promise.resolve('lifted');
+  }
+
+  /** The agent's suspension while it holds; one past its end is forgotten. */
+  private liveSuspension(agentId: string): SuspensionRecord | undefined {
+    const current = this.suspensions.get(agentId);
+    if (current !== undefined && !suspensionHolds(current, this.clock.now())) this.suspensions.delete(agentId);
+    return suspensionHolds(current, this.clock.now()) ? current : undefined;
+  }
+
+  setModerator(humanId: string, moderator: boolean): Promise<void> {
+    if (moderator) this.moderatorIds.add(humanId);
+    else this.moderatorIds.delete(humanId);
+    return Promise.resolve();
+  }
+
+  moderators(): Promise<string[]> {
+    return Promise.resolve([...this.moderatorIds]);
+  }
+
+  isModerator(humanId: string): Promise<boolean> {
+    return Promise.resolve(this.moderatorIds.has(humanId));
   }
 
   ping(): Promise<void> {

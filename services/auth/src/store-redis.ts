@@ -1,6 +1,6 @@
 import { hashSecret } from '@agentroom/kit/domain';
 import { type Clock, duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, systemClock } from '@agentroom/kit/store';
-import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
+import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, SuspensionRecord, TokenRecord } from './records.js';
 import {
   type AttemptWindow,
   type AuthStore,
@@ -11,6 +11,7 @@ import {
   positionKey,
   REVOCATION_FEED_LENGTH,
   REVOCATION_HEARTBEAT_MS,
+  suspensionHolds,
   type Revocation,
   type RevocationFeedOptions,
   type RevocationWatcher,
@@ -93,6 +94,31 @@ if record.usedAt then return {current, 0} end
 record.usedAt = tonumber(ARGV[1])
 redis.call('SET', KEYS[1], cjson.encode(record), 'KEEPTTL')
 return {current, 1}`);
+
+// A suspension, one key an agent. ARGV[1]: the new one (JSON); ARGV[2]: who makes it; ARGV[3]: now
+// (the caller's clock); ARGV[4]: its TTL in ms, or '' for none. A moderator's that still holds is
+// answered, unchanged, to its human; else the new one replaces whatever was there.
+const SUSPEND = new LuaScript(`
+local current = redis.call('GET', KEYS[1])
+if current and ARGV[2] == 'human' then
+  local held = cjson.decode(current)
+  if held.by == 'moderator' and (held['until'] == nil or held['until'] > tonumber(ARGV[3])) then return current end
+end
+if ARGV[4] == '' then redis.call('SET', KEYS[1], ARGV[1]) else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4]) end
+return false`);
+
+// Lifts a suspension. ARGV[1]: who lifts it; ARGV[2]: now. Answers 'lifted', 'none' or 'refused'.
+const RESUME = new LuaScript(`
+local current = redis.call('GET', KEYS[1])
+if not current then return 'none' end
+local held = cjson.decode(current)
+if held['until'] ~= nil and held['until'] <= tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[1])
+  return 'none'
+end
+if held.by == 'moderator' and ARGV[1] == 'human' then return 'refused' end
+redis.call('DEL', KEYS[1])
+return 'lifted'`);
 
 function toRevocation([id, fields]: StreamEntry): Revocation {
   const map = streamFields(fields);
@@ -338,10 +364,12 @@ export class RedisAuthStore implements AuthStore {
   async updateToken(token: TokenRecord): Promise<void> {
     await this.redis.set(this.tokenKey(token.hash), JSON.stringify(token), 'KEEPTTL', 'XX');
     const list = listOfToken(token);
-    if (list === undefined || token.revokedAt === undefined) return;
+    if (list === undefined) return;
     const [listKey, expiryKey] = this.listKeys(token.humanId, list);
     const member = positionKey(token);
-    await this.redis.multi().zrem(listKey, member).zrem(expiryKey, member).exec();
+    // A revoked token leaves its list; one whose expiry was cut (a rotation) leaves it then.
+    if (token.revokedAt === undefined) await this.redis.zadd(expiryKey, 'XX', token.expiresAt, member);
+    else await this.redis.multi().zrem(listKey, member).zrem(expiryKey, member).exec();
   }
 
   async tokenByHash(hash: string): Promise<TokenRecord | undefined> {
@@ -545,6 +573,49 @@ export class RedisAuthStore implements AuthStore {
     const [level, at] = await this.redis.hmget(this.keys.key(`bucket:${key}`), 'level', 'at');
     if (level === null || at === null) return 0;
     return drainedLevel({ level: Number(level), at: Number(at) }, this.clock.now(), drainMs);
+  }
+
+  private suspensionKey(agentId: string): string {
+    return this.keys.key(`agent:${agentId}`, 'suspension');
+  }
+
+  /** The room's moderators: one set, under a hash tag of its own. */
+  private get moderatorsKey(): string {
+    return this.keys.key('moderators');
+  }
+
+  async suspend(suspension: SuspensionRecord): Promise<{ held: SuspensionRecord; replaced: boolean }> {
+    const ttl = suspension.until === undefined ? '' : String(this.ttl(suspension.until));
+    const held = await SUSPEND.run(
+      this.redis,
+      [this.suspensionKey(suspension.agentId)],
+      [JSON.stringify(suspension), suspension.by, String(this.clock.now()), ttl],
+    );
+    return typeof held === 'string' ? { held: JSON.parse(held) as SuspensionRecord, replaced: false } : { held: suspension, replaced: true };
+  }
+
+  async suspension(agentId: string): Promise<SuspensionRecord | undefined> {
+    // Past its end on the caller's clock it is over, whether or not Redis has let the key go yet.
+    const current = parse<SuspensionRecord>(await this.redis.get(this.suspensionKey(agentId)));
+    return suspensionHolds(current, this.clock.now()) ? current : undefined;
+  }
+
+  async resume(agentId: string, by: SuspensionRecord['by']): Promise<'lifted' | 'none' | 'refused'> {
+    const answer = await RESUME.run(this.redis, [this.suspensionKey(agentId)], [by, String(this.clock.now())]);
+    return answer === 'lifted' || answer === 'refused' ? answer : 'none';
+  }
+
+  async setModerator(humanId: string, moderator: boolean): Promise<void> {
+    if (moderator) await this.redis.sadd(this.moderatorsKey, humanId);
+    else await this.redis.srem(this.moderatorsKey, humanId);
+  }
+
+  async moderators(): Promise<string[]> {
+    return this.redis.smembers(this.moderatorsKey);
+  }
+
+  async isModerator(humanId: string): Promise<boolean> {
+    return (await this.redis.sismember(this.moderatorsKey, humanId)) === 1;
   }
 
   async ping(): Promise<void> {

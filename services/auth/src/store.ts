@@ -1,4 +1,4 @@
-import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, TokenRecord } from './records.js';
+import type { DeviceFlow, DeviceFlowStatus, Human, OAuthRecordKind, OAuthRecords, Session, SuspensionRecord, TokenRecord } from './records.js';
 
 /** The state of a wrong-code counter: how many in the running window, and when it ends. */
 export interface AttemptWindow {
@@ -150,8 +150,33 @@ export interface AuthStore {
   /** The level of the bucket under `key` now, drained one per `drainMs`; 0 when empty or unknown. */
   bucketLevel(key: string, drainMs: number): Promise<number>;
 
+  /**
+   * Suspends an agent (docs/decisions.md §43): replaces the suspension it holds, unless that one is a
+   * moderator's and this one its human's; then nothing changes and the moderator's is answered.
+   * Atomic, so a human's suspension never overwrites a moderator's made at the same moment.
+   */
+  suspend(suspension: SuspensionRecord): Promise<{ held: SuspensionRecord; replaced: boolean }>;
+  /** The suspension an agent holds now: none once its `until` has passed. */
+  suspension(agentId: string): Promise<SuspensionRecord | undefined>;
+  /**
+   * Lifts an agent's suspension: by a moderator any, by its human only their own (`refused`: a
+   * moderator's holds, and stays). Atomic, as `suspend`.
+   */
+  resume(agentId: string, by: SuspensionRecord['by']): Promise<'lifted' | 'none' | 'refused'>;
+
+  /** Makes a human a moderator of the room, or no longer one. */
+  setModerator(humanId: string, moderator: boolean): Promise<void>;
+  /** The ids of the room's moderators (humans), in no order. */
+  moderators(): Promise<string[]>;
+  isModerator(humanId: string): Promise<boolean>;
+
   /** Throws when storage cannot be reached. */
   ping(): Promise<void>;
+}
+
+/** Whether a suspension still holds at `now`: made, and its end (if any) not reached. */
+export function suspensionHolds(suspension: SuspensionRecord | undefined, now: number): suspension is SuspensionRecord {
+  return suspension !== undefined && (suspension.until === undefined || suspension.until > now);
 }
 
 /**

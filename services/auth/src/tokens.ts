@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { hashSecret, isWellFormedToken, mintToken, type Scope, SCOPES } from '@agentroom/kit/domain';
+import { hashSecret, isWellFormedToken, mintToken, type Scope, SCOPES, TOKEN_ROTATION_GRACE_SECONDS, TOKEN_ROTATIONS_PER_DAY } from '@agentroom/kit/domain';
 import { createLogger, type Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
 import type { Clock } from '@agentroom/kit/store';
-import type { TokenRecord } from './records.js';
+import type { SuspensionRecord, TokenRecord } from './records.js';
 import type { RoomGateway } from './room.gateway.js';
 import { type AuthStore, isLiveToken, type RevocationWatcher, type TokenList, type TokenPage, type TokenPosition } from './store.js';
 
@@ -24,6 +24,23 @@ export interface Principal {
   expiresAt: string;
   /** The resource the token is bound to (RFC 8707); empty when it works everywhere. */
   resource: string;
+  /** Set while the agent is suspended: edge refuses its writes (docs/decisions.md §43). */
+  suspension?: SuspensionRecord;
+}
+
+/** A rotated token: the new one, shown once, and when the old one stops working. */
+export interface Rotated {
+  token: string;
+  record: TokenRecord;
+  /** Epoch ms: the old token's expiry, cut to the grace. */
+  previousExpiresAt: number;
+  /** Rotations the agent has left this UTC day. */
+  rotationsLeft: number;
+}
+
+/** Milliseconds from `now` to the next midnight UTC, when daily budgets start again. */
+export function untilMidnightUtc(now: number): number {
+  return DAY_MS - (now % DAY_MS);
 }
 
 /** What a new token is for; its scopes are frozen here. */
@@ -47,6 +64,8 @@ export interface TokensOptions {
   room: RoomGateway;
   /** TOKEN_TTL_DAYS. */
   ttlDays: number;
+  /** TOKEN_ROTATION_GRACE_SECONDS: how long a rotated token keeps working; kit's constant by default. */
+  rotationGraceSeconds?: number;
   clock: Clock;
   log?: Logger;
 }
@@ -56,6 +75,7 @@ export class Tokens {
   private readonly store: AuthStore;
   private readonly room: RoomGateway;
   private readonly ttlMs: number;
+  private readonly graceMs: number;
   private readonly clock: Clock;
   private readonly log: Logger;
 
@@ -63,6 +83,7 @@ export class Tokens {
     this.store = options.store;
     this.room = options.room;
     this.ttlMs = options.ttlDays * DAY_MS;
+    this.graceMs = (options.rotationGraceSeconds ?? TOKEN_ROTATION_GRACE_SECONDS) * 1000;
     this.clock = options.clock;
     this.log = options.log ?? createLogger('auth', 'silent');
   }
@@ -96,8 +117,58 @@ export class Tokens {
     return new DomainError('token-invalid', { detail });
   }
 
+  /** Who the token speaks for, and the agent's suspension while one holds (edge refuses its writes). */
   async authenticate(token: string): Promise<Principal> {
-    return principalOf(await this.authenticateRecord(token));
+    const record = await this.authenticateRecord(token);
+    const suspension = await this.store.suspension(record.agentId);
+    return { ...principalOf(record), ...(suspension === undefined ? {} : { suspension }) };
+  }
+
+  /**
+   * The agent rotates the token it calls with (docs/decisions.md §40, §43): a new token of the same
+   * agent, human and scopes; the old one works the grace longer, then expires (edge's cache never
+   * keeps an answer past a token's expiry). At most TOKEN_ROTATIONS_PER_DAY per agent a UTC day. An
+   * MCP host's token rotates by refresh (token-not-rotatable); a suspended agent's is refused.
+   */
+  async rotate(token: string): Promise<Rotated> {
+    const old = await this.authenticateRecord(token);
+    if (old.connectionId !== undefined) {
+      throw new DomainError('token-not-rotatable', { detail: "This token is an MCP host's access token: it rotates by refresh at the token endpoint." });
+    }
+    const suspension = await this.store.suspension(old.agentId);
+    if (suspension !== undefined) throw suspendedError(suspension);
+    const now = this.clock.now();
+    const wait = untilMidnightUtc(now);
+    const counted = await this.store.countAttempt(`rotate:${old.agentId}`, wait);
+    if (counted.count > TOKEN_ROTATIONS_PER_DAY) {
+      throw new DomainError('token-rotation-limit', {
+        detail: `This agent rotated its token ${TOKEN_ROTATIONS_PER_DAY} times today (UTC), the most a day.`,
+        fields: { retry_after: Math.max(1, Math.ceil((counted.resetAt - now) / 1000)), limit: TOKEN_ROTATIONS_PER_DAY },
+      });
+    }
+    const minted = await this.mint(copyOf(old));
+    // Cut, never lengthened: an old token closer to its own end keeps that end.
+    const previousExpiresAt = Math.min(old.expiresAt, now + this.graceMs);
+    await this.store.updateToken({ ...old, expiresAt: previousExpiresAt });
+    this.log.info({ tokenId: old.id, newTokenId: minted.record.id, agentId: old.agentId }, 'token rotated');
+    return { ...minted, previousExpiresAt, rotationsLeft: TOKEN_ROTATIONS_PER_DAY - counted.count };
+  }
+
+  /**
+   * The agent's human replaces one of its tokens from /account: a new token of the same agent and
+   * scopes (shown once), and the old one revoked at once through the revocation feed. Not counted
+   * against the agent's rotations. A connection's token is replaced by reconnecting, not here.
+   */
+  async replaceForHuman(humanId: string, tokenId: string): Promise<{ token: string; record: TokenRecord; replaced: TokenRecord }> {
+    const old = await this.liveOfHumanById(humanId, tokenId);
+    if (old === undefined || old.connectionId !== undefined) {
+      throw new DomainError('not-found', { detail: 'You approved no live token with this id.', fields: { parameter: 'token_id' } });
+    }
+    // The new one first: should the revocation fail, the agent is left with a token that works.
+    const minted = await this.mint(copyOf(old));
+    const replaced = await this.markRevoked(old, 'human');
+    this.log.info({ tokenId: old.id, newTokenId: minted.record.id, agentId: old.agentId }, 'token replaced by its human');
+    return { ...minted, replaced };
   }
 
   /** The stored record of a live token, or token-invalid / token-expired. */
@@ -211,6 +282,28 @@ export class Tokens {
   async liveOfHumanAgent(humanId: string, agentId: string): Promise<TokenRecord[]> {
     return (await this.liveOfAgent(agentId)).filter((t) => t.humanId === humanId);
   }
+}
+
+/** What a new token of the same agent takes from an old one: its agent, human, scopes, and an operator's mark. */
+function copyOf(old: TokenRecord): TokenGrantInput {
+  return {
+    agentId: old.agentId,
+    agentName: old.agentName,
+    humanId: old.humanId,
+    humanLabel: old.humanLabel,
+    scopes: old.scopes,
+    ...(old.provisioned === undefined ? {} : { provisionReason: old.provisioned.reason }),
+    ...(old.resource === undefined ? {} : { resource: old.resource }),
+  };
+}
+
+/** The problem a suspended agent's write answers, with the suspension's reason, end and author. */
+export function suspendedError(suspension: SuspensionRecord): DomainError {
+  const until = suspension.until === undefined ? undefined : new Date(suspension.until).toISOString();
+  return new DomainError('agent-suspended', {
+    detail: `This agent is suspended by ${suspension.by === 'moderator' ? "the room's moderators" : 'its human'}${until === undefined ? '' : ` until ${until}`}: ${suspension.reason}`,
+    fields: { reason: suspension.reason, by: suspension.by, ...(until === undefined ? {} : { until }) },
+  });
 }
 
 function principalOf(record: TokenRecord): Principal {

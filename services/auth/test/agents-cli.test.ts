@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
+import { hashSecret } from '@agentroom/kit/domain';
 import { CLIENT_OPTIONS, unaryCall } from '@agentroom/kit/grpc';
 import { freePort, type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { connectRedis, type Redis } from '@agentroom/kit/store';
@@ -13,6 +14,7 @@ import {
   authProto,
   type AuthServiceClient,
   type GetAgentResponse__Output,
+  type ResolveSessionResponse__Output,
   roomProto,
   type RoomServiceClient,
 } from '@agentroom/proto';
@@ -31,6 +33,8 @@ let redis: Redis;
 /** Auth's own records, read the way auth reads them. */
 let store: RedisAuthStore;
 let room: ServiceProcess;
+/** Where auth audits what an operator does (granting a moderator): PGlite in memory. */
+let record: ServiceProcess;
 let auth: ServiceProcess;
 let authClient: AuthServiceClient;
 let roomClient: RoomServiceClient;
@@ -74,10 +78,19 @@ beforeAll(async () => {
   redis = connectRedis(redisServer.url, 'agents-cli-test');
   store = new RedisAuthStore(redis, PREFIX);
   room = await startServiceProcess({ service: 'room', addressVariable: 'ROOM_GRPC_ADDR', env: { ...env, LOG_LEVEL: 'silent' } });
+  record = await startServiceProcess({ service: 'record', addressVariable: 'RECORD_GRPC_ADDR', env: { ...env, LOG_LEVEL: 'silent', ROOM_ADDR: room.address } });
   auth = await startServiceProcess({
     service: 'auth',
     addressVariable: 'AUTH_GRPC_ADDR',
-    env: { ...env, ROOM_ADDR: room.address, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: PREFIX, AUTH_HTTP_PORT: '0', AUTH_HTTP_HOST: '127.0.0.1' },
+    env: {
+      ...env,
+      ROOM_ADDR: room.address,
+      RECORD_ADDR: record.address,
+      REDIS_URL: redisServer.url,
+      REDIS_KEY_PREFIX: PREFIX,
+      AUTH_HTTP_PORT: '0',
+      AUTH_HTTP_HOST: '127.0.0.1',
+    },
   });
   authClient = new (authProto().AuthService)(auth.address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
   roomClient = new (roomProto().RoomService)(room.address, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
@@ -91,6 +104,7 @@ afterAll(async () => {
   authClient.close();
   roomClient.close();
   await auth.stop();
+  await record.stop();
   await room.stop();
   await redis.quit();
   await redisServer.stop();
@@ -282,5 +296,39 @@ describe('a run that stops half-way', () => {
       );
       expect(principal.agentId).toBe(agent.id);
     }
+  });
+});
+
+describe('npm run agents -- moderator, against a running auth process', () => {
+  const moderator = (...more: string[]): Promise<Run> => agents(['moderator', ...more, '--auth', auth.address]);
+  /** Ada signed in, as the pages sign a human in, and what her session resolves to. */
+  const resolved = async (): Promise<boolean> => {
+    const sessionId = `s${Math.random().toString(36).slice(2)}`;
+    await store.saveSession({ idHash: hashSecret(sessionId), humanId: ada.id, csrf: 'c', expiresAt: Date.now() + 60_000 });
+    const answer = await unaryCall<ResolveSessionResponse__Output>(2_000, (metadata, options, callback) =>
+      authClient.resolveSession({ sessionId }, metadata, options, callback),
+    );
+    return answer.moderator;
+  };
+
+  it("grants the role by name (any case), lists it, shows it in the human's session, and takes it", async () => {
+    expect(await resolved()).toBe(false);
+    const granted = await moderator('grant', 'ADA lovelace');
+    expect(granted).toMatchObject({ code: 0, stdout: '' });
+    expect(granted.stderr).toBe('agents: "Ada Lovelace" is a moderator: their next page shows the moderation queue\n');
+    expect(await resolved()).toBe(true);
+    expect(await store.isModerator(ada.id)).toBe(true);
+    const listed = await moderator('list');
+    expect(listed).toMatchObject({ code: 0, stdout: 'Ada Lovelace\n' });
+    const revoked = await moderator('revoke', 'Ada Lovelace');
+    expect(revoked).toMatchObject({ code: 0, stderr: 'agents: "Ada Lovelace" is no longer a moderator\n' });
+    expect(await resolved()).toBe(false);
+    expect((await moderator('list')).stdout).toBe('');
+  });
+
+  it('says in one line (exit 2) that no human has the name, and refuses a malformed command with its usage', async () => {
+    expect(expectOneLine(await moderator('grant', 'Nobody'), 2)).toBe('agents: no human is named "Nobody": they sign up at /signin first\n');
+    expect(expectOneLine(await moderator('promote', 'Ada'), 2)).toMatch(/^agents: moderator takes grant NAME, revoke NAME or list; usage: /);
+    expect(expectOneLine(await moderator('grant'), 2)).toMatch(/^agents: moderator grant takes one human's name/);
   });
 });

@@ -258,7 +258,8 @@ describe('AuthService over a loopback socket', () => {
     expect((await rejection(authenticate('agt_short'))).slug).toBe('token-invalid');
     expect(await redisGets()).toBe(before);
     await authenticate(accessToken);
-    expect(await redisGets()).toBe(before + 1);
+    // A well-formed one reads its record, then its agent's suspension.
+    expect(await redisGets()).toBe(before + 2);
   });
 
   it('fails an expired token with token-expired', async () => {
@@ -298,7 +299,9 @@ describe('AuthService over a loopback socket', () => {
 
     const resolved = await resolveSession(sessionId);
     expect(resolved).toMatchObject({ humanId: linus.id, humanName: 'Linus Room', csrfToken: session.csrf });
-    expect(resolved.agents).toEqual([{ agentId: poster.agentId, agentName: 'poster', scopes: ['posts:write', 'messages:read'], provisioned: false }]);
+    expect(resolved.agents).toEqual([
+      { agentId: poster.agentId, agentName: 'poster', scopes: ['posts:write', 'messages:read'], provisioned: false, suspension: null },
+    ]);
     expect(resolved.provisionedTotal).toBe(0);
     // Two approvals of poster (the second widened it), one of gone, revoked since.
     expect(resolved.approvedTotal).toBe(2);
@@ -379,7 +382,7 @@ describe('ProvisionAgent', () => {
     const resolved = await resolveSession(sessionId);
     expect(resolved.provisionedTotal).toBe(60);
     expect(resolved.approvedTotal).toBe(1);
-    expect(resolved.agents[0]).toEqual({ agentId: own.agentId, agentName: 'her own', scopes: ['posts:write'], provisioned: false });
+    expect(resolved.agents[0]).toEqual({ agentId: own.agentId, agentName: 'her own', scopes: ['posts:write'], provisioned: false, suspension: null });
     const provisioned = resolved.agents.slice(1);
     expect(provisioned.every((agent) => agent.provisioned)).toBe(true);
     expect(provisioned.map((agent) => agent.agentId)).toEqual(made.slice(10).reverse());

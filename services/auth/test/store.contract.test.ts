@@ -11,6 +11,7 @@ import type {
   OAuthClient,
   RefreshTokenRecord,
   Session,
+  SuspensionRecord,
   TokenRecord,
 } from '../src/records.js';
 import type { AuthStore, Revocation, RevocationWatcher } from '../src/store.js';
@@ -534,6 +535,85 @@ describe.each(implementations)('AuthStore contract: %s', (name, makeStore) => {
     expect(await store.bucketLevel('addr:1', 10_000)).toBe(0);
     await Promise.all(Array.from({ length: 20 }, () => store.fillBucket('addr:3', 10_000)));
     expect(await store.bucketLevel('addr:3', 10_000)).toBeCloseTo(20, 6);
+  });
+
+  describe('suspensions', () => {
+    const human = (overrides: Partial<SuspensionRecord> = {}): SuspensionRecord => ({
+      agentId: 'a_agent0001',
+      by: 'human',
+      actorId: 'h_ada',
+      reason: 'runaway loop',
+      since: time,
+      ...overrides,
+    });
+
+    it('keeps one suspension an agent, a human replacing their own, until it is lifted', async () => {
+      expect(await store.suspension('a_agent0001')).toBeUndefined();
+      expect(await store.suspend(human())).toEqual({ held: human(), replaced: true });
+      expect(await store.suspension('a_agent0001')).toEqual(human());
+      expect(await store.suspension('a_agent0002')).toBeUndefined();
+      const longer = human({ reason: 'still looping', until: time + 3_600_000 });
+      expect(await store.suspend(longer)).toEqual({ held: longer, replaced: true });
+      expect(await store.suspension('a_agent0001')).toEqual(longer);
+      expect(await store.resume('a_agent0001', 'human')).toBe('lifted');
+      expect(await store.suspension('a_agent0001')).toBeUndefined();
+      expect(await store.resume('a_agent0001', 'human')).toBe('none');
+    });
+
+    it("holds a moderator's suspension against the agent's human: not replaced, not lifted, by them", async () => {
+      const moderator = human({ by: 'moderator', actorId: 'h_mod', reason: 'spam' });
+      await store.suspend(human());
+      expect(await store.suspend(moderator)).toEqual({ held: moderator, replaced: true });
+      expect(await store.suspend(human({ reason: 'mine' }))).toEqual({ held: moderator, replaced: false });
+      expect(await store.resume('a_agent0001', 'human')).toBe('refused');
+      expect(await store.suspension('a_agent0001')).toEqual(moderator);
+      expect(await store.resume('a_agent0001', 'moderator')).toBe('lifted');
+      expect(await store.suspension('a_agent0001')).toBeUndefined();
+    });
+
+    it('ends a suspension at its until on the clock: then it is over, and a human may suspend again', async () => {
+      await store.suspend(human({ by: 'moderator', until: time + 60_000 }));
+      time += 59_999;
+      expect(await store.suspension('a_agent0001')).toMatchObject({ by: 'moderator' });
+      time += 1;
+      expect(await store.suspension('a_agent0001')).toBeUndefined();
+      expect(await store.resume('a_agent0001', 'moderator')).toBe('none');
+      expect((await store.suspend(human())).replaced).toBe(true);
+      await store.suspend(human({ by: 'moderator', until: time + 60_000 }));
+      time += 60_000;
+      expect((await store.suspend(human())).replaced).toBe(true);
+    });
+
+    it("lets exactly the moderator's suspension stand when a human's and a moderator's race", async () => {
+      const moderator = human({ by: 'moderator', actorId: 'h_mod', reason: 'spam' });
+      await store.suspend(moderator);
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => store.suspend(human({ reason: `mine ${i}` }))));
+      expect(answers.every((answer) => !answer.replaced)).toBe(true);
+      expect(await store.suspension('a_agent0001')).toEqual(moderator);
+    });
+  });
+
+  it('grants and takes the moderator role by human id', async () => {
+    expect(await store.moderators()).toEqual([]);
+    await store.setModerator('h_1', true);
+    await store.setModerator('h_2', true);
+    await store.setModerator('h_1', true);
+    expect((await store.moderators()).sort()).toEqual(['h_1', 'h_2']);
+    expect(await store.isModerator('h_1')).toBe(true);
+    await store.setModerator('h_1', false);
+    expect(await store.moderators()).toEqual(['h_2']);
+    expect(await store.isModerator('h_1')).toBe(false);
+    expect(await store.isModerator('h_3')).toBe(false);
+  });
+
+  it("moves a live token's end when its expiry is cut (a rotation): it leaves its list then", async () => {
+    const t = token({ expiresAt: time + 86_400_000 });
+    await store.saveToken(t, t.expiresAt + 1_000);
+    await store.updateToken({ ...t, expiresAt: time + 300_000 });
+    expect((await store.liveTokensOfHuman(t.humanId, 'approved', 50)).total).toBe(1);
+    time += 300_000;
+    expect((await store.liveTokensOfHuman(t.humanId, 'approved', 50)).total).toBe(0);
+    expect(await store.tokenById(t.id)).toMatchObject({ expiresAt: time });
   });
 
   if (name === 'memory') {
