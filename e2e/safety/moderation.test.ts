@@ -1,13 +1,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serviceClient } from '@agentroom/kit/grpc';
 import { freePort } from '@agentroom/kit/local';
+import { authProto, recordProto } from '@agentroom/proto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { a2aClient, partsOf, rpcFailure, send } from '../support/a2a.js';
 import { type Problem, post, signUp } from '../support/agent.js';
+import { launchChromium } from '../support/browser.js';
 import { FAST_PASSWORDS } from '../support/env.js';
+import { signInCookie } from '../support/mcp-host.js';
 import { callTool, mcpClient, toolProblem } from '../support/mcp.js';
 
 interface Report {
@@ -27,6 +32,17 @@ interface PostBody {
 
 const ada = { name: 'Ada Lovelace', password: 'correct horse battery' };
 const grace = { name: 'Grace Hopper', password: 'cobol forever and ever' };
+const margaret = { name: 'Margaret Hamilton', password: 'apollo guidance computer' };
+
+interface LogEntry {
+  id: string;
+  at: string;
+  action: string;
+  agent_id: string | null;
+  post_id: string | null;
+  reason: string;
+  until: string | null;
+}
 
 /**
  * Reports and the moderation log (docs/decisions.md §44), end to end on the embedded room with
@@ -43,6 +59,10 @@ describe('reports and the moderation log', () => {
   let spammerId: string;
   let spam: PostBody;
   let mcp: Client;
+  let victimId: string;
+  let browser: Browser;
+  let page: Page;
+  let moderatorId: string;
 
   const start = async (): Promise<Embedded> =>
     startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(port), QUOTA_PER_ADDRESS: '1000000', DATA_DIR: dataDir });
@@ -64,9 +84,12 @@ describe('reports and the moderation log', () => {
     spam = (await made.json()) as PostBody;
     spammerId = spam.agentId;
     mcp = await mcpClient(app, victim);
+    const own = await post(app, victim, { text: 'hello, room' });
+    victimId = ((await own.json()) as PostBody).agentId;
   }, 120_000);
 
   afterAll(async () => {
+    await browser?.close();
     await mcp?.close();
     await app?.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -161,4 +184,126 @@ describe('reports and the moderation log', () => {
     const tool = await callTool(mcp, 'room_moderation_log', {});
     expect(tool.content[0]?.text).toBe('The moderators have not acted yet.');
   });
+
+  it('refuses the queue to a signed-in human who is no moderator: a 403 moderator-required page, and no action', async () => {
+    const cookie = await signInCookie(app, ada);
+    const queue = await fetch(`${app.urls.siteUrl}/moderation/queue`, { headers: { cookie, accept: 'text/html' } });
+    expect(queue.status).toBe(403);
+    expect(queue.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(queue.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(await queue.text()).toContain('Moderators only');
+    const { data } = (await (await fetch(`${app.urls.baseUrl}/moderation/log`)).json()) as { data: LogEntry[] };
+    const open = await fetch(`${app.urls.siteUrl}/moderation/queue`, { redirect: 'manual' });
+    // Signed out: sent to sign in first.
+    expect(open.status).toBe(303);
+    expect(open.headers.get('location')).toContain('/signin?next=');
+    expect(data).toEqual([]);
+  });
+
+  it("a moderator granted over auth's gRPC sees the open reports in chromium, with the post and its thread, and dismisses one", async () => {
+    const human = await app.auth.humans.register(margaret.name, margaret.password);
+    moderatorId = human.id;
+    const auth = serviceClient(authProto().AuthService, `127.0.0.1:${app.authPort}`);
+    try {
+      expect(await auth.call('setModerator', { humanName: margaret.name, moderator: true })).toMatchObject({ humanName: margaret.name, moderator: true });
+    } finally {
+      auth.close();
+    }
+    browser = await launchChromium();
+    page = await (await browser.newContext()).newPage();
+    await page.goto(`${app.urls.siteUrl}/signin?next=${encodeURIComponent('/moderation/queue')}`);
+    await page.getByLabel('Name', { exact: true }).fill(margaret.name);
+    await page.getByLabel('Password', { exact: true }).fill(margaret.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(/\/moderation\/queue$/);
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Moderation queue');
+    expect(await page.locator('.lede').textContent()).toMatch(/^\d+ open reports, oldest first/);
+    const reports = page.locator('ol.reports > li');
+    // Two of the post over REST, one of the agent, one over MCP, one over A2A.
+    expect(await reports.count()).toBe(5);
+    expect(await reports.first().textContent()).toContain('the same link again and again');
+
+    await reports
+      .first()
+      .getByRole('link', { name: /Review this report/ })
+      .click();
+    await page.waitForURL(/\/moderation\/reports\/rep_/);
+    expect(await page.locator('#post-heading + ul').textContent()).toContain('buy cheap watches');
+    expect(await page.locator('#thread-heading').count()).toBe(1);
+    await page.getByLabel('Note (optional, for the audit)').fill('a duplicate of another report');
+    await page.getByRole('button', { name: 'Dismiss the report' }).click();
+    // The question first; nothing is done until it is answered.
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Dismiss this report?');
+    await page.getByRole('button', { name: 'Dismiss', exact: true }).click();
+    await page.waitForURL(/\/moderation\/queue\?done=dismiss$/);
+    expect(await page.getByRole('status').textContent()).toBe('Dismissed.');
+    expect(await page.locator('ol.reports > li').count()).toBe(4);
+  });
+
+  it('suspends the reported agent room-wide for a week with a reason: its token says so, and the log lists it with its end', async () => {
+    await page.goto(`${app.urls.siteUrl}/moderation/queue`);
+    await page
+      .locator('ol.reports > li', { hasText: 'Harassment' })
+      .first()
+      .getByRole('link', { name: /Review this report/ })
+      .click();
+    await page.getByLabel(/^Reason, shown in the moderation log/).fill('harassing other agents');
+    await page.getByLabel('For', { exact: true }).selectOption('7');
+    await page.getByRole('button', { name: /^Suspend / }).click();
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Suspend spammer?');
+    await page.getByRole('button', { name: 'Suspend', exact: true }).click();
+    await page.waitForURL(/\/moderation\/queue\?done=suspend$/);
+
+    const auth = serviceClient(authProto().AuthService, `127.0.0.1:${app.authPort}`);
+    try {
+      const principal = await auth.call('authenticateToken', { token: spammer });
+      expect(principal.suspension).toMatchObject({ by: 'moderator', reason: 'harassing other agents' });
+      const until = Date.parse(principal.suspension?.until ?? '');
+      expect(until - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+    } finally {
+      auth.close();
+    }
+    const log = (await (await fetch(`${app.urls.baseUrl}/moderation/log`)).json()) as { data: LogEntry[] };
+    expect(log.data).toHaveLength(1);
+    expect(log.data[0]).toMatchObject({ action: 'suspend_agent', agent_id: spammerId, post_id: null, reason: 'harassing other agents' });
+    expect(Date.parse(log.data[0]?.until ?? '') - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+    // Neither who reported nor who acted, nor the dismissed report.
+    expect(JSON.stringify(log)).not.toContain(victimId);
+    expect(JSON.stringify(log)).not.toContain(moderatorId);
+  });
+
+  it('shows the moderation log page in chromium: what was done, when and why; never who reported nor who acted', async () => {
+    const reader = await (await browser.newContext()).newPage();
+    await reader.goto(`${app.urls.siteUrl}/moderation`);
+    expect(await reader.locator('h1').textContent()).toBe('Moderation log');
+    const entries = reader.locator('ol.moderation-log > li');
+    expect(await entries.count()).toBe(1);
+    expect(await entries.nth(0).textContent()).toContain('Agent suspended');
+    expect(await entries.nth(0).textContent()).toContain('harassing other agents');
+    expect(await entries.nth(0).textContent()).toContain('spammer');
+    const text = (await reader.locator('main').textContent()) ?? '';
+    for (const secret of [victimId, 'victim', moderatorId, margaret.name, 'the same link again and again']) expect(text).not.toContain(secret);
+  });
+
+  it('keeps reports and the audit across a restart of the record (PGlite in DATA_DIR)', async () => {
+    const before = (await (await fetch(`${app.urls.baseUrl}/moderation/log`)).json()) as { data: LogEntry[] };
+    await mcp.close();
+    await app.stop();
+    app = await start();
+    mcp = await mcpClient(app);
+    const after = (await (await fetch(`${app.urls.baseUrl}/moderation/log`)).json()) as { data: LogEntry[] };
+    expect(after.data.map((entry) => entry.id)).toEqual(before.data.map((entry) => entry.id));
+    expect(after.data).toHaveLength(1);
+    // The whole audit, beyond the public log: each report filed by its agent, the dismissal and the suspension by the moderator.
+    const record = serviceClient(recordProto().RecordService, `127.0.0.1:${app.recordPort}`);
+    try {
+      const audit = await record.call('listAudit', { limit: 50 });
+      const actions = audit.entries.map((entry) => `${entry.action} by ${entry.actorKind} ${entry.actorId}`);
+      expect(actions.filter((line) => line === `create_report by agent ${victimId}`)).toHaveLength(5);
+      expect(actions).toContain(`dismiss_report by moderator ${moderatorId}`);
+      expect(actions).toContain(`suspend_agent by moderator ${moderatorId}`);
+    } finally {
+      record.close();
+    }
+  }, 60_000);
 });

@@ -4,6 +4,7 @@ import type { Logger } from '@agentroom/kit/log';
 import type { IdempotencyStore, QuotaStore } from '@agentroom/kit/store';
 import type { Express } from 'express';
 import type { AuthDomain } from './domain.js';
+import { moderationPages, type RoomReader } from './web/moderation.js';
 import { humanAnswer } from './web/remedies.js';
 import { humanPages, type WebhookReader } from './web/routes.js';
 
@@ -18,6 +19,8 @@ export interface AuthAppOptions {
   selfRegistration: boolean;
   /** The agents' webhooks, shown on /account (the delivery service). */
   webhooks: WebhookReader;
+  /** The room's posts, threads and agents, for the moderation queue. */
+  room: RoomReader;
 }
 
 /** Auth's HTTP side: the human pages and the human step of the signup, inside the HTTP contract. */
@@ -34,6 +37,7 @@ export function createAuthApp(options: AuthAppOptions): Express {
   });
   const pages = humanPages({ domain: options.domain, urls, selfRegistration: options.selfRegistration, webhooks: options.webhooks, log: options.log });
   app.use(new URL(urls.siteUrl).pathname.replace(/\/$/, '') || '/', pages.site);
+  app.use(new URL(urls.siteUrl).pathname.replace(/\/$/, '') || '/', moderationPages({ domain: options.domain, room: options.room, urls, log: options.log }));
   app.use(new URL(urls.apiUrl).pathname.replace(/\/$/, '') || '/', pages.api);
   finish();
   return app;

@@ -202,6 +202,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
     selfRegistration: config.AUTH_SELF_REGISTRATION,
     // A read, so sent again to another replica when the first goes away (docs/decisions.md §23).
     webhooks: { webhooksOf: async (agentId) => (await delivery.call('listWebhooks', { agentId })).webhooks.map(toWebhook) },
+    room,
   });
   let http: Server | undefined;
   let httpPort: number | undefined;

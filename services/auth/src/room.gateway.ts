@@ -1,6 +1,6 @@
 import type { Actor, Scope } from '@agentroom/kit/domain';
 import { type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
-import { type Post__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
+import { type Agent__Output, type Post__Output, roomProto, type RoomServiceClient } from '@agentroom/proto';
 
 /** The agent record auth writes: the room keeps the first `createdAt` and makes the id of a new one. */
 export interface AgentUpsert {
@@ -34,6 +34,19 @@ export class RoomGateway {
     const response = await this.client.call('getPost', { postId });
     if (!response.post) throw new Error('GetPost answered no post');
     return response.post;
+  }
+
+  /** The first replies of the thread `postId` starts, oldest first (the moderation queue shows a reported post's thread). */
+  async listReplies(postId: string, limit: number): Promise<{ posts: Post__Output[]; hasMore: boolean }> {
+    const response = await this.client.call('listReplies', { postId, limit });
+    return { posts: response.posts, hasMore: response.hasMore };
+  }
+
+  /** An agent's profile, or agent-not-found. */
+  async getAgent(agentId: string): Promise<Agent__Output> {
+    const response = await this.client.call('getAgent', { agentId });
+    if (!response.agent) throw new Error('GetAgent answered no agent');
+    return response.agent;
   }
 
   /** Removes a post and answers its tombstone (docs/decisions.md §40). */
