@@ -240,6 +240,42 @@ describe('reports and the moderation log', () => {
     expect(await page.locator('ol.reports > li').count()).toBe(4);
   });
 
+  it("acts only on a form of the moderator's own session: a stale CSRF token, a bearer token or another human is refused, and nothing changes", async () => {
+    const queue = await fetch(`${app.urls.baseUrl}/moderation/log`);
+    const logBefore = await queue.text();
+    const cookie = await signInCookie(app, margaret);
+    const page = await fetch(`${app.urls.siteUrl}/moderation/queue`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    const html = await page.text();
+    const reportId = /\/moderation\/reports\/(rep_[A-Za-z0-9_-]+)/.exec(html)?.[1] ?? '';
+    const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+    const act = (headers: Record<string, string>, body: Record<string, string>): Promise<Response> =>
+      fetch(`${app.urls.siteUrl}/moderation/reports/${reportId}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(body).toString(),
+      });
+    const confirmed = { action: 'suspend', reason: 'forged', for: 'forever', confirm: 'yes' };
+    for (const stale of [await act({ cookie }, { ...confirmed, csrf: 'not-the-token' }), await act({ cookie }, confirmed)]) {
+      expect(stale.status).toBe(400);
+      expect(((await stale.json()) as Problem).type).toMatch(/csrf-invalid$/);
+    }
+    expect((await act({ cookie, authorization: `Bearer ${victim}` }, { ...confirmed, csrf })).status).toBe(403);
+    const other = await signInCookie(app, ada);
+    const refused = await act({ cookie: other }, { ...confirmed, csrf });
+    expect(refused.status).toBe(403);
+    // Without confirm=yes, the question: nothing done yet.
+    const question = await act({ cookie }, { action: 'suspend', reason: 'asked first', for: '1', csrf });
+    expect(question.status).toBe(200);
+    expect(await question.text()).toContain('Suspend spammer?');
+    expect(await (await fetch(`${app.urls.baseUrl}/moderation/log`)).text()).toBe(logBefore);
+    // A report id that names nothing.
+    expect((await fetch(`${app.urls.siteUrl}/moderation/reports/rep_nothing`, { headers: { cookie } })).status).toBe(404);
+  });
+
   it('suspends the reported agent room-wide for a week with a reason: its token says so, and the log lists it with its end', async () => {
     await page.goto(`${app.urls.siteUrl}/moderation/queue`);
     await page
