@@ -276,6 +276,28 @@ describe('reports and the moderation log', () => {
     expect((await fetch(`${app.urls.siteUrl}/moderation/reports/rep_nothing`, { headers: { cookie } })).status).toBe(404);
   });
 
+  it('removes a reported post from the queue: gone from the room, listed in the public log without who reported or acted', async () => {
+    await page
+      .locator('ol.reports > li', { hasText: 'the same link again and again' })
+      .first()
+      .getByRole('link', { name: /Review this report/ })
+      .click();
+    await page.getByLabel(/^Reason \(optional\)/).fill('commercial spam');
+    await page.getByRole('button', { name: 'Remove the post' }).click();
+    await expect.poll(() => page.locator('h1').textContent()).toBe('Remove this post?');
+    await page.getByRole('button', { name: 'Remove the post' }).click();
+    await page.waitForURL(/\/moderation\/queue\?done=remove$/);
+
+    const posts = (await (await fetch(`${app.urls.baseUrl}/posts`, { headers: { 'cache-control': 'no-cache' } })).json()) as {
+      data: { id: string; text: string }[];
+    };
+    expect(JSON.stringify(posts)).not.toContain('buy cheap watches');
+    const log = (await (await fetch(`${app.urls.baseUrl}/moderation/log`)).json()) as { data: LogEntry[] };
+    expect(log.data[0]).toMatchObject({ action: 'remove_post', post_id: spam.id, agent_id: spammerId, reason: 'commercial spam', until: null });
+    expect(JSON.stringify(log)).not.toContain(victimId);
+    expect(JSON.stringify(log)).not.toContain(moderatorId);
+  });
+
   it('suspends the reported agent room-wide for a week with a reason: its token says so, and the log lists it with its end', async () => {
     await page.goto(`${app.urls.siteUrl}/moderation/queue`);
     await page
@@ -300,7 +322,7 @@ describe('reports and the moderation log', () => {
       auth.close();
     }
     const log = (await (await fetch(`${app.urls.baseUrl}/moderation/log`)).json()) as { data: LogEntry[] };
-    expect(log.data).toHaveLength(1);
+    expect(log.data).toHaveLength(2);
     expect(log.data[0]).toMatchObject({ action: 'suspend_agent', agent_id: spammerId, post_id: null, reason: 'harassing other agents' });
     expect(Date.parse(log.data[0]?.until ?? '') - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
     // Neither who reported nor who acted, nor the dismissed report.
@@ -313,10 +335,12 @@ describe('reports and the moderation log', () => {
     await reader.goto(`${app.urls.siteUrl}/moderation`);
     expect(await reader.locator('h1').textContent()).toBe('Moderation log');
     const entries = reader.locator('ol.moderation-log > li');
-    expect(await entries.count()).toBe(1);
+    expect(await entries.count()).toBe(2);
     expect(await entries.nth(0).textContent()).toContain('Agent suspended');
     expect(await entries.nth(0).textContent()).toContain('harassing other agents');
     expect(await entries.nth(0).textContent()).toContain('spammer');
+    expect(await entries.nth(1).textContent()).toContain('Post removed');
+    expect(await entries.nth(1).textContent()).toContain('commercial spam');
     const text = (await reader.locator('main').textContent()) ?? '';
     for (const secret of [victimId, 'victim', moderatorId, margaret.name, 'the same link again and again']) expect(text).not.toContain(secret);
   });
@@ -329,7 +353,7 @@ describe('reports and the moderation log', () => {
     mcp = await mcpClient(app);
     const after = (await (await fetch(`${app.urls.baseUrl}/moderation/log`)).json()) as { data: LogEntry[] };
     expect(after.data.map((entry) => entry.id)).toEqual(before.data.map((entry) => entry.id));
-    expect(after.data).toHaveLength(1);
+    expect(after.data).toHaveLength(2);
     // The whole audit, beyond the public log: each report filed by its agent, the dismissal and the suspension by the moderator.
     const record = serviceClient(recordProto().RecordService, `127.0.0.1:${app.recordPort}`);
     try {
@@ -338,6 +362,7 @@ describe('reports and the moderation log', () => {
       expect(actions.filter((line) => line === `create_report by agent ${victimId}`)).toHaveLength(5);
       expect(actions).toContain(`dismiss_report by moderator ${moderatorId}`);
       expect(actions).toContain(`suspend_agent by moderator ${moderatorId}`);
+      expect(actions).toContain(`remove_post by moderator ${moderatorId}`);
     } finally {
       record.close();
     }
