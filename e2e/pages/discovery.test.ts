@@ -147,6 +147,8 @@ describe('discovery: from the site address to everything else', () => {
       '/device',
       '/account',
       '/account/revoke',
+      // The moderators' queue: for the humans an operator made moderators.
+      '/moderation/',
       '/assets/',
       '/assets/site.css',
       '/assets/site.js',

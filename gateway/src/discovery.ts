@@ -171,6 +171,8 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
     },
     feedback: map.feedback,
     room: map.room,
+    // What the room's moderators did, for humans; the same log as JSON is listModerationLog.
+    moderation_log: `${urls.siteUrl}/moderation`,
   };
 }
 
