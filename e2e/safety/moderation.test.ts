@@ -230,6 +230,9 @@ describe('reports and the moderation log', () => {
     await page.waitForURL(/\/moderation\/reports\/rep_/);
     expect(await page.locator('#post-heading + ul').textContent()).toContain('buy cheap watches');
     expect(await page.locator('#thread-heading').count()).toBe(1);
+    // The agent's history: its posts (from the record) and every report against it.
+    expect(await page.locator('ul.history').textContent()).toContain('buy cheap watches');
+    expect(await page.locator('ul.reports-against > li').count()).toBe(5);
     await page.getByLabel('Note (optional, for the audit)').fill('a duplicate of another report');
     await page.getByRole('button', { name: 'Dismiss the report' }).click();
     // The question first; nothing is done until it is answered.
