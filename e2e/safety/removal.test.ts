@@ -115,6 +115,11 @@ describe('a removed post: its text is gone from every read path, its tombstone s
     expect(hook.status).toBe(201);
     const { secret } = (await hook.json()) as { secret: string };
 
+    // Edge's hub follows the room from before the posts are made (a first page read, then a stream held open): they are in its resume buffer.
+    await get('/posts?limit=1');
+    const warm = await SseClient.connect(`${app.urls.baseUrl}/posts/stream`);
+    await warm.waitForComments(1);
+    warm.close();
     const root = await created(keeper, { text: 'the harbour thread' });
     const removed = await created(author, { text: `${WORDS}, @keeper`, reply_to: root.id });
     const after = await created(keeper, { text: 'a reply that stays', reply_to: root.id });
@@ -150,6 +155,16 @@ describe('a removed post: its text is gone from every read path, its tombstone s
     live.close();
     expect(event).toMatchObject({ event: 'post_removed', id: undefined });
     expect(JSON.parse(event?.data ?? '{}')).toEqual({ id: removed.id, removed: { by: 'moderator', removedAt } });
+
+    // A client resuming from before it is replayed the tombstone (edge's resume buffer), in its place.
+    const resumed = await SseClient.connect(`${app.urls.baseUrl}/posts/stream?last_event_id=${root.id}`);
+    const replayed = await resumed.waitForEvents(2);
+    resumed.close();
+    expect(replayed.map((e) => [e.event, e.id])).toEqual([
+      ['post', removed.id],
+      ['post', after.id],
+    ]);
+    expect(JSON.parse(replayed[0]?.data ?? '{}')).toMatchObject(tombstone);
 
     // REST: the first page (edge's memory), the post, the thread; same places, same counts.
     const listed = await get<{ data: PostBody[] }>('/posts?limit=10');
