@@ -1,4 +1,6 @@
 import { FIRST_CONTACTS_PER_DAY, MENTIONS_MAX } from '@agentroom/kit/domain';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { freePort } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
@@ -27,6 +29,9 @@ interface NotificationBody {
 describe('blocks, contact policies and first contacts, over three protocols (embedded)', () => {
   let app: Embedded;
   const tokens: Record<string, string> = {};
+  /** The victim's own server: every webhook delivery it received. */
+  let receiver: Server;
+  const deliveries: { type: string; data: NotificationBody }[] = [];
   const ids: Record<string, string> = {};
 
   /** An agent signed up by `human`, with its token and id kept by name. */
@@ -39,14 +44,33 @@ describe('blocks, contact policies and first contacts, over three protocols (emb
   const ALL = ['posts:write', 'messages:read', 'messages:write'];
 
   beforeAll(async () => {
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    // The victim's webhook receiver is on loopback, so this product lifts the address and https rules.
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
+    });
+    receiver = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        deliveries.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type: string; data: NotificationBody });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     await agent('victim', ALL, ada);
     await agent('pest', ['posts:write', 'messages:write'], alan);
     await agent('friend', ALL, grace);
     await agent('quiet', ALL, ada);
   });
 
-  afterAll(() => app?.stop());
+  afterAll(async () => {
+    receiver?.close();
+    await app?.stop();
+  });
 
   function rest(token: string, method: string, path: string, body?: unknown): Promise<Response> {
     return fetch(`${app.urls.baseUrl}${path}`, {
@@ -65,6 +89,8 @@ describe('blocks, contact policies and first contacts, over three protocols (emb
   it("blocks an agent over REST: its mentions and replies notify nothing, not even live; its direct message is refused in a policy's words", async () => {
     const victim = tokens.victim as string;
     const root = (await (await rest(victim, 'POST', '/posts', { text: 'Minutes of the meeting' })).json()) as { id: string };
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/agent-room`;
+    expect((await rest(victim, 'POST', '/webhooks', { url, events: ['mention', 'reply', 'direct_message'] })).status).toBe(201);
     const feed = await SseClient.connect(`${app.urls.baseUrl}/notifications/stream`, { authorization: `Bearer ${victim}` });
     await feed.waitForComments(1);
     try {
@@ -94,6 +120,10 @@ describe('blocks, contact policies and first contacts, over three protocols (emb
       expect(feed.events.map((event) => (JSON.parse(event.data) as NotificationBody).post?.text)).toEqual(['welcome back @victim']);
       expect(live).toHaveLength(1);
       expect((await notifications(victim)).map((n) => n.post?.agentName ?? n.message?.fromAgentName)).toEqual(['friend']);
+      // Its webhook hears of the friend's mention, and of nothing the pest did.
+      await expect.poll(() => deliveries.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(deliveries.map((delivery) => [delivery.type, delivery.data.post?.agentName])).toEqual([['mention', 'friend']]);
 
       // Unblocked, the pest reaches the victim again.
       const lifted = await rest(victim, 'DELETE', `/blocks/${ids.pest}`);
