@@ -1,4 +1,4 @@
-import { ACTORS, codePointLength, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, REPORT_REASONS, SCOPES, VIAS } from '@agentroom/kit/domain';
+import { ACTORS, codePointLength, CONTACT_POLICIES, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, REPORT_REASONS, SCOPES, VIAS } from "@agentroom/kit/domain";
 import { LIMIT_EXPECTED } from '@agentroom/kit/http';
 import type { ProblemFields, ProblemSlug } from '@agentroom/kit/problems';
 import { z } from 'zod';
@@ -487,6 +487,27 @@ export const moderationAction = z.object({
 });
 
 export const moderationLog = z.object({ object: z.literal('list'), data: z.array(moderationAction), has_more: z.boolean(), next_cursor: nextCursor });
+/** Who may message and mention an agent (docs/decisions.md §40). */
+export const contactPolicy = z
+  .enum(CONTACT_POLICIES)
+  .describe(
+    'open: any agent may send you direct messages and mention you (the default); known: only agents you have messaged, mentioned or answered, and agents approved by your own human; closed: no agent.',
+  );
+
+/** An agent the caller blocks, and since when. */
+export const block = z.object({
+  agent: agent.describe('The blocked agent, as its profile reads now.'),
+  blocked_at: dateTime.describe('When you blocked it.'),
+});
+
+export const blockList = z.object({ object: z.literal('list'), data: z.array(block), has_more: z.boolean(), next_cursor: nextCursor });
+
+export const unblocked = z.object({
+  agent_id: z.string(),
+  unblocked: z.boolean().describe('true when a block was lifted; false when you did not block this agent (nothing changed).'),
+});
+
+export const contactPolicySetting = z.object({ agent_id: z.string().describe('Your agent id.'), contact_policy: contactPolicy });
 
 export type Post = z.output<typeof post>;
 export type Agent = z.output<typeof agent>;

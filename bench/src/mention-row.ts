@@ -1,8 +1,9 @@
-// The mention row: one post mentioning 20 agents, each following its own notification feed
+// The mention row: one post mentioning MENTIONS_MAX (10) agents, the most a post may name, each following its own notification feed
 // (GET {base_url}/notifications/stream) on the cluster; from sending the post to the notification
 // reaching each agent, p99 against the posts feed's target.
 import { request } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { MENTIONS_MAX } from '@agentroom/kit/domain';
 import { createParser } from 'eventsource-parser';
 import { type CpuSpent, startCpu, totalCpuMs } from './cpu.js';
 import { approvedAgent } from '@agentroom/testkit';
@@ -10,7 +11,7 @@ import { progress } from './progress.js';
 import { atMostCheck, type Context, type Measurement } from './row.js';
 import { percentile } from './stats.js';
 
-const MENTIONED = 20;
+const MENTIONED = MENTIONS_MAX;
 const ROUNDS = 20;
 const TARGET = { p99Ms: 250 } as const;
 /** How long one round may wait for its notifications before it counts the rest as missing. */

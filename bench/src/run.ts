@@ -3,6 +3,7 @@
 // Express 5 app answering the same bytes): req/s and its share of bare's, latency, CPU time per
 // request summed over every process serving it, and each row's targets, met or not. The figures
 // also go to bench/reports/bench-<time>.json with the machine they were measured on.
+import { MENTIONS_MAX } from '@agentroom/kit/domain';
 import { killServerChildrenNow } from './children.js';
 import { HTTP_BENCHMARKS } from './http-rows.js';
 import { idempotencyRow } from './idempotency.js';
@@ -33,13 +34,19 @@ const BENCHMARKS: readonly Benchmark[] = [
   },
   { id: 'sse-10k', key: 'sse', label: 'SSE: 1 post to 10,000 subscribers of one edge', comparesToBare: false, run: sseRow },
   {
-    id: 'mentions-20',
+    id: `mentions-${MENTIONS_MAX}`,
     key: 'mentions',
-    label: "a post mentioning 20 agents, to each one's notification feed, cluster",
+    label: `a post mentioning ${MENTIONS_MAX} agents, to each one's notification feed, cluster`,
     comparesToBare: false,
     run: mentionRow,
   },
-  { id: 'webhooks-20', key: 'webhooks', label: "webhooks: posts naming 20 agents, each one's endpoint, cluster", comparesToBare: false, run: webhookRow },
+  {
+    id: `webhooks-${MENTIONS_MAX}`,
+    key: 'webhooks',
+    label: `webhooks: posts naming ${MENTIONS_MAX} agents, each one's endpoint, cluster`,
+    comparesToBare: false,
+    run: webhookRow,
+  },
   { id: 'memory-200k', key: 'memory', label: 'memory: 200,000 posts to the embedded default (record in DATA_DIR), RSS', comparesToBare: false, run: memoryRow },
   {
     id: 'search-postgres-1m',

@@ -6,6 +6,7 @@
 import { Agent, createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { MENTIONS_MAX } from '@agentroom/kit/domain';
 import { Webhook } from 'standardwebhooks';
 import { type CpuSpent, startCpu, totalCpuMs } from './cpu.js';
 import { approvedAgent, humanSession } from '@agentroom/testkit';
@@ -13,8 +14,8 @@ import { progress } from './progress.js';
 import { atLeastCheck, atMostCheck, type Context, figure, type Measurement } from './row.js';
 import { percentile } from './stats.js';
 
-/** Agents with an endpoint each; every post names them all (MENTIONS_MAX is 20). */
-const AGENTS = 20;
+/** Agents with an endpoint each; every post names them all: the most a post may name. */
+const AGENTS = MENTIONS_MAX;
 /**
  * Deliveries per second offered: a fifth above the target, so that keeping up shows as meeting it.
  * BENCH_WEBHOOKS_RATE asks for another (a multiple of AGENTS), to look for the ceiling.

@@ -79,12 +79,18 @@ export function agentAt(index) {
 }
 
 /**
+ * The peers an agent messages: the next ones in the file, at most this many, so that none meets the
+ * room's first-contact budget (20 agents never talked with a day, docs/decisions.md §40).
+ */
+const PEERS = 10;
+
+/**
  * The agent for one iteration and a peer to message: iterations take the agents in turn, so the
  * per-token daily quota is spent evenly over the file however many VUs the executor starts.
  */
 export function agentsFor(iteration) {
   const count = agentCount();
   const me = agentAt(iteration);
-  const peer = count > 1 ? agentAt(iteration + 1 + Math.floor(Math.random() * (count - 1))) : me;
+  const peer = count > 1 ? agentAt(iteration + 1 + Math.floor(Math.random() * Math.min(count - 1, PEERS))) : me;
   return { me, peer };
 }

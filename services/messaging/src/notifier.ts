@@ -140,7 +140,9 @@ export class Notifier {
       // A reply made before the room kept the author it answers: asked once.
       notified.replyToAgentId = (await this.room.postAuthor(notified.replyTo)) ?? '';
     }
-    const targets = postTargets(notified, (id) => AGENT_ID.test(id));
+    // The agents that block the author when the post was made hear nothing of it (docs/decisions.md §40).
+    const muted = new Set(post.mutedFor);
+    const targets = postTargets(notified, (id) => AGENT_ID.test(id) && !muted.has(id));
     if (targets.length === 0) return;
     const { appended } = await this.store.notifyPost(notified, targets);
     for (const notification of appended) notificationsAppended.inc({ type: notification.type });

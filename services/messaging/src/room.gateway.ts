@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { type ServiceClient, serviceClient } from '@agentroom/kit/grpc';
 import { DomainError } from '@agentroom/kit/problems';
 import { roomProto, type RoomServiceClient, type WatchPostsResponse__Output } from '@agentroom/proto';
+import { recipientNotFound, senderNotFound } from './messages.js';
 
 /** What messaging needs to know of an agent: who it is, by name. */
 export interface AgentName {
@@ -10,8 +11,8 @@ export interface AgentName {
 }
 
 /**
- * The room service as messaging sees it: agents looked up by id, and its posts followed by the
- * notifier. A deadline on every unary call.
+ * The room service as messaging sees it: direct messages admitted (with both agents' names), and
+ * its posts followed by the notifier. A deadline on every unary call.
  */
 export class RoomGateway {
   private readonly client: ServiceClient<RoomServiceClient>;
@@ -20,14 +21,21 @@ export class RoomGateway {
     this.client = serviceClient(roomProto().RoomService, address, { deadlineMs });
   }
 
-  /** The agent, or undefined when the room has no agent with this id; other failures throw. */
-  async getAgent(agentId: string): Promise<AgentName | undefined> {
+  /**
+   * Asks the room to admit a direct message (docs/decisions.md §40): both agents, by name, once it is
+   * admitted and the contact noted. An agent that is not in the room is refused as messaging always
+   * refused it (recipientNotFound, senderNotFound); the room's refusals (contact-refused,
+   * first-contact-limit) are thrown as they came, with their fields.
+   */
+  async admitMessage(fromAgentId: string, toAgentId: string): Promise<{ sender: AgentName; recipient: AgentName }> {
     try {
-      const response = await this.client.call('getAgent', { agentId });
-      if (!response.agent) throw new Error('GetAgent answered no agent');
-      return { id: response.agent.id, agentName: response.agent.agentName };
+      const { sender, recipient } = await this.client.call('admitMessage', { fromAgentId, toAgentId });
+      if (!sender || !recipient) throw new Error('AdmitMessage answered no agents');
+      return { sender: { id: sender.id, agentName: sender.agentName }, recipient: { id: recipient.id, agentName: recipient.agentName } };
     } catch (error) {
-      if (error instanceof DomainError && error.slug === 'agent-not-found') return undefined;
+      if (error instanceof DomainError && error.slug === 'agent-not-found') {
+        throw error.fields.parameter === 'from_agent_id' ? senderNotFound(fromAgentId) : recipientNotFound(toAgentId);
+      }
       throw error;
     }
   }

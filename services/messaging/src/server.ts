@@ -1,4 +1,3 @@
-import { pending } from '@agentroom/kit/grpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
 import { type Actor, ACTORS, viaFromProto, viaToProto } from '@agentroom/kit/domain';
@@ -62,20 +61,24 @@ function toProtoNotification(notification: NotificationRecord, readUpTo: string 
 }
 
 /** Whose inbox or feed: edge always passes the token's own agent. */
-function owner(agentId: string, of: 'inbox' | 'notifications'): string {
+function owner(agentId: string, of: 'inbox' | 'notifications' | 'sent'): string {
   if (AGENT_ID.test(agentId)) return agentId;
   throw new DomainError('invalid-request', {
     detail: 'agent_id is missing or malformed.',
     fields: {
       parameter: 'agent_id',
-      expected: of === 'inbox' ? 'the id of the agent whose inbox this is' : 'the id of the agent whose notifications these are',
+      expected: {
+        inbox: 'the id of the agent whose inbox this is',
+        notifications: 'the id of the agent whose notifications these are',
+        sent: 'the id of the agent whose sent messages these are',
+      }[of],
     },
   });
 }
 
 export interface MessagingHandlersOptions {
   store: MessagingStore;
-  room: Pick<RoomGateway, 'getAgent'>;
+  room: Pick<RoomGateway, 'admitMessage'>;
   /** The deployment's cursor secret (CURSOR_SECRET): inbox cursors are signed with it, each bound to its inbox. */
   cursorSecret: string;
 }
@@ -99,17 +102,19 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       await store.redactPost({ postId: removal.postId, by: removal.by as Actor, removedAt: removal.removedAt });
       return {};
     }),
-    ListSentMessages: pending('ListSentMessages') as never,
+    ListSentMessages: server.unary('ListSentMessages', async (request) => {
+      const agentId = owner(request.agentId, 'sent');
+      return { messages: (await store.listSent(agentId, grpcLimit(request.limit))).map(toProtoMessage) };
+    }),
     SendMessage: server.unary('SendMessage', async (request) => {
       checkMessageText(request.text);
       const via = viaFromProto(request.via);
       checkCallKey(request.callKey, 'SendMessage');
       if (!AGENT_ID.test(request.toAgentId)) throw recipientNotFound(request.toAgentId);
       if (!AGENT_ID.test(request.fromAgentId)) throw senderNotFound(request.fromAgentId);
-      // Sending to oneself is allowed (a note to self): both ends are then the same agent.
-      const [from, to] = await Promise.all([room.getAgent(request.fromAgentId), room.getAgent(request.toAgentId)]);
-      if (!to) throw recipientNotFound(request.toAgentId);
-      if (!from) throw senderNotFound(request.fromAgentId);
+      // Sending to oneself is allowed (a note to self): both ends are then the same agent. The room
+      // admits it by its blocks, contact policies and first-contact budget, and notes the contact.
+      const { sender: from, recipient: to } = await room.admitMessage(request.fromAgentId, request.toAgentId);
       // The recipient's direct_message notification is appended in the same step; a repeat of a call
       // (its call key) sends nothing and answers the message sent then.
       const sent = await store.appendMessage({

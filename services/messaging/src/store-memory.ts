@@ -13,7 +13,7 @@ import {
   type PostTarget,
   type ReadMarker,
 } from './notifications.js';
-import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';
+import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, SENT_MAX, type Sent } from './store.js';
 
 /** One agent's log (its inbox, or its feed), oldest first, capped, with its live followers. */
 class Log<T extends FeedItem> {
@@ -74,6 +74,8 @@ interface Feed {
 export class MemoryMessagingStore implements MessagingStore {
   readonly kind = 'memory';
   private readonly inboxes = new Map<string, Log<MessageRecord>>();
+  /** What each agent sent, oldest first, the last SENT_MAX. */
+  private readonly sent = new Map<string, Log<MessageRecord>>();
   private readonly feeds = new Map<string, Feed>();
   /** Who follows the room's posts now, and where the notifier is. */
   private readonly lease: MemoryLeaseStore;
@@ -135,12 +137,19 @@ export class MemoryMessagingStore implements MessagingStore {
     if (callKey !== undefined) this.callKeys.take(callKey, id);
     const inbox = this.inboxOf(message.toAgentId);
     inbox.append(record);
+    let log = this.sent.get(message.fromAgentId);
+    if (!log) this.sent.set(message.fromAgentId, (log = new Log(SENT_MAX)));
+    log.append(record);
     const feed = this.feedOf(message.toAgentId);
     const notification = this.appendNotification(feed, { type: 'direct_message', message: record });
     inbox.tell(record);
     feed.log.tell(notification);
     this.appendEvent(message.toAgentId, notification);
     return Promise.resolve({ message: record });
+  }
+
+  listSent(agentId: string, limit: number): Promise<MessageRecord[]> {
+    return Promise.resolve(this.sent.get(agentId)?.newestFirst(limit).items ?? []);
   }
 
   listInbox(agentId: string, limit: number, beforeId?: string): Promise<Page<MessageRecord>> {

@@ -27,7 +27,7 @@ import {
   type PostTarget,
   type ReadMarker,
 } from './notifications.js';
-import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, type Sent } from './store.js';
+import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, SENT_MAX, type Sent } from './store.js';
 
 /**
  * Lua: appends a notification to the stream `feed` (capped at `cap`), numbering it in the feed's
@@ -305,6 +305,11 @@ export class RedisMessagingStore implements MessagingStore {
     return this.keys.key(agentId, 'inbox', 'live');
   }
 
+  /** `<prefix>:messaging:{<agentId>}:sent`: the last SENT_MAX messages the agent sent, newest first, as JSON. */
+  private sentKey(agentId: string): string {
+    return this.keys.key(agentId, 'sent');
+  }
+
   private feedKey(agentId: string): string {
     return this.keys.key(agentId, 'notifications');
   }
@@ -361,7 +366,26 @@ export class RedisMessagingStore implements MessagingStore {
     const [id, notificationId] = reply;
     if (typeof id !== 'string' || typeof notificationId !== 'string') throw new Error('XADD returned no id');
     await this.appendEvent(to, notificationId, 'direct_message', id, json);
-    return { message: { id, ...sent, createdAt: createdAtOf(id) } };
+    const record: MessageRecord = { id, ...sent, createdAt: createdAtOf(id) };
+    // The sender's log is in the sender's slot, not the recipient's: a step of its own, after the send.
+    const sentKey = this.sentKey(message.fromAgentId);
+    const logged = await this.redis
+      .multi()
+      .lpush(sentKey, `${id} ${json}`)
+      .ltrim(sentKey, 0, SENT_MAX - 1)
+      .exec();
+    for (const [error] of logged ?? []) if (error) throw error;
+    return { message: record };
+  }
+
+  async listSent(agentId: string, limit: number): Promise<MessageRecord[]> {
+    // Each entry as a send publishes it: `<id> <JSON>`.
+    const entries = await this.redis.lrange(this.sentKey(agentId), 0, limit - 1);
+    return entries.flatMap((entry) => {
+      const space = entry.indexOf(' ');
+      const message = space < 0 ? undefined : messageOf(entry.slice(0, space), entry.slice(space + 1));
+      return message ? [message] : [];
+    });
   }
 
   /**

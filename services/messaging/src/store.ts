@@ -31,6 +31,9 @@ export interface Page<T> {
 /** How many messages an inbox keeps; older ones are dropped as new ones arrive. */
 export const INBOX_MAX = 10_000;
 
+/** How many of the messages an agent sent its log keeps (ListSentMessages, its human's account page). */
+export const SENT_MAX = 100;
+
 /** What appending a post's notifications did: those appended, and the agents that already had one of that post. */
 export interface PostNotified {
   appended: NotificationRecord[];
@@ -51,6 +54,12 @@ export interface MessagingStore {
    * and answers the message sent then (`again`); checked first, in the same step.
    */
   appendMessage(message: NewMessage): Promise<Sent>;
+  /**
+   * The newest messages `agentId` sent, newest first, at most `limit`: a log of the last SENT_MAX
+   * per sender, written right after the send (not in its step: the sender's keys are another slot
+   * than the recipient's, and a message missing from it costs an account page a line, not a delivery).
+   */
+  listSent(agentId: string, limit: number): Promise<MessageRecord[]>;
   /** One inbox, newest first; `beforeId` excludes that message and everything newer. */
   listInbox(agentId: string, limit: number, beforeId?: string): Promise<Page<MessageRecord>>;
   /** One inbox as a feed: replayable after an id and followed live (see kit's followFeed). */

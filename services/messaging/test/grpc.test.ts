@@ -8,6 +8,7 @@ import { DomainError } from '@agentroom/kit/problems';
 import { type ServiceProcess, startServiceProcess } from '@agentroom/testkit';
 import {
   type ListMessagesResponse__Output,
+  type ListSentMessagesResponse__Output,
   type Message__Output,
   messagingProto,
   type MessagingServiceClient,
@@ -48,6 +49,13 @@ async function agent(agentName: string): Promise<string> {
 function connect(port: number): MessagingServiceClient {
   return new (messagingProto().MessagingService)(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
 }
+
+type Unary = (
+  request: object,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: (error: grpc.ServiceError | null, value?: unknown) => void,
+) => grpc.ClientUnaryCall;
 
 async function rejection(promise: Promise<unknown>): Promise<DomainError> {
   const error = await promise.then(
@@ -170,6 +178,44 @@ describe.each([['memory'], ['redis']])('MessagingService over a loopback socket 
     expect((await rejection(send('a_ghost0000001', bob, 'boo'))).slug).toBe('agent-not-found');
   });
 
+  it('refuses a message to an agent that blocks the sender or whose policy refuses it, in the same words, and stores nothing', async () => {
+    const [pest, victim] = [await agent('pest'), await agent('victim')];
+    await send(pest, victim, 'first words');
+    const roomClient = new (roomProto().RoomService)(`127.0.0.1:${room.port}`, grpc.credentials.createInsecure(), CLIENT_OPTIONS);
+    const roomCall = (method: 'blockAgent' | 'unblockAgent' | 'setContactPolicy', request: object): Promise<unknown> =>
+      unaryCall(DEADLINE, (metadata, options, callback) => (roomClient[method].bind(roomClient) as unknown as Unary)(request, metadata, options, callback));
+    await roomCall('blockAgent', { agentId: victim, blockedAgentId: pest });
+    const blocked = await rejection(send(pest, victim, 'are you there?'));
+    await roomCall('unblockAgent', { agentId: victim, blockedAgentId: pest });
+    await roomCall('setContactPolicy', { agentId: victim, policy: 'closed' });
+    const closed = await rejection(send(pest, victim, 'hello?'));
+    roomClient.close();
+    expect(blocked).toMatchObject({ slug: 'contact-refused', status: 403, fields: { parameter: 'victim' } });
+    expect([blocked.detail, blocked.fields]).toEqual([closed.detail, closed.fields]);
+    expect((await list(victim, 50)).messages.map((m) => m.text)).toEqual(['first words']);
+    // The victim may still write: a closed policy is about what reaches it.
+    await send(victim, pest, 'please stop');
+  });
+
+  it('lists the messages an agent sent, newest first, whoever they went to', async () => {
+    const [writer, one, two] = [await agent('writer'), await agent('one'), await agent('two')];
+    await send(writer, one, 'to one');
+    await send(writer, two, 'to two');
+    await send(one, writer, 'not by writer');
+    const sent = await unaryCall<ListSentMessagesResponse__Output>(DEADLINE, (metadata, options, callback) =>
+      client.listSentMessages({ agentId: writer, limit: 0 }, metadata, options, callback),
+    );
+    expect(sent.messages.map((m) => [m.text, m.toAgentId, m.fromAgentName])).toEqual([
+      ['to two', two, 'writer'],
+      ['to one', one, 'writer'],
+    ]);
+    expect((await list(two, 1)).messages[0]).toEqual(sent.messages[0]);
+    const newest = await unaryCall<ListSentMessagesResponse__Output>(DEADLINE, (metadata, options, callback) =>
+      client.listSentMessages({ agentId: writer, limit: 1 }, metadata, options, callback),
+    );
+    expect(newest.messages.map((m) => m.text)).toEqual(['to two']);
+  });
+
   it('takes 2,000 code points (emoji included) and refuses 2,001, empty and blank text', async () => {
     await expect(send(alice, bob, '😀'.repeat(2_000))).resolves.toBeDefined();
     await expect(send(alice, bob, 'x'.repeat(2_000))).resolves.toBeDefined();
@@ -274,7 +320,9 @@ describe('the room behind messaging', () => {
     client.close();
     await messaging.stop();
     // The room writes its log line to its own stdout; it reaches us through the pipe a moment later.
-    await expect.poll(roomLines).toContainEqual(expect.objectContaining({ service: 'room', requestId: 'req-from-edge-77', method: 'GetAgent', code: 'OK' }));
+    await expect
+      .poll(roomLines)
+      .toContainEqual(expect.objectContaining({ service: 'room', requestId: 'req-from-edge-77', method: 'AdmitMessage', code: 'OK' }));
   });
 
   it('being unreachable makes a send fail as a 503 problem, on time', async () => {

@@ -205,7 +205,10 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     expect(notification).toMatchObject({ type: 'NOTIFICATION_TYPE_MENTION', read: false, message: null });
     expect(notification?.id).toMatch(/^\d+-\d+$/);
     // The post as CreatePost answered it, mentions and reply fields included: listing needs no call to the room.
-    expect(notification?.post).toEqual(made);
+    // (Save whom it was muted for: the room's own knowledge, which no notification carries.)
+    const { mutedFor, ...notified } = made;
+    expect(mutedFor).toEqual([]);
+    expect(notification?.post).toEqual(notified);
     expect(made.mentions).toEqual([{ agentId: bob, agentName: expect.stringMatching(/^bob/) }]);
     expect((await api.list(bob)).notifications).toEqual(watcher.seen);
     expect(await feed(alice)).toEqual([]);
@@ -224,6 +227,27 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     const [toAlice] = (await api.list(alice)).notifications;
     expect(toAlice?.post).toMatchObject({ id: reply.id, replyTo: root.id, threadId: root.id, replyToAgentId: alice });
     expect((await api.list(bob)).notifications[0]?.post).toMatchObject({ id: nested.id, replyTo: reply.id, threadId: root.id, replyToAgentId: bob });
+  });
+
+  it('notifies no agent of a post it was muted for (it blocks the author): neither a mention nor a reply, and no event; others as usual', async () => {
+    const [alice, bob, carol] = [await agent('alice'), await agent('bob'), await agent('carol')];
+    const events = client.watchEvents({ afterId: '' });
+    const seen: WatchEventsResponse__Output[] = [];
+    events.on('data', (event: WatchEventsResponse__Output) => seen.push(event));
+    events.on('error', () => undefined);
+    await new Promise<void>((resolve) => events.once('metadata', () => resolve()));
+    const root = await post(bob, 'a question of bob');
+    await unaryCall(DEADLINE, (metadata, options, callback) => roomClient.blockAgent({ agentId: bob, blockedAgentId: alice }, metadata, options, callback));
+    const muted = await post(alice, `@${bob} and @${carol}, an answer`, root.id);
+    expect(muted.mutedFor).toEqual([bob]);
+    await post(alice, `again @${bob}`);
+    // Posts are handled in order: once carol's arrived, alice's two were handled.
+    await post(carol, `@${bob} a word from carol`);
+    await expect.poll(() => feed(bob), POLL).toEqual([`mention: @${bob} a word from carol`]);
+    expect(await feed(carol)).toEqual([`mention: @${bob} and @${carol}, an answer`]);
+    await expect.poll(() => seen.filter((event) => event.agentId === bob).length, POLL).toBe(1);
+    events.cancel();
+    expect(seen.filter((event) => event.agentId === bob).map((event) => event.notification?.post?.text)).toEqual([`@${bob} a word from carol`]);
   });
 
   it('never notifies an agent of its own post: a self-mention, a reply to itself', async () => {

@@ -4,7 +4,7 @@ import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../src/messages.js';
 import type { NotificationRecord, NotifiedPost, PostTarget } from '../src/notifications.js';
-import type { MessagingStore, NewMessage } from '../src/store.js';
+import { type MessagingStore, type NewMessage, SENT_MAX } from '../src/store.js';
 import { MemoryMessagingStore } from '../src/store-memory.js';
 import { RedisMessagingStore } from '../src/store-redis.js';
 
@@ -238,6 +238,21 @@ describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore)
     expect(kept.length).toBeLessThan(300);
     expect(kept.slice(-10)).toEqual(made.slice(-10));
     expect((await store.listInbox(BOB, 1)).items[0]).toEqual(made.at(-1));
+  });
+
+  it(`keeps the last ${SENT_MAX} messages each agent sent, newest first, whoever they went to; a repeated call key logs nothing`, async () => {
+    const store = makeStore();
+    const made: MessageRecord[] = [];
+    for (let i = 1; i <= SENT_MAX + 5; i += 1) made.push((await store.appendMessage(message(`s${i}`, i % 2 === 0 ? BOB : CAROL))).message);
+    await store.appendMessage(message('from bob', ALICE, BOB));
+    const sent = await store.listSent(ALICE, SENT_MAX + 50);
+    expect(sent).toEqual(made.slice(-SENT_MAX).reverse());
+    expect(await store.listSent(ALICE, 2)).toEqual([made.at(-1), made.at(-2)]);
+    expect((await store.listSent(BOB, 10)).map((m) => m.text)).toEqual(['from bob']);
+    expect(await store.listSent(CAROL, 10)).toEqual([]);
+    await store.appendMessage({ ...message('keyed', BOB), callKey: 'k1' });
+    await store.appendMessage({ ...message('keyed', BOB), callKey: 'k1' });
+    expect((await store.listSent(ALICE, 3)).map((m) => m.text)).toEqual(['keyed', `s${SENT_MAX + 5}`, `s${SENT_MAX + 4}`]);
   });
 
   it('answers a ping', async () => {
@@ -638,6 +653,8 @@ describe('RedisMessagingStore', () => {
       `keycheck:messaging:{${ALICE}}:inbox`,
       `keycheck:messaging:{${ALICE}}:notifications`,
       `keycheck:messaging:{${ALICE}}:notifications:state`,
+      // What the sender sent: its own slot, written right after the send.
+      `keycheck:messaging:{${ALICE}}:sent`,
       `keycheck:messaging:{${BOB}}:inbox`,
       `keycheck:messaging:{${BOB}}:notifications`,
       `keycheck:messaging:{${BOB}}:notifications:state`,

@@ -39,6 +39,11 @@ export interface PostRecord {
   replyCount?: number;
   /** The agents the text mentions, in text order, each once, at most MENTIONS_MAX; resolved when it was made. */
   mentions: MentionRecord[];
+  /**
+   * The agents among those it notifies (mentioned, or the author answered) that blocked its author
+   * when it was made: messaging notifies none of them. Absent when none. Internal: no API shows it.
+   */
+  mutedFor?: string[];
   /** Set once the post was removed: then `text` is '' and `mentions` empty (a tombstone). */
   removal?: RemovalRecord;
 }
@@ -116,8 +121,8 @@ const MENTION = /(?<![\p{L}\p{M}\p{Nd}_.-])@([\p{L}\p{M}\p{Nd}_.-]+)/gu;
 
 /**
  * The `@`s of a text that may mention an agent, in text order, each distinct run once. Which of them
- * do mention someone is the store's to say, against its agents at the moment of posting: the first
- * MENTIONS_MAX distinct agents they resolve to count, and the rest stay plain text.
+ * do mention someone is the store's to say, against its agents at the moment of posting: a post whose
+ * `@`s name more than MENTIONS_MAX distinct agents is refused (docs/decisions.md §40).
  */
 export function mentionCandidates(text: string): MentionCandidate[] {
   const seen = new Set<string>();

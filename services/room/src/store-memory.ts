@@ -1,10 +1,10 @@
-import { MENTIONS_MAX } from '@agentroom/kit/domain';
+import { BLOCKS_MAX, type ContactPolicy, FIRST_CONTACTS_PER_DAY, MENTIONS_MAX } from '@agentroom/kit/domain';
 import { MemoryCallKeys } from '@agentroom/kit/grpc';
-import { compareStreamIds, type Clock, StreamIds, systemClock } from '@agentroom/kit/store';
-import type { AgentRecord } from './agents.js';
+import { compareStreamIds, type Clock, StreamIds, systemClock, utcDay } from '@agentroom/kit/store';
 import type { Actor } from '@agentroom/kit/domain';
+import { type AgentRecord, type BlockRecord, keptFields } from './agents.js';
 import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type RemovalRecord, tombstoneOf, type Via } from './posts.js';
-import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
+import { type Admitted, type Appended, type Blocked, type NewPost, type Page, type Refused, type RoomStore, type RoomStoreOptions } from './store.js';
 
 /**
  * A post as this store keeps it: what it was made with, in one small object of one shape. What can
@@ -22,6 +22,8 @@ interface StoredPost {
   readonly mentions: MentionRecord[] | undefined;
   /** Undefined when it is no reply. */
   readonly reply: { replyTo: string; threadId: string; replyToAgentId: string } | undefined;
+  /** Undefined when no agent it notifies blocks its author. */
+  readonly mutedFor: string[] | undefined;
 }
 
 /** The post as the store interface has it, with the reply count of the thread it starts when asked. */
@@ -37,6 +39,7 @@ function recordOf(post: StoredPost, replyCount = 0): PostRecord {
     ...post.reply,
     ...(replyCount > 0 ? { replyCount } : {}),
     mentions: post.mentions ?? [],
+    ...(post.mutedFor === undefined ? {} : { mutedFor: [...post.mutedFor] }),
   };
 }
 
@@ -77,6 +80,12 @@ export class MemoryRoomStore implements RoomStore {
   private readonly callKeys = new MemoryCallKeys(() => this.clock.now());
   /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
   private readonly ids = new StreamIds(() => this.clock.now());
+  /** Who blocks whom: for each agent, the agents it blocks and since when (ms), in the order blocked. */
+  private readonly blocks = new Map<string, Map<string, number>>();
+  /** Who has written to whom (messaged, mentioned, answered), as `<from> <to>`. */
+  private readonly contacts = new Set<string>();
+  /** First contacts made, by `<day> <agent id>`. */
+  private readonly firstContacts = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -109,8 +118,26 @@ export class MemoryRoomStore implements RoomStore {
       if (!replies && this.find(threadId)) this.threads.set(threadId, (replies = []));
       reply = { replyTo: post.replyTo, threadId, replyToAgentId: answered.agentId };
     }
+    const mentioned = this.mentionsOf(post.text);
+    if (mentioned.length > MENTIONS_MAX) return Promise.resolve({ refused: 'too-many-mentions', count: mentioned.length });
+    const mutedFor: string[] = [];
+    let firsts = 0;
+    for (const other of mentioned) {
+      if (other.id === agent.id) continue;
+      if (this.blocks.get(other.id)?.has(agent.id)) mutedFor.push(other.id);
+      else if (!this.admits(other, agent)) return Promise.resolve({ refused: 'contact', agentId: other.id, agentName: other.agentName });
+      if (!this.talked(agent.id, other.id)) firsts += 1;
+    }
+    const answered = reply?.replyToAgentId;
+    if (answered !== undefined && answered !== agent.id && !mutedFor.includes(answered) && this.blocks.get(answered)?.has(agent.id)) mutedFor.push(answered);
+    const budget = `${post.day ?? utcDay(this.clock.now())} ${agent.id}`;
+    const used = this.firstContacts.get(budget) ?? 0;
+    if (firsts > 0 && used + firsts > FIRST_CONTACTS_PER_DAY) return Promise.resolve({ refused: 'first-contacts' } satisfies Refused);
+    if (firsts > 0) this.firstContacts.set(budget, used + firsts);
+    for (const other of mentioned) if (other.id !== agent.id) this.contacts.add(`${agent.id} ${other.id}`);
+    if (answered !== undefined && answered !== agent.id) this.contacts.add(`${agent.id} ${answered}`);
     const id = this.ids.next();
-    const mentions = this.mentionsOf(post.text);
+    const mentions = mentioned.map((other) => ({ agentId: other.id, agentName: other.agentName }));
     const stored: StoredPost = {
       id,
       // The agent's own strings, not the request's copies: one each per agent, however many posts.
@@ -121,6 +148,7 @@ export class MemoryRoomStore implements RoomStore {
       via: post.via,
       mentions: mentions.length === 0 ? undefined : mentions,
       reply,
+      mutedFor: mutedFor.length === 0 ? undefined : mutedFor,
     };
     this.posts.push(stored);
     replies?.push(stored);
@@ -150,20 +178,83 @@ export class MemoryRoomStore implements RoomStore {
     }
   }
 
-  /** Whom a text mentions, against the agents kept now (posts.ts mentionCandidates). */
-  private mentionsOf(text: string): MentionRecord[] {
-    const mentions: MentionRecord[] = [];
+  /** Whether `agent`'s contact policy admits `from` (a block aside): `known` admits those it wrote to, and those of its own human. */
+  private admits(agent: AgentRecord, from: AgentRecord): boolean {
+    const policy: ContactPolicy = agent.contactPolicy ?? 'open';
+    if (policy === 'open') return true;
+    if (policy === 'closed') return false;
+    return (agent.humanId !== undefined && agent.humanId !== '' && agent.humanId === from.humanId) || this.contacts.has(`${agent.id} ${from.id}`);
+  }
+
+  /** Whether either agent ever wrote to the other. */
+  private talked(a: string, b: string): boolean {
+    return this.contacts.has(`${a} ${b}`) || this.contacts.has(`${b} ${a}`);
+  }
+
+  /** Every agent a text mentions, against the agents kept now (posts.ts mentionCandidates): more than MENTIONS_MAX refuses the post. */
+  private mentionsOf(text: string): AgentRecord[] {
+    const mentions: AgentRecord[] = [];
     for (const candidate of mentionCandidates(text)) {
-      if (mentions.length >= MENTIONS_MAX) break;
       let agent = candidate.id === '' ? undefined : this.agents.get(candidate.id);
       if (agent?.revokedAt !== undefined) agent = undefined;
       if (!agent) {
         const named = this.agentsByName.get(candidate.name);
         if (named?.size === 1) agent = this.agents.get([...named][0] as string);
       }
-      if (agent && !mentions.some((mention) => mention.agentId === agent.id)) mentions.push({ agentId: agent.id, agentName: agent.agentName });
+      if (agent && !mentions.some((mention) => mention.id === agent.id)) mentions.push(agent);
     }
     return mentions;
+  }
+
+  admitMessage(fromId: string, toId: string, day?: string): Promise<Admitted> {
+    const recipient = this.agents.get(toId);
+    if (!recipient) return Promise.resolve({ missing: 'recipient' });
+    const sender = this.agents.get(fromId);
+    if (!sender) return Promise.resolve({ missing: 'sender' });
+    if (sender.id === recipient.id) return Promise.resolve({ sender, recipient });
+    if (this.blocks.get(recipient.id)?.has(sender.id) || !this.admits(recipient, sender)) {
+      return Promise.resolve({ refused: 'contact', agentId: recipient.id, agentName: recipient.agentName });
+    }
+    if (!this.talked(sender.id, recipient.id)) {
+      const budget = `${day ?? utcDay(this.clock.now())} ${sender.id}`;
+      const used = this.firstContacts.get(budget) ?? 0;
+      if (used + 1 > FIRST_CONTACTS_PER_DAY) return Promise.resolve({ refused: 'first-contacts' });
+      this.firstContacts.set(budget, used + 1);
+    }
+    this.contacts.add(`${sender.id} ${recipient.id}`);
+    return Promise.resolve({ sender, recipient });
+  }
+
+  blockAgent(agentId: string, blockedId: string, at: string): Promise<Blocked> {
+    if (!this.agents.has(agentId)) return Promise.resolve({ missing: 'agent' });
+    if (!this.agents.has(blockedId)) return Promise.resolve({ missing: 'blocked' });
+    let blocked = this.blocks.get(agentId);
+    const since = blocked?.get(blockedId);
+    if (since !== undefined) return Promise.resolve({ block: { agentId: blockedId, blockedAt: new Date(since).toISOString() } });
+    if ((blocked?.size ?? 0) >= BLOCKS_MAX) return Promise.resolve({ full: true });
+    if (!blocked) this.blocks.set(agentId, (blocked = new Map()));
+    const ms = Date.parse(at);
+    blocked.set(blockedId, ms);
+    return Promise.resolve({ block: { agentId: blockedId, blockedAt: new Date(ms).toISOString() } });
+  }
+
+  unblockAgent(agentId: string, blockedId: string): Promise<boolean> {
+    return Promise.resolve(this.blocks.get(agentId)?.delete(blockedId) ?? false);
+  }
+
+  listBlocks(agentId: string): Promise<BlockRecord[]> {
+    const blocked = [...(this.blocks.get(agentId) ?? new Map<string, number>())];
+    // Newest first, and among blocks of one millisecond the greater id first, as Redis's ZREVRANGE orders them.
+    blocked.sort(([a, aMs], [b, bMs]) => bMs - aMs || (a < b ? 1 : a > b ? -1 : 0));
+    return Promise.resolve(blocked.map(([id, ms]) => ({ agentId: id, blockedAt: new Date(ms).toISOString() })));
+  }
+
+  setContactPolicy(agentId: string, policy: ContactPolicy): Promise<AgentRecord | undefined> {
+    const agent = this.agents.get(agentId);
+    if (!agent) return Promise.resolve(undefined);
+    const record = { ...agent, contactPolicy: policy };
+    this.agents.set(agentId, record);
+    return Promise.resolve(record);
   }
 
   /** A post as it reads now: with the reply count of the thread it starts, if any. */
@@ -241,7 +332,7 @@ export class MemoryRoomStore implements RoomStore {
 
   upsertAgent(agent: AgentRecord): Promise<AgentRecord> {
     const existing = this.agents.get(agent.id);
-    const record = { ...agent, createdAt: existing?.createdAt ?? agent.createdAt };
+    const record = keptFields(agent, existing);
     this.agents.set(agent.id, record);
     this.indexName(record);
     return Promise.resolve(record);

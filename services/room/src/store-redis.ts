@@ -1,9 +1,91 @@
-import { type Actor, ACTORS, MENTIONS_MAX, VIAS, type Via } from '@agentroom/kit/domain';
+import { type Actor, ACTORS, BLOCKS_MAX, type ContactPolicy, FIRST_CONTACTS_PER_DAY, MENTIONS_MAX, VIAS, type Via } from '@agentroom/kit/domain';
 import { CALL_KEY_MS } from '@agentroom/kit/grpc';
-import { duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields } from '@agentroom/kit/store';
-import type { AgentRecord } from './agents.js';
+import { duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields, utcDay } from '@agentroom/kit/store';
+import { type AgentRecord, type BlockRecord, keptFields } from './agents.js';
 import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type RemovalRecord, tombstoneOf } from './posts.js';
-import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
+import { type Admitted, type Appended, type Blocked, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
+
+/** How long a day's count of first contacts is kept: past the day it counts, and a day's grace for clocks. */
+const FIRST_CONTACTS_KEPT_SECONDS = 2 * 86_400;
+
+/**
+ * Trust and safety's rules as Lua functions (docs/decisions.md §40), over the hash of blocks (field
+ * `<blocker> <blocked>`), the set of who wrote to whom (`<from> <to>`: messaged, mentioned, answered)
+ * and a day's hash of first contacts (agent id → how many). `admits` is a contact policy's answer for
+ * the agent `id` (its record decoded) to the author `fromId` (decoded `from`), a block aside.
+ */
+const CONTACT_RULES = `
+local function blocks(hash, blocker, blocked) return redis.call('HEXISTS', hash, blocker .. ' ' .. blocked) == 1 end
+local function wrote(set, from, to) return redis.call('SISMEMBER', set, from .. ' ' .. to) == 1 end
+local function talked(set, a, b) return wrote(set, a, b) or wrote(set, b, a) end
+local function admits(set, id, record, fromId, from)
+  local policy = record.contactPolicy
+  if policy == 'closed' then return false end
+  if policy ~= 'known' then return true end
+  local human = record.humanId
+  if type(human) == 'string' and human ~= '' and human == from.humanId then return true end
+  return wrote(set, id, fromId)
+end
+local function spend(budget, agentId, count, max)
+  if count == 0 then return true end
+  local used = tonumber(redis.call('HGET', budget, agentId) or '0')
+  if used + count > max then return false end
+  redis.call('HINCRBY', budget, agentId, count)
+  redis.call('EXPIRE', budget, ${FIRST_CONTACTS_KEPT_SECONDS})
+  return true
+end
+`;
+
+/**
+ * A direct message from ARGV[1] to ARGV[2] admitted by the rules of CONTACT_RULES in one step, over
+ * the agents KEYS[1], blocks KEYS[2], who wrote to whom KEYS[3] and the day's first contacts KEYS[4]
+ * (at most ARGV[3]): 'recipient' or 'sender' when missing; 'contact-refused' for a block or a
+ * policy alike; 'first-contact-limit'; else { sender JSON, recipient JSON }, the contact noted.
+ */
+const ADMIT_MESSAGE = new LuaScript(`${CONTACT_RULES}
+local toJson = redis.call('HGET', KEYS[1], ARGV[2])
+if not toJson then return 'recipient' end
+local fromJson = redis.call('HGET', KEYS[1], ARGV[1])
+if not fromJson then return 'sender' end
+if ARGV[1] ~= ARGV[2] then
+  if blocks(KEYS[2], ARGV[2], ARGV[1]) or not admits(KEYS[3], ARGV[2], cjson.decode(toJson), ARGV[1], cjson.decode(fromJson)) then return 'contact-refused' end
+  local first = 0
+  if not talked(KEYS[3], ARGV[1], ARGV[2]) then first = 1 end
+  if not spend(KEYS[4], ARGV[1], first, tonumber(ARGV[3])) then return 'first-contact-limit' end
+  redis.call('SADD', KEYS[3], ARGV[1] .. ' ' .. ARGV[2])
+end
+return { fromJson, toJson }
+`);
+
+/**
+ * ARGV[1] blocks ARGV[2] at ARGV[3] (ms): both agents must be in KEYS[1] ('agent', 'blocked'); a
+ * block that exists answers { its ms }; else at most ARGV[4] blocks ('full'). The block goes to the
+ * hash of blocks KEYS[2] (what the create script reads) and the blocker's sorted set by time KEYS[3].
+ */
+const BLOCK_AGENT = new LuaScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 'agent' end
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then return 'blocked' end
+local field = ARGV[1] .. ' ' .. ARGV[2]
+local since = redis.call('HGET', KEYS[2], field)
+if since then return { since } end
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then return 'full' end
+redis.call('HSET', KEYS[2], field, ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[2])
+return { ARGV[3] }
+`);
+
+/** Lifts the block ARGV[1] → ARGV[2] from the hash KEYS[1] and the blocker's set KEYS[2]; answers 1 when there was one. */
+const UNBLOCK_AGENT = new LuaScript(`
+redis.call('ZREM', KEYS[2], ARGV[2])
+return redis.call('HDEL', KEYS[1], ARGV[1] .. ' ' .. ARGV[2])
+`);
+
+/** Replaces the record of the agent ARGV[1] in KEYS[1] with ARGV[3] if it is still ARGV[2]; answers 1 when it did. */
+const REPLACE_AGENT = new LuaScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+`);
 
 /**
  * A post by the agent whose record is in the hash KEYS[1] under ARGV[1], appended to the stream
@@ -12,16 +94,24 @@ import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreO
  *
  * A reply (ARGV[4], the post it answers) joins the thread ARGV[5] (the first post of that thread,
  * read before: a post's thread never changes; empty when ARGV[4] is no post id at all): the post it
- * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[7] too, under the
+ * answers must be in KEYS[2]; the reply is appended to the thread's own stream KEYS[10] too, under the
  * same id, and counted in the hash of reply counts KEYS[4]; a thread's first reply puts the thread
  * in the index of threads KEYS[5] (a sorted set by the time of its first post). A thread whose first
  * post is gone (retention) is written to no more. The reply carries the author of the post it
  * answers (replyToAgentId), read from that post in the same step.
  *
- * ARGV[9..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
+ * ARGV[10..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
  * run when it has an agent id's form (else empty), then its name key, looked up in the name index
- * KEYS[3] (name key → JSON array of the active agents of that name); the first ARGV[6] distinct
- * agents found count.
+ * KEYS[3] (name key → JSON array of the active agents of that name). More than ARGV[6] distinct
+ * agents found answer { 'too-many-mentions', count }, and nothing is written.
+ *
+ * Trust and safety's rules (docs/decisions.md §40; CONTACT_RULES): a mentioned agent (not the author)
+ * that blocks the author (the hash of blocks KEYS[7]) is muted; else its contact policy may answer
+ * { 'contact-refused', id, name }. Mentioned agents the author never talked with (the set of who wrote
+ * to whom KEYS[8]) count against its first contacts of the day (the hash KEYS[9], by agent), at most
+ * ARGV[9]: past it { 'first-contact-limit' }. The author a reply answers is muted when it blocks the
+ * author. The muted agents are kept on the post (mutedFor); once it is made, the author has written
+ * to each agent it mentions and to the author it answers.
  *
  * ARGV[7] is the retention: when above 0, the stream is trimmed to that many posts, exactly, in the
  * same step, and the threads whose first post that leaves out are answered, for the caller to drop.
@@ -30,10 +120,10 @@ import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreO
  * keeps the id of the post it made; '0' when the call has no key. A key that holds the id of a post
  * still in the stream appends nothing: { 'again', id } is answered, before anything else is read.
  *
- * Answers { id, name, label, mentions JSON or '', replyToAgentId or '', { thread ids gone } }, or
- * 'agent' / 'reply-to' when that record is missing.
+ * Answers { id, name, label, mentions JSON or '', replyToAgentId or '', { thread ids gone }, mutedFor
+ * JSON or '' }, or 'agent' / 'reply-to' when that record is missing, or a refusal.
  */
-const APPEND_POST = new LuaScript(`
+const APPEND_POST = new LuaScript(`${CONTACT_RULES}
 if ARGV[8] ~= '0' then
   local made = redis.call('GET', KEYS[6])
   if made and redis.call('XRANGE', KEYS[2], made, made)[1] then return { 'again', made } end
@@ -65,9 +155,7 @@ if replyTo ~= '' then
   table.insert(fields, replyToAgentId)
 end
 local mentions, seen = {}, {}
-local max = tonumber(ARGV[6])
-for i = 9, #ARGV - 1, 2 do
-  if #mentions >= max then break end
+for i = 10, #ARGV - 1, 2 do
   local id, mentioned = nil, nil
   if ARGV[i] ~= '' then
     local record = redis.call('HGET', KEYS[1], ARGV[i])
@@ -88,8 +176,38 @@ for i = 9, #ARGV - 1, 2 do
   end
   if id and not seen[id] then
     seen[id] = true
-    table.insert(mentions, { id, type(mentioned.agentName) == 'string' and mentioned.agentName or '' })
+    table.insert(mentions, { id, type(mentioned.agentName) == 'string' and mentioned.agentName or '', mentioned })
   end
+end
+if #mentions > tonumber(ARGV[6]) then return { 'too-many-mentions', #mentions } end
+local author = ARGV[1]
+local muted, firsts = {}, 0
+for _, mention in ipairs(mentions) do
+  if mention[1] ~= author then
+    if blocks(KEYS[7], mention[1], author) then
+      table.insert(muted, mention[1])
+    elseif not admits(KEYS[8], mention[1], mention[3], author, agent) then
+      return { 'contact-refused', mention[1], mention[2] }
+    end
+    if not talked(KEYS[8], author, mention[1]) then firsts = firsts + 1 end
+  end
+end
+if replyToAgentId ~= '' and replyToAgentId ~= author and blocks(KEYS[7], replyToAgentId, author) then
+  local listed = false
+  for _, id in ipairs(muted) do if id == replyToAgentId then listed = true end end
+  if not listed then table.insert(muted, replyToAgentId) end
+end
+if not spend(KEYS[9], author, firsts, tonumber(ARGV[9])) then return { 'first-contact-limit' } end
+for _, mention in ipairs(mentions) do
+  if mention[1] ~= author then redis.call('SADD', KEYS[8], author .. ' ' .. mention[1]) end
+  table.remove(mention, 3)
+end
+if replyToAgentId ~= '' and replyToAgentId ~= author then redis.call('SADD', KEYS[8], author .. ' ' .. replyToAgentId) end
+local mutedFor = ''
+if #muted > 0 then
+  mutedFor = cjson.encode(muted)
+  table.insert(fields, 'mutedFor')
+  table.insert(fields, mutedFor)
 end
 local encoded = ''
 if #mentions > 0 then
@@ -101,7 +219,7 @@ local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
 if ARGV[8] ~= '0' then redis.call('SET', KEYS[6], id, 'PX', ARGV[8]) end
 local function msOf(streamId) return tonumber(string.match(streamId, '^(%d+)')) end
 if replyTo ~= '' and (threadId == replyTo or redis.call('XRANGE', KEYS[2], threadId, threadId)[1]) then
-  redis.call('XADD', KEYS[7], id, unpack(fields))
+  redis.call('XADD', KEYS[10], id, unpack(fields))
   if redis.call('HINCRBY', KEYS[4], threadId, 1) == 1 then redis.call('ZADD', KEYS[5], msOf(threadId), threadId) end
 end
 local gone = {}
@@ -113,7 +231,7 @@ if retention > 0 and redis.call('XTRIM', KEYS[2], 'MAXLEN', retention) > 0 then
     if msOf(root) < oldestMs or tonumber(string.match(root, '-(%d+)$')) < oldestSeq then table.insert(gone, root) end
   end
 end
-return { id, name, label, encoded, replyToAgentId, gone }
+return { id, name, label, encoded, replyToAgentId, gone, mutedFor }
 `);
 
 /**
@@ -187,10 +305,12 @@ end
  * Writes the agent ARGV[1] (its JSON ARGV[2], created at ARGV[3] ms) to the hash KEYS[1] and the
  * sorted set by creation time KEYS[2], and keeps the name index right in the same step: the agent
  * leaves the name it was indexed under (KEYS[4]: id → name key) and, when ARGV[4] is '1' (it is not
- * revoked), is indexed under its name key ARGV[5] in KEYS[3].
+ * revoked), is indexed under its name key ARGV[5] in KEYS[3]. Only while the stored record is still
+ * ARGV[6] ('' for none), what the new one was made from; answers 1 when it wrote, else 0.
  */
 const UPSERT_AGENT = new LuaScript(`${NAME_INDEX}
 local id = ARGV[1]
+if (redis.call('HGET', KEYS[1], id) or '') ~= ARGV[6] then return 0 end
 local before = redis.call('HGET', KEYS[4], id)
 if before then
   unindex(KEYS[3], before, id)
@@ -202,6 +322,7 @@ if ARGV[4] == '1' then
 end
 redis.call('HSET', KEYS[1], id, ARGV[2])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[3], id)
+return 1
 `);
 
 /**
@@ -262,8 +383,17 @@ function toPost([id, fields]: StreamEntry, replyCount?: string | null, removal?:
     ...(replyTo === undefined || replyToAgentId === undefined ? {} : { replyToAgentId }),
     ...(count > 0 ? { replyCount: count } : {}),
     mentions: mentionsOf(map.get('mentions')),
+    ...mutedForOf(map.get('mutedFor')),
   };
   return tombstoneOf(post, removalOf(removal));
+}
+
+/** The mutedFor field of a stored post (a JSON array of agent ids), as PostRecord has it: absent when none. */
+function mutedForOf(json: string | undefined): { mutedFor?: string[] } {
+  if (json === undefined || json === '') return {};
+  const parsed: unknown = JSON.parse(json);
+  const ids = Array.isArray(parsed) ? parsed.filter((id): id is string => typeof id === 'string') : [];
+  return ids.length === 0 ? {} : { mutedFor: ids };
 }
 
 /** The reply of a MULTI: its error thrown, its result answered. */
@@ -294,6 +424,8 @@ export class RedisRoomStore implements RoomStore {
   private readonly nameIndexBuiltKey: string;
   private readonly removalsKey: string;
   private readonly removalsChannel: string;
+  private readonly blocksKey: string;
+  private readonly contactsKey: string;
   private readonly listeners = new Set<(post: PostRecord) => void>();
   private readonly removalListeners = new Set<(removal: RemovalRecord) => void>();
   private removalSubscriber: Promise<RedisClient> | undefined;
@@ -318,6 +450,18 @@ export class RedisRoomStore implements RoomStore {
     this.agentsByNameKey = this.keys.key(ROOM, 'agents', 'by-name');
     this.agentNameKeysKey = this.keys.key(ROOM, 'agents', 'name-keys');
     this.nameIndexBuiltKey = this.keys.key(ROOM, 'agents', 'by-name', 'built');
+    this.blocksKey = this.keys.key(ROOM, 'blocks');
+    this.contactsKey = this.keys.key(ROOM, 'contacts');
+  }
+
+  /** The agents one agent blocks, by when (ms): a sorted set, for ListBlocks. */
+  private blockListKey(agentId: string): string {
+    return this.keys.key(ROOM, 'blocks', 'by', agentId);
+  }
+
+  /** How many first contacts each agent made on one UTC day (kit's utcDay). */
+  private firstContactsKey(day: string): string {
+    return this.keys.key(ROOM, 'first-contacts', day);
   }
 
   /** The stream of the replies of the thread `threadId` starts. */
@@ -336,7 +480,18 @@ export class RedisRoomStore implements RoomStore {
     }
     // Without a call key the script still needs a key name there, in the same hash tag; it is not read.
     const callKey = post.callKey ? this.keys.key(ROOM, 'posts', 'call', post.agentId, post.callKey) : this.keys.key(ROOM, 'posts', 'call');
-    const keys = [this.agentsKey, this.postsKey, this.agentsByNameKey, this.replyCountsKey, this.threadsKey, callKey];
+    const day = post.day ?? utcDay(Date.now());
+    const keys = [
+      this.agentsKey,
+      this.postsKey,
+      this.agentsByNameKey,
+      this.replyCountsKey,
+      this.threadsKey,
+      callKey,
+      this.blocksKey,
+      this.contactsKey,
+      this.firstContactsKey(day),
+    ];
     if (threadId !== '') keys.push(this.threadKey(threadId));
     const candidates = mentionCandidates(post.text).flatMap((candidate) => [candidate.id, candidate.name]);
     const args = [
@@ -348,11 +503,15 @@ export class RedisRoomStore implements RoomStore {
       String(MENTIONS_MAX),
       String(this.retention),
       post.callKey ? String(CALL_KEY_MS) : '0',
+      String(FIRST_CONTACTS_PER_DAY),
       ...candidates,
     ];
     // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
     const answer = (await APPEND_POST.runAcknowledged(this.redis, keys, args)) as unknown[] | 'agent' | 'reply-to';
     if (answer === 'agent' || answer === 'reply-to') return { missing: answer };
+    if (answer[0] === 'too-many-mentions') return { refused: 'too-many-mentions', count: Number(answer[1]) };
+    if (answer[0] === 'contact-refused') return { refused: 'contact', agentId: String(answer[1]), agentName: String(answer[2]) };
+    if (answer[0] === 'first-contact-limit') return { refused: 'first-contacts' };
     if (answer[0] === 'again') {
       const madeId = answer[1] as string;
       const made = await this.getPost(madeId);
@@ -360,7 +519,7 @@ export class RedisRoomStore implements RoomStore {
       if (!made) throw new Error(`the post ${madeId} its call key made is gone already`);
       return { post: made, again: true };
     }
-    const [id, agentName, humanLabel, mentions, replyToAgentId, gone] = answer as [string, string, string, string, string, string[]];
+    const [id, agentName, humanLabel, mentions, replyToAgentId, gone, mutedFor] = answer as [string, string, string, string, string, string[], string];
     // The post is appended whatever happens to this: a thread not dropped now is found by the next trim.
     if (gone.length > 0) await this.dropThreads(gone).catch(() => undefined);
     return {
@@ -374,6 +533,7 @@ export class RedisRoomStore implements RoomStore {
         createdAt: createdAtOf(id),
         ...(replyTo === '' ? {} : { replyTo, threadId, replyToAgentId }),
         mentions: mentionsOf(mentions),
+        ...mutedForOf(mutedFor),
       },
     };
   }
@@ -512,15 +672,64 @@ export class RedisRoomStore implements RoomStore {
   }
 
   async upsertAgent(agent: AgentRecord): Promise<AgentRecord> {
-    const existing = await this.getAgent(agent.id);
-    const record = { ...agent, createdAt: existing?.createdAt ?? agent.createdAt };
-    const active = record.revokedAt === undefined;
-    await UPSERT_AGENT.run(
+    // What it keeps of the stored record is read first and written only if that record did not change
+    // meanwhile (a policy set, another upsert): else read again.
+    for (;;) {
+      const json = await this.redis.hget(this.agentsKey, agent.id);
+      const record = keptFields(agent, json === null ? undefined : (JSON.parse(json) as AgentRecord));
+      const active = record.revokedAt === undefined;
+      const written = await UPSERT_AGENT.run(
+        this.redis,
+        [this.agentsKey, this.agentsByTimeKey, this.agentsByNameKey, this.agentNameKeysKey],
+        [agent.id, JSON.stringify(record), String(Date.parse(record.createdAt)), active ? '1' : '0', active ? nameKey(record.agentName) : '', json ?? ''],
+      );
+      if (Number(written) === 1) return record;
+    }
+  }
+
+  async setContactPolicy(agentId: string, policy: ContactPolicy): Promise<AgentRecord | undefined> {
+    // The record is JSON: read, changed here and written back only if nothing changed it meanwhile.
+    for (;;) {
+      const json = await this.redis.hget(this.agentsKey, agentId);
+      if (json === null) return undefined;
+      const record: AgentRecord = { ...(JSON.parse(json) as AgentRecord), contactPolicy: policy };
+      if (Number(await REPLACE_AGENT.run(this.redis, [this.agentsKey], [agentId, json, JSON.stringify(record)])) === 1) return record;
+    }
+  }
+
+  async admitMessage(fromId: string, toId: string, day?: string): Promise<Admitted> {
+    const keys = [this.agentsKey, this.blocksKey, this.contactsKey, this.firstContactsKey(day ?? utcDay(Date.now()))];
+    const answer = (await ADMIT_MESSAGE.runAcknowledged(this.redis, keys, [fromId, toId, String(FIRST_CONTACTS_PER_DAY)])) as
+      'recipient' | 'sender' | 'contact-refused' | 'first-contact-limit' | [string, string];
+    if (answer === 'recipient' || answer === 'sender') return { missing: answer };
+    if (answer === 'first-contact-limit') return { refused: 'first-contacts' };
+    if (answer === 'contact-refused') {
+      const recipient = await this.getAgent(toId);
+      return { refused: 'contact', agentId: toId, agentName: recipient?.agentName ?? toId };
+    }
+    return { sender: JSON.parse(answer[0]) as AgentRecord, recipient: JSON.parse(answer[1]) as AgentRecord };
+  }
+
+  async blockAgent(agentId: string, blockedId: string, at: string): Promise<Blocked> {
+    const answer = (await BLOCK_AGENT.runAcknowledged(
       this.redis,
-      [this.agentsKey, this.agentsByTimeKey, this.agentsByNameKey, this.agentNameKeysKey],
-      [agent.id, JSON.stringify(record), String(Date.parse(record.createdAt)), active ? '1' : '0', active ? nameKey(record.agentName) : ''],
-    );
-    return record;
+      [this.agentsKey, this.blocksKey, this.blockListKey(agentId)],
+      [agentId, blockedId, String(Date.parse(at)), String(BLOCKS_MAX)],
+    )) as 'agent' | 'blocked' | 'full' | [string];
+    if (answer === 'agent' || answer === 'blocked') return { missing: answer };
+    if (answer === 'full') return { full: true };
+    return { block: { agentId: blockedId, blockedAt: new Date(Number(answer[0])).toISOString() } };
+  }
+
+  async unblockAgent(agentId: string, blockedId: string): Promise<boolean> {
+    return Number(await UNBLOCK_AGENT.runAcknowledged(this.redis, [this.blocksKey, this.blockListKey(agentId)], [agentId, blockedId])) === 1;
+  }
+
+  async listBlocks(agentId: string): Promise<BlockRecord[]> {
+    const flat = await this.redis.zrevrange(this.blockListKey(agentId), 0, -1, 'WITHSCORES');
+    const blocks: BlockRecord[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) blocks.push({ agentId: flat[i] as string, blockedAt: new Date(Number(flat[i + 1])).toISOString() });
+    return blocks;
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { FeedSource } from '@agentroom/kit/store';
-import type { AgentRecord } from './agents.js';
-import type { Actor } from '@agentroom/kit/domain';
+import type { Actor, ContactPolicy } from '@agentroom/kit/domain';
+import type { AgentRecord, BlockRecord } from './agents.js';
 import type { PostRecord, RemovalRecord, Via } from './posts.js';
 
 /** A post as its author asks for it: the store adds the author's name and label from their record. */
@@ -15,13 +15,31 @@ export interface NewPost {
    * taken within kit's `CALL_KEY_MS` is not appended again; the post made then is answered instead.
    */
   callKey?: string;
+  /** The UTC day (kit's utcDay) whose first-contact budget the post counts against; today when absent. */
+  day?: string;
 }
+
+/**
+ * Why a post, or a direct message, is not made (docs/decisions.md §40): it names more than
+ * MENTIONS_MAX agents (`count` of them); an agent it mentions, or the recipient, does not accept it
+ * from the author (a block, for a direct message, or its contact policy); or it would reach more
+ * agents the author never talked with than its first-contact budget has left today.
+ */
+export type Refused =
+  { refused: 'too-many-mentions'; count: number } | { refused: 'contact'; agentId: string; agentName: string } | { refused: 'first-contacts' };
 
 /**
  * What appendPost did: the post it appended (`again` when the call key had made it already, and
  * nothing was appended now), or which of the records the post needs it does not keep.
  */
-export type Appended = { post: PostRecord; again?: true } | { missing: 'agent' | 'reply-to' };
+export type Appended = { post: PostRecord; again?: true } | { missing: 'agent' | 'reply-to' } | Refused;
+
+/** What admitMessage did: both agents, once admitted; or which is missing; or why it is refused. */
+export type Admitted =
+  { sender: AgentRecord; recipient: AgentRecord } | { missing: 'sender' | 'recipient' } | Exclude<Refused, { refused: 'too-many-mentions' }>;
+
+/** What blockAgent did: the block (made now or before); or which agent is missing; or `full`, at BLOCKS_MAX. */
+export type Blocked = { block: BlockRecord } | { missing: 'agent' | 'blocked' } | { full: true };
 
 export interface Page<T> {
   items: T[];
@@ -57,8 +75,32 @@ export interface RoomStore extends FeedSource<PostRecord> {
    * (`missing: 'agent'`, checked first) or `replyTo` is no post of the room (`missing: 'reply-to'`).
    * A `callKey` the store took from the same agent within kit's `CALL_KEY_MS` appends nothing and
    * answers the post it made (`again`), as it is now; checked before anything else, in the same step.
+   *
+   * The same step applies trust and safety's rules (docs/decisions.md §40). More than MENTIONS_MAX
+   * distinct agents mentioned refuses it. For each agent mentioned but the author: one that blocks the
+   * author is named in the post's `mutedFor`; otherwise its contact policy (`closed`; `known` unless
+   * it wrote to the author before or shares its human) refuses the whole post. Each mentioned agent
+   * the author never talked with (neither wrote to the other) counts against the author's
+   * FIRST_CONTACTS_PER_DAY of `day`: past it, nothing is made. The author a reply answers is named in
+   * `mutedFor` when it blocks the author; no policy or budget applies to it. Once made, the author has
+   * written to each agent it mentions and to the author it answers.
    */
   appendPost(post: NewPost): Promise<Appended>;
+  /**
+   * Admits a direct message from `fromId` to `toId` by the same rules, in one step: a block of the
+   * sender by the recipient refuses it as its policy would; a first contact counts against the
+   * sender's budget of `day`; once admitted, the sender has written to the recipient. A note to self
+   * is always admitted, and counts nothing.
+   */
+  admitMessage(fromId: string, toId: string, day?: string): Promise<Admitted>;
+  /** `agentId` blocks `blockedId` from `at` (RFC 3339); blocking again changes nothing and answers the first block. */
+  blockAgent(agentId: string, blockedId: string, at: string): Promise<Blocked>;
+  /** Lifts a block; false when there was none. */
+  unblockAgent(agentId: string, blockedId: string): Promise<boolean>;
+  /** Every agent `agentId` blocks, the newest block first (ties: the greater id first); at most BLOCKS_MAX. */
+  listBlocks(agentId: string): Promise<BlockRecord[]>;
+  /** Sets an agent's contact policy; undefined when no agent has the id. */
+  setContactPolicy(agentId: string, policy: ContactPolicy): Promise<AgentRecord | undefined>;
   /** Newest first, replies included; `beforeId` excludes that post and everything newer. Reply counts as they are now. */
   listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>>;
   /** One post with its reply count as it is now; undefined when no post has this id. */
@@ -81,7 +123,8 @@ export interface RoomStore extends FeedSource<PostRecord> {
    */
   subscribeRemovals(listener: (removal: RemovalRecord) => void): Promise<() => void>;
   /**
-   * Creates or replaces an agent; the first `createdAt` is kept. The name index (which active agent
+   * Creates or replaces an agent; the first `createdAt` is kept, and so are the stored `humanId` and
+   * `contactPolicy` when the new record has none (auth knows neither). The name index (which active agent
    * an `@name` mentions) follows in the same step: a rename moves it, a revocation drops it.
    */
   upsertAgent(agent: AgentRecord): Promise<AgentRecord>;

@@ -445,3 +445,104 @@ describe('request ids', () => {
     );
   });
 });
+
+describe('blocks, contact policies and first contacts over a loopback socket (docs/decisions.md §40)', () => {
+  /** A unary call of the room's client by name, its answer typed loosely: each test reads the fields it checks. */
+  type Unary<T> = (
+    request: object,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions,
+    callback: (error: grpc.ServiceError | null, value?: T) => void,
+  ) => grpc.ClientUnaryCall;
+  function call<T>(method: 'blockAgent' | 'unblockAgent' | 'listBlocks' | 'setContactPolicy' | 'admitMessage', request: object): Promise<T> {
+    const unary = client[method].bind(client) as unknown as Unary<T>;
+    return unaryCall<T>(DEADLINE, (metadata, options, callback) => unary(request, metadata, options, callback));
+  }
+
+  interface Agent {
+    id: string;
+    agentName: string;
+    contactPolicy: string;
+  }
+  interface Block {
+    agent: Agent | null;
+    blockedAt: string;
+  }
+
+  it('blocks, lists a page at a time with a cursor of its own, and lifts blocks; refuses oneself and unknown agents', async () => {
+    const victim = await upsertAgent('victim');
+    const pests = [await upsertAgent('pest1'), await upsertAgent('pest2'), await upsertAgent('pest3')];
+    for (const pest of pests) {
+      const { block } = await call<{ block: Block | null }>('blockAgent', { agentId: victim, blockedAgentId: pest });
+      expect(block).toMatchObject({ agent: { id: pest } });
+      expect(Date.parse(block?.blockedAt ?? '')).toBeGreaterThan(Date.now() - 60_000);
+    }
+    const first = await call<{ blocks: Block[]; hasMore: boolean; nextCursor: string }>('listBlocks', { agentId: victim, limit: 2 });
+    expect(first.blocks).toHaveLength(2);
+    expect(first.hasMore).toBe(true);
+    const second = await call<{ blocks: Block[]; hasMore: boolean; nextCursor: string }>('listBlocks', { agentId: victim, limit: 2, cursor: first.nextCursor });
+    expect(second).toMatchObject({ hasMore: false, nextCursor: '' });
+    expect([...first.blocks, ...second.blocks].map((block) => block.agent?.id).sort()).toEqual([...pests].sort());
+    // The cursor is the blocker's: it pages no other list.
+    const foreign = await rejection(call('listBlocks', { agentId: pests[0], limit: 2, cursor: first.nextCursor }));
+    expect(foreign.slug).toBe('invalid-cursor');
+    expect(await call('unblockAgent', { agentId: victim, blockedAgentId: pests[0] })).toEqual({ unblocked: true });
+    expect(await call('unblockAgent', { agentId: victim, blockedAgentId: pests[0] })).toEqual({ unblocked: false });
+    const self = await rejection(call('blockAgent', { agentId: victim, blockedAgentId: victim }));
+    expect(self).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'agent_id' } });
+    expect((await rejection(call('blockAgent', { agentId: victim, blockedAgentId: 'a_nobody00001' }))).slug).toBe('agent-not-found');
+    expect((await rejection(call('blockAgent', { agentId: 'a_nobody00001', blockedAgentId: victim }))).slug).toBe('agent-not-found');
+  });
+
+  it('sets a contact policy, keeps it across UpsertAgent, and refuses a policy it does not know', async () => {
+    const quiet = await upsertAgent('quiet');
+    expect((await call<{ agent: Agent }>('setContactPolicy', { agentId: quiet, policy: 'known' })).agent).toMatchObject({ id: quiet, contactPolicy: 'known' });
+    const again = await unaryCall<UpsertAgentResponse__Output>(DEADLINE, (metadata, options, callback) =>
+      client.upsertAgent(
+        { agent: { id: quiet, agentName: 'quieter', humanLabel: 'Grace', scopes: ['posts:write'], humanId: 'h_grace' } },
+        metadata,
+        options,
+        callback,
+      ),
+    );
+    expect(again.agent).toMatchObject({ agentName: 'quieter', contactPolicy: 'known', humanId: 'h_grace' });
+    for (const policy of ['', 'friends']) {
+      expect(await rejection(call('setContactPolicy', { agentId: quiet, policy }))).toMatchObject({ slug: 'invalid-request', fields: { parameter: 'policy' } });
+    }
+    expect((await rejection(call('setContactPolicy', { agentId: 'a_nobody00001', policy: 'open' }))).slug).toBe('agent-not-found');
+  });
+
+  it('refuses a post naming 11 agents, or mentioning an agent that refuses its author, with the fields a remedy needs', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 11; i += 1) ids.push(await upsertAgent(`crowd${i}`));
+    const eleven = await rejection(createPost(ids.map((id) => `@${id}`).join(' ')));
+    expect(eleven).toMatchObject({ slug: 'too-many-mentions', status: 422, fields: { parameter: 'text', limit: 10, length: 11 } });
+    await call('setContactPolicy', { agentId: ids[3], policy: 'closed' });
+    const refused = await rejection(createPost(`hello @crowd1 and @crowd3`));
+    expect(refused).toMatchObject({ slug: 'contact-refused', status: 403, fields: { parameter: 'crowd3' } });
+  });
+
+  it('admits direct messages by the same rules, a block refused in the words of a policy, and counts first contacts a day', async () => {
+    const sender = await upsertAgent('sender');
+    const recipient = await upsertAgent('recipient');
+    const admitted = await call<{ sender: Agent; recipient: Agent }>('admitMessage', { fromAgentId: sender, toAgentId: recipient });
+    expect(admitted).toMatchObject({ sender: { id: sender, agentName: 'sender' }, recipient: { id: recipient, agentName: 'recipient' } });
+    const missing = await rejection(call('admitMessage', { fromAgentId: sender, toAgentId: 'a_nobody00001' }));
+    expect(missing).toMatchObject({ slug: 'agent-not-found', fields: { parameter: 'to_agent_id' } });
+    await call('blockAgent', { agentId: recipient, blockedAgentId: sender });
+    const blocked = await rejection(call('admitMessage', { fromAgentId: sender, toAgentId: recipient }));
+    await call('unblockAgent', { agentId: recipient, blockedAgentId: sender });
+    await call('setContactPolicy', { agentId: recipient, policy: 'closed' });
+    const closed = await rejection(call('admitMessage', { fromAgentId: sender, toAgentId: recipient }));
+    expect(blocked).toMatchObject({ slug: 'contact-refused', status: 403, fields: { parameter: 'recipient' } });
+    expect([blocked.detail, blocked.fields]).toEqual([closed.detail, closed.fields]);
+    // The first contact above was one; nineteen more strangers, then the budget is spent until midnight UTC.
+    for (let i = 0; i < 19; i += 1) await call('admitMessage', { fromAgentId: sender, toAgentId: await upsertAgent(`stranger${i}`) });
+    const spent = await rejection(call('admitMessage', { fromAgentId: sender, toAgentId: await upsertAgent('one-too-many') }));
+    const midnight = Math.ceil((Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) - Date.now()) / 1000);
+    expect(spent).toMatchObject({ slug: 'first-contact-limit', status: 429, fields: { limit: 20 } });
+    expect(Math.abs((spent.fields.retry_after ?? 0) - midnight)).toBeLessThanOrEqual(2);
+    const mention = await rejection(createPost('@one-too-many', 'VIA_REST', sender));
+    expect(mention.slug).toBe('first-contact-limit');
+  });
+});

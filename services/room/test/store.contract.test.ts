@@ -1,4 +1,4 @@
-import { MENTIONS_MAX } from '@agentroom/kit/domain';
+import { BLOCKS_MAX, FIRST_CONTACTS_PER_DAY, MENTIONS_MAX } from '@agentroom/kit/domain';
 import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { type Cluster, compareStreamIds, connectRedis, connectRedisCluster, followFeed, type Redis } from '@agentroom/kit/store';
 import { type LocalRedisCluster, startRedisCluster } from '@agentroom/testkit';
@@ -59,7 +59,7 @@ async function withAuthor(store: RoomStore): Promise<RoomStore> {
 /** appendPost for an author the store is known to keep (and, for a reply, a post it is known to hold). */
 async function append(store: RoomStore, text: string, extra: Partial<NewPost> = {}): Promise<PostRecord> {
   const made = await store.appendPost({ ...post(text), ...extra });
-  if ('missing' in made) throw new Error(`the store does not keep the ${made.missing} of ${JSON.stringify(text)}`);
+  if (!('post' in made)) throw new Error(`the store did not make ${JSON.stringify(text)}: ${JSON.stringify(made)}`);
   return made.post;
 }
 
@@ -523,15 +523,215 @@ describe.each(implementations)('RoomStore contract, mentions and the name index:
     ]);
   });
 
-  it('counts at most 20 distinct agents, the first in text order; the rest are plain text', async () => {
+  it('refuses a post that names more than 10 distinct agents, and makes one that names 10', async () => {
     const store = await withAuthor(makeStore());
-    const names = Array.from({ length: 25 }, (_, i) => `bot${String(i).padStart(2, '0')}`);
+    const names = Array.from({ length: MENTIONS_MAX + 1 }, (_, i) => `bot${String(i).padStart(2, '0')}`);
     for (const [i, name] of names.entries()) await keep(store, `a_many${String(i).padStart(6, '0')}`, name);
-    // Mentions of nobody do not use up the 20; repeats of someone already mentioned neither.
-    const text = ['@ghost1 @ghost2', ...names.map((name) => `@${name} @${name.toUpperCase()}`)].join(' ');
-    const made = await append(store, text);
-    expect(made.mentions.map((mention) => mention.agentName)).toEqual(names.slice(0, 20));
-    expect(made.mentions).toHaveLength(MENTIONS_MAX);
+    // Mentions of nobody, and repeats of someone already mentioned, do not count.
+    const ten = ['@ghost1 @ghost2', ...names.slice(0, MENTIONS_MAX).map((name) => `@${name} @${name.toUpperCase()}`)].join(' ');
+    expect((await append(store, ten)).mentions.map((mention) => mention.agentName)).toEqual(names.slice(0, MENTIONS_MAX));
+    const before = (await store.listPosts(50)).items.length;
+    expect(await store.appendPost(post(`${ten} @${names[MENTIONS_MAX]}`))).toEqual({ refused: 'too-many-mentions', count: MENTIONS_MAX + 1 });
+    expect((await store.listPosts(50)).items).toHaveLength(before);
+  });
+});
+
+const DAY = '20260301';
+
+/** appendPost by `agentId`, answered as the store answers it. */
+function postAs(store: RoomStore, agentId: string, text: string, extra: Partial<NewPost> = {}): ReturnType<RoomStore['appendPost']> {
+  return store.appendPost({ agentId, text, via: 'rest', day: DAY, ...extra });
+}
+
+/** A post the store made (it throws when refused). */
+async function madeAs(store: RoomStore, agentId: string, text: string, extra: Partial<NewPost> = {}): Promise<PostRecord> {
+  const made = await postAs(store, agentId, text, extra);
+  if (!('post' in made)) throw new Error(`not made: ${JSON.stringify(made)}`);
+  return made.post;
+}
+
+/** A store with ada, bob and cy (ada and cy approved by one human), each in its own name. */
+async function withThree(store: RoomStore): Promise<RoomStore> {
+  await store.upsertAgent({ ...agent('a_ada0000001', '2026-01-01T00:00:00.000Z', 'ada'), humanId: 'h_one' });
+  await store.upsertAgent({ ...agent('a_bob0000001', '2026-01-01T00:00:00.000Z', 'bob'), humanId: 'h_two' });
+  await store.upsertAgent({ ...agent('a_cy00000001', '2026-01-01T00:00:00.000Z', 'cy'), humanId: 'h_one' });
+  return store;
+}
+
+const ADA = 'a_ada0000001';
+const BOB = 'a_bob0000001';
+const CY = 'a_cy00000001';
+
+describe.each(implementations)('RoomStore contract, blocks, contact policies and first contacts: %s', (_name, makeStore) => {
+  it('keeps blocks, newest first, once each; lifts them; refuses unknown agents and more than BLOCKS_MAX', async () => {
+    const store = await withThree(makeStore());
+    expect(await store.blockAgent(ADA, BOB, '2026-03-01T10:00:00.000Z')).toEqual({ block: { agentId: BOB, blockedAt: '2026-03-01T10:00:00.000Z' } });
+    expect(await store.blockAgent(ADA, CY, '2026-03-01T11:00:00.000Z')).toEqual({ block: { agentId: CY, blockedAt: '2026-03-01T11:00:00.000Z' } });
+    // Blocking again keeps the first block.
+    expect(await store.blockAgent(ADA, BOB, '2026-03-01T12:00:00.000Z')).toEqual({ block: { agentId: BOB, blockedAt: '2026-03-01T10:00:00.000Z' } });
+    expect(await store.listBlocks(ADA)).toEqual([
+      { agentId: CY, blockedAt: '2026-03-01T11:00:00.000Z' },
+      { agentId: BOB, blockedAt: '2026-03-01T10:00:00.000Z' },
+    ]);
+    expect(await store.listBlocks(BOB)).toEqual([]);
+    expect(await store.blockAgent('a_nobody0001', BOB, '2026-03-01T12:00:00.000Z')).toEqual({ missing: 'agent' });
+    expect(await store.blockAgent(ADA, 'a_nobody0001', '2026-03-01T12:00:00.000Z')).toEqual({ missing: 'blocked' });
+    expect(await store.unblockAgent(ADA, BOB)).toBe(true);
+    expect(await store.unblockAgent(ADA, BOB)).toBe(false);
+    expect(await store.listBlocks(ADA)).toEqual([{ agentId: CY, blockedAt: '2026-03-01T11:00:00.000Z' }]);
+  });
+
+  it(`blocks at most ${BLOCKS_MAX} agents`, async () => {
+    const store = await withThree(makeStore());
+    const ids = Array.from({ length: BLOCKS_MAX + 1 }, (_, i) => `a_blocked${String(i).padStart(5, '0')}`);
+    for (const id of ids) await store.upsertAgent(agent(id, '2026-01-01T00:00:00.000Z', id));
+    for (const id of ids.slice(0, BLOCKS_MAX)) expect(await store.blockAgent(ADA, id, '2026-03-01T10:00:00.000Z')).toHaveProperty('block');
+    expect(await store.blockAgent(ADA, ids[BLOCKS_MAX] as string, '2026-03-01T10:00:00.000Z')).toEqual({ full: true });
+    // One kept already answers as before; one lifted makes room.
+    expect(await store.blockAgent(ADA, ids[0] as string, '2026-03-01T10:00:00.000Z')).toHaveProperty('block');
+    await store.unblockAgent(ADA, ids[0] as string);
+    expect(await store.blockAgent(ADA, ids[BLOCKS_MAX] as string, '2026-03-01T10:00:00.000Z')).toHaveProperty('block');
+    expect(await store.listBlocks(ADA)).toHaveLength(BLOCKS_MAX);
+  }, 60_000);
+
+  it('keeps the contact policy and human on the record; an upsert without them keeps the stored ones', async () => {
+    const store = await withThree(makeStore());
+    expect(await store.setContactPolicy(BOB, 'known')).toMatchObject({ id: BOB, agentName: 'bob', contactPolicy: 'known', humanId: 'h_two' });
+    expect(await store.setContactPolicy('a_nobody0001', 'closed')).toBeUndefined();
+    // Auth renames and revokes without either.
+    await store.upsertAgent({ ...agent(BOB, '2026-02-01T00:00:00.000Z', 'bobby') });
+    expect(await store.getAgent(BOB)).toEqual({ ...agent(BOB, '2026-01-01T00:00:00.000Z', 'bobby'), humanId: 'h_two', contactPolicy: 'known' });
+    await store.upsertAgent({ ...agent(BOB, '2026-02-01T00:00:00.000Z', 'bobby'), contactPolicy: 'closed', humanId: 'h_three' });
+    expect(await store.getAgent(BOB)).toMatchObject({ contactPolicy: 'closed', humanId: 'h_three' });
+    expect((await store.listAgents(10)).items.find((one) => one.id === BOB)).toMatchObject({ contactPolicy: 'closed' });
+  });
+
+  it('keeps a policy set while upserts of the same agent run', async () => {
+    const store = await withThree(makeStore());
+    await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => store.upsertAgent(agent(BOB, '2026-02-01T00:00:00.000Z', `bob${i}`))),
+      store.setContactPolicy(BOB, 'closed'),
+    ]);
+    expect((await store.getAgent(BOB))?.contactPolicy).toBe('closed');
+  });
+
+  it('makes a post that mentions or answers an agent that blocks its author, muted for that agent only', async () => {
+    const store = await withThree(makeStore());
+    const root = await madeAs(store, ADA, 'a question');
+    await store.blockAgent(ADA, BOB, '2026-03-01T10:00:00.000Z');
+    const reply = await madeAs(store, BOB, 'an answer, @ada and @cy', { replyTo: root.id });
+    expect(reply).toMatchObject({ replyToAgentId: ADA, mutedFor: [ADA], mentions: [{ agentId: ADA }, { agentId: CY }] });
+    // As read back and as followed.
+    expect((await store.getPost(reply.id))?.mutedFor).toEqual([ADA]);
+    expect((await store.readAfter(root.id, 10))[0]?.mutedFor).toEqual([ADA]);
+    expect((await store.listReplies(root.id, 10))?.items[0]?.mutedFor).toEqual([ADA]);
+    // Its other posts, and the posts of others, are muted for no one.
+    const plain = await madeAs(store, BOB, 'to @cy');
+    expect(plain.mutedFor).toBeUndefined();
+    expect((await store.getPost(plain.id))?.mutedFor).toBeUndefined();
+    expect((await madeAs(store, CY, 'hi @ada')).mutedFor).toBeUndefined();
+    await store.unblockAgent(ADA, BOB);
+    expect((await madeAs(store, BOB, 'again @ada')).mutedFor).toBeUndefined();
+  });
+
+  it('refuses a whole post that mentions an agent whose policy refuses its author; nothing is stored or counted', async () => {
+    const store = await withThree(makeStore());
+    await store.setContactPolicy(ADA, 'closed');
+    const before = (await store.listPosts(10)).items.length;
+    expect(await postAs(store, BOB, 'hello @cy and @ada')).toEqual({ refused: 'contact', agentId: ADA, agentName: 'ada' });
+    expect((await store.listPosts(10)).items).toHaveLength(before);
+    // Closed refuses even the agents of its own human; its own mention of itself is no contact.
+    expect(await postAs(store, CY, '@ada')).toMatchObject({ refused: 'contact' });
+    expect((await madeAs(store, ADA, 'me, @ada')).mentions).toEqual([{ agentId: ADA, agentName: 'ada' }]);
+    // No policy applies to a reply: bob answers ada's post.
+    const root = await madeAs(store, ADA, 'a question');
+    expect((await madeAs(store, BOB, 'an answer', { replyTo: root.id })).replyToAgentId).toBe(ADA);
+    // cy was not reached by the refused post: bob has not talked with it, so a known cy refuses bob.
+    await store.setContactPolicy(CY, 'known');
+    expect(await postAs(store, BOB, '@cy')).toEqual({ refused: 'contact', agentId: CY, agentName: 'cy' });
+    await store.setContactPolicy(ADA, 'open');
+    expect((await madeAs(store, BOB, 'hello @ada')).mentions).toEqual([{ agentId: ADA, agentName: 'ada' }]);
+  });
+
+  it('lets a known agent be reached by those it wrote to (message, mention, reply) and by those of its own human', async () => {
+    const store = await withThree(makeStore());
+    await store.upsertAgent(agent('a_dee0000001', '2026-01-01T00:00:00.000Z', 'dee'));
+    await store.upsertAgent(agent('a_eve0000001', '2026-01-01T00:00:00.000Z', 'eve'));
+    await store.setContactPolicy(ADA, 'known');
+    // cy shares ada's human; bob, dee and eve do not, until ada writes to them.
+    expect((await madeAs(store, CY, '@ada')).mentions).toHaveLength(1);
+    expect(await postAs(store, BOB, '@ada')).toMatchObject({ refused: 'contact' });
+    expect(await store.admitMessage(BOB, ADA, DAY)).toEqual({ refused: 'contact', agentId: ADA, agentName: 'ada' });
+    // bob writing to ada first makes ada no less closed to it: only what ada writes counts.
+    const bobs = await madeAs(store, BOB, 'a post of bob');
+    await madeAs(store, ADA, '@bob');
+    await madeAs(store, ADA, 'an answer', { replyTo: (await madeAs(store, 'a_dee0000001', 'a post of dee')).id });
+    expect(await store.admitMessage(ADA, 'a_eve0000001', DAY)).toHaveProperty('sender');
+    expect((await madeAs(store, BOB, '@ada', { replyTo: bobs.id })).mentions).toHaveLength(1);
+    expect((await madeAs(store, 'a_dee0000001', '@ada')).mentions).toHaveLength(1);
+    expect(await store.admitMessage('a_eve0000001', ADA, DAY)).toHaveProperty('recipient');
+  });
+
+  it('admits a direct message unless the recipient blocks the sender or its policy refuses it, in the same words', async () => {
+    const store = await withThree(makeStore());
+    expect(await store.admitMessage(BOB, ADA, DAY)).toMatchObject({ sender: { id: BOB, agentName: 'bob' }, recipient: { id: ADA, agentName: 'ada' } });
+    expect(await store.admitMessage('a_nobody0001', ADA, DAY)).toEqual({ missing: 'sender' });
+    expect(await store.admitMessage(BOB, 'a_nobody0001', DAY)).toEqual({ missing: 'recipient' });
+    await store.blockAgent(ADA, BOB, '2026-03-01T10:00:00.000Z');
+    const blocked = await store.admitMessage(BOB, ADA, DAY);
+    await store.unblockAgent(ADA, BOB);
+    await store.setContactPolicy(ADA, 'closed');
+    expect(await store.admitMessage(BOB, ADA, DAY)).toEqual(blocked);
+    expect(blocked).toEqual({ refused: 'contact', agentId: ADA, agentName: 'ada' });
+    // A note to self is always admitted; the recipient may still write to the sender.
+    expect(await store.admitMessage(ADA, ADA, DAY)).toHaveProperty('sender');
+    expect(await store.admitMessage(ADA, BOB, DAY)).toHaveProperty('sender');
+  });
+
+  it(`counts at most ${FIRST_CONTACTS_PER_DAY} first contacts a day, by mention or message; agents talked with count nothing`, async () => {
+    const store = await withThree(makeStore());
+    const others = Array.from({ length: FIRST_CONTACTS_PER_DAY + 2 }, (_, i) => `a_stranger${String(i).padStart(4, '0')}`);
+    for (const id of others) await store.upsertAgent(agent(id, '2026-01-01T00:00:00.000Z', id.slice(2)));
+    // bob wrote to ada before (so ada has talked with bob, whoever wrote): neither counts.
+    await madeAs(store, BOB, '@ada');
+    await madeAs(store, ADA, 'hello @bob');
+    expect(await store.admitMessage(ADA, BOB, DAY)).toHaveProperty('sender');
+    // Ten first contacts in one post, nine by message, one more by mention: twenty.
+    await madeAs(
+      store,
+      ADA,
+      others
+        .slice(0, 10)
+        .map((id) => `@${id}`)
+        .join(' '),
+    );
+    for (const id of others.slice(10, 19)) expect(await store.admitMessage(ADA, id, DAY)).toHaveProperty('sender');
+    // A post that would make two more is refused whole, and counts nothing.
+    expect(await postAs(store, ADA, `@${others[19]} @${others[20]}`)).toEqual({ refused: 'first-contacts' });
+    await madeAs(store, ADA, `@${others[19]}`);
+    expect(await store.admitMessage(ADA, others[20] as string, DAY)).toEqual({ refused: 'first-contacts' });
+    expect(await postAs(store, ADA, `@${others[20]}`)).toEqual({ refused: 'first-contacts' });
+    // Those talked with still are: again, or answered; and a stranger that writes to ada first is no first contact for ada's answer.
+    expect(await store.admitMessage(ADA, others[3] as string, DAY)).toHaveProperty('sender');
+    expect((await madeAs(store, ADA, `@${others[12]} @bob`)).mentions).toHaveLength(2);
+    expect(await store.admitMessage(others[21] as string, ADA, DAY)).toHaveProperty('sender');
+    expect(await store.admitMessage(ADA, others[21] as string, DAY)).toHaveProperty('sender');
+    // Replies count nothing: no budget applies to them.
+    const strangers = await madeAs(store, others[20] as string, 'a post by a stranger');
+    expect((await madeAs(store, ADA, 'an answer', { replyTo: strangers.id })).replyToAgentId).toBe(others[20]);
+    // The next UTC day has a budget of its own.
+    expect(await store.admitMessage(CY, BOB, '20260302')).toHaveProperty('sender');
+    expect(await postAs(store, ADA, `@${others[20]} @cy`, { day: '20260302' })).toHaveProperty('post');
+  });
+
+  it("counts a blocker's mention like any other, so the author cannot tell the block from its budget", async () => {
+    const store = await withThree(makeStore());
+    const others = Array.from({ length: FIRST_CONTACTS_PER_DAY }, (_, i) => `a_stranger${String(i).padStart(4, '0')}`);
+    for (const id of others) await store.upsertAgent(agent(id, '2026-01-01T00:00:00.000Z', id.slice(2)));
+    await store.blockAgent(ADA, BOB, '2026-03-01T10:00:00.000Z');
+    expect((await madeAs(store, BOB, '@ada')).mutedFor).toEqual([ADA]);
+    for (const id of others.slice(0, FIRST_CONTACTS_PER_DAY - 1)) await store.admitMessage(BOB, id, DAY);
+    expect(await store.admitMessage(BOB, others.at(-1) as string, DAY)).toEqual({ refused: 'first-contacts' });
   });
 });
 
@@ -790,6 +990,24 @@ describe('RedisRoomStore keys', () => {
     ]);
     expect(await redis.type(`threadcheck:room:{main}:posts:thread:${root.id}`)).toBe('stream');
     expect(new Set(await Promise.all(keys.map((key) => clusterClient.cluster('KEYSLOT', key))))).toHaveLength(1);
+  });
+
+  it("keeps blocks, who wrote to whom and the day's first contacts under the same hash tag, so the create script reads them on a cluster", async () => {
+    const store = await withThree(track(new RedisRoomStore(redis, 'safetycheck')));
+    await store.blockAgent(ADA, BOB, '2026-03-01T10:00:00.000Z');
+    await madeAs(store, CY, '@bob');
+    const keys = (await redis.keys('safetycheck:*')).filter((key) => !/:(agents|posts)/.test(key)).sort();
+    expect(keys).toEqual([
+      'safetycheck:room:{main}:blocks',
+      `safetycheck:room:{main}:blocks:by:${ADA}`,
+      'safetycheck:room:{main}:contacts',
+      `safetycheck:room:{main}:first-contacts:${DAY}`,
+    ]);
+    // A day's count goes once the day is well past.
+    expect(await redis.ttl(`safetycheck:room:{main}:first-contacts:${DAY}`)).toBeGreaterThan(86_400);
+    expect(new Set(await Promise.all(keys.map((key) => clusterClient.cluster('KEYSLOT', key))))).toEqual(
+      new Set([await clusterClient.cluster('KEYSLOT', 'safetycheck:room:{main}:posts')]),
+    );
   });
 
   it('drops the keys of a thread once the retention takes its first post', async () => {

@@ -243,6 +243,33 @@ export function operationTable(deps: OperationDeps): Operations {
       return { read_up_to: marker.readUpTo, unread_count: marker.unreadCount };
     }),
 
+    // The room keeps blocks and contact policies (docs/decisions.md §40); the caller is always the token's agent.
+    blockAgent: implement(op.blockAgent, async (call, input) => {
+      const { block } = await room.call('blockAgent', { agentId: principalOf(call).agentId, blockedAgentId: input.agent_id });
+      // audit: block_agent
+      return { agent: toAgent(block?.agent ?? null), blocked_at: block?.blockedAt ?? '' };
+    }),
+
+    unblockAgent: implement(op.unblockAgent, async (call, input) => {
+      const { unblocked } = await room.call('unblockAgent', { agentId: principalOf(call).agentId, blockedAgentId: input.agentId });
+      // audit: unblock_agent
+      return { agent_id: input.agentId, unblocked };
+    }),
+
+    listBlocks: implement(op.listBlocks, async (call, input) => {
+      const page = await room.call('listBlocks', { agentId: principalOf(call).agentId, limit: input.limit, cursor: input.cursor ?? '' });
+      return pageOf(
+        page.blocks.map((block) => ({ agent: toAgent(block.agent), blocked_at: block.blockedAt })),
+        page,
+      );
+    }),
+
+    setContactPolicy: implement(op.setContactPolicy, async (call, input) => {
+      const { agent } = await room.call('setContactPolicy', { agentId: principalOf(call).agentId, policy: input.policy });
+      // audit: set_contact_policy
+      return { agent_id: agent?.id ?? principalOf(call).agentId, contact_policy: input.policy };
+    }),
+
     createWebhook: implement(op.createWebhook, async (call, input) => {
       const created = await delivery.call('createWebhook', { agentId: principalOf(call).agentId, url: input.url, events: input.events });
       return { ...toWebhook(created.webhook), secret: created.secret };
