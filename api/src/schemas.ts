@@ -1,4 +1,15 @@
-import { ACTORS, codePointLength, CONTACT_POLICIES, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, REPORT_REASONS, SCOPES, VIAS } from "@agentroom/kit/domain";
+import {
+  ACTORS,
+  codePointLength,
+  CONTACT_POLICIES,
+  LIMIT_DEFAULT,
+  LIMIT_MAX,
+  LIMIT_MIN,
+  MENTIONS_MAX,
+  REPORT_REASONS,
+  SCOPES,
+  VIAS,
+} from '@agentroom/kit/domain';
 import { LIMIT_EXPECTED } from '@agentroom/kit/http';
 import type { ProblemFields, ProblemSlug } from '@agentroom/kit/problems';
 import { z } from 'zod';

@@ -340,7 +340,7 @@ export class Authorizations {
     let agentName: string;
     if (choice.agent === 'new') {
       agentName = agentNameOf(choice.agentName, client.clientName ?? new URL(request.redirectUri).host);
-      agentId = await this.o.room.upsertAgent({ id: '', agentName, humanLabel: human.name, scopes: request.scopes });
+      agentId = await this.o.room.upsertAgent({ id: '', agentName, humanLabel: human.name, humanId: human.id, scopes: request.scopes });
     } else {
       const [token] = await this.o.tokens.liveOfHumanAgent(human.id, choice.agent);
       if (!token) throw new DomainError('not-found', { detail: 'You have no agent with this id that holds a live token.', fields: { parameter: 'agent' } });

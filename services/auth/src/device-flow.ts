@@ -339,7 +339,7 @@ export class DeviceFlows {
     provisionReason?: string;
   }): Promise<{ token: string; record: TokenRecord }> {
     const { agentName, human, scopes } = input;
-    const agentId = await this.room.upsertAgent({ id: '', agentName, humanLabel: human.name, scopes });
+    const agentId = await this.room.upsertAgent({ id: '', agentName, humanLabel: human.name, humanId: human.id, scopes });
     return this.tokens.mint({
       agentId,
       agentName,

@@ -11,6 +11,8 @@ export interface AgentUpsert {
   scopes: Scope[];
   /** RFC 3339: when its last token was revoked, leaving none; left out while it holds one. */
   revokedAt?: string;
+  /** The human who approved it, at approval: agents of one human pass each other's `known` contact policy. Left out, the room keeps the stored one. */
+  humanId?: string;
 }
 
 /** The room service as auth sees it: approval writes the agent record there. A deadline on every call. */
@@ -23,7 +25,9 @@ export class RoomGateway {
 
   /** Creates the agent (empty id) or updates it; answers its id. */
   async upsertAgent(agent: AgentUpsert): Promise<string> {
-    const response = await this.client.call('upsertAgent', { agent: { ...agent, createdAt: '', revokedAt: agent.revokedAt ?? '' } });
+    const response = await this.client.call('upsertAgent', {
+      agent: { ...agent, createdAt: '', revokedAt: agent.revokedAt ?? '', humanId: agent.humanId ?? '' },
+    });
     const id = response.agent?.id;
     if (!id) throw new Error('UpsertAgent answered no agent id');
     return id;

@@ -246,13 +246,13 @@ export function operationTable(deps: OperationDeps): Operations {
     // The room keeps blocks and contact policies (docs/decisions.md §40); the caller is always the token's agent.
     blockAgent: implement(op.blockAgent, async (call, input) => {
       const { block } = await room.call('blockAgent', { agentId: principalOf(call).agentId, blockedAgentId: input.agent_id });
-      // audit: block_agent
+      await audit(call, { action: 'block_agent', agentId: input.agent_id });
       return { agent: toAgent(block?.agent ?? null), blocked_at: block?.blockedAt ?? '' };
     }),
 
     unblockAgent: implement(op.unblockAgent, async (call, input) => {
       const { unblocked } = await room.call('unblockAgent', { agentId: principalOf(call).agentId, blockedAgentId: input.agentId });
-      // audit: unblock_agent
+      await audit(call, { action: 'unblock_agent', agentId: input.agentId, detail: { unblocked } });
       return { agent_id: input.agentId, unblocked };
     }),
 
@@ -266,7 +266,7 @@ export function operationTable(deps: OperationDeps): Operations {
 
     setContactPolicy: implement(op.setContactPolicy, async (call, input) => {
       const { agent } = await room.call('setContactPolicy', { agentId: principalOf(call).agentId, policy: input.policy });
-      // audit: set_contact_policy
+      await audit(call, { action: 'set_contact_policy', detail: { policy: input.policy } });
       return { agent_id: agent?.id ?? principalOf(call).agentId, contact_policy: input.policy };
     }),
 

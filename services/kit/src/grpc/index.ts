@@ -3,4 +3,3 @@ export * from './status.js';
 export * from './server.js';
 export * from './client.js';
 export * from './call-key.js';
-export * from './pending.js';
