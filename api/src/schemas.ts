@@ -1,4 +1,4 @@
-import { codePointLength, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, SCOPES, VIAS } from '@agentroom/kit/domain';
+import { codePointLength, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, REPORT_REASONS, SCOPES, VIAS } from '@agentroom/kit/domain';
 import { LIMIT_EXPECTED } from '@agentroom/kit/http';
 import type { ProblemFields, ProblemSlug } from '@agentroom/kit/problems';
 import { z } from 'zod';
@@ -445,6 +445,32 @@ export const webhookId = withRule(
   { invalid: { slug: 'webhook-not-found', detail: 'You have no webhook endpoint with this id.' }, notFound: 'webhook-not-found' },
 );
 
+/** A report an agent filed against a post or an agent, as its reporter sees it: never who else reported, nor which moderator acted. */
+export const report = z.object({
+  id: z.string(),
+  status: z
+    .enum(['open', 'dismissed', 'actioned'])
+    .describe('open until a moderator reads it; then dismissed, or actioned (the moderators acted: see the moderation log).'),
+  post_id: z.string().nullable().describe('The post reported; null when an agent is.'),
+  agent_id: z.string().describe('The agent reported: the author of the post, when a post is.'),
+  reason: z.enum(REPORT_REASONS),
+  note: z.string(),
+  created_at: dateTime,
+});
+
+/** One action of the room's moderators, as the public moderation log shows it: what, when, why, to which post or agent; never who reported, nor who acted. */
+export const moderationAction = z.object({
+  id: z.string(),
+  at: dateTime,
+  action: z.string().describe('remove_post (the post is gone, a tombstone stays in its thread), suspend_agent, or resume_agent.'),
+  agent_id: z.string().nullable().describe('The agent acted on, or whose post was removed.'),
+  post_id: z.string().nullable().describe('The post removed; null for an action on an agent.'),
+  reason: z.string().describe("The moderator's reason, in their words."),
+  until: dateTime.nullable().describe('When a suspension ends; null when it lasts until lifted, and for other actions.'),
+});
+
+export const moderationLog = z.object({ object: z.literal('list'), data: z.array(moderationAction), has_more: z.boolean(), next_cursor: nextCursor });
+
 export type Post = z.output<typeof post>;
 export type Agent = z.output<typeof agent>;
 export type Message = z.output<typeof message>;
@@ -462,3 +488,6 @@ export type UrlMap = z.output<typeof urlMap>;
 export type Overview = z.output<typeof overview>;
 export type ConnectSteps = z.output<typeof connectSteps>;
 export type ApiIndex = z.output<typeof apiIndex>;
+export type Report = z.output<typeof report>;
+export type ModerationAction = z.output<typeof moderationAction>;
+export type ModerationLog = z.output<typeof moderationLog>;

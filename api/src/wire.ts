@@ -2,6 +2,7 @@ import { type Scope, viaFromProto } from '@agentroom/kit/domain';
 import type {
   Agent__Output,
   Attempt__Output,
+  AuditEntry__Output,
   ExchangeTokenResponse__Output,
   Message__Output,
   Notification__Output,
@@ -9,13 +10,14 @@ import type {
   PollDeviceFlowResponse__Output,
   Post__Output,
   RegisterClientResponse__Output,
+  Report__Output,
   SearchHit__Output,
   StartDeviceFlowResponse__Output,
   Webhook__Output,
 } from '@agentroom/proto';
 import type { z } from 'zod';
 import type { clientRegistration, oauthToken } from './oauth.js';
-import type { Agent, deviceFlowStart, Message, Notification, Post, SearchHit, signupPoll, Webhook } from './schemas.js';
+import type { Agent, deviceFlowStart, Message, ModerationAction, Notification, Post, Report, SearchHit, signupPoll, Webhook } from './schemas.js';
 
 /**
  * The services' messages in the API's shapes: one mapper per message, shared by every service that
@@ -139,6 +141,40 @@ export function toWebhook(wire: Webhook__Output | null): Webhook {
     failures_in_a_row: webhook.failuresInARow,
     created_at: webhook.createdAt,
     recent_attempts: webhook.recentAttempts.map(toWebhookAttempt),
+  };
+}
+
+/** A report as its reporter sees it: never who closed it, nor how in the moderator's words. */
+export function toReport(wire: Report__Output | null): Report {
+  const report = present(wire, 'report');
+  return {
+    id: report.id,
+    status: report.status as Report['status'],
+    post_id: report.postId || null,
+    agent_id: report.agentId,
+    reason: report.reason as Report['reason'],
+    note: report.note,
+    created_at: report.createdAt,
+  };
+}
+
+/** An entry of the record's public moderation log (which keeps no actor) as the log shows it: its detail's `until` only. */
+export function toModerationAction(entry: AuditEntry__Output): ModerationAction {
+  let until: string | null = null;
+  try {
+    const detail = JSON.parse(entry.detail || '{}') as { until?: unknown };
+    if (typeof detail.until === 'string' && detail.until !== '') until = detail.until;
+  } catch {
+    until = null;
+  }
+  return {
+    id: entry.id,
+    at: entry.at,
+    action: entry.action,
+    agent_id: entry.agentId || null,
+    post_id: entry.postId || null,
+    reason: entry.reason,
+    until,
   };
 }
 

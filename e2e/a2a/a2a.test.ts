@@ -61,7 +61,7 @@ describe('A2A (embedded)', () => {
     const client = await a2aClient(app.urls.siteUrl);
     const card = await client.getAgentCard();
     expect(card.name).toBe('Agent Room');
-    expect(card.skills.map((s) => s.id)).toEqual(['read-room', 'search-posts', 'read-thread', 'post', 'direct-message']);
+    expect(card.skills.map((s) => s.id)).toEqual(['read-room', 'search-posts', 'read-thread', 'post', 'report', 'direct-message']);
     expect(card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion])).toEqual([
       [`${app.urls.apiUrl}/a2a`, 'JSONRPC', '1.0'],
       [`${app.urls.apiUrl}/a2a`, 'JSONRPC', '0.3'],

@@ -107,6 +107,8 @@ export const ROUTES: readonly Route[] = [
     upstream: 'auth',
     what: "humans see one agent's activity, suspend or resume it, replace its token, delete its posts",
   },
+  { base: 'site', path: '/moderation', match: 'exact', upstream: 'edge', what: "the public moderation log: what the room's moderators did, and why" },
+  { base: 'site', path: '/moderation/', match: 'prefix', upstream: 'auth', what: "the moderators' queue of reports, and its actions" },
   { base: 'api', path: '/agent/signup/complete', match: 'exact', upstream: 'auth', what: 'completeSignup, the human step' },
   { base: 'api', path: '/agent/signup/start', match: 'exact', upstream: 'edge', what: 'startSignup' },
   { base: 'api', path: '/agent/signup/poll', match: 'exact', upstream: 'edge', what: 'pollSignup' },

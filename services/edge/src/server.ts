@@ -19,6 +19,7 @@ import { admissionOf } from './http/answers.js';
 import { type Exchange, RequestPipeline } from './http/pipeline.js';
 import { restRoutes } from './rest/routes.js';
 import { restSurface } from './rest/surface.js';
+import { moderationLogPage } from './web/moderation-log-page.js';
 import { roomPage } from './web/room-page.js';
 
 export interface EdgeAppOptions {
@@ -139,6 +140,7 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
   app.use(admissionGuard(core));
   const { hub } = options.live;
   app.use(sitePath || '/', roomPage({ room: options.room, auth: options.auth, urls, core, surface: rest, onCreated: (entry) => hub.created(entry) }));
+  app.use(sitePath || '/', moderationLogPage({ room: options.room, auth: options.auth, urls, core, surface: rest }));
   finish();
   return pipeline.handle;
 }

@@ -4,7 +4,7 @@ import type { Logger } from '@agentroom/kit/log';
 import { recordArchiveLag, recordPosts, recordPostsArchived } from '@agentroom/kit/metrics';
 import { pauseUnlessAborted } from '@agentroom/kit/process';
 import { LeasedFollower, type LeasedFollowerOptions } from '@agentroom/kit/store';
-import type { Post__Output, RoomServiceClient, WatchPostsResponse__Output } from '@agentroom/proto';
+import type { Post__Output, PostRemoval__Output, RoomServiceClient, WatchPostsResponse__Output } from '@agentroom/proto';
 import type { ArchivedPost, RecordStore } from './store.js';
 
 /** The archiver's lease and retry timings (kit's LeasedFollower options). */
@@ -22,6 +22,8 @@ export type ArchiverOptions = LeasedFollowerOptions & {
 const BATCH = 1_000;
 const DAY_MS = 86_400_000;
 const RETENTION_EVERY_MS = 3_600_000;
+/** How many times the follower tries to erase one removed post before it leaves it to ErasePost. */
+const ERASE_ATTEMPTS = 5;
 
 /**
  * The via of a streamed post; one this build does not know (a newer room's) is kept as `rest`
@@ -47,6 +49,7 @@ export function archivedPost(post: Post__Output): ArchivedPost {
     ...(post.threadId === '' ? {} : { threadId: post.threadId }),
     ...(post.replyToAgentId === '' ? {} : { replyToAgentId: post.replyToAgentId }),
     mentions: post.mentions.map((mention) => ({ agentId: mention.agentId, agentName: mention.agentName })),
+    ...(post.removal ? { removal: { postId: post.id, by: post.removal.by === 'human' ? 'human' : 'moderator', removedAt: post.removal.removedAt } } : {}),
   };
 }
 
@@ -76,7 +79,11 @@ export class Archiver {
         // A new record keeps everything the room still holds, not only what comes next.
         newest: () => Promise.resolve('0-0'),
         watch: (after) => room.watch('watchPosts', { afterId: after }),
-        itemOf: (response) => response.post ?? undefined,
+        // A removal is no post to archive: it is erased on its own, as it comes (docs/decisions.md §42).
+        itemOf: (response) => {
+          if (response.removed) void this.erase(response.removed);
+          return response.post ?? undefined;
+        },
         idOf: (post) => post.id,
         handleBatchAndAdvance: (owner, posts) => this.archive(owner, posts),
         maxBatch: BATCH,
@@ -120,7 +127,10 @@ export class Archiver {
 
   /** Keeps `posts` and moves the position past them in one step; answers whether `owner` still held the lease. */
   private async archive(owner: string, posts: Post__Output[]): Promise<boolean> {
-    const { kept, held } = await this.store.archiveAndAdvance(owner, posts.map(archivedPost));
+    const archived = posts.map(archivedPost);
+    // A tombstone the room replays (removed before the record read it) keeps its removal: noted first, it is archived as one.
+    for (const post of archived) if (post.removal) await this.store.erasePost(post.removal);
+    const { kept, held } = await this.store.archiveAndAdvance(owner, archived);
     const now = Date.now();
     let lagMs = Number.NaN;
     for (const post of posts) {
@@ -132,6 +142,26 @@ export class Archiver {
     recordPostsArchived.inc(kept);
     recordPosts.inc(kept);
     return held;
+  }
+
+  /**
+   * Erases a post the room removed: its text and search document go, its tombstone stays; a post not
+   * archived yet is kept as its tombstone when it comes. Tried a few times: the room says it once.
+   */
+  private async erase(removed: PostRemoval__Output): Promise<void> {
+    const removal = { postId: removed.postId, by: removed.by === 'human' ? ('human' as const) : ('moderator' as const), removedAt: removed.removedAt };
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.store.erasePost(removal);
+        return;
+      } catch (error) {
+        if (attempt >= ERASE_ATTEMPTS || this.stopping.signal.aborted) {
+          this.log.error({ err: error, postId: removal.postId }, 'the record could not erase a removed post; ErasePost erases it when called again');
+          return;
+        }
+        await pauseUnlessAborted(250 * 2 ** attempt, this.stopping.signal);
+      }
+    }
   }
 
   /** Retention: while this replica archives, the posts older than RECORD_RETENTION_DAYS go, at once and then every hour. */

@@ -8,6 +8,9 @@ export interface Migration {
   statements: readonly string[];
 }
 
+/** The advisory lock a removal and an archived batch take, so neither misses the other ('arrm' in ASCII). */
+export const REMOVAL_LOCK = 0x6172726d;
+
 /**
  * The record's schema, oldest first; a version once released is never edited, a change is a new
  * one (docs/storage.md). Posts are keyed by the room's stream id split in two numbers, so the
@@ -107,7 +110,76 @@ export const MIGRATIONS: readonly Migration[] = [
        $$`,
     ],
   },
-  // Version 3 is the removal of posts (ErasePost); the two touch different tables, so either applies without the other (docs/decisions.md §44).
+  {
+    version: 3,
+    name: 'removed posts: tombstones, and removals that come first',
+    statements: [
+      // Who removed a post and when (docs/decisions.md §42); its text, mentions and search document are emptied in the same step.
+      'ALTER TABLE posts ADD COLUMN removed_by text',
+      'ALTER TABLE posts ADD COLUMN removed_at timestamptz',
+      // Every removal, kept whether or not the post has arrived yet: one that arrives later is written as its tombstone.
+      `CREATE TABLE post_removals (
+        ms bigint NOT NULL,
+        seq bigint NOT NULL,
+        removed_by text NOT NULL,
+        removed_at timestamptz NOT NULL,
+        PRIMARY KEY (ms, seq)
+      )`,
+      `CREATE OR REPLACE FUNCTION record_archive(batch jsonb, follower text, at_ms bigint, at_seq bigint)
+       RETURNS TABLE (kept integer, held boolean)
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         inserted integer;
+         threads jsonb;
+         moved boolean;
+       BEGIN
+         -- ErasePost takes the same lock: a removal and the post's arrival never pass each other unseen (docs/decisions.md §42).
+         PERFORM pg_advisory_xact_lock(${REMOVAL_LOCK});
+         -- A post kept already is left as it is: archiving is idempotent by id, so a batch handed over again changes nothing.
+         WITH added AS (
+           INSERT INTO posts (ms, seq, agent_id, agent_name, human_label, text, via, reply_to, thread_id, reply_to_agent_id, mentions, mention_ids, search,
+             removed_by, removed_at)
+           -- A post removed before it arrives arrives as its tombstone: its words are never written.
+           SELECT b.ms, b.seq, b.agent_id, b.agent_name, b.human_label, CASE WHEN r.ms IS NULL THEN b.text ELSE '' END, b.via, b.reply_to, b.thread_id,
+             b.reply_to_agent_id, CASE WHEN r.ms IS NULL THEN b.mentions ELSE '[]'::jsonb END,
+             CASE WHEN r.ms IS NULL THEN ARRAY(SELECT jsonb_array_elements(b.mentions) ->> 'agentId') ELSE '{}'::text[] END,
+             CASE WHEN r.ms IS NULL THEN b.search::tsvector ELSE ''::tsvector END, r.removed_by, r.removed_at
+           FROM jsonb_to_recordset(batch) AS b(ms bigint, seq bigint, agent_id text, agent_name text, human_label text, text text, via text,
+             reply_to text, thread_id text, reply_to_agent_id text, mentions jsonb, search text)
+           LEFT JOIN post_removals AS r ON r.ms = b.ms AND r.seq = b.seq
+           ON CONFLICT (ms, seq) DO NOTHING
+           RETURNING posts.thread_id
+         )
+         SELECT count(*)::integer, jsonb_agg(added.thread_id) FILTER (WHERE added.thread_id IS NOT NULL) INTO inserted, threads FROM added;
+         -- A thread's first post is older than its replies: kept by now (in this batch or an earlier one), or never.
+         IF threads IS NOT NULL THEN
+           UPDATE posts SET reply_count = posts.reply_count + c.n
+           FROM (
+             SELECT split_part(t.id, '-', 1)::bigint AS ms, split_part(t.id, '-', 2)::bigint AS seq, count(*)::integer AS n
+             FROM jsonb_array_elements_text(threads) AS t(id)
+             WHERE t.id ~ '^[0-9]{1,16}-[0-9]{1,10}$'
+             GROUP BY t.id
+           ) AS c
+           WHERE posts.ms = c.ms AND posts.seq = c.seq;
+         END IF;
+         IF inserted > 0 THEN
+           UPDATE record_totals SET posts = record_totals.posts + inserted WHERE slot = 1;
+         END IF;
+         moved := false;
+         IF follower IS NOT NULL THEN
+           -- As advancePosition: only while the follower holds the lease, and never backwards.
+           UPDATE record_follower SET
+             position_ms = CASE WHEN position_ms IS NULL OR (position_ms, position_seq) < (at_ms, at_seq) THEN at_ms ELSE position_ms END,
+             position_seq = CASE WHEN position_ms IS NULL OR (position_ms, position_seq) < (at_ms, at_seq) THEN at_seq ELSE position_seq END
+           WHERE slot = 1 AND lease_owner = follower AND lease_expires_at > clock_timestamp();
+           moved := FOUND;
+         END IF;
+         RETURN QUERY SELECT inserted, moved;
+       END
+       $$`,
+    ],
+  },
+  // Reports and the audit touch no table of version 3: a database that took 4 first takes 3 when it arrives (docs/decisions.md §44).
   {
     version: 4,
     name: 'reports and the audit',

@@ -1,7 +1,6 @@
-import { pending } from '@agentroom/kit/grpc';
 import { createHash } from 'node:crypto';
 import type * as grpc from '@grpc/grpc-js';
-import { viaToProto } from '@agentroom/kit/domain';
+import { type Actor, ACTORS, viaToProto } from '@agentroom/kit/domain';
 import { GrpcServer } from '@agentroom/kit/grpc';
 import { grpcLimit, invalidCursor, PostsCursors } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
@@ -43,6 +42,8 @@ export function toProtoPost(post: ArchivedPost): Post {
     replyCount: post.replyCount ?? 0,
     mentions: post.mentions.map((mention) => ({ agentId: mention.agentId, agentName: mention.agentName })),
     replyToAgentId: post.replyToAgentId ?? '',
+    removal: post.removal ?? null,
+    mutedFor: [],
   };
 }
 
@@ -116,8 +117,24 @@ export function recordHandlers(server: GrpcServer, options: RecordHandlersOption
   };
 
   return {
-    ErasePost: pending('ErasePost') as never,
-    ListAgentPosts: pending('ListAgentPosts') as never,
+    ErasePost: server.unary('ErasePost', async (request) => {
+      const removal = request.removal;
+      if (!removal || !STREAM_ID.test(removal.postId))
+        throw invalid('removal.post_id', 'removal.post_id is not a post id.', 'the id of a post the room removed');
+      if (!(ACTORS as readonly string[]).includes(removal.by)) throw invalid('removal.by', 'removal.by is unknown.', ACTORS.join(' or '));
+      if (instantOf(removal.removedAt, 'removal.removed_at') === undefined)
+        throw invalid('removal.removed_at', 'removal.removed_at is empty.', 'an RFC 3339 date-time');
+      const held = await store.erasePost({ postId: removal.postId, by: removal.by as Actor, removedAt: removal.removedAt });
+      return { held };
+    }),
+    ListAgentPosts: server.unary('ListAgentPosts', async (request) => {
+      const agentId = agentFilter(request.agentId, 'agent_id');
+      if (agentId === undefined) throw invalid('agent_id', 'agent_id is empty.', 'the id of an agent');
+      const limit = grpcLimit(request.limit);
+      const before = request.cursor === '' ? undefined : cursors.postOf(request.cursor);
+      const page = await store.listAgentPosts(agentId, limit, before);
+      return { posts: page.items.map(toProtoPost), hasMore: page.hasMore, nextCursor: nextOf(page) };
+    }),
     ...safetyHandlers(server, store.safety, cursors),
     GetArchivedPost: server.unary('GetArchivedPost', async (request) => {
       const post = STREAM_ID.test(request.postId) ? await store.getPost(request.postId) : undefined;

@@ -1,13 +1,13 @@
 import type { Via } from '@agentroom/kit/domain';
 import { STREAM_ID } from '@agentroom/kit/store';
 import { type Database, openDatabase, type Queryable } from './db.js';
-import { migrate } from './migrations.js';
+import { migrate, REMOVAL_LOCK } from './migrations.js';
 import { SqlSafetyStore } from './safety.js';
 import { tsqueryOf } from './search/query.js';
 import { snippetOf } from './search/snippet.js';
 import { searchDocument } from './search/text.js';
 import { SEARCH_RANKED_MAX } from '@agentroom/kit/domain';
-import type { ArchivedMention, ArchivedPost, Page, RecordStatus, RecordStore, SearchHit, SearchQuery } from './store.js';
+import type { ArchivedMention, ArchivedPost, ArchivedRemoval, Page, RecordStatus, RecordStore, SearchHit, SearchQuery } from './store.js';
 
 /** The most items one list or search answers, whatever the caller asks: no query reads without a LIMIT. */
 export const PAGE_MAX = 100;
@@ -114,10 +114,14 @@ interface PostRow {
   reply_to_agent_id: string | null;
   reply_count: number;
   mentions: ArchivedMention[] | string;
+  removed_by: string | null;
+  /** When it was removed, in ms since the epoch (as text: bigints kept exact). */
+  removed_ms: string | null;
 }
 
 const POST_COLUMNS = `ms::text || '-' || seq::text AS id, agent_id, agent_name, human_label, text, via,
-  reply_to, thread_id, reply_to_agent_id, reply_count, mentions`;
+  reply_to, thread_id, reply_to_agent_id, reply_count, mentions,
+  removed_by, round(extract(epoch FROM removed_at) * 1000)::bigint::text AS removed_ms`;
 
 function postOf(row: PostRow): ArchivedPost {
   const mentions: ArchivedMention[] = typeof row.mentions === 'string' ? (JSON.parse(row.mentions) as ArchivedMention[]) : row.mentions;
@@ -134,6 +138,9 @@ function postOf(row: PostRow): ArchivedPost {
     ...(row.reply_to_agent_id === null ? {} : { replyToAgentId: row.reply_to_agent_id }),
     ...(row.reply_count > 0 && row.thread_id === null ? { replyCount: Number(row.reply_count) } : {}),
     mentions: mentions.map(({ agentId, agentName }) => ({ agentId, agentName })),
+    ...(row.removed_by === null
+      ? {}
+      : { removal: { postId: row.id, by: row.removed_by === 'human' ? 'human' : 'moderator', removedAt: new Date(Number(row.removed_ms)).toISOString() } }),
   };
 }
 
@@ -282,6 +289,43 @@ export class SqlRecordStore implements RecordStore {
     const rows = await this.read.query<PostRow>(
       `SELECT ${POST_COLUMNS} FROM posts WHERE thread_id = $1 AND (ms, seq) > ($2::bigint, $3::bigint) ORDER BY ms, seq LIMIT $4`,
       [threadId, after.ms, after.seq, n + 1],
+    );
+    return pageOf(rows.map(postOf), n);
+  }
+
+  async erasePost(removal: ArchivedRemoval): Promise<boolean> {
+    const key = keyOf(removal.postId);
+    if (key === undefined) return false;
+    return this.write.transaction(async (tx) => {
+      // The lock record_archive takes too: a batch bringing this post waits, then sees the removal (docs/decisions.md §42).
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [REMOVAL_LOCK]);
+      await tx.query('INSERT INTO post_removals (ms, seq, removed_by, removed_at) VALUES ($1, $2, $3, $4::timestamptz) ON CONFLICT (ms, seq) DO NOTHING', [
+        key.ms,
+        key.seq,
+        removal.by,
+        removal.removedAt,
+      ]);
+      await tx.query(
+        `UPDATE posts SET text = '', mentions = '[]'::jsonb, mention_ids = '{}'::text[], search = ''::tsvector,
+           removed_by = r.removed_by, removed_at = r.removed_at
+         FROM post_removals AS r
+         WHERE posts.ms = $1 AND posts.seq = $2 AND r.ms = posts.ms AND r.seq = posts.seq AND posts.removed_by IS NULL`,
+        [key.ms, key.seq],
+      );
+      const held = await tx.query('SELECT 1 FROM posts WHERE ms = $1 AND seq = $2', [key.ms, key.seq]);
+      return held.length === 1;
+    });
+  }
+
+  async listAgentPosts(agentId: string, limit: number, beforeId?: string): Promise<Page<ArchivedPost>> {
+    const n = pageLimit(limit);
+    if (unmatchable(agentId)) return { items: [], hasMore: false };
+    const before = beforeId === undefined ? undefined : keyOf(beforeId);
+    if (beforeId !== undefined && before === undefined) return { items: [], hasMore: false };
+    // The author index (agent_id, ms, seq), read backwards.
+    const rows = await this.read.query<PostRow>(
+      `SELECT ${POST_COLUMNS} FROM posts WHERE agent_id = $1 AND (ms, seq) < ($2::bigint, $3::bigint) ORDER BY ms DESC, seq DESC LIMIT $4`,
+      [agentId, before?.ms ?? '9223372036854775807', before?.seq ?? '9223372036854775807', n + 1],
     );
     return pageOf(rows.map(postOf), n);
   }

@@ -1,4 +1,4 @@
-import type { Via } from '@agentroom/kit/domain';
+import type { Actor, Via } from '@agentroom/kit/domain';
 import type { LeaseStore } from '@agentroom/kit/store';
 import type { SafetyStore } from './safety.js';
 
@@ -27,6 +27,15 @@ export interface ArchivedPost {
   replyToAgentId?: string;
   replyCount?: number;
   mentions: ArchivedMention[];
+  /** Set once the post was removed: then `text` is '' and `mentions` empty (the room's tombstone). */
+  removal?: ArchivedRemoval;
+}
+
+/** Who removed a post (kit's ACTORS) and when (RFC 3339): the room's PostRemoval. */
+export interface ArchivedRemoval {
+  postId: string;
+  by: Actor;
+  removedAt: string;
 }
 
 export interface Page<T> {
@@ -108,6 +117,15 @@ export interface RecordStore extends LeaseStore {
    * every older one. Undefined when no post has the id `threadId`; empty for a post that is a reply.
    */
   listReplies(threadId: string, limit: number, afterId?: string): Promise<Page<ArchivedPost> | undefined>;
+  /**
+   * Erases a removed post (docs/decisions.md §42): its text, mentions and search document are
+   * emptied and its tombstone kept; a post not kept yet is written as its tombstone when it arrives.
+   * The first removal of a post stays: erasing again changes nothing. Answers whether the post was
+   * kept (false: not yet).
+   */
+  erasePost(removal: ArchivedRemoval): Promise<boolean>;
+  /** The posts of one agent, newest first, tombstones included; `beforeId` excludes that post and everything newer. */
+  listAgentPosts(agentId: string, limit: number, beforeId?: string): Promise<Page<ArchivedPost>>;
   /** The hits of a query, best first (relevance) or newest first, one page at a time. */
   search(query: SearchQuery): Promise<Page<SearchHit>>;
   /** Drops the posts made before this instant (the archive's retention, when an operator sets one); answers how many went. */

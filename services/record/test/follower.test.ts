@@ -99,6 +99,34 @@ describe('the archiver', () => {
     }
   });
 
+  it('erases a post the room removes as the removal comes, and keeps a tombstone the room replays as one', async () => {
+    const early = await post(room, await agent(room, 'early'), 'removed before the record starts');
+    await room.call('removePost', { postId: early.id, by: 'human' });
+    const running = await startRecord(await freshDatabase(postgres), roomProcess.process.address);
+    const client = recordClient(running.port);
+    try {
+      await expect.poll(() => running.archiver.isFollowing, { timeout: 5_000 }).toBe(true);
+      const read = (postId: string): Promise<Post__Output | null | undefined> =>
+        client.call('getArchivedPost', { postId }).then(
+          (answer) => answer.post,
+          () => undefined,
+        );
+      await expect.poll(() => read(early.id), { timeout: 5_000 }).toMatchObject({ text: '', removal: { postId: early.id, by: 'human' } });
+      const scout = await agent(room, 'scout');
+      const made = await post(room, scout, 'lighthouse contraband');
+      await expect.poll(async () => (await read(made.id))?.text, { timeout: 5_000 }).toBe('lighthouse contraband');
+      const { post: tombstone } = await room.call('removePost', { postId: made.id, by: 'moderator' });
+      await expect.poll(() => read(made.id), { timeout: 5_000 }).toEqual({ ...tombstone, replyCount: 0 });
+      const found = await client.call('searchPosts', { q: 'contraband', limit: 10 });
+      expect(found.hits).toEqual([]);
+      const mine = await client.call('listAgentPosts', { agentId: scout, limit: 10 });
+      expect(mine.posts.map((p) => [p.id, p.text, p.removal?.by])).toEqual([[made.id, '', 'moderator']]);
+    } finally {
+      client.close();
+      await running.stop();
+    }
+  });
+
   it('a new record keeps what the room already holds, then what comes next, in order and each once', async () => {
     const scout = await agent(room, 'scout');
     const before = await room.call('listPosts', { limit: 50 });

@@ -225,4 +225,72 @@ describe.each(BACKENDS)('the record store on %s', (name) => {
     await store.archive(made);
     for (const item of made) expect((await store.getPost(item.id))?.text).toBe(item.text);
   });
+
+  describe('removed posts', () => {
+    const AT = '2026-03-01T12:00:00.000Z';
+    const words = async (q: string): Promise<string[]> =>
+      (await store.search({ terms: [{ kind: 'words', words: [q], exclude: false }], sort: 'newest', limit: 50 })).items.map((hit) => hit.post.id);
+
+    it('erases a kept post: text, mentions and search document go, its tombstone, place and thread stay', async () => {
+      await fresh();
+      const root = post('3000-0', 'the thread starts here');
+      const removed = reply('3001-0', 'contraband words for @reader', '3000-0', '3000-0', { mentions: [{ agentId: 'a_reader0001', agentName: 'reader' }] });
+      const kept = reply('3002-0', 'a reply that stays', '3001-0', '3000-0');
+      await store.archive([root, removed, kept]);
+      expect(await words('contraband')).toEqual(['3001-0']);
+      expect(await store.erasePost({ postId: '3001-0', by: 'moderator', removedAt: AT })).toBe(true);
+      const tombstone = { ...removed, text: '', mentions: [], removal: { postId: '3001-0', by: 'moderator', removedAt: AT } };
+      expect(await store.getPost('3001-0')).toEqual(tombstone);
+      expect((await store.listPosts(10)).items.map((p) => p.id)).toEqual(['3002-0', '3001-0', '3000-0']);
+      expect((await store.listReplies('3000-0', 10))?.items).toEqual([tombstone, kept]);
+      expect((await store.getPost('3000-0'))?.replyCount).toBe(2);
+      expect(await words('contraband')).toEqual([]);
+      const mentioning = await store.search({
+        terms: [{ kind: 'words', words: ['words'], exclude: false }],
+        mentions: 'a_reader0001',
+        sort: 'newest',
+        limit: 50,
+      });
+      expect(mentioning.items).toEqual([]);
+      // The bytes are gone from the row itself, not hidden on the way out.
+      const [row] = await database(name).query<{ text: string; search: string }>('SELECT text, search::text AS search FROM posts WHERE ms = 3001 AND seq = 0');
+      expect(row).toEqual({ text: '', search: '' });
+    });
+
+    it('keeps the first removal: erasing again changes nothing', async () => {
+      await fresh();
+      await store.archive([post('3100-0', 'twice')]);
+      await store.erasePost({ postId: '3100-0', by: 'human', removedAt: AT });
+      expect(await store.erasePost({ postId: '3100-0', by: 'moderator', removedAt: '2026-03-02T00:00:00.000Z' })).toBe(true);
+      expect((await store.getPost('3100-0'))?.removal).toEqual({ postId: '3100-0', by: 'human', removedAt: AT });
+    });
+
+    it('erases a post removed before it arrives as it arrives, counted in its thread as any reply', async () => {
+      await fresh();
+      await store.archive([post('3200-0', 'a thread')]);
+      expect(await store.erasePost({ postId: '3201-0', by: 'moderator', removedAt: AT })).toBe(false);
+      expect(await store.getPost('3201-0')).toBeUndefined();
+      await store.archive([reply('3201-0', 'late contraband', '3200-0')]);
+      expect(await store.getPost('3201-0')).toMatchObject({ text: '', mentions: [], removal: { postId: '3201-0', by: 'moderator', removedAt: AT } });
+      expect((await store.getPost('3200-0'))?.replyCount).toBe(1);
+      expect(await words('contraband')).toEqual([]);
+    });
+
+    it("lists one agent's posts newest first, tombstones included, a page at a time", async () => {
+      await fresh();
+      const ids = ['3300-0', '3301-0', '3302-0', '3303-0', '3304-0'];
+      await store.archive(ids.map((id, i) => post(id, `post ${id}`, i % 2 === 0 ? {} : { agentId: 'a_other0001' })));
+      await store.erasePost({ postId: '3302-0', by: 'human', removedAt: AT });
+      const first = await store.listAgentPosts('a_scout0001', 2);
+      expect(first.items.map((p) => [p.id, p.text])).toEqual([
+        ['3304-0', 'post 3304-0'],
+        ['3302-0', ''],
+      ]);
+      expect(first.hasMore).toBe(true);
+      expect(first.items[1]?.removal?.by).toBe('human');
+      const second = await store.listAgentPosts('a_scout0001', 2, '3302-0');
+      expect(second).toEqual({ items: [expect.objectContaining({ id: '3300-0' })], hasMore: false });
+      expect((await store.listAgentPosts('a_nobody0001', 10)).items).toEqual([]);
+    });
+  });
 });

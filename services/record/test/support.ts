@@ -53,7 +53,7 @@ export function useBackends(): (name: (typeof BACKENDS)[number]) => Database {
 
 /** The record as a new deployment has it: no post, no lease, no position. */
 export async function emptied(db: Database): Promise<SqlRecordStore> {
-  await db.query('TRUNCATE posts');
+  await db.query('TRUNCATE posts, post_removals');
   await db.query('UPDATE record_follower SET lease_owner = NULL, lease_expires_at = NULL, position_ms = NULL, position_seq = NULL');
   await db.query('UPDATE record_totals SET posts = 0');
   return new SqlRecordStore({ write: db });

@@ -1,5 +1,6 @@
-import { checkPlainText, codePointLength, hasVisibleCharacter, MENTIONS_MAX, POST_TEXT_MAX, type Via } from '@agentroom/kit/domain';
+import { type Actor, checkPlainText, codePointLength, hasVisibleCharacter, MENTIONS_MAX, POST_TEXT_MAX, type Via } from '@agentroom/kit/domain';
 import { DomainError } from '@agentroom/kit/problems';
+
 import { STREAM_ID } from '@agentroom/kit/store';
 import { AGENT_ID } from './agents.js';
 
@@ -38,6 +39,20 @@ export interface PostRecord {
   replyCount?: number;
   /** The agents the text mentions, in text order, each once, at most MENTIONS_MAX; resolved when it was made. */
   mentions: MentionRecord[];
+  /** Set once the post was removed: then `text` is '' and `mentions` empty (a tombstone). */
+  removal?: RemovalRecord;
+}
+
+/** Why a post's text is gone: who removed it (kit's ACTORS) and when (RFC 3339). */
+export interface RemovalRecord {
+  postId: string;
+  by: Actor;
+  removedAt: string;
+}
+
+/** The post as every read answers it once removed: its place, thread and counts kept, its words gone. */
+export function tombstoneOf(post: PostRecord, removal: RemovalRecord | undefined): PostRecord {
+  return removal === undefined ? post : { ...post, text: '', mentions: [], removal };
 }
 
 /** Post text: 1 to POST_TEXT_MAX Unicode code points, at least one of them not white space, no control characters. */

@@ -1,7 +1,7 @@
 import { pending } from '@agentroom/kit/grpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
-import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
+import { type Actor, ACTORS, viaFromProto, viaToProto } from '@agentroom/kit/domain';
 import { checkCallKey, drainedOf, GrpcServer } from '@agentroom/kit/grpc';
 import { grpcLimit, PostsCursors } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
@@ -30,6 +30,8 @@ function toProtoPost(post: PostRecord, cursor = ''): Post {
     replyCount: post.replyCount ?? 0,
     mentions: post.mentions.map((mention) => ({ agentId: mention.agentId, agentName: mention.agentName })),
     replyToAgentId: post.replyToAgentId ?? '',
+    removal: post.removal ?? null,
+    mutedFor: [],
   };
 }
 
@@ -59,7 +61,15 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
     ListBlocks: pending('ListBlocks') as never,
     SetContactPolicy: pending('SetContactPolicy') as never,
     AdmitMessage: pending('AdmitMessage') as never,
-    RemovePost: pending('RemovePost') as never,
+    RemovePost: server.unary('RemovePost', async (request) => {
+      if (!(ACTORS as readonly string[]).includes(request.by)) {
+        throw new DomainError('invalid-request', { detail: `by is ${ACTORS.map((actor) => `"${actor}"`).join(' or ')}.`, fields: { parameter: 'by' } });
+      }
+      // The first removal's time and actor stay: removing again answers the same tombstone.
+      const post = await store.removePost(request.postId, request.by as Actor, new Date(now()).toISOString());
+      if (!post) throw postNotFound(request.postId, 'post_id');
+      return { post: toProtoPost(post) };
+    }),
     CreatePost: server.unary('CreatePost', async (request) => {
       checkPostText(request.text);
       const via = viaFromProto(request.via);
@@ -116,19 +126,27 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
       call.on('cancelled', () => stop.abort());
       call.on('close', () => stop.abort());
       const signal = AbortSignal.any([stop.signal, server.drainSignal]);
-      // Initial metadata tells the watcher it is positioned: every post created from then on reaches it.
-      // A watcher that reads slower than posts come (paused, or busy) is caught up from the store once
-      // its stream has room, rather than have every post since queued for it here.
-      await followFeed(
-        store,
-        request.afterId || undefined,
-        (post) => call.write({ post: toProtoPost(post, request.withCursors ? cursorOf(post) : '') }),
-        signal,
-        {
-          onPositioned: () => call.sendMetadata(new Metadata()),
-          drained: drainedOf(call, signal),
-        },
-      );
+      // Removals are told live, from before the watcher is positioned (docs/decisions.md §42).
+      const unsubscribeRemovals = await store.subscribeRemovals((removed) => {
+        if (!signal.aborted) call.write({ removed });
+      });
+      try {
+        // Initial metadata tells the watcher it is positioned: every post created from then on reaches it.
+        // A watcher that reads slower than posts come (paused, or busy) is caught up from the store once
+        // its stream has room, rather than have every post since queued for it here.
+        await followFeed(
+          store,
+          request.afterId || undefined,
+          (post) => call.write({ post: toProtoPost(post, request.withCursors ? cursorOf(post) : '') }),
+          signal,
+          {
+            onPositioned: () => call.sendMetadata(new Metadata()),
+            drained: drainedOf(call, signal),
+          },
+        );
+      } finally {
+        unsubscribeRemovals();
+      }
       if (!call.cancelled) call.end();
     }),
 

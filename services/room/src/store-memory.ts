@@ -2,7 +2,8 @@ import { MENTIONS_MAX } from '@agentroom/kit/domain';
 import { MemoryCallKeys } from '@agentroom/kit/grpc';
 import { compareStreamIds, type Clock, StreamIds, systemClock } from '@agentroom/kit/store';
 import type { AgentRecord } from './agents.js';
-import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type Via } from './posts.js';
+import type { Actor } from '@agentroom/kit/domain';
+import { createdAtOf, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type RemovalRecord, tombstoneOf, type Via } from './posts.js';
 import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
 
 /**
@@ -68,6 +69,10 @@ export class MemoryRoomStore implements RoomStore {
   /** The name key each active agent is indexed under. */
   private readonly indexedName = new Map<string, string>();
   private readonly listeners = new Set<(post: PostRecord) => void>();
+  /** The removed posts' tombstones, by post id; their stored text is erased (docs/decisions.md §42). */
+  private readonly removals = new Map<string, RemovalRecord>();
+  /** This process's removal feed: every listener hears each removal. */
+  private readonly removalListeners = new Set<(removal: RemovalRecord) => void>();
   /** The call keys of the last minute, as `<agent id> <key>`, each with the post it made. */
   private readonly callKeys = new MemoryCallKeys(() => this.clock.now());
   /** Ids made as Redis makes stream ids, so the feed's positions read the same in both stores. */
@@ -137,6 +142,7 @@ export class MemoryRoomStore implements RoomStore {
       const gone = this.posts[this.head] as StoredPost;
       this.head += 1;
       this.threads.delete(gone.id);
+      this.removals.delete(gone.id);
     }
     if (this.head >= 1_024 || this.head * 2 >= this.posts.length) {
       this.posts.splice(0, this.head);
@@ -162,7 +168,37 @@ export class MemoryRoomStore implements RoomStore {
 
   /** A post as it reads now: with the reply count of the thread it starts, if any. */
   private withReplyCount(post: StoredPost): PostRecord {
-    return recordOf(post, this.threads.get(post.id)?.length ?? 0);
+    return this.read(post, this.threads.get(post.id)?.length ?? 0);
+  }
+
+  /** A post as it reads now: a tombstone once removed. */
+  private read(post: StoredPost, replyCount = 0): PostRecord {
+    return tombstoneOf(recordOf(post, replyCount), this.removals.get(post.id));
+  }
+
+  removePost(id: string, by: Actor, removedAt: string): Promise<PostRecord | undefined> {
+    const index = indexWhere(this.posts, id, (cmp) => cmp >= 0, this.head);
+    const post = this.posts[index];
+    if (post?.id !== id) return Promise.resolve(undefined);
+    if (!this.removals.has(id)) {
+      const removal: RemovalRecord = { postId: id, by, removedAt };
+      this.removals.set(id, removal);
+      // The words themselves go: the kept post is replaced by one without them, here and in its thread.
+      const erased: StoredPost = { ...post, text: '', mentions: undefined };
+      this.posts[index] = erased;
+      const replies = post.reply && this.threads.get(post.reply.threadId);
+      const at = replies ? indexWhere(replies, id, (cmp) => cmp >= 0) : -1;
+      if (replies && replies[at]?.id === id) replies[at] = erased;
+      for (const listener of this.removalListeners) listener({ ...removal });
+    }
+    return this.getPost(id);
+  }
+
+  subscribeRemovals(listener: (removal: RemovalRecord) => void): Promise<() => void> {
+    this.removalListeners.add(listener);
+    return Promise.resolve(() => {
+      this.removalListeners.delete(listener);
+    });
   }
 
   listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {
@@ -188,12 +224,12 @@ export class MemoryRoomStore implements RoomStore {
     if (!this.find(postId)) return Promise.resolve(undefined);
     const replies = this.threads.get(postId) ?? [];
     const start = afterId === undefined ? 0 : indexWhere(replies, afterId, (cmp) => cmp > 0);
-    return Promise.resolve({ items: replies.slice(start, start + limit).map((reply) => recordOf(reply)), hasMore: start + limit < replies.length });
+    return Promise.resolve({ items: replies.slice(start, start + limit).map((reply) => this.read(reply)), hasMore: start + limit < replies.length });
   }
 
   readAfter(afterId: string, count: number): Promise<PostRecord[]> {
     const start = indexWhere(this.posts, afterId, (cmp) => cmp > 0, this.head);
-    return Promise.resolve(this.posts.slice(start, start + count).map((post) => recordOf(post)));
+    return Promise.resolve(this.posts.slice(start, start + count).map((post) => this.read(post)));
   }
 
   subscribe(listener: (post: PostRecord) => void): Promise<() => void> {
@@ -244,6 +280,7 @@ export class MemoryRoomStore implements RoomStore {
 
   close(): Promise<void> {
     this.listeners.clear();
+    this.removalListeners.clear();
     return Promise.resolve();
   }
 }

@@ -1,8 +1,8 @@
-import { MENTIONS_MAX, VIAS, type Via } from '@agentroom/kit/domain';
+import { type Actor, ACTORS, MENTIONS_MAX, VIAS, type Via } from '@agentroom/kit/domain';
 import { CALL_KEY_MS } from '@agentroom/kit/grpc';
 import { duplicateClient, Keyspace, LuaScript, type RedisClient, type StreamEntry, streamFields } from '@agentroom/kit/store';
 import type { AgentRecord } from './agents.js';
-import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord } from './posts.js';
+import { createdAtOf, isPostId, type MentionRecord, mentionCandidates, nameKey, type PostRecord, type RemovalRecord, tombstoneOf } from './posts.js';
 import { type Appended, type NewPost, type Page, type RoomStore, type RoomStoreOptions } from './store.js';
 
 /**
@@ -118,14 +118,47 @@ return { id, name, label, encoded, replyToAgentId, gone }
 
 /**
  * Newest first from ARGV[1] (an XREVRANGE end), at most ARGV[2] posts of the stream KEYS[1], with the
- * reply count of each from the hash KEYS[2], read in the same step: { entries, counts }.
+ * reply count of each from the hash KEYS[2] and its tombstone, if removed, from the hash KEYS[3],
+ * read in the same step: { entries, counts, removals }.
  */
 const LIST_POSTS = new LuaScript(`
 local entries = redis.call('XREVRANGE', KEYS[1], ARGV[1], '-', 'COUNT', ARGV[2])
+if #entries == 0 then return { entries, {}, {} } end
+local ids = {}
+for i, entry in ipairs(entries) do ids[i] = entry[1] end
+return { entries, redis.call('HMGET', KEYS[2], unpack(ids)), redis.call('HMGET', KEYS[3], unpack(ids)) }
+`);
+
+/**
+ * At most ARGV[2] entries of the stream KEYS[1] from ARGV[1] (an XRANGE start), oldest first, each
+ * with its tombstone, if removed, from the hash KEYS[2]: { entries, removals }. When ARGV[3] is set,
+ * the stream KEYS[3] must hold the entry of exactly that id (a thread's first post; `01-0` is not
+ * `1-0`), else nothing is answered.
+ */
+const READ_WITH_REMOVALS = new LuaScript(`
+if ARGV[3] ~= '' then
+  local first = redis.call('XRANGE', KEYS[3], ARGV[3], ARGV[3])[1]
+  if not first or first[1] ~= ARGV[3] then return false end
+end
+local entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
 if #entries == 0 then return { entries, {} } end
 local ids = {}
 for i, entry in ipairs(entries) do ids[i] = entry[1] end
 return { entries, redis.call('HMGET', KEYS[2], unpack(ids)) }
+`);
+
+/**
+ * Removes the post ARGV[1] of the stream KEYS[1]: its tombstone ARGV[2] goes into the hash KEYS[2]
+ * and is published on the channel ARGV[3], once; a removed post keeps the tombstone it has. Answers
+ * the tombstone kept, or false when the stream holds no such post.
+ */
+const REMOVE_POST = new LuaScript(`
+if not redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])[1] then return false end
+local kept = redis.call('HGET', KEYS[2], ARGV[1])
+if kept then return kept end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[2])
+return ARGV[2]
 `);
 
 /**
@@ -200,14 +233,23 @@ function mentionsOf(json: string | undefined): MentionRecord[] {
   );
 }
 
-function toPost([id, fields]: StreamEntry, replyCount?: string | null): PostRecord {
+/** A tombstone as the removals hash keeps it: JSON of { postId, by, removedAt }; undefined for anything else. */
+function removalOf(json: string | null | undefined): RemovalRecord | undefined {
+  if (json === null || json === undefined) return undefined;
+  const parsed = JSON.parse(json) as Partial<Record<keyof RemovalRecord, unknown>>;
+  const { postId, by, removedAt } = parsed;
+  if (typeof postId !== 'string' || typeof removedAt !== 'string' || !(ACTORS as readonly unknown[]).includes(by)) return undefined;
+  return { postId, by: by as Actor, removedAt };
+}
+
+function toPost([id, fields]: StreamEntry, replyCount?: string | null, removal?: string | null): PostRecord {
   const map = streamFields(fields);
   const via = map.get('via') ?? 'rest';
   const replyTo = map.get('replyTo');
   const threadId = map.get('threadId');
   const replyToAgentId = map.get('replyToAgentId');
   const count = Number(replyCount ?? 0);
-  return {
+  const post: PostRecord = {
     id,
     agentId: map.get('agentId') ?? '',
     agentName: map.get('agentName') ?? '',
@@ -221,6 +263,7 @@ function toPost([id, fields]: StreamEntry, replyCount?: string | null): PostReco
     ...(count > 0 ? { replyCount: count } : {}),
     mentions: mentionsOf(map.get('mentions')),
   };
+  return tombstoneOf(post, removalOf(removal));
 }
 
 /** The reply of a MULTI: its error thrown, its result answered. */
@@ -249,7 +292,11 @@ export class RedisRoomStore implements RoomStore {
   private readonly agentsByNameKey: string;
   private readonly agentNameKeysKey: string;
   private readonly nameIndexBuiltKey: string;
+  private readonly removalsKey: string;
+  private readonly removalsChannel: string;
   private readonly listeners = new Set<(post: PostRecord) => void>();
+  private readonly removalListeners = new Set<(removal: RemovalRecord) => void>();
+  private removalSubscriber: Promise<RedisClient> | undefined;
   private reader: RedisClient | undefined;
   private following: Promise<string> | undefined;
   private closed = false;
@@ -264,6 +311,8 @@ export class RedisRoomStore implements RoomStore {
     this.postsKey = this.keys.key(ROOM, 'posts');
     this.replyCountsKey = this.keys.key(ROOM, 'posts', 'reply-counts');
     this.threadsKey = this.keys.key(ROOM, 'posts', 'threads');
+    this.removalsKey = this.keys.key(ROOM, 'posts', 'removed');
+    this.removalsChannel = this.keys.key(ROOM, 'posts', 'removals');
     this.agentsKey = this.keys.key(ROOM, 'agents');
     this.agentsByTimeKey = this.keys.key(ROOM, 'agents', 'by-time');
     this.agentsByNameKey = this.keys.key(ROOM, 'agents', 'by-name');
@@ -346,37 +395,74 @@ export class RedisRoomStore implements RoomStore {
 
   async listPosts(limit: number, beforeId?: string): Promise<Page<PostRecord>> {
     const end = beforeId === undefined ? '+' : `(${beforeId}`;
-    const [entries, counts] = (await LIST_POSTS.run(this.redis, [this.postsKey, this.replyCountsKey], [end, String(limit + 1)])) as [
+    const keys = [this.postsKey, this.replyCountsKey, this.removalsKey];
+    const [entries, counts, removals] = (await LIST_POSTS.run(this.redis, keys, [end, String(limit + 1)])) as [
       StreamEntry[],
       (string | null)[],
+      (string | null)[],
     ];
-    return { items: entries.slice(0, limit).map((entry, i) => toPost(entry, counts[i])), hasMore: entries.length > limit };
+    return { items: entries.slice(0, limit).map((entry, i) => toPost(entry, counts[i], removals[i])), hasMore: entries.length > limit };
   }
 
   async getPost(id: string): Promise<PostRecord | undefined> {
     if (!isPostId(id)) return undefined;
-    const replies = await this.redis.multi().xrange(this.postsKey, id, id).hget(this.replyCountsKey, id).exec();
+    const replies = await this.redis.multi().xrange(this.postsKey, id, id).hget(this.replyCountsKey, id).hget(this.removalsKey, id).exec();
     const [entry] = resultOf<StreamEntry[]>(replies?.[0]);
-    return entry?.[0] === id ? toPost(entry, resultOf<string | null>(replies?.[1])) : undefined;
+    return entry?.[0] === id ? toPost(entry, resultOf<string | null>(replies?.[1]), resultOf<string | null>(replies?.[2])) : undefined;
   }
 
   async listReplies(postId: string, limit: number, afterId?: string): Promise<Page<PostRecord> | undefined> {
     if (!isPostId(postId)) return undefined;
     const start = afterId === undefined ? '-' : `(${afterId}`;
-    const replies = await this.redis
-      .multi()
-      .xrange(this.postsKey, postId, postId)
-      .xrange(this.threadKey(postId), start, '+', 'COUNT', limit + 1)
-      .exec();
-    const [entry] = resultOf<StreamEntry[]>(replies?.[0]);
-    if (entry?.[0] !== postId) return undefined;
-    const entries = resultOf<StreamEntry[]>(replies?.[1]);
-    return { items: entries.slice(0, limit).map((reply) => toPost(reply)), hasMore: entries.length > limit };
+    const keys = [this.threadKey(postId), this.removalsKey, this.postsKey];
+    const answer = (await READ_WITH_REMOVALS.run(this.redis, keys, [start, String(limit + 1), postId])) as [StreamEntry[], (string | null)[]] | null;
+    if (!answer) return undefined;
+    const [entries, removals] = answer;
+    return { items: entries.slice(0, limit).map((reply, i) => toPost(reply, null, removals[i])), hasMore: entries.length > limit };
   }
 
   async readAfter(afterId: string, count: number): Promise<PostRecord[]> {
-    const entries = (await this.redis.xrange(this.postsKey, `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[];
-    return entries.map((entry) => toPost(entry));
+    const keys = [this.postsKey, this.removalsKey, this.postsKey];
+    const [entries, removals] = (await READ_WITH_REMOVALS.run(this.redis, keys, [`(${afterId}`, String(count), ''])) as [StreamEntry[], (string | null)[]];
+    return entries.map((entry, i) => toPost(entry, null, removals[i]));
+  }
+
+  async removePost(id: string, by: Actor, removedAt: string): Promise<PostRecord | undefined> {
+    if (!isPostId(id)) return undefined;
+    const removal: RemovalRecord = { postId: id, by, removedAt };
+    // The tombstone goes beside the stream entry, which keeps the words until the retention trims it (docs/decisions.md §42).
+    const kept = (await REMOVE_POST.runAcknowledged(this.redis, [this.postsKey, this.removalsKey], [id, JSON.stringify(removal), this.removalsChannel])) as
+      string | null;
+    return kept === null ? undefined : this.getPost(id);
+  }
+
+  async subscribeRemovals(listener: (removal: RemovalRecord) => void): Promise<() => void> {
+    this.removalListeners.add(listener);
+    const unsubscribe = (): void => {
+      this.removalListeners.delete(listener);
+    };
+    try {
+      await (this.removalSubscriber ??= this.subscribeToRemovals().catch((error: unknown) => {
+        this.removalSubscriber = undefined;
+        throw error;
+      }));
+    } catch (error) {
+      unsubscribe();
+      throw error;
+    }
+    return unsubscribe;
+  }
+
+  /** One subscriber connection per process hears every replica's removals (Redis PUBLISH reaches every node of a cluster). */
+  private async subscribeToRemovals(): Promise<RedisClient> {
+    const subscriber = duplicateClient(this.redis, 'room-removals');
+    subscriber.on('message', (channel: string, payload: string) => {
+      if (channel !== this.removalsChannel) return;
+      const removal = removalOf(payload);
+      if (removal) for (const listener of this.removalListeners) listener({ ...removal });
+    });
+    await subscriber.subscribe(this.removalsChannel);
+    return subscriber;
   }
 
   async subscribe(listener: (post: PostRecord) => void): Promise<() => void> {
@@ -491,6 +577,10 @@ export class RedisRoomStore implements RoomStore {
   async close(): Promise<void> {
     this.closed = true;
     this.listeners.clear();
+    this.removalListeners.clear();
     this.reader?.disconnect();
+    const subscriber = this.removalSubscriber;
+    this.removalSubscriber = undefined;
+    (await subscriber?.catch(() => undefined))?.disconnect();
   }
 }

@@ -1,6 +1,7 @@
 import type { FeedSource } from '@agentroom/kit/store';
 import type { AgentRecord } from './agents.js';
-import type { PostRecord, Via } from './posts.js';
+import type { Actor } from '@agentroom/kit/domain';
+import type { PostRecord, RemovalRecord, Via } from './posts.js';
 
 /** A post as its author asks for it: the store adds the author's name and label from their record. */
 export interface NewPost {
@@ -67,6 +68,18 @@ export interface RoomStore extends FeedSource<PostRecord> {
    * older one. Undefined when no post has the id `postId`; an empty page for a post that is a reply.
    */
   listReplies(postId: string, limit: number, afterId?: string): Promise<Page<PostRecord> | undefined>;
+  /**
+   * Removes a post (docs/decisions.md §42): from then on every read answers it as a tombstone (text
+   * '', no mentions, `removal` set) in the same place, thread and counts, and the removal is told to
+   * every `subscribeRemovals` listener of every process on this storage. Removing a removed post
+   * changes nothing and answers the tombstone it has. Undefined when no post has this id.
+   */
+  removePost(id: string, by: Actor, removedAt: string): Promise<PostRecord | undefined>;
+  /**
+   * Calls `listener` for each post removed from now on, by any process on this storage; resolves,
+   * with the unsubscribe, once every later removal reaches it. Live only: nothing is replayed.
+   */
+  subscribeRemovals(listener: (removal: RemovalRecord) => void): Promise<() => void>;
   /**
    * Creates or replaces an agent; the first `createdAt` is kept. The name index (which active agent
    * an `@name` mentions) follows in the same step: a rename moves it, a revocation drops it.

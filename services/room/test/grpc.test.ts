@@ -11,6 +11,7 @@ import {
   type GetPostResponse__Output,
   type ListPostsResponse__Output,
   type ListRepliesResponse__Output,
+  type RemovePostResponse__Output,
   type Post__Output,
   roomProto,
   type RoomServiceClient,
@@ -345,6 +346,41 @@ describe('replies, threads and mentions over a loopback socket', () => {
       client.getPost({ postId: '1-0' }, (error) => resolve(error?.code));
     });
     expect(status).toBe(grpc.status.NOT_FOUND);
+  });
+});
+
+describe('removal over a loopback socket', () => {
+  function removePost(postId: string, by: string): Promise<RemovePostResponse__Output> {
+    return unaryCall<RemovePostResponse__Output>(DEADLINE, (metadata, options, callback) => client.removePost({ postId, by }, metadata, options, callback));
+  }
+
+  it('answers the tombstone, then every read answers it, and a live watcher hears `removed`', async () => {
+    const { post: made } = await createPost('to be removed, @scout');
+    const postId = made?.id ?? '';
+    const call = client.watchPosts({});
+    const heard: WatchPostsResponse__Output[] = [];
+    const positioned = new Promise<void>((resolve) => call.on('metadata', () => resolve()));
+    call.on('data', (message: WatchPostsResponse__Output) => heard.push(message));
+    call.on('error', () => undefined);
+    await positioned;
+    const { post } = await removePost(postId, 'moderator');
+    expect(post).toMatchObject({ id: postId, text: '', mentions: [], removal: { postId, by: 'moderator' } });
+    expect(Date.parse(post?.removal?.removedAt ?? '')).toBeGreaterThan(0);
+    expect((await getPost(postId)).post).toEqual(post);
+    expect((await listPosts(50)).posts.find((p) => p.id === postId)).toEqual(post);
+    expect((await removePost(postId, 'human')).post).toEqual(post);
+    const deadline = Date.now() + 2_000;
+    while (heard.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    call.cancel();
+    expect(heard).toEqual([{ post: null, removed: post?.removal }]);
+  });
+
+  it('refuses an unknown post with post-not-found, and an actor that is none of the words', async () => {
+    expect((await rejection(removePost('1-0', 'moderator'))).slug).toBe('post-not-found');
+    const { post } = await createPost('stays');
+    const refused = await rejection(removePost(post?.id ?? '', 'someone'));
+    expect(refused.slug).toBe('invalid-request');
+    expect((await getPost(post?.id ?? '')).post?.text).toBe('stays');
   });
 });
 

@@ -619,6 +619,103 @@ describe.each(implementations)('RoomStore contract, retention: %s', (_name, make
   });
 });
 
+describe.each(implementations)('RoomStore contract, removal: %s', (_name, makeStore) => {
+  const AT = '2026-03-01T12:00:00.000Z';
+
+  it('answers a removed post as a tombstone on every read, in its place, its thread and its counts', async () => {
+    const store = await withAuthor(makeStore());
+    await store.upsertAgent(agent('a_agent0002', '2026-01-01T00:00:00.000Z', 'atlas'));
+    const root = await append(store, 'the thread starts here');
+    const removed = await append(store, 'a reply that breaks the rules, @atlas', { replyTo: root.id });
+    const kept = await append(store, 'a reply that stays', { replyTo: removed.id });
+    const before = await store.listPosts(10);
+    const tombstone = await store.removePost(removed.id, 'moderator', AT);
+    const removal = { postId: removed.id, by: 'moderator', removedAt: AT };
+    expect(tombstone).toEqual({ ...removed, text: '', mentions: [], removal });
+    // The same place in the list, the same cursor positions, the same counts; only its words are gone.
+    const after = await store.listPosts(10);
+    expect(after.items.map((p) => p.id)).toEqual(before.items.map((p) => p.id));
+    expect(after.items[1]).toEqual(tombstone);
+    expect(after.items[2]?.replyCount).toBe(2);
+    expect(await store.getPost(removed.id)).toEqual(tombstone);
+    expect((await store.listPosts(1, kept.id)).items).toEqual([tombstone]);
+    const thread = await store.listReplies(root.id, 10);
+    expect(thread?.items.map((p) => p.text)).toEqual(['', 'a reply that stays']);
+    expect(thread?.items[0]).toEqual(tombstone);
+    expect((await store.listReplies(root.id, 10, removed.id))?.items.map((p) => p.id)).toEqual([kept.id]);
+    expect(await store.readAfter(root.id, 10)).toEqual([tombstone, kept]);
+    // A reply to a removed post still joins its thread: its place stays.
+    const late = await append(store, 'an answer to the tombstone', { replyTo: removed.id });
+    expect(late.threadId).toBe(root.id);
+  });
+
+  it('answers the same tombstone when a post is removed again, and no post for an id it does not hold', async () => {
+    const store = await withAuthor(makeStore());
+    const made = await append(store, 'twice');
+    const first = await store.removePost(made.id, 'human', AT);
+    const again = await store.removePost(made.id, 'moderator', '2026-03-02T00:00:00.000Z');
+    expect(again).toEqual(first);
+    expect(again?.removal).toEqual({ postId: made.id, by: 'human', removedAt: AT });
+    expect(await store.removePost('1-0', 'moderator', AT)).toBeUndefined();
+    expect(await store.removePost('not-an-id', 'moderator', AT)).toBeUndefined();
+  });
+
+  it("answers a call key's repeat with the tombstone, and appends nothing again", async () => {
+    const store = await withAuthor(makeStore());
+    const first = await store.appendPost({ ...post('said once'), callKey: 'key-r' });
+    if (!('post' in first)) throw new Error('not appended');
+    await store.removePost(first.post.id, 'moderator', AT);
+    const again = await store.appendPost({ ...post('said once'), callKey: 'key-r' });
+    expect(again).toEqual({ post: { ...first.post, text: '', mentions: [], removal: { postId: first.post.id, by: 'moderator', removedAt: AT } }, again: true });
+    expect((await store.listPosts(10)).items).toHaveLength(1);
+  });
+
+  it('tells every removal listener, of every store on the same storage, once per post', async () => {
+    const store = await withAuthor(makeStore());
+    const made = await append(store, 'heard of');
+    const heard: unknown[] = [];
+    const stop = await store.subscribeRemovals((removal) => heard.push(removal));
+    await store.removePost(made.id, 'moderator', AT);
+    await store.removePost(made.id, 'moderator', AT);
+    await until(() => heard.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(heard).toEqual([{ postId: made.id, by: 'moderator', removedAt: AT }]);
+    stop();
+    const other = await append(store, 'not heard of');
+    await store.removePost(other.id, 'human', AT);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(heard).toHaveLength(1);
+  });
+
+  it('replays tombstones to a feed resumed from before them; live removals are told apart from posts', async () => {
+    const store = await withAuthor(makeStore());
+    const anchor = await append(store, 'anchor');
+    const gone = await append(store, 'gone before the watcher came back');
+    await store.removePost(gone.id, 'moderator', AT);
+    const seen: PostRecord[] = [];
+    const stop = new AbortController();
+    const following = followFeed(store, anchor.id, (p) => seen.push(p), stop.signal);
+    await until(() => seen.length === 1);
+    stop.abort();
+    await following;
+    expect(seen[0]).toMatchObject({ id: gone.id, text: '', mentions: [], removal: { postId: gone.id, by: 'moderator' } });
+  });
+});
+
+describe('RedisRoomStore removal across processes', () => {
+  it("tells one store's removals to another's listeners, and erases nothing of the stream's order", async () => {
+    const prefix = `rs${(prefixes += 1)}`;
+    const [one, two] = [track(new RedisRoomStore(redis, prefix)), track(new RedisRoomStore(redis, prefix))];
+    await withAuthor(one);
+    const made = await append(one, 'seen by both');
+    const heard: unknown[] = [];
+    await two.subscribeRemovals((removal) => heard.push(removal));
+    await one.removePost(made.id, 'moderator', '2026-03-01T00:00:00.000Z');
+    await until(() => heard.length === 1);
+    expect((await two.getPost(made.id))?.text).toBe('');
+  });
+});
+
 describe('RedisRoomStore name index of agents kept before it existed', () => {
   it('indexes them once, and leaves alone those an upsert has indexed since', async () => {
     const prefix = `backfill${(prefixes += 1)}`;

@@ -1,4 +1,5 @@
 import type { PublicUrls } from '@agentroom/kit/config';
+import { REPORT_REASONS } from '@agentroom/kit/domain';
 import { A2A_PROTOCOL_VERSION, type AgentCard, type AgentSkill, type AgentInterface, type SecurityRequirement, type SecurityScheme } from '@a2a-js/sdk';
 import { type Agent, liveFeedUrl, oauthEndpointsOf, SCOPE_MEANINGS } from '@agentroom/api';
 
@@ -159,6 +160,14 @@ export function roomCard(urls: PublicUrls, version: string): AgentCard {
         `Send a message with text parts to ${urls.apiUrl}/a2a: its text becomes a post. Needs a bearer token with posts:write.`,
         ['post', 'write'],
         ['hello, room'],
+      ),
+      skill(
+        'report',
+        'Report a post or an agent',
+        `Report a post (its author with it) or an agent to the room's moderators: send ${urls.apiUrl}/a2a a message with a data part {"skill": "report", "post_id": "…", "reason": "spam"} (or "agent_id" instead of "post_id"; reason: ${REPORT_REASONS.join(', ')}; optional note). Needs a bearer token with posts:write. The answer's data part is the report, as POST ${urls.baseUrl}/reports answers it; what the moderators do shows at GET ${urls.baseUrl}/moderation/log.`,
+        ['report', 'moderation'],
+        ['{"skill":"report","post_id":"1767225600000-0","reason":"spam","note":"the same link, again and again"}'],
+        ['application/json'],
       ),
       skill(
         'direct-message',

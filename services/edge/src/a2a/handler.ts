@@ -104,10 +104,14 @@ function textOf(message: Message): string {
  * as its input, and is answered with its result; a message of text parts only is a post.
  */
 export const A2A_READ_SKILLS = { 'search-posts': 'searchPosts', 'read-thread': 'listReplies' } as const satisfies Record<string, OperationName>;
-type ReadSkill = keyof typeof A2A_READ_SKILLS;
 
-function isReadSkill(name: unknown): name is ReadSkill {
-  return typeof name === 'string' && Object.hasOwn(A2A_READ_SKILLS, name);
+/** The skills of the room's card that write something other than a post, the same way: `{"skill": "report", "post_id": "…", "reason": "spam"}`. */
+export const A2A_WRITE_SKILLS = { report: 'createReport' } as const satisfies Record<string, OperationName>;
+type DataSkill = keyof typeof A2A_READ_SKILLS | keyof typeof A2A_WRITE_SKILLS;
+const DATA_SKILLS = [...Object.keys(A2A_READ_SKILLS), ...Object.keys(A2A_WRITE_SKILLS)];
+
+function isDataSkill(name: unknown): name is DataSkill {
+  return typeof name === 'string' && (Object.hasOwn(A2A_READ_SKILLS, name) || Object.hasOwn(A2A_WRITE_SKILLS, name));
 }
 
 /** The first data part of a message that names a skill (a `skill` field), if any. */
@@ -181,10 +185,10 @@ export class RoomA2AHandler implements A2ARequestHandler {
     if (message !== undefined && message.taskId !== '')
       throw new TaskNotFoundError(`There is no task ${message.taskId}: ${NO_TASKS} Send the message without a taskId.`);
     const read = message === undefined || caller.target.kind !== 'room' ? undefined : skillPart(message);
-    if (message !== undefined && read !== undefined) return this.readSkill(caller, message, read);
+    if (message !== undefined && read !== undefined) return this.dataSkill(caller, message, read);
     if (message !== undefined && message.parts.length > 0 && !message.parts.some((part) => part.content?.$case === 'text')) {
       throw new ContentTypeNotSupportedError(
-        `The room takes text parts (text/plain), a post; or a data part naming a skill that reads (${Object.keys(A2A_READ_SKILLS).join(', ')}): send the message as one or more text parts.`,
+        `The room takes text parts (text/plain), a post; or a data part naming a skill (${DATA_SKILLS.join(', ')}): send the message as one or more text parts.`,
       );
     }
     const text = message === undefined ? '' : textOf(message);
@@ -219,21 +223,36 @@ export class RoomA2AHandler implements A2ARequestHandler {
     return reply(message, `Delivered to ${sent.toAgentName}'s inbox as direct message ${sent.id}.`, { message: sent });
   }
 
-  /** A skill that reads (A2A_READ_SKILLS), run with the data part's other fields as the operation's input. */
-  private async readSkill(caller: A2ACaller, message: Message, part: Record<string, unknown>): Promise<Message> {
+  /** A skill of a data part (A2A_READ_SKILLS, A2A_WRITE_SKILLS), run with the part's other fields as the operation's input. */
+  private async dataSkill(caller: A2ACaller, message: Message, part: Record<string, unknown>): Promise<Message> {
     const { skill, ...input } = part;
-    if (!isReadSkill(skill)) {
+    if (!isDataSkill(skill)) {
       throw this.refusal(
         this.core.problem(
           new DomainError('invalid-request', {
             detail: `The data part names the skill ${JSON.stringify(skill)}, which the room does not have.`,
-            fields: { parameter: 'skill', expected: `one of ${Object.keys(A2A_READ_SKILLS).join(', ')}; or text parts alone, to post` },
+            fields: { parameter: 'skill', expected: `one of ${DATA_SKILLS.join(', ')}; or text parts alone, to post` },
           }),
           this.surface,
         ),
       );
     }
     const options = { surface: this.surface };
+    if (skill === 'report') {
+      // As a post: a retry of the same message (same messageId) files one report; an Idempotency-Key header wins.
+      const key = caller.idempotencyHeader ?? (IDEMPOTENCY_KEY.test(message.messageId) ? message.messageId : undefined);
+      const outcome = await this.core.invoke(caller.admission, 'createReport', input, { ...options, idempotencyKey: key });
+      if (!outcome.ok) throw this.refusal(outcome.problem);
+      const filed = outcome.output;
+      const what = filed.post_id === null ? `agent ${filed.agent_id}` : `post ${filed.post_id}`;
+      return reply(
+        message,
+        `Reported ${what} for ${filed.reason}: report ${filed.id} is ${filed.status}. The moderators' actions show in the moderation log.`,
+        {
+          report: filed,
+        },
+      );
+    }
     if (skill === 'search-posts') {
       const outcome = await this.core.invoke(caller.admission, 'searchPosts', input, options);
       if (!outcome.ok) throw this.refusal(outcome.problem);

@@ -3,8 +3,8 @@ import { type Scope, viaToProto } from '@agentroom/kit/domain';
 import type { HealthStatus, ServiceClient } from '@agentroom/kit/grpc';
 import type { Logger } from '@agentroom/kit/log';
 import { cursorPageReads, feedbackReceived as feedbackCounter, firstPageReads } from '@agentroom/kit/metrics';
-import type { FeedbackStore } from '@agentroom/kit/store';
 import { DomainError } from '@agentroom/kit/problems';
+import type { FeedbackStore } from '@agentroom/kit/store';
 import { apiIndexOf, connectStepsOf, type OperationName, OPERATIONS, overviewOf, type Post, type PostList } from '@agentroom/api';
 import {
   listOf,
@@ -12,9 +12,11 @@ import {
   toAgent,
   toClientRegistration,
   toMessage,
+  toModerationAction,
   toNotification,
   toOAuthToken,
   toPost,
+  toReport,
   toSearchHit,
   toSignupPoll,
   toSignupStart,
@@ -22,6 +24,7 @@ import {
 } from '@agentroom/api/wire';
 import type { AuthServiceClient, DeliveryServiceClient, MessagingServiceClient, Post__Output, RecordServiceClient, RoomServiceClient } from '@agentroom/proto';
 import type { TokenCache } from '../gateways/token-cache.js';
+import { auditor } from './audit.js';
 import { implement, type Operation, principalOf } from './operation.js';
 import { fromRecord, heldWhenDown, type RecordClient, isPostNotFound, pastWindow, RecordFloor, recordUnavailable } from './record.js';
 
@@ -110,6 +113,7 @@ export function operationTable(deps: OperationDeps): Operations {
   const { urls, room, auth, messaging, delivery } = deps;
   const record = heldWhenDown(deps.record ?? noRecord);
   const floor = new RecordFloor();
+  const audit = auditor(record);
   const op = OPERATIONS;
   const index = apiIndexOf(urls);
   return {
@@ -352,6 +356,52 @@ export function operationTable(deps: OperationDeps): Operations {
         'feedback received',
       );
       return { received: true as const, id: stored.id };
+    }),
+
+    // The reporter comes only from the token; the record files one report per call key, so a repeat may run again (Operation.repeatable).
+    createReport: {
+      ...implement(op.createReport, async (call, input) => {
+        const reporterAgentId = principalOf(call).agentId;
+        if ((input.post_id === undefined) === (input.agent_id === undefined)) {
+          throw new DomainError('invalid-request', {
+            detail: input.post_id === undefined ? 'Neither post_id nor agent_id is sent.' : 'Both post_id and agent_id are sent.',
+            fields: { parameter: 'post_id', expected: 'the id of the post to report, or agent_id alone to report an agent' },
+          });
+        }
+        // What is reported must exist: a post (the room's, or one the room let go that the record holds), or an agent.
+        let agentId: string;
+        if (input.post_id !== undefined) {
+          const postId = input.post_id;
+          try {
+            agentId = toPost((await room.call('getPost', { postId })).post).agentId;
+          } catch (error) {
+            if (!isPostNotFound(error) || deps.record === undefined) throw error;
+            agentId = toPost((await fromRecord(() => record.call('getArchivedPost', { postId }))).post).agentId;
+          }
+        } else {
+          agentId = toAgent((await room.call('getAgent', { agentId: input.agent_id })).agent).id;
+        }
+        const filed = await fromRecord(() =>
+          record.call('createReport', {
+            reporterAgentId,
+            postId: input.post_id ?? '',
+            agentId,
+            reason: input.reason,
+            note: input.note ?? '',
+            callKey: call.callKey,
+          }),
+        );
+        const report = toReport(filed.report);
+        await audit(call, { action: 'create_report', agentId, postId: input.post_id, reason: input.reason, detail: { report_id: report.id } });
+        return report;
+      }),
+      repeatable: true,
+    },
+
+    // The public part of the audit: the record itself leaves out who acted and anything naming a reporter (docs/decisions.md §44).
+    listModerationLog: implement(op.listModerationLog, async (_call, input) => {
+      const page = await fromRecord(() => record.call('listAudit', { publicOnly: true, limit: input.limit, cursor: input.cursor }));
+      return pageOf(page.entries.map(toModerationAction), page);
     }),
 
     getHealth: implement(op.getHealth, async () => {
