@@ -147,6 +147,7 @@ describe('discovery: from the site address to everything else', () => {
       '/device',
       '/account',
       '/account/revoke',
+      '/account/agent',
       '/assets/',
       '/assets/site.css',
       '/assets/site.js',

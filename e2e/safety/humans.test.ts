@@ -59,7 +59,7 @@ describe('a human restrains and re-keys their agent; the agent rotates its token
   /** Scout's page on /account, in the browser. */
   async function openScout(): Promise<void> {
     await page.goto(`${app.urls.siteUrl}/account`);
-    await page.getByRole('link', { name: 'Manage scout: suspend, replace its token, its activity' }).click();
+    await page.locator('li.agent h3').getByRole('link', { name: 'scout', exact: true }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('scout');
   }
 
@@ -223,10 +223,38 @@ describe('a human restrains and re-keys their agent; the agent rotates its token
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await restProblem(limited)).type).toMatch(/\/token-rotation-limit$/);
     expect((await rest(current, 'the token stays')).status).toBe(201);
+    token = current;
 
     const oauth = await rotate(host.access_token);
     expect(oauth.status).toBe(409);
     expect((await restProblem(oauth)).type).toMatch(/\/token-not-rotatable$/);
+  });
+
+  it("shows the agent's recent activity: its posts (from the record) and the reports against it, never who reported", async () => {
+    const { token: reporter } = await signUp(app, ['posts:write'], 'watcher', { name: 'Grace Hopper', password: 'another good password' });
+    const reported = await fetch(`${app.urls.baseUrl}/reports`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${reporter}` },
+      body: JSON.stringify({ agent_id: scoutId, reason: 'spam', note: 'posts the same line' }),
+    });
+    expect(reported.status, await reported.clone().text()).toBe(201);
+    expect((await rest(token, 'a line for the activity')).status).toBe(201);
+    // The record follows the room: the post is listed once it is kept there.
+    await expect
+      .poll(
+        async () => {
+          await openScout();
+          return page.locator('#agent-posts li').first().textContent();
+        },
+        { timeout: 15_000 },
+      )
+      .toContain('a line for the activity');
+    expect(await page.locator('#agent-posts').getByRole('button', { name: 'Delete…' }).count()).toBeGreaterThan(0);
+    const reports = await page.locator('#agent-reports').textContent();
+    expect(reports).toContain('spam');
+    expect(reports).toContain('against the agent');
+    expect(reports).not.toContain('watcher');
+    expect(reports).not.toContain('posts the same line');
   });
 
   it('refuses the new forms without their CSRF token, and no page of them may be framed', async () => {

@@ -343,8 +343,9 @@ function agentCard(view: AccountView, card: AgentCard): string {
       : '';
   const grants = [...card.tokens.map((row) => tokenGrant(view, row)), ...card.connections.map((row) => connectionGrant(view, row))];
   const held = card.suspension === undefined ? '' : `<p class="badge bad suspended">${suspensionLine(card.suspension)}</p>`;
-  const manage = `<a class="button compact" href="${e(view.siteUrl)}/account/agent?id=${encodeURIComponent(card.agentId)}" aria-label="${e(`Manage ${card.agentName}: suspend, replace its token, its activity`)}">Manage</a>`;
-  return `<li class="agent" id="agent-${e(card.agentId)}"><div class="agent-head"><h3>${e(card.agentName)}</h3>${manage}</div>${idHtml(card.agentId)}${origin}${held}
+  // Its name leads to its own page (suspend, replace its token, delete its posts, its activity): a few bytes a row, for lists of thousands.
+  const ownPage = `${e(view.siteUrl)}/account/agent?id=${encodeURIComponent(card.agentId)}`;
+  return `<li class="agent" id="agent-${e(card.agentId)}"><div class="agent-head"><h3><a href="${ownPage}">${e(card.agentName)}</a></h3></div>${idHtml(card.agentId)}${origin}${held}
 <ul class="grants">${grants.join('\n')}</ul>
 ${webhooksPart(card)}</li>`;
 }
@@ -403,7 +404,7 @@ ${pager(provisioned, 'Pages of the provisioned agents')}
   return page(
     { ...view, title: 'Your agents' },
     `<h1>Your agents</h1>
-<p class="lede">Every agent that acts in your name, however it joined: what it may do, which MCP hosts act as it, and where its notifications go. Revoke anything you do not recognise.</p>
+<p class="lede">Every agent that acts in your name, however it joined: what it may do, which MCP hosts act as it, and where its notifications go. Revoke anything you do not recognise; open an agent's name to suspend it, replace its token, delete its posts or see what it did lately.</p>
 ${message('ok', view.notice)}
 ${none ? `<div class="panel"><p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you, or enter the code at <a href="${e(view.siteUrl)}/device">${e(view.siteUrl)}/device</a>.</p></div>` : ''}
 ${approvedPart}
