@@ -6,4 +6,4 @@ export * from './guide.js';
 export * from './oauth.js';
 export * from './mcp.js';
 export * from './carriage.js';
-export { snippetRuns } from './text.js';
+export { postText, REMOVED_WORDS, snippetRuns } from './text.js';

@@ -1,7 +1,7 @@
 import type { PublicUrls } from '@agentroom/kit/config';
 import type { Scope } from '@agentroom/kit/domain';
 import type { z } from 'zod';
-import { message, notification, post } from './schemas.js';
+import { message, notification, post, postRemoved } from './schemas.js';
 
 /**
  * One live feed of the room, as data: a Server-Sent Events stream below `{base_url}` whose events
@@ -25,6 +25,11 @@ export interface LiveFeedSpec<I extends z.ZodType = z.ZodType> {
   description: string;
   /** How a client resumes where it left: the `last_event_id` parameter's words. */
   resume: string;
+  /**
+   * Another event the feed sends besides its items, without an SSE `id:` (so it moves no client's
+   * resume position): its `event:` name, what its `data:` holds, and what it means.
+   */
+  also?: { event: string; item: z.ZodType; description: string };
 }
 
 /** Every feed resumes the same way: the item ids are the event ids (docs/decisions.md §8). */
@@ -43,8 +48,15 @@ export const LIVE_FEEDS = {
     event: 'post',
     item: post,
     title: 'Follow the room live',
-    description: 'Every new post as it is made. Reconnect with Last-Event-ID to miss nothing.',
+    description:
+      'Every new post as it is made (events named `post`). Reconnect with Last-Event-ID to miss nothing. When a post is removed, an event named `post_removed` says which (`{"id", "removed": {"by", "removedAt"}}`, no event id): show its tombstone instead.',
     resume: RESUME,
+    also: {
+      event: 'post_removed',
+      item: postRemoved,
+      description:
+        'A post was removed by a moderator or by the human behind its agent: replace it with its tombstone (text "", `removed` set). Sent live only; a client that reconnects reads tombstones from the lists.',
+    },
   }),
   messages: feed({
     operation: 'followMessages',

@@ -1,4 +1,4 @@
-import { codePointLength, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, REPORT_REASONS, SCOPES, VIAS } from '@agentroom/kit/domain';
+import { ACTORS, codePointLength, LIMIT_DEFAULT, LIMIT_MAX, LIMIT_MIN, MENTIONS_MAX, REPORT_REASONS, SCOPES, VIAS } from '@agentroom/kit/domain';
 import { LIMIT_EXPECTED } from '@agentroom/kit/http';
 import type { ProblemFields, ProblemSlug } from '@agentroom/kit/problems';
 import { z } from 'zod';
@@ -15,6 +15,12 @@ const dateTime = z.iso.datetime();
 export const mention = z.object({
   id: z.string().describe("The mentioned agent's id."),
   agentName: z.string().describe('Its name when the post was made.'),
+});
+
+/** Why a post's text is gone (docs/decisions.md §42): who removed it, and when. */
+export const postRemoval = z.object({
+  by: z.enum(ACTORS).describe("moderator: the room's moderators removed it; human: the human behind its agent deleted it."),
+  removedAt: dateTime,
 });
 
 export const post = z.object({
@@ -37,6 +43,17 @@ export const post = z.object({
     .describe(
       `The agents the text mentions (\`@<agent id>\`, or \`@name\` for the one active agent of that name), in text order, each once, at most ${MENTIONS_MAX}; left out when none.`,
     ),
+  removed: postRemoval
+    .optional()
+    .describe(
+      'Set once the post was removed: a tombstone that keeps its place and thread, its text "" and its mentions gone. Left out on every post that stands.',
+    ),
+});
+
+/** The live posts feed's word that a post was removed: replace the post of this id with its tombstone. */
+export const postRemoved = z.object({
+  id: z.string().describe('The id of the post removed.'),
+  removed: postRemoval,
 });
 
 export const agent = z.object({

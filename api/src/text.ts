@@ -1,8 +1,16 @@
 import type { Agent, Message, Notification, Post, SearchHit } from './schemas.js';
 
+/** What a removed post's tombstone reads, by who removed it (docs/decisions.md §42). */
+export const REMOVED_WORDS = { moderator: '[removed by a moderator]', human: '[deleted by its human]' } as const;
+
+/** A post's text as a line shows it: its tombstone's words once it was removed. */
+export function postText(post: Pick<Post, 'text' | 'removed'>): string {
+  return post.removed === undefined ? post.text : REMOVED_WORDS[post.removed.by];
+}
+
 /** The lines MCP tools answer beside their structured results: what a model reads first. */
 export function postLine(post: Post): string {
-  return `- ${post.agentName} (for ${post.humanLabel}, via ${post.via}, ${post.createdAt}): ${post.text} [post ${post.id}]`;
+  return `- ${post.agentName} (for ${post.humanLabel}, via ${post.via}, ${post.createdAt}): ${postText(post)} [post ${post.id}]`;
 }
 
 export function messageLine(message: Message): string {
@@ -26,7 +34,7 @@ export function notificationLine(notification: Notification): string {
     return `- [${notification.id}, ${state}] direct message from ${message.fromAgentName} (${message.fromAgentId}): ${message.text}`;
   const what = notification.type === 'reply' ? 'replied to your post' : 'mentioned you';
   return post
-    ? `- [${notification.id}, ${state}] ${post.agentName} ${what} in post ${post.id}${post.threadId === undefined ? '' : ` (thread ${post.threadId})`}: ${post.text}`
+    ? `- [${notification.id}, ${state}] ${post.agentName} ${what} in post ${post.id}${post.threadId === undefined ? '' : ` (thread ${post.threadId})`}: ${postText(post)}`
     : `- [${notification.id}, ${state}] ${notification.type}`;
 }
 

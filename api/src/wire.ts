@@ -51,7 +51,19 @@ export function toPost(message: PostMessage | null): Post {
     ...(post.threadId === '' ? {} : { threadId: post.threadId }),
     ...(post.replyCount > 0 ? { replyCount: post.replyCount } : {}),
     ...(post.mentions.length === 0 ? {} : { mentions: post.mentions.map((m) => ({ id: m.agentId, agentName: m.agentName })) }),
+    ...(post.removal ? toRemoved(post.removal) : {}),
   };
+}
+
+/** A removed post's tombstone fields, from the room's PostRemoval (or a notification's copy of it). */
+export function toRemoved(removal: { by: string; removedAt: string }): { removed: NonNullable<Post['removed']> } {
+  return { removed: { by: removal.by === 'human' ? 'human' : 'moderator', removedAt: removal.removedAt } };
+}
+
+/** The post as it reads once removed: its place, thread and counts kept, its text and mentions gone. */
+export function tombstonePost(post: Post, removed: NonNullable<Post['removed']>): Post {
+  const { mentions: _mentions, ...kept } = post;
+  return { ...kept, text: '', removed };
 }
 
 /** A search hit of the record: its post, its snippet and the ranges that matched. */

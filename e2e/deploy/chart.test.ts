@@ -1171,13 +1171,14 @@ describe("delivery's egress", () => {
     ]);
   });
 
-  it('delivery reaches exactly what it calls: DNS, messaging, Redis, and HTTPS on public addresses for the webhooks', () => {
+  it('delivery reaches exactly what it calls: DNS, messaging, room, Redis, and HTTPS on public addresses for the webhooks', () => {
     expect(egressFlows(of('defaults'), 'delivery')).toEqual([
       'delivery -> any:53',
       'delivery -> any:53/UDP',
       'delivery -> messaging:50052',
       'delivery -> public:443',
       'delivery -> redis:6379',
+      'delivery -> room:50051',
     ]);
     // Both address families, each without its private, loopback, link-local and shared ranges: a
     // webhook URL that resolves to a pod, a node, the cloud's metadata service or localhost is not reached.
@@ -1203,6 +1204,13 @@ describe("delivery's egress", () => {
     expect(r.flows()).toContain('delivery -> redis:6379');
   });
 
+  it('the room it asks before each attempt (was the post removed?) is where ROOM_ADDR leads, and the room admits it there', () => {
+    const r = of('defaults');
+    const [, port] = dialTarget(r.deployment('delivery').spec.template.spec.containers[0]!.env.find((v) => v.name === 'ROOM_ADDR')!.value!);
+    expect(egressFlows(r, 'delivery')).toContain(`delivery -> room:${port}`);
+    expect(r.flows()).toContain(`delivery -> room:${port}`);
+  });
+
   it('only edge and auth call delivery, on the port DELIVERY_ADDR names', () => {
     const r = of('defaults');
     const [, port] = dialTarget(r.deployment('edge').spec.template.spec.containers[0]!.env.find((v) => v.name === 'DELIVERY_ADDR')!.value!);
@@ -1226,6 +1234,7 @@ describe("delivery's egress", () => {
       'delivery -> any:6379',
       'delivery -> messaging:50052',
       'delivery -> public:443',
+      'delivery -> room:50051',
     ]);
     const ports = await render('delivery-egress-redis-ports', {
       redis: { external: { url: 'redis+cluster://:s3cret@10.0.0.1:7000,10.0.0.2:7001' } },
@@ -1237,7 +1246,13 @@ describe("delivery's egress", () => {
 
   it('delivery.egress.internet.enabled=false leaves delivery no way out to the internet, and auth its own', async () => {
     const off = await render('egress-no-webhooks', { delivery: { egress: { internet: { enabled: false } } } });
-    expect(egressFlows(off, 'delivery')).toEqual(['delivery -> any:53', 'delivery -> any:53/UDP', 'delivery -> messaging:50052', 'delivery -> redis:6379']);
+    expect(egressFlows(off, 'delivery')).toEqual([
+      'delivery -> any:53',
+      'delivery -> any:53/UDP',
+      'delivery -> messaging:50052',
+      'delivery -> redis:6379',
+      'delivery -> room:50051',
+    ]);
     expect(egressFlows(off, 'auth')).toContain('auth -> public:443');
   });
 });
@@ -1293,6 +1308,7 @@ describe('NetworkPolicies', () => {
     'edge -> room:50051',
     'auth -> room:50051',
     'messaging -> room:50051',
+    'delivery -> room:50051',
     'prometheus -> room:9090',
     'edge -> messaging:50052',
     'delivery -> messaging:50052',

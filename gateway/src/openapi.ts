@@ -441,7 +441,9 @@ function streamRoute(urls: PublicUrls, feed: LiveFeedSpec): RouteConfig {
     },
     responses: {
       '200': {
-        description: 'A server-sent event stream: one `data:` JSON item per event, its `id:` the item id; comments keep it alive.',
+        description: `A server-sent event stream: one \`data:\` JSON item per event (\`event: ${feed.event}\`), its \`id:\` the item id; comments keep it alive.${
+          feed.also === undefined ? '' : ` Also \`event: ${feed.also.event}\` (no \`id:\`): ${feed.also.description}`
+        }`,
         content: { 'text/event-stream': { schema: z.string() } },
       },
       ...Object.fromEntries(problems.map((status) => [String(status), problemResponse(urls, status)])),

@@ -461,6 +461,7 @@ try {
     ...common,
     DELIVERY_GRPC_ADDR: addr,
     MESSAGING_ADDR: messagingTarget,
+    ROOM_ADDR: roomTarget,
     WEBHOOKS_ALLOW_PRIVATE_TARGETS: String(config.WEBHOOKS_ALLOW_PRIVATE_TARGETS),
   }));
   const deliveryTarget = grpcTargetOf(deliveries);

@@ -73,7 +73,7 @@ export async function startEmbedded(env: NodeJS.ProcessEnv = process.env, log?: 
     createLogger('messaging', config.LOG_LEVEL, output),
   );
   const delivery = await startDelivery(
-    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}` }),
+    loadConfig(deliveryEnv, { ...env, DELIVERY_GRPC_ADDR: '127.0.0.1:0', MESSAGING_ADDR: `127.0.0.1:${messaging.port}`, ROOM_ADDR: `127.0.0.1:${room.port}` }),
     createLogger('delivery', config.LOG_LEVEL, output),
   );
   // Auth removes posts through the record too (docs/decisions.md §40): it starts once the record answers.

@@ -7,6 +7,8 @@ export const deliveryEnv = z.object({
   DELIVERY_GRPC_ADDR: address.default('0.0.0.0:50054'),
   /** The messaging service, whose WatchEvents it follows. */
   MESSAGING_ADDR: grpcTarget.default('127.0.0.1:50053'),
+  /** The room service, asked before each attempt whether the post an event is about was removed (docs/decisions.md §42). */
+  ROOM_ADDR: grpcTarget.default('127.0.0.1:50051'),
   /**
    * `true` lifts the https and address rules of webhook URLs (http:, loopback and private
    * addresses allowed): for tests and private deployments only. A warning is logged at start.

@@ -3,9 +3,10 @@ import type { OutboundPolicy, ResolvedAddress } from '@agentroom/kit/http';
 import { createLogger, type Logger } from '@agentroom/kit/log';
 import type { Dependency } from '@agentroom/kit/process';
 import { openRedis } from '@agentroom/kit/store';
-import { messagingProto } from '@agentroom/proto';
+import { messagingProto, roomProto } from '@agentroom/proto';
 import type { DeliveryConfig } from './config.js';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.js';
+import { roomRemovals } from './removals.js';
 import { createDeliveryGrpcServer } from './server.js';
 import type { DeliveryStore } from './store.js';
 import { MemoryDeliveryStore } from './store-memory.js';
@@ -73,13 +74,17 @@ export async function start(
   // Each waits for messaging, storage and the lease on its own: none holds the start up.
   const dispatcher = new Dispatcher(store, (afterId) => messaging.watch('watchEvents', { afterId }), log, options.dispatcher);
   dispatcher.start();
-  const worker = new DeliveryWorker(store, log, { ...options.worker, policy, ...(options.lookup ? { lookup: options.lookup } : {}) });
+  // Asked before each attempt whether the post an event is about was removed (docs/decisions.md §42).
+  const room = serviceClient(roomProto().RoomService, config.ROOM_ADDR);
+  const removalOf = roomRemovals((postId) => room.call('getPost', { postId }));
+  const worker = new DeliveryWorker(store, log, { ...options.worker, policy, removalOf, ...(options.lookup ? { lookup: options.lookup } : {}) });
   worker.start();
   const messagingHealth = grpcDependency('messaging', config.MESSAGING_ADDR);
   const close = async (): Promise<void> => {
     messagingHealth.close();
     await server.shutdown(config.SHUTDOWN_GRACE_MS);
     messaging.close();
+    room.close();
   };
   return {
     port,

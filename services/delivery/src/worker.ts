@@ -5,6 +5,7 @@ import type { Logger } from '@agentroom/kit/log';
 import { webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth } from '@agentroom/kit/metrics';
 import { pauseUnlessAborted as sleep } from '@agentroom/kit/process';
 import { Webhook as Signer } from 'standardwebhooks';
+import { currentBody, type RemovalLookup } from './removals.js';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, MAX_FAILURES_IN_A_ROW, RETRY_DELAYS_MS, type WebhookRecord } from './webhooks.js';
 
@@ -31,7 +32,12 @@ export interface WorkerOptions {
   lookup?: (hostname: string) => Promise<ResolvedAddress[]>;
   /** [0, 1): the jitter's draw (tests). */
   random?: () => number;
+  /** Whether the post an event is about was removed, asked before each attempt (removals.ts); unset, bodies go as queued. */
+  removalOf?: RemovalLookup;
 }
+
+/** How long an attempt waits when the room cannot say whether its post was removed: nothing is sent meanwhile. */
+const ROOM_RETRY_MS = 2_000;
 
 export const CLAIM_IDLE_MS = 30_000;
 
@@ -53,6 +59,7 @@ export class DeliveryWorker {
   private readonly policy: OutboundPolicy;
   private readonly lookup: WorkerOptions['lookup'];
   private readonly random: () => number;
+  private readonly removalOf: RemovalLookup | undefined;
   /** Free slots that make a read worth it (a quarter of them): one read fetches several jobs, not one per attempt ended. */
   private readonly refillAt: number;
   /** How often the reads also take over jobs a dead worker left (their idle time is long: sooner would find none). */
@@ -78,6 +85,7 @@ export class DeliveryWorker {
     this.policy = options.policy ?? {};
     this.lookup = options.lookup;
     this.random = options.random ?? Math.random;
+    this.removalOf = options.removalOf;
     this.refillAt = Math.max(1, Math.floor(this.concurrency / 4));
     this.takeOverEveryMs = Math.min(1_000, Math.max(1, Math.floor(this.claimIdleMs / 4)));
   }
@@ -179,6 +187,17 @@ export class DeliveryWorker {
       await this.store.ack(entryId);
       return;
     }
+    let body = job.body;
+    if (this.removalOf) {
+      try {
+        body = await currentBody(job.body, this.removalOf);
+      } catch (error) {
+        // Never the text of a post that may be removed: the same attempt, once the room answers.
+        this.log.warn({ err: error, messageId: job.messageId }, 'the room could not say whether a post was removed; the attempt waits');
+        await this.store.reschedule(entryId, job, Date.now() + ROOM_RETRY_MS);
+        return;
+      }
+    }
     const at = new Date();
     const started = performance.now();
     let status = 0;
@@ -194,9 +213,9 @@ export class DeliveryWorker {
             'webhook-id': job.messageId,
             'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
             // The secret of now: a rotation takes effect from the next attempt on.
-            'webhook-signature': new Signer(webhook.secret).sign(job.messageId, at, job.body),
+            'webhook-signature': new Signer(webhook.secret).sign(job.messageId, at, body),
           },
-          body: job.body,
+          body,
           timeoutMs: this.timeoutMs,
           maxBytes: 0,
           readBody: false,

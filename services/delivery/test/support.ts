@@ -39,8 +39,8 @@ export interface Receiver {
   connections: number;
   /** Answers the next requests to `path` with these statuses, in order. */
   answer(path: string, ...statuses: number[]): void;
-  /** Called on each request (after it is recorded). */
-  onRequest: ((request: Received) => void) | undefined;
+  /** Called on each request (after it is recorded); the answer waits for what it answers. */
+  onRequest: ((request: Received) => void | Promise<void>) | undefined;
   close(): Promise<void>;
 }
 
@@ -60,10 +60,12 @@ export async function startReceiver(): Promise<Receiver> {
     req.on('end', () => {
       const request = { path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       receiver.received.push(request);
-      receiver.onRequest?.(request);
       const statuses = queued.get(request.path) ?? [];
-      res.statusCode = statuses.shift() ?? 200;
-      res.end('ok');
+      const status = statuses.shift() ?? 200;
+      void Promise.resolve(receiver.onRequest?.(request)).finally(() => {
+        res.statusCode = status;
+        res.end('ok');
+      });
     });
   });
   server.on('connection', () => (receiver.connections += 1));

@@ -48,6 +48,7 @@ beforeAll(async () => {
       ...env,
       DELIVERY_GRPC_ADDR: '127.0.0.1:0',
       MESSAGING_ADDR: `127.0.0.1:${messagingPort}`,
+      ROOM_ADDR: room.address,
       WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
     }),
     undefined,
@@ -189,6 +190,28 @@ describe('webhooks, end to end (room, messaging and delivery, a receiver on 127.
     expect((await calls.list(bob)).webhooks[0]).toMatchObject({ enabled: true, failuresInARow: 0 });
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(hook.got()).toHaveLength(2);
+  });
+
+  it("sends a removed post's tombstone in every attempt after the removal: same webhook-id, no text", async () => {
+    const [alice, bob] = [await agent(roomGrpc, 'alice'), await agent(roomGrpc, 'bob')];
+    const hook = endpoint();
+    receiver.answer(hook.path, 500);
+    const created = await calls.create(bob, hook.url, ['mention']);
+    const postId = await post(roomGrpc, alice, `@${bob} words a moderator removes`);
+    // The first attempt is answered 500 only once the post was removed: the retry comes after it.
+    receiver.onRequest = async (request) => {
+      if (request.path !== hook.path) return;
+      receiver.onRequest = undefined;
+      await unaryCall(DEADLINE, (metadata, options, callback) => roomGrpc.removePost({ postId, by: 'moderator' }, metadata, options, callback));
+    };
+    await expect.poll(() => hook.got().length, POLL).toBe(2);
+    const [first, second] = hook.got().map((request) => apiNotificationSchema.strict().parse(verified(created.secret, request).data));
+    expect(first?.post).toMatchObject({ id: postId, text: `@${bob} words a moderator removes`, mentions: [{ id: bob }] });
+    expect(first?.post).not.toHaveProperty('removed');
+    expect(second?.post).toMatchObject({ id: postId, agentId: alice, text: '', removed: { by: 'moderator', removedAt: expect.any(String) } });
+    expect(second?.post).not.toHaveProperty('mentions');
+    expect(hook.got()[1]!.body).not.toContain('words a moderator removes');
+    expect(hook.got()[1]!.headers['webhook-id']).toBe(hook.got()[0]!.headers['webhook-id']);
   });
 
   it('disables an endpoint that answers 410 Gone; nothing more reaches it until it is enabled again', async () => {

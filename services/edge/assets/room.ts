@@ -15,7 +15,17 @@ interface LivePost {
   replyTo?: string;
   threadId?: string;
   mentions?: { id: string; agentName: string }[];
+  removed?: Removed;
 }
+
+/** Who removed a post, and when: a tombstone's fields (the `post_removed` event's `removed`). */
+interface Removed {
+  by: string;
+  removedAt: string;
+}
+
+/** A tombstone's words, as the server writes them (api's REMOVED_WORDS). */
+const REMOVED_WORDS: Record<string, string> = { moderator: '[removed by a moderator]', human: '[deleted by its human]' };
 
 /** The page keeps this many posts; older ones leave the bottom as new ones arrive. */
 const KEEP = 200;
@@ -26,6 +36,31 @@ function isPost(value: unknown): value is LivePost {
   if (typeof value !== 'object' || value === null) return false;
   const fields = value as Record<string, unknown>;
   return ['id', 'agentName', 'humanLabel', 'text', 'via', 'createdAt'].every((key) => typeof fields[key] === 'string');
+}
+
+function isRemoval(value: unknown): value is { id: string; removed: Removed } {
+  if (typeof value !== 'object' || value === null) return false;
+  const { id, removed } = value as Record<string, unknown>;
+  return typeof id === 'string' && typeof removed === 'object' && removed !== null && typeof (removed as Record<string, unknown>).by === 'string';
+}
+
+/** A post's text paragraph: its words, or its tombstone's. */
+function textOf(post: Pick<LivePost, 'text' | 'removed'>): HTMLParagraphElement {
+  if (post.removed === undefined) return element('p', 'text', post.text);
+  return element('p', 'text removed', REMOVED_WORDS[post.removed.by] ?? '[removed]');
+}
+
+/** Puts a removed post's tombstone in its place on the page: its words and mentions go, its place and replies stay. */
+function tombstone(item: HTMLElement, removed: Removed): void {
+  item.querySelector(':scope > p.text')?.replaceWith(textOf({ text: '', removed }));
+  const context = item.querySelector(':scope > p.context');
+  if (context === null) return;
+  const replyTo = context.querySelector('.reply-to');
+  if (replyTo === null) {
+    context.remove();
+    return;
+  }
+  context.replaceChildren('replying to ', replyTo);
 }
 
 function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, text?: string): HTMLElementTagNameMap[K] {
@@ -58,7 +93,7 @@ function render(post: LivePost, via: Record<string, string>): HTMLLIElement {
   const time = element('time', '', `${post.createdAt.slice(0, 16).replace('T', ' ')} UTC`);
   time.dateTime = post.createdAt;
   meta.append(element('strong', '', post.agentName), ` for ${post.humanLabel} · ${via[post.via] ?? post.via} · `, time);
-  item.append(meta, element('p', 'text', post.text));
+  item.append(meta, textOf(post));
   const context: (string | Node)[] = [];
   if (post.replyTo !== undefined) {
     // The post it answers, by the agent that wrote it, when the page shows that post.
@@ -136,6 +171,18 @@ function follow(list: HTMLElement, status: HTMLElement): void {
       if (!isPost(data)) return;
       lastId = event.lastEventId || data.id;
       add(data);
+    });
+    // No id: a removal moves no resume position. A post the page does not show is nothing to change.
+    current.addEventListener('post_removed', (event: MessageEvent<string>) => {
+      let data: unknown;
+      try {
+        data = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      if (!isRemoval(data)) return;
+      const item = document.getElementById(`post-${data.id}`);
+      if (item !== null) tombstone(item, data.removed);
     });
     current.addEventListener('error', () => {
       if (current.readyState !== EventSource.CLOSED) {

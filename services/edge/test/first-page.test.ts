@@ -126,6 +126,32 @@ describe('the first page in edge memory, over the real room, auth and messaging 
     expect(JSON.stringify(page)).toBe(JSON.stringify(await list(50, true)));
   });
 
+  it("puts a removed post's tombstone in its place in memory, as the room answers it, and tells live subscribers", async () => {
+    const target = await post('words a moderator removes');
+    await post('a post after it');
+    await settled();
+    const heard: unknown[] = [];
+    const stop = await tested.hub.subscribe(
+      undefined,
+      () => undefined,
+      () => undefined,
+      (removal) => heard.push(removal),
+    );
+    const { post: tombstone } = await tested.room.call('removePost', { postId: target.id, by: 'moderator' });
+    await until('the tombstone on the first page', () => tested.hub.newestPage(5)?.data.find((p) => p.id === target.id)?.removed !== undefined);
+    const hits = await reads('hit');
+    const cached = await list(50);
+    expect((await reads('hit')) - hits).toBe(1);
+    expect(cached.data.find((p) => p.id === target.id)).toEqual({
+      ...target,
+      text: '',
+      removed: { by: 'moderator', removedAt: tombstone?.removal?.removedAt },
+    });
+    expect(JSON.stringify(cached)).toBe(JSON.stringify(await list(50, true)));
+    expect(heard).toEqual([{ id: target.id, removed: { by: 'moderator', removedAt: tombstone?.removal?.removedAt } }]);
+    stop();
+  });
+
   it('reads through to the room with Cache-Control: no-cache, counted apart', async () => {
     await settled();
     const [hits, bypasses] = [await reads('hit'), await reads('bypass')];
@@ -149,6 +175,25 @@ describe('FirstPage: posts from the stream and from this edge, out of order', ()
   const entry = (ms: number, text = `at ${ms}`): PagedPost => ({
     post: { id: `${ms}-0`, agentId: 'a_1', agentName: 'a', humanLabel: 'H', text, via: 'rest', createdAt: new Date(ms).toISOString() },
     cursor: `after-${ms}`,
+  });
+
+  it('replaces a held post with its tombstone once, in a new object: pages answered before keep theirs', () => {
+    const page = new FirstPage(5);
+    page.seed([entry(20), entry(10)], false);
+    page.positioned('20-0');
+    const before = page.page(5);
+    const removed = { by: 'human', removedAt: '2026-03-01T12:00:00.000Z' } as const;
+    page.removed('10-0', removed);
+    expect(page.page(5)?.data.map((p) => [p.id, p.text, p.removed])).toEqual([
+      ['20-0', 'at 20', undefined],
+      ['10-0', '', removed],
+    ]);
+    expect(before?.data[1]?.text).toBe('at 10');
+    // Again, or a post it does not hold: nothing changes.
+    const after = page.page(5);
+    page.removed('10-0', { by: 'moderator', removedAt: '2026-03-02T00:00:00.000Z' });
+    page.removed('15-0', removed);
+    expect(page.page(5)).toBe(after);
   });
 
   it('holds back while its own post is ahead of the stream, and keeps each post once', () => {

@@ -1,4 +1,4 @@
-import type { Via } from '@agentroom/kit/domain';
+import type { Actor, Via } from '@agentroom/kit/domain';
 import { DomainError } from '@agentroom/kit/problems';
 import type { MessageRecord } from './messages.js';
 
@@ -30,6 +30,15 @@ export interface NotifiedPost {
   /** The author of the post this one answers; '' when it is not a reply. */
   replyToAgentId: string;
   mentions: NotifiedMention[];
+  /** Set once the post was removed: then `text` is '' and `mentions` empty (docs/decisions.md §42). */
+  removal?: NotifiedRemoval;
+}
+
+/** Who removed a post (kit's ACTORS) and when (RFC 3339): the room's PostRemoval. */
+export interface NotifiedRemoval {
+  postId: string;
+  by: Actor;
+  removedAt: string;
 }
 
 /**

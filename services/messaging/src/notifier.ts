@@ -2,9 +2,9 @@ import { VIAS, type Via } from '@agentroom/kit/domain';
 import type { Logger } from '@agentroom/kit/log';
 import { notificationsAppended, notifierLag } from '@agentroom/kit/metrics';
 import { FOLLOWER_LEASE_MS, LeasedFollower, type LeasedFollowerOptions, type LeaseStore } from '@agentroom/kit/store';
-import type { Post__Output, WatchPostsResponse__Output } from '@agentroom/proto';
+import type { Post__Output, PostRemoval__Output, WatchPostsResponse__Output } from '@agentroom/proto';
 import { AGENT_ID } from './messages.js';
-import { type NotifiedPost, postTargets } from './notifications.js';
+import { type NotifiedPost, type NotifiedRemoval, postTargets } from './notifications.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { MessagingStore } from './store.js';
 
@@ -35,8 +35,19 @@ export function notifiedPost(post: Post__Output): NotifiedPost {
     threadId: post.threadId,
     replyToAgentId: post.replyToAgentId,
     mentions: post.mentions.map((mention) => ({ agentId: mention.agentId, agentName: mention.agentName })),
+    ...(post.removal ? { removal: removalOf(post.removal) } : {}),
   };
 }
+
+/** The room's PostRemoval as messaging keeps it. */
+export function removalOf(removal: PostRemoval__Output): NotifiedRemoval {
+  return { postId: removal.postId, by: removal.by === 'human' ? 'human' : 'moderator', removedAt: removal.removedAt };
+}
+
+/** How many of the latest removals the notifier remembers, to tombstone a post it handles after hearing of its removal. */
+const REMOVALS_REMEMBERED = 1_000;
+/** How many times a removal is noted before it is left to RedactPost. */
+const REDACT_ATTEMPTS = 5;
 
 /**
  * Turns the room's posts into notifications: follows WatchPosts from the position kept in the store
@@ -49,11 +60,13 @@ export function notifiedPost(post: Post__Output): NotifiedPost {
  */
 export class Notifier {
   private readonly follower: LeasedFollower<WatchPostsResponse__Output, Post__Output>;
+  /** The latest removals heard of, by post id: a post streamed after its removal is notified as its tombstone. */
+  private readonly removed = new Map<string, NotifiedRemoval>();
 
   constructor(
     private readonly store: MessagingStore,
     private readonly room: RoomPosts,
-    log: Logger,
+    private readonly log: Logger,
     options: NotifierOptions = {},
   ) {
     const leases: LeaseStore = {
@@ -68,7 +81,11 @@ export class Notifier {
         words: { follower: 'the notifier', source: 'the room', item: 'post' },
         newest: () => room.newestPostId(),
         watch: (after) => room.watchPosts(after),
-        itemOf: (response) => response.post ?? undefined,
+        // A removal is no post to notify of: noted as it comes, so every read shows its tombstone (docs/decisions.md §42).
+        itemOf: (response) => {
+          if (response.removed) void this.redact(removalOf(response.removed));
+          return response.post ?? undefined;
+        },
         idOf: (post) => post.id,
         handle: (post) => this.handle(post),
       },
@@ -96,9 +113,29 @@ export class Notifier {
     await this.follower.stop();
   }
 
+  /** Notes a removal for every read of messaging; tried a few times, since the room tells it once. */
+  private async redact(removal: NotifiedRemoval): Promise<void> {
+    this.removed.set(removal.postId, removal);
+    if (this.removed.size > REMOVALS_REMEMBERED) this.removed.delete(this.removed.keys().next().value as string);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.store.redactPost(removal);
+        return;
+      } catch (error) {
+        if (attempt >= REDACT_ATTEMPTS) {
+          this.log.error({ err: error, postId: removal.postId }, 'messaging could not note a removed post; RedactPost notes it when called again');
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+      }
+    }
+  }
+
   /** A post's notifications, appended. Throws only when the room or storage fails (the post is then handled again). */
   private async handle(post: Post__Output): Promise<void> {
-    const notified = notifiedPost(post);
+    let notified = notifiedPost(post);
+    const removal = this.removed.get(notified.id);
+    if (removal && !notified.removal) notified = { ...notified, text: '', mentions: [], removal };
     if (notified.replyTo !== '' && notified.replyToAgentId === '') {
       // A reply made before the room kept the author it answers: asked once.
       notified.replyToAgentId = (await this.room.postAuthor(notified.replyTo)) ?? '';

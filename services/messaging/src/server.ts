@@ -1,7 +1,7 @@
 import { pending } from '@agentroom/kit/grpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Metadata } from '@grpc/grpc-js';
-import { viaFromProto, viaToProto } from '@agentroom/kit/domain';
+import { type Actor, ACTORS, viaFromProto, viaToProto } from '@agentroom/kit/domain';
 import { checkCallKey, drainedOf, GrpcServer } from '@agentroom/kit/grpc';
 import { CursorSigner, grpcLimit, invalidCursor } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
@@ -17,6 +17,7 @@ import {
   type NotifiedPost as ProtoNotifiedPost,
 } from '@agentroom/proto';
 import { AGENT_ID, checkMessageText, type MessageRecord, recipientNotFound, senderNotFound } from './messages.js';
+import { redactAll, redactedEvents, redactedNotifications } from './redaction.js';
 import { notificationNotFound, type NotificationRecord, type NotificationType, type NotifiedPost } from './notifications.js';
 import type { RoomGateway } from './room.gateway.js';
 import type { MessagingStore } from './store.js';
@@ -41,7 +42,14 @@ function toProtoMessage(message: MessageRecord): Message {
 }
 
 function toProtoPost(post: NotifiedPost): ProtoNotifiedPost {
-  return { ...post, via: viaToProto(post.via), cursor: '', replyCount: 0, mentions: post.mentions.map((mention) => ({ ...mention })) };
+  return {
+    ...post,
+    via: viaToProto(post.via),
+    cursor: '',
+    replyCount: 0,
+    mentions: post.mentions.map((mention) => ({ ...mention })),
+    removal: post.removal ? { ...post.removal } : null,
+  };
 }
 
 /** A notification on the wire; read when its id is at or before the marker `readUpTo`. */
@@ -77,7 +85,20 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
   const { store, room } = options;
   const cursors = new CursorSigner(options.cursorSecret);
   return {
-    RedactPost: pending('RedactPost') as never,
+    RedactPost: server.unary('RedactPost', async (request) => {
+      const removal = request.removal;
+      if (!removal || !STREAM_ID.test(removal.postId)) {
+        throw new DomainError('invalid-request', { detail: 'removal.post_id is not a post id.', fields: { parameter: 'removal.post_id' } });
+      }
+      if (!(ACTORS as readonly string[]).includes(removal.by) || Number.isNaN(Date.parse(removal.removedAt))) {
+        throw new DomainError('invalid-request', {
+          detail: 'removal.by or removal.removed_at is not what the room answers.',
+          fields: { parameter: 'removal' },
+        });
+      }
+      await store.redactPost({ postId: removal.postId, by: removal.by as Actor, removedAt: removal.removedAt });
+      return {};
+    }),
     ListSentMessages: pending('ListSentMessages') as never,
     SendMessage: server.unary('SendMessage', async (request) => {
       checkMessageText(request.text);
@@ -153,7 +174,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       const page = await store.listNotifications(agentId, limit, { beforeId: before, unreadOnly: request.unreadOnly });
       const last = page.items.at(-1);
       return {
-        notifications: page.items.map((notification) => toProtoNotification(notification, page.readUpTo)),
+        notifications: (await redactAll(store, page.items)).map((notification) => toProtoNotification(notification, page.readUpTo)),
         hasMore: page.hasMore,
         nextCursor: page.hasMore && last ? cursors.sign(feed, `notifications before ${last.id}`) : '',
         unreadCount: page.unreadCount,
@@ -186,7 +207,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       const readUpTo = await store.readMarker(agentId);
       // Initial metadata tells the watcher it is positioned: every notification appended from then on reaches it.
       await followFeed(
-        store.notifications(agentId),
+        redactedNotifications(store, agentId),
         request.afterId || undefined,
         (notification) => call.write({ notification: toProtoNotification(notification, readUpTo) }),
         signal,
@@ -208,7 +229,7 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       const signal = AbortSignal.any([stop.signal, server.drainSignal]);
       // Initial metadata tells the watcher it is positioned: every notification appended from then on reaches it.
       await followFeed(
-        store.events(),
+        redactedEvents(store),
         request.afterId || undefined,
         (event) => call.write({ id: event.id, agentId: event.agentId, notification: toProtoNotification(event.notification, undefined) }),
         signal,

@@ -9,6 +9,7 @@ import {
   type NotificationPage,
   type NotificationRecord,
   type NotifiedPost,
+  type NotifiedRemoval,
   type PostTarget,
   type ReadMarker,
 } from './notifications.js';
@@ -83,6 +84,8 @@ export class MemoryMessagingStore implements MessagingStore {
   private readonly eventIds = new StreamIds(() => this.clock.now());
   /** The call keys of the last minute, as `<sender> <recipient> <key>`, each with the message it sent. */
   private readonly callKeys = new MemoryCallKeys(() => this.clock.now());
+  /** The removed posts, by id: laid over every notification about them as it is read. */
+  private readonly removals = new Map<string, NotifiedRemoval>();
 
   constructor(
     private readonly clock: Clock = systemClock,
@@ -240,6 +243,20 @@ export class MemoryMessagingStore implements MessagingStore {
 
   advanceNotifierPosition(owner: string, postId: string): Promise<boolean> {
     return this.lease.advancePosition(owner, postId);
+  }
+
+  redactPost(removal: NotifiedRemoval): Promise<void> {
+    if (!this.removals.has(removal.postId)) this.removals.set(removal.postId, { ...removal });
+    return Promise.resolve();
+  }
+
+  removalsOf(postIds: readonly string[]): Promise<Map<string, NotifiedRemoval>> {
+    const found = new Map<string, NotifiedRemoval>();
+    for (const id of postIds) {
+      const removal = this.removals.get(id);
+      if (removal) found.set(id, { ...removal });
+    }
+    return Promise.resolve(found);
   }
 
   ping(): Promise<void> {

@@ -23,6 +23,7 @@ import {
   type NotificationPage,
   type NotificationRecord,
   type NotifiedPost,
+  type NotifiedRemoval,
   type PostTarget,
   type ReadMarker,
 } from './notifications.js';
@@ -276,6 +277,8 @@ export class RedisMessagingStore implements MessagingStore {
   private readonly lease: RedisLeaseStore;
   private readonly eventsKey: string;
   private readonly eventsChannel: string;
+  /** The removed posts (post id → JSON NotifiedRemoval): one hash for the room, read after each feed read (docs/decisions.md §42). */
+  private readonly removalsKey: string;
   private subscriber: RedisClient | undefined;
   private closed = false;
 
@@ -289,6 +292,7 @@ export class RedisMessagingStore implements MessagingStore {
     this.keys = new Keyspace(prefix, 'messaging');
     this.eventsKey = this.keys.key('events', 'stream');
     this.eventsChannel = this.keys.key('events', 'stream', 'live');
+    this.removalsKey = this.keys.key('removed-posts');
     this.lease = new RedisLeaseStore(this.redis, this.keys.key('notifier', 'lease'), this.keys.key('notifier', 'position'));
   }
 
@@ -608,6 +612,26 @@ export class RedisMessagingStore implements MessagingStore {
     if (followers.last !== undefined && compareStreamIds(item.id, followers.last) <= 0) return;
     followers.last = item.id;
     for (const listener of followers.listeners) listener(item);
+  }
+
+  async redactPost(removal: NotifiedRemoval): Promise<void> {
+    await this.redis.hsetnx(this.removalsKey, removal.postId, JSON.stringify(removal));
+  }
+
+  async removalsOf(postIds: readonly string[]): Promise<Map<string, NotifiedRemoval>> {
+    const found = new Map<string, NotifiedRemoval>();
+    const ids = [...new Set(postIds)];
+    if (ids.length === 0) return found;
+    // Its own slot, not the feeds': read after them, never inside a feed's script.
+    const kept = await this.redis.hmget(this.removalsKey, ...ids);
+    ids.forEach((id, i) => {
+      const json = kept[i];
+      if (json === null || json === undefined) return;
+      const parsed = JSON.parse(json) as Partial<NotifiedRemoval>;
+      if (typeof parsed.removedAt !== 'string') return;
+      found.set(id, { postId: id, by: parsed.by === 'human' ? 'human' : 'moderator', removedAt: parsed.removedAt });
+    });
+    return found;
   }
 
   async ping(): Promise<void> {

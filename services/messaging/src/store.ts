@@ -1,6 +1,6 @@
 import type { FeedSource } from '@agentroom/kit/store';
 import type { MessageRecord, Via } from './messages.js';
-import type { EventRecord, NotificationPage, NotificationRecord, NotifiedPost, PostTarget, ReadMarker } from './notifications.js';
+import type { EventRecord, NotificationPage, NotificationRecord, NotifiedPost, NotifiedRemoval, PostTarget, ReadMarker } from './notifications.js';
 
 export interface NewMessage {
   fromAgentId: string;
@@ -97,6 +97,14 @@ export interface MessagingStore {
    * and nothing changes); a position never moves backwards.
    */
   advanceNotifierPosition(owner: string, postId: string): Promise<boolean>;
+  /**
+   * Notes a removed post (docs/decisions.md §42): every read of a notification about it shows its
+   * tombstone from then on (redaction.ts lays it over what the feeds hold). The first removal of a
+   * post stays; noting it again changes nothing.
+   */
+  redactPost(removal: NotifiedRemoval): Promise<void>;
+  /** The removals noted of these posts, by post id; posts not removed are left out. */
+  removalsOf(postIds: readonly string[]): Promise<Map<string, NotifiedRemoval>>;
   /** Throws when storage cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -380,6 +380,58 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     expect([error.slug, error.fields.parameter]).toEqual(['invalid-request', 'after_id']);
   });
 
+  it('shows a removed post as its tombstone in every notification about it: lists, watches and events replayed', async () => {
+    const [alice, bob] = [await agent('alice'), await agent('bob')];
+    const before = client.watchEvents({});
+    const events: WatchEventsResponse__Output[] = [];
+    before.on('data', (response: WatchEventsResponse__Output) => events.push(response));
+    before.on('error', () => undefined);
+    await new Promise<void>((resolve) => before.once('metadata', () => resolve()));
+    const made = await post(alice, `something that breaks the rules, @${bob}`);
+    await expect.poll(() => feed(bob), POLL).toEqual([`mention: something that breaks the rules, @${bob}`]);
+    await until(() => events.length === 1);
+    before.cancel();
+    const removed = await unaryCall<{ post: Post__Output | null }>(DEADLINE, (metadata, options, callback) =>
+      roomClient.removePost({ postId: made.id, by: 'moderator' }, metadata, options, callback),
+    );
+    const removal = removed.post?.removal;
+    expect(removal).toMatchObject({ postId: made.id, by: 'moderator' });
+    // A notification keeps the post's fields but the room's internal muted_for.
+    const { mutedFor: _mutedFor, ...fields } = made;
+    const tombstone = { ...fields, text: '', mentions: [], removal };
+    // The notifier hears the removal from the room's watch.
+    await expect.poll(async () => (await api.list(bob)).notifications[0]?.post, POLL).toEqual(tombstone);
+    const replayed = watch(client, bob, '0-0');
+    await until(() => replayed.seen.length === 1);
+    replayed.call.cancel();
+    expect(replayed.seen[0]?.post).toEqual(tombstone);
+    const again = client.watchEvents({ afterId: '0-0' });
+    const replayedEvents: WatchEventsResponse__Output[] = [];
+    again.on('data', (response: WatchEventsResponse__Output) => replayedEvents.push(response));
+    again.on('error', () => undefined);
+    await until(() => replayedEvents.some((event) => event.id === events[0]?.id));
+    again.cancel();
+    expect(replayedEvents.find((event) => event.id === events[0]?.id)?.notification?.post).toEqual(tombstone);
+  });
+
+  it('notes a removal through RedactPost alike, once: the first removal stays', async () => {
+    const [alice, bob] = [await agent('alice'), await agent('bob')];
+    const made = await post(alice, `hello @${bob}`);
+    await expect.poll(() => feed(bob), POLL).toEqual([`mention: hello @${bob}`]);
+    const redact = (by: string, removedAt: string) =>
+      unaryCall<object>(DEADLINE, (metadata, options, callback) =>
+        client.redactPost({ removal: { postId: made.id, by, removedAt } }, metadata, options, callback),
+      );
+    await redact('human', '2026-03-01T12:00:00.000Z');
+    await redact('moderator', '2026-03-02T12:00:00.000Z');
+    expect((await api.list(bob)).notifications[0]?.post).toMatchObject({
+      text: '',
+      mentions: [],
+      removal: { postId: made.id, by: 'human', removedAt: '2026-03-01T12:00:00.000Z' },
+    });
+    expect((await rejection(redact('someone', '2026-03-01T12:00:00.000Z'))).slug).toBe('invalid-request');
+  });
+
   it('counts the notifications it appends by type, and the lag of the posts it notifies of', async () => {
     const [alice, bob, carol] = [await agent('alice'), await agent('bob'), await agent('carol')];
     const before = {

@@ -59,6 +59,17 @@ async function until(condition: () => boolean, ms = 3_000): Promise<void> {
 }
 
 describe.each(implementations)('MessagingStore contract: %s', (_name, makeStore) => {
+  it('notes each removed post once, the first removal kept, and answers those of the posts asked', async () => {
+    const store = makeStore();
+    expect(await store.removalsOf(['1-0'])).toEqual(new Map());
+    await store.redactPost({ postId: '1-0', by: 'human', removedAt: '2026-03-01T12:00:00.000Z' });
+    await store.redactPost({ postId: '1-0', by: 'moderator', removedAt: '2026-03-02T12:00:00.000Z' });
+    await store.redactPost({ postId: '2-0', by: 'moderator', removedAt: '2026-03-03T12:00:00.000Z' });
+    expect(await store.removalsOf(['1-0', '3-0', '1-0'])).toEqual(new Map([['1-0', { postId: '1-0', by: 'human', removedAt: '2026-03-01T12:00:00.000Z' }]]));
+    expect([...(await store.removalsOf(['2-0', '1-0'])).keys()].sort()).toEqual(['1-0', '2-0']);
+    expect(await store.removalsOf([])).toEqual(new Map());
+  });
+
   it("appends to the recipient's inbox with stream ids and lists it newest first", async () => {
     const store = makeStore();
     const { message: a } = await store.appendMessage(message('first'));

@@ -14,7 +14,7 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import type { Admission, Core } from '../operations/core.js';
-import { type Agent, type OperationName, postId, type SearchResults, snippetRuns, type Thread } from '@agentroom/api';
+import { type Agent, type OperationName, postId, postText, type SearchResults, snippetRuns, type Thread } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { Problem } from '../operations/problem.js';
 
@@ -139,7 +139,7 @@ function searchText(results: SearchResults): string {
 
 /** A thread as lines: its first post, then the replies of this page. */
 function threadText(thread: Thread): string {
-  const line = (p: Thread['post']): string => `- ${p.agentName} (${p.createdAt}): ${p.text} [post ${p.id}]`;
+  const line = (p: Thread['post']): string => `- ${p.agentName} (${p.createdAt}): ${postText(p)} [post ${p.id}]`;
   const more = thread.next_cursor === null ? '' : `\nMore: send the same data part with "cursor": "${thread.next_cursor}".`;
   return `${line(thread.post)}\n${thread.data.length === 0 ? 'No replies on this page.' : `${thread.data.length} replies, oldest first:\n${thread.data.map(line).join('\n')}`}${more}`;
 }

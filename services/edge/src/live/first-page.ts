@@ -1,6 +1,7 @@
 import { LIMIT_MAX } from '@agentroom/kit/domain';
 import { compareStreamIds } from '@agentroom/kit/store';
 import type { Post, PostList } from '@agentroom/api';
+import { tombstonePost } from '@agentroom/api/wire';
 import type { PagedPost, WindowExtension } from '../operations/table.js';
 
 /**
@@ -126,6 +127,15 @@ export class FirstPage {
   /** A post this edge just created: listed at once; the stream brings it again and it is kept once. */
   created(entry: PagedPost): void {
     if (this.seeded && this.insert(entry, false)) this.counted(entry.post);
+  }
+
+  /** A post was removed: if held, its tombstone takes its place (docs/decisions.md §42). */
+  removed(id: string, removed: NonNullable<Post['removed']>): void {
+    const entry = this.entries[this.indexOf(id)];
+    if (entry?.post.id !== id || entry.post.removed !== undefined) return;
+    // A new object: pages already answered keep the one they had (they are never mutated).
+    entry.post = tombstonePost(entry.post, removed);
+    this.changed();
   }
 
   /** Whether the first page can be answered from here now. */

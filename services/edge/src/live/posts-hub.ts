@@ -5,12 +5,24 @@ import { liveFanoutDuration } from '@agentroom/kit/metrics';
 import { type DomainError, unavailable as unavailableProblem } from '@agentroom/kit/problems';
 import { compareStreamIds } from '@agentroom/kit/store';
 import type { Post, PostList } from '@agentroom/api';
+import { toRemoved, tombstonePost } from '@agentroom/api/wire';
 import type { RoomServiceClient } from '@agentroom/proto';
 import { type UpstreamWatch, upstreamWatch } from '../gateways/upstream.js';
 import { type PagedPost, pagedPost, type WindowExtension } from '../operations/table.js';
 import { FIRST_PAGE_CAPACITY, FirstPage, windowFor } from './first-page.js';
 
 type Deliver = (post: Post) => void;
+
+/** A removal the room told: the live feed's `post_removed` event (docs/decisions.md §42). */
+export interface LiveRemoval {
+  id: string;
+  removed: NonNullable<Post['removed']>;
+}
+
+type DeliverRemoval = (removal: LiveRemoval) => void;
+
+/** What the room's WatchPosts brings: a post, or a removal. */
+type Watched = { entry: PagedPost; removal?: undefined } | { removal: LiveRemoval; entry?: undefined };
 
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 5_000;
@@ -32,12 +44,13 @@ const RECONNECT_MAX_MS = 5_000;
  */
 export class PostsHub {
   private readonly listeners = new Set<Deliver>();
+  private readonly removalListeners = new Set<DeliverRemoval>();
   /** The latest posts, oldest first, contiguous: every post after `bufferFrom` is in here. */
   private readonly buffer: Post[] = [];
   private bufferFrom: string | undefined;
   /** The hub has seen every post up to here (the last post, or where it started). */
   private position: string | undefined;
-  private watch: UpstreamWatch<PagedPost> | undefined;
+  private watch: UpstreamWatch<Watched> | undefined;
   private connecting: Promise<void> | undefined;
   private live = false;
   private closed = false;
@@ -60,12 +73,13 @@ export class PostsHub {
   /**
    * Delivers every post after `afterId` (or from now on), then live ones, until the returned
    * function is called. Resolves once delivery is assured; throws `unavailable` if the room
-   * service cannot be reached. `fail` is called if delivery can no longer be assured.
+   * service cannot be reached. `fail` is called if delivery can no longer be assured. `removed`
+   * hears each post removed from then on (the posts replayed are already tombstones).
    */
-  async subscribe(afterId: string | undefined, deliver: Deliver, fail: () => void): Promise<() => void> {
+  async subscribe(afterId: string | undefined, deliver: Deliver, fail: () => void, removed?: DeliverRemoval): Promise<() => void> {
     await this.ensureLive();
     if (afterId !== undefined && this.bufferFrom !== undefined && compareStreamIds(afterId, this.bufferFrom) < 0) {
-      return this.ownWatch(afterId, deliver, fail);
+      return this.ownWatch(afterId, deliver, fail, removed);
     }
     let listener = deliver;
     if (afterId !== undefined) {
@@ -78,7 +92,11 @@ export class PostsHub {
       }
     }
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    if (removed) this.removalListeners.add(removed);
+    return () => {
+      this.listeners.delete(listener);
+      if (removed) this.removalListeners.delete(removed);
+    };
   }
 
   get subscribers(): number {
@@ -128,13 +146,14 @@ export class PostsHub {
     clearTimeout(this.retryTimer);
     this.watch?.cancel();
     this.listeners.clear();
+    this.removalListeners.clear();
     this.firstPage.reset();
   }
 
   /** A subscriber further behind than the buffer reaches: its own watch, resumed from storage. */
-  private async ownWatch(afterId: string, deliver: Deliver, fail: () => void): Promise<() => void> {
+  private async ownWatch(afterId: string, deliver: Deliver, fail: () => void, removed?: DeliverRemoval): Promise<() => void> {
     const watch = this.watchPosts(afterId, false);
-    watch.onItem((entry) => deliver(entry.post));
+    watch.onItem((item) => (item.entry ? deliver(item.entry.post) : removed?.(item.removal)));
     watch.onEnd((error) => {
       this.log.warn({ err: error }, 'a resumed posts watch ended; its subscriber will reconnect');
       fail();
@@ -152,11 +171,16 @@ export class PostsHub {
     return this.connecting;
   }
 
-  /** The room's posts after `afterId`, oldest first, for as long as the watch lives; their cursors are empty unless `withCursors`. */
-  private watchPosts(afterId: string | undefined, withCursors: boolean): UpstreamWatch<PagedPost> {
-    return upstreamWatch(this.room.watch('watchPosts', { afterId: afterId ?? '', withCursors }), (response) =>
-      response.post ? pagedPost(response.post) : undefined,
-    );
+  /**
+   * The room's posts after `afterId`, oldest first, and its removals from now on, for as long as the
+   * watch lives; the posts' cursors are empty unless `withCursors`.
+   */
+  private watchPosts(afterId: string | undefined, withCursors: boolean): UpstreamWatch<Watched> {
+    return upstreamWatch(this.room.watch('watchPosts', { afterId: afterId ?? '', withCursors }), (response): Watched | undefined => {
+      if (response.post) return { entry: pagedPost(response.post) };
+      if (response.removed) return { removal: { id: response.removed.postId, ...toRemoved(response.removed) } };
+      return undefined;
+    });
   }
 
   private async connect(): Promise<void> {
@@ -174,7 +198,7 @@ export class PostsHub {
     this.firstPage.seed(entries, newest.hasMore);
     const watch = this.watchPosts(this.position, true);
     this.watch = watch;
-    watch.onItem((entry) => this.receive(entry));
+    watch.onItem((item) => (item.entry ? this.receive(item.entry) : this.removed(item.removal)));
     watch.onEnd((error) => this.dropped(watch, error));
     await watch.positioned;
     // The watch may have ended between its metadata and here: `dropped` took it for lost then (and
@@ -199,8 +223,17 @@ export class PostsHub {
     liveFanoutDuration.observe((performance.now() - started) / 1_000);
   }
 
+  /** A post was removed: its tombstone takes its place in the window and the buffer, and subscribers hear of it. */
+  private removed(removal: LiveRemoval): void {
+    this.firstPage.removed(removal.id, removal.removed);
+    const at = this.buffer.findIndex((post) => post.id === removal.id);
+    const held = this.buffer[at];
+    if (held) this.buffer[at] = tombstonePost(held, removal.removed);
+    for (const listener of this.removalListeners) listener(removal);
+  }
+
   /** The room stream broke (a room replica restarted): resume after the last post, with backoff. */
-  private dropped(watch: UpstreamWatch<PagedPost>, error: Error): void {
+  private dropped(watch: UpstreamWatch<Watched>, error: Error): void {
     if (this.watch !== watch || this.closed) return;
     this.watch = undefined;
     this.live = false;

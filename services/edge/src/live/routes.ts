@@ -6,8 +6,8 @@ import { type Request, type RequestHandler, type Response, Router } from 'expres
 import type { Core } from '../operations/core.js';
 import { type AgentFeedName, LIVE_FEEDS, type Message, type Notification, type Post } from '@agentroom/api';
 import { admissionOf } from '../http/answers.js';
-import type { PostsHub } from './posts-hub.js';
-import { type EndReason, eventFrame, type Feed, type Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
+import type { LiveRemoval, PostsHub } from './posts-hub.js';
+import { type EndReason, eventFrame, type Feed, Frame, lastEventId, type LiveStreams, type SseStream } from './sse.js';
 import { resumingWatch, type UpstreamWatch, upstreamWatch } from '../gateways/upstream.js';
 
 /** One agent's own feed from `afterId` (or from now on), as a watch of the service that keeps it. */
@@ -49,6 +49,12 @@ function postFrame(post: Post): Frame {
     frames.set(post, frame);
   }
   return frame;
+}
+
+/** A removal goes without an `id:`, so no client's Last-Event-ID moves back to the post removed. */
+function removalFrame(removal: LiveRemoval): Frame {
+  const { also } = LIVE_FEEDS.posts;
+  return new Frame(`event: ${also.event}\ndata: ${JSON.stringify(removal)}\n\n`);
 }
 
 /**
@@ -96,7 +102,14 @@ export function liveRoutes(deps: LiveDeps): { router: Router; paths: string[] } 
     const after = lastEventId(req);
     // Public and without credentials: the room page may live on another origin than the API.
     res.setHeader('Access-Control-Allow-Origin', '*');
-    await serve<Post>(req, res, live, 'posts', (deliver, fail) => hub.subscribe(after, deliver, fail), postFrame);
+    await serve<Post | LiveRemoval>(
+      req,
+      res,
+      live,
+      'posts',
+      (deliver, fail) => hub.subscribe(after, deliver, fail, deliver),
+      (item) => ('text' in item ? postFrame(item) : removalFrame(item)),
+    );
   });
 
   /**

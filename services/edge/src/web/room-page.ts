@@ -9,7 +9,7 @@ import { escapeHtml, pageShell, SESSION_COOKIE, timeHtml } from '@agentroom/kit/
 import { parseCookie } from 'cookie';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import { type Agent, liveFeedUrl, type Post, type SearchResults, snippetRuns, type Thread } from '@agentroom/api';
+import { type Agent, liveFeedUrl, type Post, postText, type SearchResults, snippetRuns, type Thread } from '@agentroom/api';
 import { toAgent, toPost } from '@agentroom/api/wire';
 import type { AuthServiceClient, ResolveSessionResponse__Output, RoomServiceClient, Suspension__Output } from '@agentroom/proto';
 import { admissionOf } from '../http/answers.js';
@@ -68,7 +68,7 @@ function postItem(post: Post, targets: ReadonlyMap<string, ReplyTarget>, replies
   }
   if (post.mentions !== undefined) context.push(`mentions ${post.mentions.map((m) => `<span class="mention">@${e(m.agentName)}</span>`).join(', ')}`);
   const under = replies.length === 0 ? '' : `<ul class="replies">${replies.map((reply) => postItem(reply, targets)).join('')}</ul>`;
-  return `<li class="post" id="post-${e(post.id)}" data-id="${e(post.id)}"${post.threadId === undefined ? '' : ` data-thread="${e(post.threadId)}"`}><p class="meta"><strong>${e(post.agentName)}</strong> for ${e(post.humanLabel)} · ${e(VIA_WORDS[post.via])} · ${timeHtml(post.createdAt)}</p><p class="text">${e(post.text)}</p>${context.length === 0 ? '' : `<p class="context">${context.join(' · ')}</p>`}${under}</li>`;
+  return `<li class="post" id="post-${e(post.id)}" data-id="${e(post.id)}"${post.threadId === undefined ? '' : ` data-thread="${e(post.threadId)}"`}><p class="meta"><strong>${e(post.agentName)}</strong> for ${e(post.humanLabel)} · ${e(VIA_WORDS[post.via])} · ${timeHtml(post.createdAt)}</p>${post.removed === undefined ? `<p class="text">${e(post.text)}</p>` : `<p class="text removed">${e(postText(post))}</p>`}${context.length === 0 ? '' : `<p class="context">${context.join(' · ')}</p>`}${under}</li>`;
 }
 
 /**

@@ -160,6 +160,7 @@ ul.agents{list-style:none;padding:0;margin:var(--s3) 0 var(--s4);display:grid;ga
 .post .meta{color:var(--muted);font-size:.875rem}
 .post .meta strong{color:var(--text);font-weight:650}
 .post .text{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2rem 0}
+.post .text.removed{color:var(--muted);font-style:italic}
 .post .context{color:var(--muted);font-size:.875rem}
 .replies{margin:var(--s3) 0 0;padding-left:var(--s4);border-left:3px solid var(--accent-line);display:grid;gap:var(--s3)}
 .replies .post{border:0;border-radius:0;padding:0;background:none}
