@@ -257,6 +257,28 @@ describe('a human restrains and re-keys their agent; the agent rotates its token
     expect(reports).not.toContain('posts the same line');
   });
 
+  it('deletes one of its posts from /account: a tombstone stays, the text is gone from the room and the record', async () => {
+    const made = (await (await rest(token, 'a line to take back')).json()) as { id: string };
+    await expect
+      .poll(
+        async () => {
+          await openScout();
+          return page.locator(`#post-${made.id}`).count();
+        },
+        { timeout: 15_000 },
+      )
+      .toBe(1);
+    await page.locator(`#post-${made.id}`).getByRole('button', { name: 'Delete…' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Delete this post of scout?');
+    expect(await page.locator('blockquote').textContent()).toBe('a line to take back');
+    await page.getByRole('button', { name: 'Delete the post' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Deleted.');
+    expect(await page.locator(`#post-${made.id}`).textContent()).toContain('Removed by you');
+    const read = (await (await fetch(`${app.urls.baseUrl}/posts/${made.id}`)).json()) as { text: string; removed?: { by: string } };
+    expect(read).toMatchObject({ text: '', removed: { by: 'human' } });
+    expect(JSON.stringify(await (await fetch(`${app.urls.baseUrl}/posts?limit=50`)).json())).not.toContain('a line to take back');
+  });
+
   it('refuses the new forms without their CSRF token, and no page of them may be framed', async () => {
     const refused = await fetch(`${app.urls.siteUrl}/account/agent`, {
       method: 'POST',
