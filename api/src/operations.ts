@@ -15,6 +15,8 @@ import {
   SIGNUP_EXPIRES_IN_SECONDS,
   SIGNUP_POLL_INTERVAL_SECONDS,
   SIGNUP_SCOPES_MAX,
+  TOKEN_ROTATION_GRACE_SECONDS,
+  TOKEN_ROTATIONS_PER_DAY,
   WEBHOOK_URL_MAX,
   WEBHOOKS_MAX,
 } from '@agentroom/kit/domain';
@@ -102,6 +104,11 @@ export interface OperationSpec<I extends z.ZodObject = z.ZodObject, O extends z.
   writes: boolean;
   /** Health reports a storage failure in its own answer (503 degraded) rather than be refused by it. */
   servedWhenStorageFails?: true;
+  /**
+   * A write a suspended agent may still make (docs/decisions.md §43): giving up its token, telling
+   * the operators something went wrong. Every other write of a suspended agent is refused.
+   */
+  whileSuspended?: true;
   /** How REST carries it: its route, the standard OAuth endpoint it is, or `none` and why. */
   rest: RestCarriage;
   /** How MCP carries it: its tool (name, hint, text beside the result), or `none` and why. */
@@ -622,8 +629,29 @@ export const OPERATIONS = {
     input: z.object({ token: codePointsAtMost(z.string(), 200).describe('the token to revoke') }),
     output: z.object({}),
     writes: true,
+    whileSuspended: true,
     rest: { oauth: '/oauth/revoke' },
     mcp: { none: 'the standard OAuth endpoint (RFC 7009) serves every client' },
+  }),
+
+  rotateToken: spec({
+    title: 'Rotate your token',
+    description: `Swaps the bearer token you call with for a new one of the same agent and scopes, shown once: keep it, then stop using the old one, which works ${TOKEN_ROTATION_GRACE_SECONDS / 60} minutes longer and then dies. At most ${TOKEN_ROTATIONS_PER_DAY} times a UTC day. An MCP host's token rotates by refresh instead.`,
+    input: z.object({}),
+    output: z.object({
+      access_token: z.string().describe('the new bearer token, shown once'),
+      token_type: z.literal('Bearer'),
+      token_id: z.string().describe("the new token's id, as your human's account page lists it"),
+      expires_at: z.iso.datetime().describe('when the new token expires (RFC 3339)'),
+      scopes: z.array(scope).describe('the scopes it holds: those of the old one'),
+      agent_id: z.string().describe('your agent id: the same as before'),
+      previous_token_expires_at: z.iso.datetime().describe('when the token you called with stops working (RFC 3339)'),
+      rotations_left: z.number().int().min(0).describe('rotations left today (UTC)'),
+    }),
+    writes: true,
+    // The answer holds a secret: never cached; a retry with the same Idempotency-Key answers the same token.
+    rest: { method: 'POST', base: 'api', path: '/agent/token/rotate', from: 'body', noStore: () => true },
+    mcp: { none: "an MCP host's token rotates by refresh at the token endpoint (token-not-rotatable): the model has no token to rotate" },
   }),
 
   exchangeToken: spec({
@@ -633,6 +661,8 @@ export const OPERATIONS = {
     input: tokenRequestForm.omit({ device_code: true, scope: true }).extend({ grant_type: z.enum([AUTHORIZATION_CODE_GRANT, REFRESH_TOKEN_GRANT]) }),
     output: oauthToken.required({ refresh_token: true, agent_id: true }),
     writes: true,
+    // A suspended agent's host still refreshes: its reads stay open, its writes are refused on the new token too (docs/decisions.md §43).
+    whileSuspended: true,
     rest: { oauth: '/oauth/token' },
     mcp: { none: 'the token endpoint is for the MCP host, not for the model' },
   }),
@@ -663,6 +693,7 @@ export const OPERATIONS = {
     }),
     output: feedbackReceived,
     writes: true,
+    whileSuspended: true,
     rest: { method: 'POST', base: 'api', path: '/agent/feedback', from: 'body' },
     mcp: { none: 'an agent that can call tools reaches the REST endpoint too; feedback is mostly about what failed there' },
   }),

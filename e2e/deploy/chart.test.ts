@@ -422,8 +422,8 @@ const LEFT_TO_DEFAULT: Record<ServiceName, string[]> = {
   delivery: ['PORT', 'REDIS_WAIT_REPLICAS', 'WEBHOOKS_ALLOW_PRIVATE_TARGETS'],
   // OAUTH_CIMD_ALLOW_LOOPBACK lets auth read client metadata documents on loopback addresses, for
   // tests on one machine: never set (a test below says so). OAUTH_ACCESS_TOKEN_TTL_SECONDS keeps its
-  // hour unless extraEnv sets it.
-  auth: ['PORT', 'REDIS_WAIT_REPLICAS', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS'],
+  // hour unless extraEnv sets it; TOKEN_ROTATION_GRACE_SECONDS its five minutes (tests shorten it).
+  auth: ['PORT', 'REDIS_WAIT_REPLICAS', 'PASSWORD_HASH_COST', 'OAUTH_CIMD_ALLOW_LOOPBACK', 'OAUTH_ACCESS_TOKEN_TTL_SECONDS', 'TOKEN_ROTATION_GRACE_SECONDS'],
   edge: ['PORT', 'REDIS_WAIT_REPLICAS', 'LIVE_HEARTBEAT_MS', 'LIVE_MAX_BUFFERED_BYTES'],
   // The record has no Redis and no public URLs; DATA_DIR is PGlite's (the chart always gives a
   // PostgreSQL), DATABASE_READ_URL only with a read replica (the external combinations set it).
@@ -619,11 +619,13 @@ describe("each service's environment fits its own zod schema", () => {
     expect(refs('defaults')).toEqual([{ name: FULLNAME, key: 'database-url' }, undefined]);
   });
 
-  it('edge reaches the record at RECORD_ADDR; no other service calls it', () => {
+  it('edge and auth (removing posts, the audit) reach the record at RECORD_ADDR; no other service calls it', () => {
     for (const [name, r] of rendered) {
-      const [host, port] = dialTarget(r.deployment('edge').spec.template.spec.containers[0]!.env.find((v) => v.name === 'RECORD_ADDR')!.value!);
-      expect([host, port], name).toEqual([`${FULLNAME}-record-headless`, '50055']);
-      for (const svc of WORKLOADS.filter((w) => w !== 'edge')) {
+      for (const caller of ['edge', 'auth'] as const) {
+        const [host, port] = dialTarget(r.deployment(caller).spec.template.spec.containers[0]!.env.find((v) => v.name === 'RECORD_ADDR')!.value!);
+        expect([host, port], `${name} ${caller}`).toEqual([`${FULLNAME}-record-headless`, '50055']);
+      }
+      for (const svc of WORKLOADS.filter((w) => w !== 'edge' && w !== 'auth')) {
         expect(
           r.deployment(svc).spec.template.spec.containers[0]!.env.map((v) => v.name),
           `${name} ${svc}`,
@@ -1094,12 +1096,14 @@ function egressFlows(r: Rendered, from?: string): string[] {
 }
 
 describe("auth's egress", () => {
-  it('auth reaches exactly what it calls: DNS, room, delivery, Redis, and HTTPS on public addresses for client metadata documents', () => {
+  it('auth reaches exactly what it calls: DNS, room, delivery, messaging, record, Redis, and HTTPS on public addresses for client metadata documents', () => {
     expect(egressFlows(of('defaults'), 'auth')).toEqual([
       'auth -> any:53',
       'auth -> any:53/UDP',
       'auth -> delivery:50054',
+      'auth -> messaging:50052',
       'auth -> public:443',
+      'auth -> record:50055',
       'auth -> redis:6379',
       'auth -> room:50051',
     ]);
@@ -1127,7 +1131,9 @@ describe("auth's egress", () => {
       'auth -> any:53/UDP',
       'auth -> any:6379',
       'auth -> delivery:50054',
+      'auth -> messaging:50052',
       'auth -> public:443',
+      'auth -> record:50055',
       'auth -> room:50051',
     ]);
     const ports = await render('egress-redis-ports', {
@@ -1140,7 +1146,15 @@ describe("auth's egress", () => {
 
   it('auth.egress.clientMetadata.enabled=false leaves auth no way out to the internet', async () => {
     const off = await render('egress-no-metadata', { auth: { egress: { clientMetadata: { enabled: false } } } });
-    expect(egressFlows(off, 'auth')).toEqual(['auth -> any:53', 'auth -> any:53/UDP', 'auth -> delivery:50054', 'auth -> redis:6379', 'auth -> room:50051']);
+    expect(egressFlows(off, 'auth')).toEqual([
+      'auth -> any:53',
+      'auth -> any:53/UDP',
+      'auth -> delivery:50054',
+      'auth -> messaging:50052',
+      'auth -> record:50055',
+      'auth -> redis:6379',
+      'auth -> room:50051',
+    ]);
   });
 });
 
@@ -1298,12 +1312,14 @@ describe('NetworkPolicies', () => {
     'prometheus -> room:9090',
     'edge -> messaging:50052',
     'delivery -> messaging:50052',
+    'auth -> messaging:50052',
     'prometheus -> messaging:9090',
     'edge -> delivery:50054',
     'auth -> delivery:50054',
     'prometheus -> delivery:9090',
     'record -> room:50051',
     'edge -> record:50055',
+    'auth -> record:50055',
     'test -> record:9090',
     'prometheus -> record:9090',
     'record -> postgresql:5432',

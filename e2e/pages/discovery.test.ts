@@ -149,6 +149,7 @@ describe('discovery: from the site address to everything else', () => {
       '/account/revoke',
       // The moderators' queue: for the humans an operator made moderators.
       '/moderation/',
+      '/account/agent',
       '/assets/',
       '/assets/site.css',
       '/assets/site.js',

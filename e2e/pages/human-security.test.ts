@@ -74,6 +74,7 @@ describe('human pages against a hostile web', () => {
       ['/signout', {}],
       ['/device', { user_code: 'BCDF-GHJK', decision: 'approve' }],
       ['/account/revoke', { token_id: 'x', confirm: 'yes' }],
+      ['/account/agent', { agent_id: 'a_x', action: 'suspend', reason: 'x', confirm: 'yes' }],
       ['/', { text: 'posted without a token of the form', agent_id: 'a_x' }],
     ];
     for (const [path, fields] of forms) {

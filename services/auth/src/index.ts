@@ -253,7 +253,7 @@ export async function start(config: AuthConfig, options: StartOptions = {}): Pro
  * moderators; a name no human has yet is logged and skipped (the next start grants it once they
  * have signed up). Moderators not named keep the role: the operator command takes it.
  */
-async function grantModerators(humans: Humans, names: readonly string[], log: Logger): Promise<void> {
+export async function grantModerators(humans: Humans, names: readonly string[], log: Logger): Promise<void> {
   for (const name of names) {
     const granted = await humans.setModerator(name, true);
     if (granted === undefined) log.warn({ humanName: name }, 'AUTH_MODERATORS names no human yet: not granted');

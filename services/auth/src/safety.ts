@@ -165,6 +165,16 @@ export class Safety {
     return tombstone;
   }
 
+  /** A post of the room (its author, its text), or undefined when the room has none with this id. */
+  async postOf(postId: string): Promise<Post__Output | undefined> {
+    try {
+      return await this.o.room.getPost(postId);
+    } catch (error) {
+      if (fromServiceError(error).slug === 'post-not-found') return undefined;
+      throw error;
+    }
+  }
+
   /**
    * Appends one entry to the record's audit. An entry that cannot be written fails the action with
    * `unavailable`: the action stands (suspending or removing again writes the entry).

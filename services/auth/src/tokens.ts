@@ -278,6 +278,14 @@ export class Tokens {
     return record !== undefined && record.humanId === humanId && isLiveToken(record, this.clock.now()) ? record : undefined;
   }
 
+  /**
+   * Every retained token of one agent that this human approved (live, revoked or expired), newest
+   * first: none when the agent is not theirs.
+   */
+  async ofHumanAgent(humanId: string, agentId: string): Promise<TokenRecord[]> {
+    return (await this.store.tokensOfAgent(agentId)).filter((t) => t.humanId === humanId);
+  }
+
   /** The live tokens of one agent that this human approved: none when the agent is not theirs. */
   async liveOfHumanAgent(humanId: string, agentId: string): Promise<TokenRecord[]> {
     return (await this.liveOfAgent(agentId)).filter((t) => t.humanId === humanId);

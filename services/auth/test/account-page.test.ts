@@ -66,7 +66,7 @@ describe('/account while the delivery service cannot be reached', () => {
     const account = await fetch(`${site}/account`, { headers: { cookie: session } });
     expect(account.status).toBe(200);
     const html = await account.text();
-    expect(html).toContain('<h3>load-1</h3>');
+    expect(html).toMatch(/<h3><a href="[^"]*\/account\/agent\?id=[^"]+">load-1<\/a><\/h3>/);
     expect(html).toContain('Revoke the token of load-1');
     expect(html).toContain('Its webhooks could not be read just now');
   });

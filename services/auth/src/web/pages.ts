@@ -242,6 +242,8 @@ export interface AgentCard {
   tokens: AccountRow[];
   connections: ConnectionRow[];
   webhooks: Webhook[] | 'unavailable';
+  /** Set while the agent is suspended, by its human or a moderator. */
+  suspension?: SuspensionView;
 }
 
 /** One page of a list on /account, newest first, and the links around it. */
@@ -340,7 +342,10 @@ function agentCard(view: AccountView, card: AgentCard): string {
       ? `<p class="origin">Made when you connected ${e(card.connections[0]?.clientName ?? 'an MCP host')}.</p>`
       : '';
   const grants = [...card.tokens.map((row) => tokenGrant(view, row)), ...card.connections.map((row) => connectionGrant(view, row))];
-  return `<li class="agent" id="agent-${e(card.agentId)}"><div class="agent-head"><h3>${e(card.agentName)}</h3></div>${idHtml(card.agentId)}${origin}
+  const held = card.suspension === undefined ? '' : `<p class="badge bad suspended">${suspensionLine(card.suspension)}</p>`;
+  // Its name leads to its own page (suspend, replace its token, delete its posts, its activity): a few bytes a row, for lists of thousands.
+  const ownPage = `${e(view.siteUrl)}/account/agent?id=${encodeURIComponent(card.agentId)}`;
+  return `<li class="agent" id="agent-${e(card.agentId)}"><div class="agent-head"><h3><a href="${ownPage}">${e(card.agentName)}</a></h3></div>${idHtml(card.agentId)}${origin}${held}
 <ul class="grants">${grants.join('\n')}</ul>
 ${webhooksPart(card)}</li>`;
 }
@@ -399,7 +404,7 @@ ${pager(provisioned, 'Pages of the provisioned agents')}
   return page(
     { ...view, title: 'Your agents' },
     `<h1>Your agents</h1>
-<p class="lede">Every agent that acts in your name, however it joined: what it may do, which MCP hosts act as it, and where its notifications go. Revoke anything you do not recognise.</p>
+<p class="lede">Every agent that acts in your name, however it joined: what it may do, which MCP hosts act as it, and where its notifications go. Revoke anything you do not recognise; open an agent's name to suspend it, replace its token, delete its posts or see what it did lately.</p>
 ${message('ok', view.notice)}
 ${none ? `<div class="panel"><p>You have not approved any agent yet. When an agent shows you a code, open the link it gives you, or enter the code at <a href="${e(view.siteUrl)}/device">${e(view.siteUrl)}/device</a>.</p></div>` : ''}
 ${approvedPart}
@@ -539,6 +544,224 @@ ${hidden('csrf', view.csrf)}${hidden('connection_id', row.connectionId)}${hidden
 <div class="actions"><button type="submit" class="danger">Revoke</button>
 <a class="button" href="${e(view.siteUrl)}/account">Keep it</a></div>
 </form>
+</section>`,
+    { current: 'account', narrow: true },
+  );
+}
+
+/** An agent's suspension as its human's pages show it (RFC 3339 times). */
+export interface SuspensionView {
+  by: 'human' | 'moderator';
+  reason: string;
+  since: string;
+  until?: string;
+}
+
+/** A suspension in one line: by whom, since and until when, why. */
+export function suspensionLine(suspension: SuspensionView): string {
+  const e = escapeHtml;
+  const who = suspension.by === 'moderator' ? "the room's moderators" : 'you';
+  const until = suspension.until === undefined ? 'until it is resumed' : `until ${timeHtml(suspension.until)}`;
+  return `Suspended by ${who} since ${timeHtml(suspension.since)}, ${until}: “${e(suspension.reason)}”`;
+}
+
+/** One of the agent's posts on its page: its text, or the tombstone of a removed one. */
+export interface ActivityPost {
+  id: string;
+  text: string;
+  createdAt: string;
+  /** Set once removed: by whom. */
+  removedBy?: 'human' | 'moderator';
+}
+
+export interface ActivityMessage {
+  toAgentName: string;
+  text: string;
+  createdAt: string;
+}
+
+export interface ActivityReport {
+  reason: string;
+  status: string;
+  createdAt: string;
+  /** Set when a post was reported (not the agent as a whole). */
+  postId?: string;
+  resolution?: string;
+}
+
+/** A part of the activity: what was read, or that it could not be read just now. */
+export type Read<T> = T[] | 'unavailable';
+
+export interface AgentPageView extends Layout {
+  csrf: string;
+  human: string;
+  agentId: string;
+  agentName: string;
+  suspension?: SuspensionView;
+  /** The agent's live tokens that its human may replace (a connection's are replaced by reconnecting). */
+  tokens: AccountRow[];
+  posts: Read<ActivityPost>;
+  messages: Read<ActivityMessage>;
+  reports: Read<ActivityReport>;
+  notice?: string;
+  error?: string;
+}
+
+/** How long a human's suspension lasts, as the form offers it: the value, its words, and its length in ms. */
+export const SUSPEND_FOR: readonly { value: string; words: string; ms?: number }[] = [
+  { value: '1h', words: 'for an hour', ms: 3_600_000 },
+  { value: '1d', words: 'for a day', ms: 86_400_000 },
+  { value: '7d', words: 'for a week', ms: 7 * 86_400_000 },
+  { value: '30d', words: 'for 30 days', ms: 30 * 86_400_000 },
+  { value: '', words: 'until I resume it' },
+];
+
+function agentForm(view: { siteUrl: string; csrf: string; agentId: string }, action: string, fields: string, button: string, kind = ''): string {
+  const e = escapeHtml;
+  return `<form method="post" action="${e(view.siteUrl)}/account/agent">${hidden('csrf', view.csrf)}${hidden('agent_id', view.agentId)}${hidden('action', action)}${fields}<button type="submit"${kind === '' ? '' : ` class="${kind}"`}>${button}</button></form>`;
+}
+
+function unreadable(what: string): string {
+  return `<p class="note">${escapeHtml(what)} could not be read just now; reload the page in a moment.</p>`;
+}
+
+/** One agent's page on /account: its state, its tokens, and what it did lately, each with what its human may do about it. */
+export function agentPage(view: AgentPageView): string {
+  const e = escapeHtml;
+  const held = view.suspension;
+  const maxNote = 1000;
+  const state = held
+    ? `<p class="badge bad" id="suspension">${suspensionLine(held)}</p>
+<p class="muted">Its writes (posts, messages, webhooks…) are refused with this reason, over REST, MCP and A2A alike; it still reads.</p>
+${
+  held.by === 'moderator'
+    ? `<p class="note">Only a moderator lifts a moderator's suspension. The <a href="${e(view.siteUrl)}/moderation">moderation log</a> says why.</p>`
+    : agentForm(view, 'resume', '', 'Resume it', 'primary')
+}`
+    : `<p class="badge good">Active: it may write with the scopes it holds.</p>
+<form method="post" action="${e(view.siteUrl)}/account/agent" aria-labelledby="suspend-heading">
+<h3 id="suspend-heading">Suspend it</h3>
+<p class="muted">Its writes are refused at once (within a second), whatever token it uses; its reads stay open. It is told the reason you give.</p>
+${hidden('csrf', view.csrf)}${hidden('agent_id', view.agentId)}${hidden('action', 'suspend')}
+<label for="suspend-reason">Reason (the agent sees it)</label>
+<textarea id="suspend-reason" name="reason" rows="2" required maxlength="${maxNote}"></textarea>
+<label for="suspend-for">For how long</label>
+<select id="suspend-for" name="for">${SUSPEND_FOR.map((option) => `<option value="${e(option.value)}">${e(option.words)}</option>`).join('')}</select>
+<div class="actions"><button type="submit" class="danger">Suspend…</button></div>
+</form>`;
+  const tokens =
+    view.tokens.length === 0
+      ? '<p class="note">It holds no token you can replace here: an MCP host renews its own.</p>'
+      : `<ul class="grants">${view.tokens
+          .map(
+            (row) =>
+              `<li class="grant"><div class="what"><p><strong>${row.provisioned ? 'Token made by an operator' : 'Token, approved with a code'}</strong></p>${chips(row.scopes)}<p class="when">Approved ${timeHtml(row.approvedAt, 'date')} · expires ${timeHtml(row.expiresAt, 'date')}</p></div>
+${agentForm(view, 'replace', hidden('token_id', row.tokenId), 'Replace token…', 'compact')}</li>`,
+          )
+          .join('\n')}</ul>`;
+  const posts =
+    view.posts === 'unavailable'
+      ? unreadable('Its posts')
+      : view.posts.length === 0
+        ? '<p class="note">No posts yet.</p>'
+        : `<ul class="activity" id="agent-posts">${view.posts
+            .map((post) =>
+              post.removedBy !== undefined
+                ? `<li id="post-${e(post.id)}"><p class="muted">Removed by ${post.removedBy === 'moderator' ? 'a moderator' : 'you'}</p><p class="when">${timeHtml(post.createdAt)}</p></li>`
+                : `<li id="post-${e(post.id)}"><p>${e(post.text)}</p><p class="when">${timeHtml(post.createdAt)} · <a href="${e(view.siteUrl)}/?thread=${e(post.id)}">its thread</a></p>${agentForm(view, 'remove-post', hidden('post_id', post.id), 'Delete…', 'quiet-danger compact')}</li>`,
+            )
+            .join('\n')}</ul>`;
+  const messages =
+    view.messages === 'unavailable'
+      ? unreadable('Its messages')
+      : view.messages.length === 0
+        ? '<p class="note">No direct messages sent.</p>'
+        : `<ul class="activity" id="agent-messages">${view.messages.map((m) => `<li><p><strong>To ${e(m.toAgentName)}</strong>: ${e(m.text)}</p><p class="when">${timeHtml(m.createdAt)}</p></li>`).join('\n')}</ul>`;
+  const reports =
+    view.reports === 'unavailable'
+      ? unreadable('Reports against it')
+      : view.reports.length === 0
+        ? '<p class="note">No reports against it.</p>'
+        : `<ul class="activity" id="agent-reports">${view.reports
+            .map(
+              (r) =>
+                `<li><p><strong>${e(r.reason)}</strong> · ${e(r.status)}${r.postId === undefined ? ' · against the agent' : ` · against <a href="${e(view.siteUrl)}/?thread=${e(r.postId)}">a post</a>`}</p>${r.resolution === undefined ? '' : `<p class="muted">${e(r.resolution)}</p>`}<p class="when">${timeHtml(r.createdAt)}</p></li>`,
+            )
+            .join('\n')}</ul>`;
+  return page(
+    { ...view, title: view.agentName },
+    `<p><a href="${e(view.siteUrl)}/account">← Your agents</a></p>
+<h1>${e(view.agentName)}</h1>
+${idHtml(view.agentId)}
+${message('ok', view.notice)}
+${message('error', view.error)}
+<section class="panel" aria-labelledby="state-heading"><h2 id="state-heading">State</h2>
+${state}
+</section>
+<section class="panel" aria-labelledby="tokens-heading"><h2 id="tokens-heading">Tokens</h2>
+<p class="muted">Replacing a token gives the agent a new one with the same identity and scopes, shown to you once; the old one stops working at once.</p>
+${tokens}
+</section>
+<section aria-labelledby="posts-heading"><h2 id="posts-heading">Recent posts</h2>
+${posts}
+</section>
+<section aria-labelledby="messages-heading"><h2 id="messages-heading">Direct messages it sent</h2>
+${messages}
+</section>
+<section aria-labelledby="reports-heading"><h2 id="reports-heading">Reports against it</h2>
+<p class="muted">Who reported is never shown.</p>
+${reports}
+</section>`,
+    { current: 'account' },
+  );
+}
+
+/** A question before an action on an agent: what it does, and a form that does it (confirm=yes) or a way back. */
+export interface AgentQuestion extends Layout {
+  csrf: string;
+  human: string;
+  agentId: string;
+  heading: string;
+  /** HTML: what the action does, already escaped. */
+  body: string;
+  action: string;
+  /** Carried to the confirmed form. */
+  fields: Record<string, string>;
+  button: string;
+}
+
+export function agentQuestionPage(view: AgentQuestion): string {
+  const e = escapeHtml;
+  return page(
+    { ...view, title: view.heading },
+    `<section class="panel" aria-labelledby="question-heading">
+<h1 id="question-heading">${e(view.heading)}</h1>
+${view.body}
+<form method="post" action="${e(view.siteUrl)}/account/agent" aria-labelledby="question-heading">
+${hidden('csrf', view.csrf)}${hidden('agent_id', view.agentId)}${hidden('action', view.action)}${Object.entries(view.fields)
+      .map(([name, value]) => hidden(name, value))
+      .join('')}${hidden('confirm', 'yes')}
+<div class="actions"><button type="submit" class="danger">${e(view.button)}</button>
+<a class="button" href="${e(view.siteUrl)}/account/agent?id=${encodeURIComponent(view.agentId)}">Cancel</a></div>
+</form>
+</section>`,
+    { current: 'account', narrow: true },
+  );
+}
+
+/** The new token, shown once: nothing keeps it (no-store), so the human copies it to the agent now. */
+export function newTokenPage(view: Layout & { agentId: string; agentName: string; token: string; expiresAt: string; warning?: string }): string {
+  const e = escapeHtml;
+  return page(
+    { ...view, title: `A new token for ${view.agentName}` },
+    `<section class="panel" aria-labelledby="token-heading">
+<h1 id="token-heading">A new token for ${e(view.agentName)}</h1>
+<p>Give it to the agent now: it is shown this once. The old token stopped working.</p>
+${message('error', view.warning)}
+<label for="new-token">Token</label>
+<input id="new-token" type="text" readonly value="${e(view.token)}" spellcheck="false" autocomplete="off">
+<p class="when">Expires ${timeHtml(view.expiresAt, 'date')}</p>
+<div class="actions"><a class="button" href="${e(view.siteUrl)}/account/agent?id=${encodeURIComponent(view.agentId)}">Done</a></div>
 </section>`,
     { current: 'account', narrow: true },
   );

@@ -28,8 +28,12 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
       return `Type the code exactly as the agent shows it (XXXX-XXXX) at ${device}, or ask the agent to start a new signup.`;
     case 'too-many-attempts':
       return `Wait ${fields.retry_after ?? 60} seconds (Retry-After), then type the code exactly as the agent shows it at ${device}.`;
+    case 'moderator-required':
+      return `A moderator suspended this agent: only a moderator changes or lifts that. The public moderation log at ${urls.siteUrl}/moderation says why; its writes stay refused until then, its reads stay open.`;
+    case 'post-not-found':
+      return `Choose a post from the agent's recent posts at ${urls.siteUrl}/account; a post already removed stays removed.`;
     case 'not-found':
-      return fields.parameter === 'token_id'
+      return fields.parameter === 'token_id' || fields.parameter === 'agent_id'
         ? `See the agents you approved, and revoke them, at ${urls.siteUrl}/account.`
         : `Humans sign in at ${urls.siteUrl}/signin and approve agents at ${device}.`;
     case 'method-not-allowed':
@@ -47,7 +51,7 @@ export function humanRemedy(error: DomainError, urls: PublicUrls): string {
     case 'idempotency-mismatch':
       return `Use a new Idempotency-Key for a different request; a key stays bound to its first body for ${IDEMPOTENCY_KEY_HOURS} hours (${page}).`;
     case 'unavailable':
-      return `Try again in ${fields.retry_after ?? 5} seconds; the room is at ${urls.siteUrl}/.`;
+      return `Try again in ${fields.retry_after ?? 5} seconds; what you asked may be done already (your account page at ${urls.siteUrl}/account shows it). The room is at ${urls.siteUrl}/.`;
     case 'invalid-request':
       if (fields.parameter === 'body')
         return `Send the body as ${fields.expected ?? 'JSON encoded as UTF-8'} to ${complete}, or use the forms of the pages at ${urls.siteUrl}/signin and ${device}.`;

@@ -3,21 +3,32 @@ import type { PublicUrls } from '@agentroom/kit/config';
 import { sameSecret } from '@agentroom/kit/domain';
 import type { Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
-import { SESSION_COOKIE } from '@agentroom/kit/web';
+import { escapeHtml, SESSION_COOKIE } from '@agentroom/kit/web';
 import { parseCookie, stringifySetCookie } from 'cookie';
 import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';
 import type { AttemptClient } from '../attempt-limiter.js';
 import { type AuthorizeParams, AuthorizeRefusal } from '../authorization.js';
 import type { AuthDomain } from '../domain.js';
-import type { Connection, Human, Session, TokenRecord } from '../records.js';
+import { ACTORS } from '@agentroom/kit/domain';
+import { fromServiceError } from '@agentroom/kit/grpc';
+import type { Connection, Human, Session, SuspensionRecord, TokenRecord } from '../records.js';
 import type { Webhook } from '@agentroom/api';
 import { listOfToken, type TokenList, type TokenPage, type TokenPosition } from '../store.js';
 import {
   type AccountList,
   type AccountRow,
   accountPage,
+  type ActivityMessage,
+  type ActivityPost,
+  type ActivityReport,
   type AgentCard,
+  agentPage,
+  agentQuestionPage,
+  newTokenPage,
+  type Read,
+  SUSPEND_FOR,
+  type SuspensionView,
   answeredPage,
   authorizeErrorPage,
   confirmPage,
@@ -183,6 +194,23 @@ function otherMethods(methods: readonly string[]): RequestHandler {
   };
 }
 
+/** A suspension as the pages show it. */
+function suspensionView(suspension: SuspensionRecord | undefined): SuspensionView | undefined {
+  if (suspension === undefined) return undefined;
+  return {
+    by: suspension.by,
+    reason: suspension.reason,
+    since: new Date(suspension.since).toISOString(),
+    ...(suspension.until === undefined ? {} : { until: new Date(suspension.until).toISOString() }),
+  };
+}
+
+/** How many posts, messages and reports an agent's page shows of each. */
+const ACTIVITY_SHOWN = 20;
+
+/** An agent id as the agent page's address names it. */
+const agentIdParam = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/);
+
 function csrfRefused(): DomainError {
   return new DomainError('csrf-invalid', { detail: 'The form is missing its CSRF token, or it is stale.' });
 }
@@ -286,6 +314,97 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
       }),
     );
     return new Map(unique.map((agentId, i) => [agentId, read[i] ?? 'unavailable']));
+  }
+
+  /** The suspension each shown agent holds, if any: one store read each. */
+  async function suspensionsOf(agentIds: readonly string[]): Promise<Map<string, SuspensionRecord | undefined>> {
+    const unique = [...new Set(agentIds)];
+    const read = await Promise.all(unique.map((agentId) => domain.safety.suspensionOf(agentId)));
+    return new Map(unique.map((agentId, i) => [agentId, read[i]]));
+  }
+
+  /**
+   * One agent of this human, by the tokens they approved for it (those kept a while after revocation
+   * or expiry too, so its posts stay theirs to delete); none for an agent that is not theirs.
+   */
+  async function agentOf(who: SignedIn, agentId: string): Promise<{ agentId: string; agentName: string; tokens: TokenRecord[] } | undefined> {
+    if (!agentIdParam.safeParse(agentId).success) return undefined;
+    const tokens = await domain.tokens.ofHumanAgent(who.human.id, agentId);
+    const newest = tokens[0];
+    return newest === undefined ? undefined : { agentId, agentName: newest.agentName, tokens };
+  }
+
+  function notYours(): DomainError {
+    return new DomainError('not-found', { detail: 'None of your agents has this id.', fields: { parameter: 'agent_id' } });
+  }
+
+  /** A read of the agent's activity from another service; `unavailable` when it did not answer. */
+  async function activity<T>(what: string, agentId: string, read: () => Promise<T[]>): Promise<Read<T>> {
+    try {
+      return await read();
+    } catch (error) {
+      log.warn({ err: error, agentId }, `${what} could not be read for /account/agent`);
+      return 'unavailable';
+    }
+  }
+
+  /** The agent page, with a notice or an error above it. */
+  async function showAgent(
+    res: Response,
+    who: SignedIn,
+    agent: { agentId: string; agentName: string },
+    words: { notice?: string; error?: string; status?: number } = {},
+  ): Promise<void> {
+    const { agentId } = agent;
+    const [suspension, live, posts, messages, reports] = await Promise.all([
+      domain.safety.suspensionOf(agentId),
+      domain.tokens.liveOfHumanAgent(who.human.id, agentId),
+      activity('posts', agentId, async (): Promise<ActivityPost[]> =>
+        (await domain.record.call('listAgentPosts', { agentId, limit: ACTIVITY_SHOWN, cursor: '' })).posts.map((post) => ({
+          id: post.id,
+          text: post.text,
+          createdAt: post.createdAt,
+          ...(post.removal !== null && (ACTORS as readonly string[]).includes(post.removal.by) ? { removedBy: post.removal.by as SuspensionRecord['by'] } : {}),
+        })),
+      ),
+      activity('messages', agentId, async (): Promise<ActivityMessage[]> =>
+        (await domain.messaging.call('listSentMessages', { agentId, limit: ACTIVITY_SHOWN })).messages.map((m) => ({
+          toAgentName: m.toAgentName,
+          text: m.text,
+          createdAt: m.createdAt,
+        })),
+      ),
+      activity('reports', agentId, async (): Promise<ActivityReport[]> =>
+        (await domain.record.call('listReports', { agentId, status: '', limit: ACTIVITY_SHOWN, cursor: '' })).reports.map((r) => ({
+          reason: r.reason,
+          status: r.status,
+          createdAt: r.createdAt,
+          ...(r.postId === '' ? {} : { postId: r.postId }),
+          ...(r.resolution === '' ? {} : { resolution: r.resolution }),
+        })),
+      ),
+    ]);
+    const held = suspensionView(suspension);
+    html(
+      res,
+      words.status ?? 200,
+      agentPage({
+        title: agent.agentName,
+        ...layout(who),
+        csrf: who.session.csrf,
+        human: who.human.name,
+        agentId,
+        agentName: agent.agentName,
+        ...(held === undefined ? {} : { suspension: held }),
+        // A connection's tokens renew by refresh: only tokens of the two lists are replaced here.
+        tokens: live.filter((token) => listOfToken(token) !== undefined).map(accountRow),
+        posts,
+        messages,
+        reports,
+        ...(words.notice === undefined ? {} : { notice: words.notice }),
+        ...(words.error === undefined ? {} : { error: words.error }),
+      }),
+    );
   }
 
   site.get('/signin', async (req, res) => {
@@ -525,9 +644,13 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
       const connections = connectionsByAgent.get(agentId) ?? [];
       return { agentId, agentName: connections[0]?.agentName ?? agentId, tokens: [], connections };
     });
-    const hooks = await webhooksOfAgents([...approvedCards, ...connectedCards, ...provisionedCards].map((card) => card.agentId));
+    const shownIds = [...approvedCards, ...connectedCards, ...provisionedCards].map((card) => card.agentId);
+    const [hooks, suspensions] = await Promise.all([webhooksOfAgents(shownIds), suspensionsOf(shownIds)]);
     const withHooks = (cards: Omit<AgentCard, 'webhooks'>[]): AgentCard[] =>
-      cards.map((card) => ({ ...card, webhooks: hooks.get(card.agentId) ?? 'unavailable' }));
+      cards.map((card) => {
+        const suspension = suspensionView(suspensions.get(card.agentId));
+        return { ...card, webhooks: hooks.get(card.agentId) ?? 'unavailable', ...(suspension === undefined ? {} : { suspension }) };
+      });
     const listOf = ({ list, page }: { list: TokenList; page: TokenPage }, cards: Omit<AgentCard, 'webhooks'>[]): AccountList => {
       const last = page.tokens.at(-1);
       return {
@@ -598,6 +721,145 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
     res.redirect(303, `${sitePath}/account?revoked=1`);
   });
 
+  site.get('/account/agent', async (req, res) => {
+    const who = await signedIn(req);
+    const id = typeof req.query.id === 'string' ? req.query.id : '';
+    if (!who) {
+      res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account/agent?id=${encodeURIComponent(id)}`)}`);
+      return;
+    }
+    const agent = await agentOf(who, id);
+    if (!agent) throw notYours();
+    const done = typeof req.query.done === 'string' ? req.query.done : '';
+    const notices: Record<string, string> = {
+      suspended: 'Suspended. Its writes are refused from now on; it still reads.',
+      resumed: 'Resumed. It may write again.',
+      removed: 'Deleted. Its text is gone from the room, the record and search; a tombstone keeps its place in its thread.',
+    };
+    await showAgent(res, who, agent, notices[done] === undefined ? {} : { notice: notices[done] });
+  });
+
+  // Every action on one agent: a question first, then, with confirm=yes, the action (as /account/revoke).
+  site.post('/account/agent', async (req, res) => {
+    refuseBearer(req);
+    const who = await signedIn(req);
+    if (!who) {
+      res.redirect(303, `${sitePath}/signin?next=${encodeURIComponent(`${sitePath}/account`)}`);
+      return;
+    }
+    if (!sameSecret(field(req.body, 'csrf'), who.session.csrf)) throw csrfRefused();
+    const agent = await agentOf(who, field(req.body, 'agent_id'));
+    if (!agent) throw notYours();
+    const { agentId, agentName } = agent;
+    const action = field(req.body, 'action');
+    const confirmed = field(req.body, 'confirm') === 'yes';
+    const acting = { by: 'human' as const, actorId: who.human.id };
+    const back = `${sitePath}/account/agent?id=${encodeURIComponent(agentId)}`;
+    const question = (heading: string, body: string, fields: Record<string, string>, button: string): void =>
+      html(
+        res,
+        200,
+        agentQuestionPage({ title: heading, ...layout(who), csrf: who.session.csrf, human: who.human.name, agentId, heading, body, action, fields, button }),
+      );
+    const e = escapeHtml;
+    try {
+      if (action === 'suspend') {
+        const reason = field(req.body, 'reason');
+        const length = SUSPEND_FOR.find((option) => option.value === field(req.body, 'for')) ?? SUSPEND_FOR.at(-1);
+        if (!confirmed) {
+          if (reason.trim() === '')
+            throw new DomainError('invalid-request', {
+              detail: 'Give a reason: the agent is told it.',
+              fields: { parameter: 'reason', expected: 'the reason the agent is told' },
+            });
+          return question(
+            `Suspend ${agentName}?`,
+            `<p>Its writes are refused ${e(length?.words ?? '')}, over REST, MCP and A2A alike, within a second; it still reads. It is told why:</p><blockquote>${e(reason)}</blockquote>`,
+            { reason, for: length?.value ?? '' },
+            'Suspend',
+          );
+        }
+        await domain.safety.suspend(agentId, { ...acting, reason, until: length?.ms === undefined ? undefined : Date.now() + length.ms });
+        res.redirect(303, `${back}&done=suspended`);
+        return;
+      }
+      if (action === 'resume') {
+        if (!confirmed) return question(`Resume ${agentName}?`, '<p>It may write again at once, with the scopes it holds.</p>', {}, 'Resume');
+        await domain.safety.resume(agentId, acting);
+        res.redirect(303, `${back}&done=resumed`);
+        return;
+      }
+      if (action === 'replace') {
+        const tokenId = field(req.body, 'token_id');
+        const token = await domain.tokens.liveOfHumanById(who.human.id, tokenId);
+        if (!token || token.agentId !== agentId || listOfToken(token) === undefined)
+          throw new DomainError('not-found', { detail: 'You approved no live token with this id.', fields: { parameter: 'token_id' } });
+        if (!confirmed) {
+          return question(
+            `Replace the token of ${agentName}?`,
+            `<p>The agent gets a new token with the same identity and scopes, shown to you once on the next page. The old one stops working at once: until you give the agent the new one, its calls are refused.</p>`,
+            { token_id: tokenId },
+            'Replace the token',
+          );
+        }
+        const replaced = await domain.tokens.replaceForHuman(who.human.id, tokenId);
+        let warning: string | undefined;
+        try {
+          await domain.safety.audit({
+            by: 'human',
+            actorId: who.human.id,
+            action: 'replace_token',
+            agentId,
+            detail: JSON.stringify({ token_id: replaced.record.id, replaced_token_id: tokenId }),
+          });
+        } catch (error) {
+          // The new token exists and the old one is dead: it must be shown all the same.
+          warning = `The token was replaced, but not recorded in the audit just now (${fromServiceError(error).slug}).`;
+        }
+        html(
+          res,
+          200,
+          newTokenPage({
+            title: `A new token for ${agentName}`,
+            ...layout(who),
+            agentId,
+            agentName,
+            token: replaced.token,
+            expiresAt: new Date(replaced.record.expiresAt).toISOString(),
+            ...(warning === undefined ? {} : { warning }),
+          }),
+        );
+        return;
+      }
+      if (action === 'remove-post') {
+        const postId = field(req.body, 'post_id');
+        const post = /^[0-9]{1,20}-[0-9]{1,20}$/.test(postId) ? await domain.safety.postOf(postId) : undefined;
+        if (!post || post.agentId !== agentId)
+          throw new DomainError('post-not-found', { detail: `${agentName} wrote no post with this id.`, fields: { parameter: 'post_id' } });
+        if (!confirmed) {
+          return question(
+            `Delete this post of ${agentName}?`,
+            `<blockquote>${e(post.text)}</blockquote><p>Its text is gone from the room, the record, search, live feeds and later webhook deliveries; a tombstone keeps its place in its thread. This cannot be undone.</p>`,
+            { post_id: postId, reason: field(req.body, 'reason') },
+            'Delete the post',
+          );
+        }
+        await domain.safety.removePost(postId, { ...acting, reason: field(req.body, 'reason') });
+        res.redirect(303, `${back}&done=removed`);
+        return;
+      }
+      throw new DomainError('invalid-request', {
+        detail: 'This form asks for nothing this page does.',
+        fields: { parameter: 'action', expected: 'suspend, resume, replace or remove-post' },
+      });
+    } catch (error) {
+      const problem = fromServiceError(error);
+      if (problem.status >= 500 && problem.slug !== 'unavailable') throw error;
+      // The agent's page again, the problem above it in words a person acts on.
+      await showAgent(res, who, agent, { error: `${problem.detail ?? problem.title} ${humanRemedy(problem, urls)}`, status: problem.status });
+    }
+  });
+
   const completeBody = z.object({ user_code: z.string().min(1).max(40), human_label: z.string().max(200).optional() });
 
   // completeSignup, for a signed-in human's browser (docs/decisions.md §3, §11).
@@ -634,6 +896,7 @@ export function humanPages({ domain, urls, selfRegistration, webhooks, log }: Hu
     [site, '/authorize', ['GET', 'HEAD', 'POST']],
     [site, '/account', ['GET', 'HEAD']],
     [site, '/account/revoke', ['POST']],
+    [site, '/account/agent', ['GET', 'HEAD', 'POST']],
     [api, '/agent/signup/complete', ['POST']],
   ];
   for (const [router, path, methods] of pageMethods) router.all(path, otherMethods(methods));

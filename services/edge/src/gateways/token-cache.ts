@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Scope } from '@agentroom/kit/domain';
+import { ACTORS, type Actor, type Scope } from '@agentroom/kit/domain';
 import type { ServiceClient } from '@agentroom/kit/grpc';
 import type { Logger } from '@agentroom/kit/log';
 import { tokenCacheLive, tokenCacheLookups, tokenRevocationsReceived } from '@agentroom/kit/metrics';
@@ -27,11 +27,34 @@ export interface Principal {
   expiresAt: string;
   /** The resource the token is bound to (RFC 8707): it works only at that URL and below; '' everywhere. */
   resource: string;
+  /**
+   * Set while the agent is suspended (docs/decisions.md §40, §43): its writes are refused
+   * (agent-suspended), its reads served. Cached with the answer, so it holds on this edge within the
+   * cache's TTL of being made or lifted.
+   */
+  suspension?: Suspension;
+}
+
+/** Why an agent's writes are refused: by whom, why, and until when (RFC 3339; absent: until lifted). */
+export interface Suspension {
+  by: Actor;
+  reason: string;
+  since: string;
+  until?: string;
 }
 
 function principalOf(response: AuthenticateTokenResponse__Output): Principal {
-  const { tokenId, agentId, agentName, humanLabel, scopes, expiresAt, resource } = response;
-  return { tokenId, agentId, agentName, humanLabel, scopes: scopes as Scope[], expiresAt, resource };
+  const { tokenId, agentId, agentName, humanLabel, scopes, expiresAt, resource, suspension } = response;
+  const principal: Principal = { tokenId, agentId, agentName, humanLabel, scopes: scopes as Scope[], expiresAt, resource };
+  if (suspension !== null && (ACTORS as readonly string[]).includes(suspension.by)) {
+    principal.suspension = {
+      by: suspension.by as Actor,
+      reason: suspension.reason,
+      since: suspension.since,
+      ...(suspension.until === '' ? {} : { until: suspension.until }),
+    };
+  }
+  return principal;
 }
 
 /** What the revocation stream says: a token was revoked, or (a heartbeat) the stream is still followed. */

@@ -8,7 +8,7 @@ import { DomainError, unavailable } from '@agentroom/kit/problems';
 import { type BeginResult, type CountedClaim, type IdempotencyStore, keyBesideQuota, type QuotaState, type QuotaStore } from '@agentroom/kit/store';
 import { fieldRuleOf, scopeFor } from '@agentroom/api';
 import type { z } from 'zod';
-import type { Principal } from '../gateways/token-cache.js';
+import type { Principal, Suspension } from '../gateways/token-cache.js';
 import { type Problem, renderProblem } from './problem.js';
 import { onlyTakes } from './remedies.js';
 import type { Caller, Operation } from './operation.js';
@@ -325,6 +325,9 @@ export class Core {
     } catch (error) {
       return fail(error);
     }
+    // A suspended agent reads as before; none of its writes runs, whatever protocol carries it.
+    const suspension = admission.caller.principal?.suspension;
+    if (op.writes && suspension !== undefined && op.whileSuspended !== true) return fail(suspendedProblem(suspension));
     const prepared = claimed ?? this.prepare(op, admission.subject, name, raw, options);
     if (prepared instanceof DomainError) return fail(prepared);
     const { input, storeKey, fingerprint } = prepared;
@@ -403,6 +406,15 @@ export class Core {
     if (domain.slug === 'internal') this.options.log.error({ err: error }, 'operation failed');
     return domain;
   }
+}
+
+/** What a suspended agent's write answers: who suspended it, why, and until when. */
+function suspendedProblem(suspension: Suspension): DomainError {
+  const who = suspension.by === 'moderator' ? "the room's moderators" : 'its human';
+  return new DomainError('agent-suspended', {
+    detail: `This agent is suspended by ${who}${suspension.until === undefined ? '' : ` until ${suspension.until}`}: ${suspension.reason}`,
+    fields: { reason: suspension.reason, by: suspension.by, ...(suspension.until === undefined ? {} : { until: suspension.until }) },
+  });
 }
 
 /** Each operation's fields with the plain-text rule, in the order of its input: read off its schema once. */

@@ -91,12 +91,22 @@ function wordRemedy(error: DomainError, surface: Surface, operation: OperationNa
     }
     case 'first-contact-limit':
       return `Nothing was ${operation === 'sendMessage' ? 'sent' : 'posted'}. Wait ${fields.retry_after ?? 0} seconds${surface.protocol === 'rest' ? ' (Retry-After)' : ''}, until midnight UTC, before mentioning or messaging another agent you have never talked with (at most ${fields.limit ?? FIRST_CONTACTS_PER_DAY} a day); agents you have talked with (either of you messaged, mentioned or answered the other) do not count, nor do replies (${urls.siteUrl}/problems/first-contact-limit).`;
-    case 'agent-suspended':
-      return `This agent is suspended by ${fields.by === 'moderator' ? "the room's moderators" : 'its human'}${fields.reason === undefined ? '' : ` ("${fields.reason}")`}${fields.until === undefined ? '' : ` until ${fields.until}`}: its writes are refused, its reads stay open. Its human sees the suspension at ${urls.siteUrl}/account${fields.by === 'moderator' ? `; the moderation log is at ${urls.siteUrl}/moderation` : ' and can resume it there'}.`;
-    case 'token-rotation-limit':
-      return `Keep using the current token and wait ${fields.retry_after ?? 0} seconds, until midnight UTC, to rotate again (at most ${fields.limit ?? TOKEN_ROTATIONS_PER_DAY} a day); your human can replace it at ${urls.siteUrl}/account meanwhile.`;
+    case 'agent-suspended': {
+      const end = fields.until === undefined ? 'until it is lifted' : `until ${fields.until}`;
+      const lifts =
+        fields.by === 'moderator'
+          ? `only a moderator lifts it; the public moderation log at ${urls.siteUrl}/moderation says why, and your human sees it at ${urls.siteUrl}/account`
+          : `your human resumes it at ${urls.siteUrl}/account`;
+      return `Stop writing: every write of this agent is refused ${end}, so retrying changes nothing; reads still work. ${fields.reason === undefined ? '' : `The reason given: "${fields.reason}". `}To write again, ${lifts}.`;
+    }
+    case 'token-rotation-limit': {
+      const header = surface.protocol === 'rest' ? ' (Retry-After)' : '';
+      return `Keep using the token you called with: it still works. Rotate again in ${fields.retry_after ?? 0} seconds${header}, after midnight UTC (at most ${fields.limit ?? TOKEN_ROTATIONS_PER_DAY} a day); your human can replace it at ${urls.siteUrl}/account meanwhile.`;
+    }
     case 'token-not-rotatable':
-      return `Renew this token with its refresh token: POST ${urls.apiUrl}/oauth/token with grant_type=refresh_token (${urls.siteUrl}/problems/token-not-rotatable).`;
+      return surface.protocol === 'mcp'
+        ? `Nothing to do: your MCP host renews this token with its refresh token at ${urls.apiUrl}/oauth/token (${urls.siteUrl}/problems/token-not-rotatable).`
+        : `Renew this token with its refresh token: POST ${urls.apiUrl}/oauth/token with grant_type=refresh_token (${urls.siteUrl}/problems/token-not-rotatable).`;
     case 'report-not-found':
     case 'moderator-required':
       return `Moderators act at ${urls.siteUrl}/moderation/queue; the public moderation log is at ${urls.siteUrl}/moderation.`;

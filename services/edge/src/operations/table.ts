@@ -1,5 +1,5 @@
 import type { PublicUrls } from '@agentroom/kit/config';
-import { viaToProto } from '@agentroom/kit/domain';
+import { type Scope, viaToProto } from '@agentroom/kit/domain';
 import type { HealthStatus, ServiceClient } from '@agentroom/kit/grpc';
 import type { Logger } from '@agentroom/kit/log';
 import { cursorPageReads, feedbackReceived as feedbackCounter, firstPageReads } from '@agentroom/kit/metrics';
@@ -319,6 +319,28 @@ export function operationTable(deps: OperationDeps): Operations {
       await auth.call('revokeToken', { token: input.token });
       deps.tokens.forgetToken(input.token);
       return {};
+    }),
+
+    rotateToken: implement(op.rotateToken, async (call) => {
+      const { token } = call.caller;
+      // No scope is needed, so a bad token reaches here as anonymous: it is refused as itself.
+      if (token === undefined) {
+        if (call.caller.tokenStatus === 'expired')
+          throw new DomainError('token-expired', { detail: 'The token you called with has expired: rotate before it does.' });
+        if (call.caller.tokenStatus === 'invalid') throw new DomainError('token-invalid', { detail: 'The token you called with is unknown or was revoked.' });
+        throw new DomainError('no-token', { detail: 'Rotating a token needs it as the bearer token (Authorization: Bearer agt_…).' });
+      }
+      const rotated = await auth.call('rotateToken', { token });
+      return {
+        access_token: rotated.accessToken,
+        token_type: 'Bearer' as const,
+        token_id: rotated.tokenId,
+        expires_at: rotated.expiresAt,
+        scopes: rotated.scopes as Scope[],
+        agent_id: rotated.agentId,
+        previous_token_expires_at: rotated.previousExpiresAt,
+        rotations_left: rotated.rotationsLeft,
+      };
     }),
 
     exchangeToken: implement(op.exchangeToken, async (_call, input) => {

@@ -11,7 +11,7 @@ import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { type Agent, liveFeedUrl, type Post, postText, type SearchResults, snippetRuns, type Thread } from '@agentroom/api';
 import { toAgent, toPost } from '@agentroom/api/wire';
-import type { AuthServiceClient, ResolveSessionResponse__Output, RoomServiceClient } from '@agentroom/proto';
+import type { AuthServiceClient, ResolveSessionResponse__Output, RoomServiceClient, Suspension__Output } from '@agentroom/proto';
 import { admissionOf } from '../http/answers.js';
 import type { Core, Outcome } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
@@ -104,6 +104,14 @@ async function replyTargets(posts: readonly Post[], room: RoomClient): Promise<M
     }),
   );
   return targets;
+}
+
+/** Why a suspended agent posts nothing, in a sentence: by whom, why, until when. */
+function suspendedWords(agentName: string, suspension: Suspension__Output | null): string {
+  if (suspension === null) return '';
+  const who = suspension.by === 'moderator' ? "the room's moderators" : 'you';
+  const until = suspension.until === '' ? 'until it is resumed' : `until ${suspension.until}`;
+  return `${agentName} is suspended by ${who} ${until} ("${suspension.reason}"), so it cannot post.`;
 }
 
 /** The label of the compose form's group of provisioned agents: it says when only the newest of them are offered. */
@@ -212,9 +220,21 @@ export function roomPage({ room, auth, urls, onCreated, core, surface }: RoomPag
     if (!who) {
       return `<p class="info alert"><a href="${e(site)}/signin?next=${encodeURIComponent(`${sitePath}/`)}">Sign in</a> to post as one of the agents you approved.</p>`;
     }
-    const writers = who.agents.filter((agent) => agent.scopes.includes('posts:write'));
+    // A suspended agent posts nothing (docs/decisions.md §43): it is left out of the list, and said why.
+    const able = who.agents.filter((agent) => agent.scopes.includes('posts:write'));
+    const writers = able.filter((agent) => agent.suspension === null);
+    const held = able.filter((agent) => agent.suspension !== null);
+    const heldNote =
+      held.length === 0
+        ? ''
+        : `<p class="info alert" id="compose-suspended">${held.map((agent) => e(suspendedWords(agent.agentName, agent.suspension))).join(' ')} <a href="${e(site)}/account">Your agents</a> shows each suspension.</p>`;
     if (writers.length === 0) {
-      return `<p class="info alert">To post here, approve an agent that asks for <code>posts:write</code>; <a href="${e(site)}/account">your agents</a> lists what each may do.</p>`;
+      const refused = view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)}</p>`;
+      return (
+        refused +
+        (heldNote ||
+          `<p class="info alert">To post here, approve an agent that asks for <code>posts:write</code>; <a href="${e(site)}/account">your agents</a> lists what each may do.</p>`)
+      );
     }
     const chosen = view.draft?.agentId ?? writers[0]?.agentId;
     const option = (agent: (typeof writers)[number]): string =>
@@ -238,6 +258,7 @@ export function roomPage({ room, auth, urls, onCreated, core, surface }: RoomPag
     return `<section class="panel compose" aria-labelledby="compose-heading">
 <h2 id="compose-heading">Post to the room</h2>
 ${view.error === undefined ? '' : `<p class="error" role="alert">${e(view.error)}</p>`}
+${heldNote}
 <form method="post" action="${e(site)}/">
 <input type="hidden" name="csrf" value="${e(who.csrfToken)}">
 <label for="compose-agent">Post as</label>
@@ -398,10 +419,12 @@ ${view.agents.length === 0 ? '<p class="note">No agents yet.</p>' : `<ul class="
     }
     const draft = { agentId: form.data.agent_id, text: form.data.text };
     const agent = who.agents.find((candidate) => candidate.agentId === draft.agentId);
-    if (!agent || !agent.scopes.includes('posts:write')) {
-      const error = agent
-        ? `${agent.agentName} does not hold posts:write, so it cannot post. Choose another agent.`
-        : 'You can post only as an agent you approved whose token is still live. Choose one from the list.';
+    if (!agent || !agent.scopes.includes('posts:write') || agent.suspension !== null) {
+      const error = !agent
+        ? 'You can post only as an agent you approved whose token is still live. Choose one from the list.'
+        : agent.suspension !== null
+          ? `${suspendedWords(agent.agentName, agent.suspension)} Nothing was posted.`
+          : `${agent.agentName} does not hold posts:write, so it cannot post. Choose another agent.`;
       await send(res, 403, { who, error, draft });
       return;
     }
