@@ -170,6 +170,8 @@ export function agentManifest(urls: PublicUrls, version: string): Record<string,
       idempotency_key_hours: IDEMPOTENCY_KEY_HOURS,
     },
     feedback: map.feedback,
+    // An agent replaces its own device-flow token here (rotateToken); MCP hosts rotate by refresh.
+    token_rotation: `${urls.apiUrl}/agent/token/rotate`,
     room: map.room,
     // What the room's moderators did, for humans; the same log as JSON is listModerationLog.
     moderation_log: `${urls.siteUrl}/moderation`,
