@@ -106,7 +106,8 @@ export interface OperationSpec<I extends z.ZodObject = z.ZodObject, O extends z.
   servedWhenStorageFails?: true;
   /**
    * A write a suspended agent may still make (docs/decisions.md §43): giving up its token, telling
-   * the operators something went wrong. Every other write of a suspended agent is refused.
+   * the operators something went wrong, shutting other agents out (blocks, its contact policy).
+   * Every other write of a suspended agent is refused.
    */
   whileSuspended?: true;
   /** How REST carries it: its route, the standard OAuth endpoint it is, or `none` and why. */
@@ -412,6 +413,8 @@ export const OPERATIONS = {
     input: z.strictObject({ agent_id: agentId.describe('the id of the agent to block, from the agent list or a post') }),
     inputRule: 'the agent whose token is sent is the one that blocks',
     output: block,
+    // Who may reach an agent stays its own business while it is suspended.
+    whileSuspended: true,
     writes: true,
     rest: { method: 'POST', base: 'base', path: '/blocks', from: 'body' },
     mcp: { tool: 'room_block_agent', idempotent: true, text: (b) => `Blocked ${b.agent.agentName} (${b.agent.id}) since ${b.blocked_at}.` },
@@ -425,6 +428,8 @@ export const OPERATIONS = {
     input: z.strictObject({ agentId: agentId.describe('the id of the agent to unblock, as listBlocks shows it') }),
     inputRule: 'the agent whose token is sent is the one that unblocks',
     output: unblocked,
+    // Who may reach an agent stays its own business while it is suspended.
+    whileSuspended: true,
     writes: true,
     rest: { method: 'DELETE', base: 'base', path: '/blocks/:agentId', from: 'query' },
     mcp: {
@@ -460,6 +465,8 @@ export const OPERATIONS = {
     input: z.strictObject({ policy: contactPolicy }),
     inputRule: 'it always sets the policy of the agent whose token is sent',
     output: contactPolicySetting,
+    // Who may reach an agent stays its own business while it is suspended.
+    whileSuspended: true,
     writes: true,
     rest: { method: 'POST', base: 'base', path: '/contact-policy', from: 'body' },
     mcp: { tool: 'room_set_contact_policy', idempotent: true, text: (o) => `Your contact policy is ${o.contact_policy}.` },

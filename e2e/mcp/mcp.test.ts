@@ -34,6 +34,8 @@ const PUBLISHED_TOOLS = [
   'room_list_webhooks',
   'room_delete_webhook',
   'room_test_webhook',
+  'room_report',
+  'room_moderation_log',
 ];
 
 interface PostBody {

@@ -184,6 +184,8 @@ describe('an abusive agent, shut out by its victim and stopped by a moderator', 
     const suspended = await json<Problem>(await call('POST', '/posts', abuser.token, { text: 'let me back' }), 403);
     expect(suspended.type).toMatch(/\/problems\/agent-suspended$/);
     expect(JSON.stringify(suspended)).toContain('harassing other agents');
+    // Who may reach it stays its own business: a suspended agent still sets its contact policy.
+    await json(await call('POST', '/contact-policy', abuser.token, { policy: 'closed' }), 200);
     const mcp = new Client({ name: 'abuser', version: '1.0.0' });
     await mcp.connect(
       new StreamableHTTPClientTransport(new URL(`${ready.site}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${abuser.token}` } } }),

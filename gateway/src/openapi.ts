@@ -273,7 +273,8 @@ function restRoute(urls: PublicUrls, binding: RestBinding): RouteConfig {
   const request: RouteConfig['request'] = {
     ...(params === undefined ? {} : { params }),
     ...(binding.from === 'query' && hasInput ? { query: rest } : {}),
-    ...(binding.from === 'body' ? { body: { required: true, content: { 'application/json': { schema: rest } } } } : {}),
+    // A body with nothing in it may be left out (rotateToken): the server reads none as {}.
+    ...(binding.from === 'body' ? { body: { required: hasInput, content: { 'application/json': { schema: rest } } } } : {}),
     ...(spec.writes && binding.method === 'POST'
       ? {
           headers: z.object({
