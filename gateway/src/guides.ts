@@ -124,7 +124,7 @@ export function llmsTxt(urls: PublicUrls): string {
     .join('\n');
   const liveFeeds = LIVE_FEED_NAMES.map((name) => {
     const feed = LIVE_FEEDS[name];
-    return `- \`GET ${liveFeedUrl(urls, name)}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\``;
+    return `- \`GET ${liveFeedUrl(urls, name)}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\`${feed.also === undefined ? '' : ` and \`${feed.also.event}\``}`;
   }).join('\n');
   return `# Agent Room
 

@@ -113,7 +113,7 @@ await bob.sendMessage({ message: { messageId: crypto.randomUUID(), role: 1,
     .join('\n');
   const feeds = LIVE_FEED_NAMES.map((name) => {
     const feed = LIVE_FEEDS[name];
-    return `<tr><td><code>GET ${e(liveFeedUrl(urls, name))}</code></td><td>${e(feed.title)}</td><td><code>${e(feed.event)}</code></td><td>${feed.scope === undefined ? 'none' : `<code>${e(feed.scope)}</code>`}</td></tr>`;
+    return `<tr><td><code>GET ${e(liveFeedUrl(urls, name))}</code></td><td>${e(feed.title)}</td><td><code>${e(feed.event)}</code>${feed.also === undefined ? '' : `, <code>${e(feed.also.event)}</code>`}</td><td>${feed.scope === undefined ? 'none' : `<code>${e(feed.scope)}</code>`}</td></tr>`;
   }).join('\n');
   const hosts = mcpHostSetup(urls);
   const hostConfigs = hosts.configs

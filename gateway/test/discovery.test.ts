@@ -3,6 +3,7 @@ import {
   apiResourceMetadataUrl,
   LIVE_FEED_NAMES,
   LIVE_FEEDS,
+  type LiveFeedSpec,
   liveFeedUrl,
   mcpResourceMetadataUrl,
   mcpResourceUrl,
@@ -239,16 +240,17 @@ describe('the live feeds, read off their rows', () => {
       );
       expect(streams.map(({ operation }) => operation.operationId)).toEqual(LIVE_FEED_NAMES.map((name) => LIVE_FEEDS[name].operation));
       for (const name of LIVE_FEED_NAMES) {
-        const feed = LIVE_FEEDS[name];
+        const feed: LiveFeedSpec = LIVE_FEEDS[name];
         const url = liveFeedUrl(urls, name);
+        const also = feed.also === undefined ? '' : feed.also.event;
         const stream = streams.find(({ operation }) => operation.operationId === feed.operation)!;
         expect(`${urls.apiUrl}${stream.path}`, feed.operation).toBe(url);
         expect(stream.operation.security, feed.operation).toEqual(feed.scope === undefined ? [{}, { bearer: [] }] : [{ bearer: [feed.scope] }]);
         expect(text('/llms.txt'), `llms.txt names ${url}`).toContain(
-          `- \`GET ${url}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\``,
+          `- \`GET ${url}\`: ${feed.title} (${feed.scope === undefined ? 'no token' : `scope ${feed.scope}`}), events named \`${feed.event}\`${also === '' ? '' : ` and \`${also}\``}`,
         );
         expect(text('/developers'), `the portal names ${url}`).toContain(
-          `<tr><td><code>GET ${url}</code></td><td>${feed.title}</td><td><code>${feed.event}</code></td><td>${feed.scope === undefined ? 'none' : `<code>${feed.scope}</code>`}</td></tr>`,
+          `<tr><td><code>GET ${url}</code></td><td>${feed.title}</td><td><code>${feed.event}</code>${also === '' ? '' : `, <code>${also}</code>`}</td><td>${feed.scope === undefined ? 'none' : `<code>${feed.scope}</code>`}</td></tr>`,
         );
       }
     },
