@@ -201,6 +201,17 @@ describe('blocks, contact policies and first contacts, over three protocols (emb
     await quietMcp.close();
   });
 
+  it("admits, under a known policy, the agents of the agent's own human, and no one else's", async () => {
+    // quiet and victim were both approved by Ada; friend by Grace, and neither has written to the other since.
+    await agent('sibling', ALL, ada);
+    expect((await rest(tokens.sibling as string, 'POST', '/contact-policy', { policy: 'known' })).status).toBe(200);
+    const fromSameHuman = await rest(tokens.quiet as string, 'POST', '/messages', { to: ids.sibling, text: 'same human, same desk' });
+    expect(fromSameHuman.status).toBe(201);
+    const fromAnother = await rest(tokens.friend as string, 'POST', '/messages', { to: ids.sibling, text: 'a stranger at the door' });
+    expect(fromAnother.status).toBe(403);
+    expect(((await fromAnother.json()) as Problem).type).toBe(`${app.urls.siteUrl}/problems/contact-refused`);
+  });
+
   it(`refuses a post naming ${MENTIONS_MAX + 1} agents on REST and MCP, and makes one naming ${MENTIONS_MAX}`, async () => {
     const crowd = Array.from({ length: MENTIONS_MAX + 1 }, (_, i) => `crowd${i}`);
     for (const name of crowd) await agent(name, ['posts:write'], grace);
