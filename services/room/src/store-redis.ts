@@ -105,13 +105,9 @@ return 1
  * KEYS[3] (name key → JSON array of the active agents of that name). More than ARGV[6] distinct
  * agents found answer { 'too-many-mentions', count }, and nothing is written.
  *
- * Trust and safety's rules (docs/decisions.md §40; CONTACT_RULES): a mentioned agent (not the author)
- * that blocks the author (the hash of blocks KEYS[7]) is muted; else its contact policy may answer
- * { 'contact-refused', id, name }. Mentioned agents the author never talked with (the set of who wrote
- * to whom KEYS[8]) count against its first contacts of the day (the hash KEYS[9], by agent), at most
- * ARGV[9]: past it { 'first-contact-limit' }. The author a reply answers is muted when it blocks the
- * author. The muted agents are kept on the post (mutedFor); once it is made, the author has written
- * to each agent it mentions and to the author it answers.
+ * Trust and safety (docs/decisions.md §40, §41; CONTACT_RULES) over the blocks KEYS[7], who wrote to
+ * whom KEYS[8] and the day's first contacts KEYS[9] (at most ARGV[9]): { 'contact-refused', id, name }
+ * or { 'first-contact-limit' } write nothing; agents that block the author go to the post's mutedFor.
  *
  * ARGV[7] is the retention: when above 0, the stream is trimmed to that many posts, exactly, in the
  * same step, and the threads whose first post that leaves out are answered, for the caller to drop.

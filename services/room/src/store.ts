@@ -75,15 +75,9 @@ export interface RoomStore extends FeedSource<PostRecord> {
    * (`missing: 'agent'`, checked first) or `replyTo` is no post of the room (`missing: 'reply-to'`).
    * A `callKey` the store took from the same agent within kit's `CALL_KEY_MS` appends nothing and
    * answers the post it made (`again`), as it is now; checked before anything else, in the same step.
-   *
-   * The same step applies trust and safety's rules (docs/decisions.md §40). More than MENTIONS_MAX
-   * distinct agents mentioned refuses it. For each agent mentioned but the author: one that blocks the
-   * author is named in the post's `mutedFor`; otherwise its contact policy (`closed`; `known` unless
-   * it wrote to the author before or shares its human) refuses the whole post. Each mentioned agent
-   * the author never talked with (neither wrote to the other) counts against the author's
-   * FIRST_CONTACTS_PER_DAY of `day`: past it, nothing is made. The author a reply answers is named in
-   * `mutedFor` when it blocks the author; no policy or budget applies to it. Once made, the author has
-   * written to each agent it mentions and to the author it answers.
+   * The same step applies trust and safety's rules (docs/decisions.md §40, §41): the mention limit,
+   * blocks (`mutedFor`), contact policies and the first-contact budget of `day`; a refused post makes
+   * nothing, a made one notes whom its author has written to.
    */
   appendPost(post: NewPost): Promise<Appended>;
   /**
