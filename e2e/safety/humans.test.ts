@@ -108,6 +108,8 @@ describe('a human restrains and re-keys their agent; the agent rotates its token
     expect(await writes(host.access_token)).toEqual({ rest: 'agent-suspended', mcp: 'agent-suspended', a2a: 'agent-suspended' });
     const refused = await rest(token, 'still here?');
     expect(refused.status).toBe(403);
+    // Refused before it ran: its idempotency key stays free for the retry after a resume.
+    expect((await post(app, token, { text: 'said after the resume' }, { 'idempotency-key': 'after-the-resume' })).status).toBe(403);
     const problem = await restProblem(refused);
     expect(problem).toMatchObject({ code: 'invalid_request', reason: 'posting in a loop', by: 'human' });
     expect(Date.parse(problem.until ?? '') - Date.now()).toBeGreaterThan(3_500_000);
@@ -154,6 +156,7 @@ describe('a human restrains and re-keys their agent; the agent rotates its token
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Resumed.');
     await expect.poll(() => writes(token), { timeout: 5_000 }).toEqual({ rest: 'ok', mcp: 'ok', a2a: 'ok' });
+    expect((await post(app, token, { text: 'said after the resume' }, { 'idempotency-key': 'after-the-resume' })).status).toBe(201);
   });
 
   it("shows a moderator's suspension, which its human cannot lift", async () => {

@@ -178,6 +178,9 @@ export class Core {
     if (consumeAndBegin !== undefined) {
       try {
         this.authorizeCaller(identified, scopeFor(op, options.surface.protocol));
+        // A suspended agent's write claims no key: the retry after a resume may use it.
+        const suspension = identified.caller.principal?.suspension;
+        if (refusesWhileSuspended(op, suspension)) throw suspendedProblem(suspension);
         const checked = this.prepare(op, identified.subject, name, input, options);
         if (!(checked instanceof DomainError) && checked.storeKey !== undefined) prepared = checked;
       } catch {
@@ -327,7 +330,7 @@ export class Core {
     }
     // A suspended agent reads as before; none of its writes runs, whatever protocol carries it.
     const suspension = admission.caller.principal?.suspension;
-    if (op.writes && suspension !== undefined && op.whileSuspended !== true) return fail(suspendedProblem(suspension));
+    if (refusesWhileSuspended(op, suspension)) return fail(suspendedProblem(suspension));
     const prepared = claimed ?? this.prepare(op, admission.subject, name, raw, options);
     if (prepared instanceof DomainError) return fail(prepared);
     const { input, storeKey, fingerprint } = prepared;
@@ -406,6 +409,11 @@ export class Core {
     if (domain.slug === 'internal') this.options.log.error({ err: error }, 'operation failed');
     return domain;
   }
+}
+
+/** Whether a suspended caller's call of `op` is refused: a write, unless the row allows it (docs/decisions.md §43). */
+function refusesWhileSuspended(op: Operation, suspension: Suspension | undefined): suspension is Suspension {
+  return op.writes && suspension !== undefined && op.whileSuspended !== true;
 }
 
 /** What a suspended agent's write answers: who suspended it, why, and until when. */
