@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isPlainJson } from '@agentroom/kit/http';
 import { scopeFor } from '@agentroom/api';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { asksNoCache, jsonBytes } from '../http/answers.js';
 import type { Exchange, RequestPipeline } from '../http/pipeline.js';
 import type { Admission, Core } from '../operations/core.js';

@@ -1,23 +1,22 @@
-import { idempotencyKeyInvalid } from '@agentroom/kit/http';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
-import { type CallToolResult, CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { type AuthInfo, classifyInboundRequest, createMcpHandler, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { NodeStreamableHTTPServerTransport, toNodeHandler } from '@modelcontextprotocol/node';
 import { scopeFor } from '@agentroom/api';
 import type { Scope } from '@agentroom/kit/domain';
 import type { Operation } from '../operations/operation.js';
 import type { OperationName } from '../operations/table.js';
 import { type Request, type Response, Router } from 'express';
-import type { Admission, Core } from '../operations/core.js';
+import type { Core } from '../operations/core.js';
 import type { Surface } from '../operations/surface.js';
-import type { Problem } from '../operations/problem.js';
 import { admissionOf, asksNoCache, otherMethods, sendProblem } from '../http/answers.js';
 import type { PipelineRoute, RequestPipeline } from '../http/pipeline.js';
 import type { HostPolicy } from './hosts.js';
 import { mcpFastCalls } from './fast.js';
-import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
+import { mcpChanges } from './changes.js';
+import { authInfoFor, mcpServerFactory } from './server.js';
+import { TOOLS_BY_NAME } from './tools.js';
 
 export interface McpOptions {
   core: Core;
@@ -40,17 +39,8 @@ export interface McpEndpoint {
   router: Router;
 }
 
-const INSTRUCTIONS =
-  'Agent Room is a shared room where agents approved by humans post short messages and send each other direct messages. Call room_overview first. Reading the room needs no token; posting and direct messages need a bearer token a human approved (room_how_to_connect gives the steps). A failed tool call answers isError with a problem document whose remedy says what to do next; a token tool called without its token or scope is refused with HTTP 401 or 403 instead, for the host to authorize.';
-
 /** The JSON-RPC error code of a token tool refused at the HTTP level (server errors are -32000 to -32099). */
 const AUTHORIZATION_ERROR = -32001;
-
-/** What a tool call answers when the pipeline refused it: the problem document, as JSON text the model can read. */
-function toolError(problem: Problem): CallToolResult {
-  // Text, not structuredContent: clients check structuredContent against the tool's output schema even on errors.
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem.document) }] };
-}
 
 /** The JSON-RPC messages of a body, one or a batch. */
 function messagesOf(body: unknown): unknown[] {
@@ -92,37 +82,27 @@ function scopedCalls(body: unknown, operations: Core['operations']): ScopedCall[
  */
 export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint {
   const { core, surface, hosts, pipeline } = options;
-  const tools: Tool[] = toolDefinitions(core.operations);
-  // Each Server would build its own Ajv (with formats) for the schemas of elicitation: a seventh of
-  // an MCP request's CPU in a profile. One, shared, serves every request.
-  const jsonSchemaValidator = new AjvJsonSchemaValidator();
+  const factory = mcpServerFactory({ core, surface, version: options.version, log: options.log });
+  const changes = mcpChanges();
+  const onerror = (error: Error): void => options.log.error({ err: error }, 'MCP request failed');
+  // The 2026-07-28 revision, by the SDK's own entry; 2025-era requests are routed before it (below).
+  const modern = toNodeHandler(createMcpHandler(factory, { legacy: 'reject', onerror, ...(changes.bus ? { bus: changes.bus } : {}) }), { onerror });
   const router = Router();
 
-  /** `readThrough`: the POST said `Cache-Control: no-cache`, which room_read_posts honours as REST does. */
-  function newServer(admission: Admission, readThrough: boolean): Server {
-    // The low-level server: tools come from the operation table with their schemas prebuilt, and the
-    // pipeline validates arguments itself so a bad one is a problem document naming it.
-    const server = new Server(
-      { name: 'agent-room', title: 'Agent Room', version: options.version },
-      { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator },
-    );
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
-    server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-      const tool = TOOLS_BY_NAME.get(request.params.name);
-      // The error McpServer uses for a tool it does not have.
-      if (!tool) throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
-      const { [IDEMPOTENCY_ARGUMENT]: key, ...args } = request.params.arguments ?? {};
-      if (key !== undefined && typeof key !== 'string') return toolError(core.problem(idempotencyKeyInvalid(IDEMPOTENCY_ARGUMENT), surface, tool.operation));
-      const outcome = await core.invoke(admission, tool.operation, args, { surface, idempotencyKey: key, readThrough });
-      if (!outcome.ok) return toolError(outcome.problem);
-      return {
-        content: [{ type: 'text', text: tool.text(outcome.output) }],
-        structuredContent: outcome.output as Record<string, unknown>,
-        ...(outcome.replayed ? { _meta: { 'agentroom/idempotent-replayed': true } } : {}),
-      };
+  /**
+   * A 2025-era request (no per-request envelope): a fresh instance from the same factory on the
+   * stateless Streamable HTTP transport, answering JSON as before (the fast path's bytes).
+   */
+  const legacy = async (req: IncomingMessage & { auth?: AuthInfo }, res: Response, body: unknown): Promise<void> => {
+    const server = factory({ authInfo: req.auth });
+    const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
     });
-    return server;
-  }
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  };
 
   /** A refusal before any JSON-RPC: a problem document, as every HTTP error of the room. */
   function refuse(res: Response, error: DomainError, headers: Record<string, string> = {}): void {
@@ -177,18 +157,26 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
         return refuse(res, core.problem(error, surface).error);
       }
     }
-    const server = newServer(admission, asksNoCache(req.headers['cache-control']));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
+    const incoming = req as IncomingMessage & { auth?: AuthInfo };
+    incoming.auth = authInfoFor({ admission, readThrough: asksNoCache(req.headers['cache-control']) });
+    const header = (name: string): string | undefined => {
+      const value = req.headers[name];
+      return typeof value === 'string' ? value : undefined;
+    };
+    const era = classifyInboundRequest({
+      httpMethod: 'POST',
+      body: req.body,
+      protocolVersionHeader: header('mcp-protocol-version'),
+      mcpMethodHeader: header('mcp-method'),
+      mcpNameHeader: header('mcp-name'),
     });
     try {
-      await server.connect(transport);
-      await transport.handleRequest(req, res, req.body);
+      if (era.kind === 'legacy') await legacy(incoming, res, req.body);
+      else await modern(incoming, res, req.body);
     } catch (error) {
       options.log.error({ err: error }, 'MCP request failed');
-      if (!res.headersSent) res.status(500).json({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal server error' }, id: null });
+      if (!res.headersSent)
+        res.status(500).json({ jsonrpc: '2.0', error: { code: ProtocolErrorCode.InternalError, message: 'Internal server error' }, id: null });
     }
   };
   router.post('/', post);

@@ -1,6 +1,6 @@
 import type { PublicUrls } from '@agentroom/kit/config';
 import type { Scope } from '@agentroom/kit/domain';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';
 import { isMcpTool, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, OPERATIONS, restCall, scopeFor } from '@agentroom/api';

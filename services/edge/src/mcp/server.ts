@@ -1,0 +1,96 @@
+import type { Logger } from '@agentroom/kit/log';
+import { McpServer, ProtocolError, ProtocolErrorCode, type AuthInfo, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
+import { idempotencyKeyInvalid } from '@agentroom/kit/http';
+import type { Admission, Core } from '../operations/core.js';
+import type { Problem } from '../operations/problem.js';
+import type { Surface } from '../operations/surface.js';
+import { registerApp } from './app.js';
+import { registerPrompts } from './prompts.js';
+import { registerResources } from './resources.js';
+import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
+
+export const INSTRUCTIONS =
+  'Agent Room is a shared room where agents approved by humans post short messages and send each other direct messages. Call room_overview first. Reading the room needs no token; posting and direct messages need a bearer token a human approved (room_how_to_connect gives the steps). A failed tool call answers isError with a problem document whose remedy says what to do next; a token tool called without its token or scope is refused with HTTP 401 or 403 instead, for the host to authorize.';
+
+/** What one MCP request is served with: who asks, and how (handed from the route to the factory through AuthInfo's `extra`). */
+export interface McpCall {
+  admission: Admission;
+  /** The POST said `Cache-Control: no-cache`, which reading tools and resources honour as REST does. */
+  readThrough: boolean;
+}
+
+/** Everything a server instance is built from: fixed for the process. */
+export interface McpServerDeps {
+  core: Core;
+  surface: Surface;
+  version: string;
+  log: Logger;
+}
+
+/** What each slice's `register…` receives: the process's dependencies and the request's caller. */
+export interface McpRegistration extends McpServerDeps {
+  call: McpCall;
+}
+
+const CALL_KEY = 'agentroom/call';
+
+/** The AuthInfo the route hands the SDK's handler: the caller rides in `extra`, never read from headers again. */
+export function authInfoFor(call: McpCall): AuthInfo {
+  return { token: '', clientId: '', scopes: [], extra: { [CALL_KEY]: call } };
+}
+
+function callOf(authInfo: AuthInfo | undefined): McpCall {
+  const call = authInfo?.extra?.[CALL_KEY] as McpCall | undefined;
+  if (call === undefined) throw new Error('an MCP server was built without the route handing it the caller');
+  return call;
+}
+
+/** What a tool call answers when the pipeline refused it: the problem document, as JSON text the model can read. */
+export function toolError(problem: Problem): CallToolResult {
+  // Text, not structuredContent: clients check structuredContent against the tool's output schema even on errors.
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem.document) }] };
+}
+
+/**
+ * The factory of `{api_url}/mcp`'s server instances: one per request, whichever revision it speaks
+ * (docs/decisions.md §45). Tools come from the operation table with their schemas prebuilt, and the
+ * pipeline validates arguments itself so a bad one is a problem document naming it.
+ */
+export function mcpServerFactory(deps: McpServerDeps): (context: { authInfo?: AuthInfo }) => McpServer {
+  const { core } = deps;
+  const tools: Tool[] = toolDefinitions(core.operations);
+  // Each server would build its own Ajv (with formats): one, shared, serves every request.
+  const jsonSchemaValidator = new AjvJsonSchemaValidator();
+  return ({ authInfo }) => {
+    const call = callOf(authInfo);
+    const mcp = new McpServer(
+      { name: 'agent-room', title: 'Agent Room', version: deps.version },
+      { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator },
+    );
+    registerTools(mcp, tools, { ...deps, call });
+    registerResources(mcp, { ...deps, call });
+    registerPrompts(mcp, { ...deps, call });
+    registerApp(mcp, { ...deps, call });
+    return mcp;
+  };
+}
+
+/** The operation table's tools, on the low-level server: McpServer's own registerTool would rebuild and re-validate what the pipeline does. */
+function registerTools(mcp: McpServer, tools: Tool[], registration: McpRegistration): void {
+  const { core, surface, call } = registration;
+  mcp.server.setRequestHandler('tools/list', () => ({ tools }));
+  mcp.server.setRequestHandler('tools/call', async (request): Promise<CallToolResult> => {
+    const tool = TOOLS_BY_NAME.get(request.params.name);
+    if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+    const { [IDEMPOTENCY_ARGUMENT]: key, ...args } = request.params.arguments ?? {};
+    if (key !== undefined && typeof key !== 'string') return toolError(core.problem(idempotencyKeyInvalid(IDEMPOTENCY_ARGUMENT), surface, tool.operation));
+    const outcome = await core.invoke(call.admission, tool.operation, args, { surface, idempotencyKey: key, readThrough: call.readThrough });
+    if (!outcome.ok) return toolError(outcome.problem);
+    return {
+      content: [{ type: 'text', text: tool.text(outcome.output) }],
+      structuredContent: outcome.output as Record<string, unknown>,
+      ...(outcome.replayed ? { _meta: { 'agentroom/idempotent-replayed': true } } : {}),
+    };
+  });
+}
