@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
-import { type AuthInfo, classifyInboundRequest, createMcpHandler, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { type AuthInfo, classifyInboundRequest, createMcpHandler, ProtocolErrorCode, UnsupportedProtocolVersionError } from '@modelcontextprotocol/server';
 import { NodeStreamableHTTPServerTransport, toNodeHandler } from '@modelcontextprotocol/node';
 import { scopeFor } from '@agentroom/api';
 import type { Scope } from '@agentroom/kit/domain';
@@ -16,6 +16,7 @@ import type { HostPolicy } from './hosts.js';
 import { mcpFastCalls } from './fast.js';
 import { mcpChanges } from './changes.js';
 import { authInfoFor, mcpServerFactory } from './server.js';
+import { MODERN_REVISIONS, SERVED_REVISIONS } from './revisions.js';
 import { TOOLS_BY_NAME } from './tools.js';
 
 export interface McpOptions {
@@ -39,6 +40,9 @@ export interface McpEndpoint {
   router: Router;
 }
 
+/** The fetch API's Response (express's is the other one here). */
+type WebResponse = globalThis.Response;
+
 /** The JSON-RPC error code of a token tool refused at the HTTP level (server errors are -32000 to -32099). */
 const AUTHORIZATION_ERROR = -32001;
 
@@ -57,6 +61,27 @@ interface ScopedCall {
   id: unknown;
   scope: Scope;
   operation: OperationName;
+}
+
+/** The id of a single JSON-RPC request, to echo on an error; null for anything else. */
+function requestIdOf(body: unknown): string | number | null {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const { id } = body as { id?: unknown };
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/**
+ * server/discover names every revision served, as the UnsupportedProtocolVersion error does (the
+ * two lists agree): the SDK's discovery names only the per-request ones (docs/decisions.md §45).
+ */
+async function discoveringEveryRevision(response: WebResponse, body: unknown): Promise<WebResponse> {
+  const method = typeof body === 'object' && body !== null ? (body as { method?: unknown }).method : undefined;
+  if (method !== 'server/discover' || response.status !== 200 || !(response.headers.get('content-type') ?? '').startsWith('application/json')) return response;
+  const answer = (await response.json()) as { result?: { supportedVersions?: unknown } };
+  if (answer.result?.supportedVersions !== undefined) answer.result.supportedVersions = [...SERVED_REVISIONS];
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  return globalThis.Response.json(answer, { status: response.status, headers });
 }
 
 /** The tools/call requests of a body whose tool needs a scope (MCP's token tools). */
@@ -86,7 +111,8 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   const changes = mcpChanges();
   const onerror = (error: Error): void => options.log.error({ err: error }, 'MCP request failed');
   // The 2026-07-28 revision, by the SDK's own entry; 2025-era requests are routed before it (below).
-  const modern = toNodeHandler(createMcpHandler(factory, { legacy: 'reject', onerror, ...(changes.bus ? { bus: changes.bus } : {}) }), { onerror });
+  const handler = createMcpHandler(factory, { legacy: 'reject', onerror, ...(changes.bus ? { bus: changes.bus } : {}) });
+  const modern = toNodeHandler({ fetch: async (request, init) => discoveringEveryRevision(await handler.fetch(request, init), init?.parsedBody) }, { onerror });
   const router = Router();
 
   /**
@@ -170,6 +196,13 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
       mcpMethodHeader: header('mcp-method'),
       mcpNameHeader: header('mcp-name'),
     });
+    // A revision we do not serve: the error names every one we do, 2025-era ones included, as the
+    // 2026-07-28 versioning page shows it (the SDK's strict handler names only its modern ones).
+    if (era.kind === 'modern' && !MODERN_REVISIONS.includes(era.classification.revision ?? '')) {
+      const error = new UnsupportedProtocolVersionError({ supported: [...SERVED_REVISIONS], requested: era.classification.revision ?? 'unknown' });
+      res.status(400).json({ jsonrpc: '2.0', id: requestIdOf(req.body), error: { code: error.code, message: error.message, data: error.data } });
+      return;
+    }
     try {
       if (era.kind === 'legacy') await legacy(incoming, res, req.body);
       else await modern(incoming, res, req.body);

@@ -1,5 +1,5 @@
 import type { Logger } from '@agentroom/kit/log';
-import { McpServer, ProtocolError, ProtocolErrorCode, type AuthInfo, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
+import { McpServer, ProtocolError, ProtocolErrorCode, type AuthInfo, type CallToolResult, type ServerOptions, type Tool } from '@modelcontextprotocol/server';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import { idempotencyKeyInvalid } from '@agentroom/kit/http';
 import type { Admission, Core } from '../operations/core.js';
@@ -35,6 +35,17 @@ export interface McpRegistration extends McpServerDeps {
 
 const CALL_KEY = 'agentroom/call';
 
+/**
+ * How long a 2026-07-28 client may keep what does not depend on the caller: the tools and the
+ * server's own description change only with a deployment, and are the same for every caller
+ * (shared caches may keep them). 2025-era answers carry no cache fields.
+ */
+export const LIST_TTL_MS = 300_000;
+const CACHE_HINTS: ServerOptions['cacheHints'] = {
+  'tools/list': { ttlMs: LIST_TTL_MS, cacheScope: 'public' },
+  'server/discover': { ttlMs: LIST_TTL_MS, cacheScope: 'public' },
+};
+
 /** The AuthInfo the route hands the SDK's handler: the caller rides in `extra`, never read from headers again. */
 export function authInfoFor(call: McpCall): AuthInfo {
   return { token: '', clientId: '', scopes: [], extra: { [CALL_KEY]: call } };
@@ -64,9 +75,10 @@ export function mcpServerFactory(deps: McpServerDeps): (context: { authInfo?: Au
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
   return ({ authInfo }) => {
     const call = callOf(authInfo);
+    // listChanged false: the tools are the operation table's, fixed for the process (McpServer says true unless told).
     const mcp = new McpServer(
       { name: 'agent-room', title: 'Agent Room', version: deps.version },
-      { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator },
+      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator, cacheHints: CACHE_HINTS },
     );
     registerTools(mcp, tools, { ...deps, call });
     registerResources(mcp, { ...deps, call });
