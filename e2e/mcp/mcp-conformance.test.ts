@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,11 +11,57 @@ import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { FAST_PASSWORDS } from '../support/env.js';
 
 /** The suite's own CLI, run with the Node that runs the tests. */
-const conformanceCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/dist/index.js');
-const baselineFile = fileURLToPath(new URL('./mcp-conformance-expected-failures.yml', import.meta.url));
+const require = createRequire(import.meta.url);
+const conformanceCli = require.resolve('@modelcontextprotocol/conformance/dist/index.js');
+const conformanceVersion = (require('@modelcontextprotocol/conformance/package.json') as { version: string }).version;
 
-/** The scenarios that apply to a server that offers tools only; each must pass. */
-const APPLICABLE = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+/** The suite's release these baselines were written against (docs/mcp.md, "Protocol revisions"). */
+const SUITE_VERSION = '0.2.0-alpha.12';
+
+interface Revision {
+  /** The expected failures: whole scenarios, or one check of a scenario as `scenario:check-id`. */
+  baseline: string;
+  /** The scenarios of the revision's requirement set that apply to a tools-only server: each passes whole. */
+  applicable: string[];
+  /** Checks of a scenario partly baselined that must pass (the ones that test what we serve). */
+  checks: Record<string, string[]>;
+}
+
+/** Each revision the suite knows, run at its own wire (`--requirements`): 2025-11-25 with initialize, 2026-07-28 per request. */
+const REVISIONS: Record<'2025-11-25' | '2026-07-28', Revision> = {
+  '2025-11-25': {
+    baseline: fileURLToPath(new URL('./mcp-conformance-expected-failures.yml', import.meta.url)),
+    applicable: ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection', 'server-session-lifecycle', 'server-sse-polling'],
+    checks: {},
+  },
+  '2026-07-28': {
+    baseline: fileURLToPath(new URL('./mcp-conformance-expected-failures-2026-07-28.yml', import.meta.url)),
+    applicable: [
+      'tools-list',
+      'server-sse-multiple-streams',
+      'dns-rebinding-protection',
+      'input-required-result-unsupported-methods',
+      'input-required-result-validate-input',
+      'http-header-validation',
+      // Not scored (the tasks extension): with no task ever created it has nothing to check, and passes.
+      'tasks-status-notifications',
+    ],
+    checks: {
+      'server-stateless': [
+        'sep-2575-server-implements-discover',
+        'sep-2575-server-identifies-in-result-meta',
+        'sep-2575-discover-capabilities-match-handlers',
+        'sep-2575-server-unsupported-version-error',
+        'sep-2575-http-server-unsupported-version-400',
+        'sep-2575-http-server-header-mismatch-400',
+        'sep-2575-request-meta-invalid-missing-meta',
+        'sep-2575-http-server-method-not-found-404-initialize',
+        'sep-2575-http-server-error-jsonrpc-id',
+      ],
+      caching: ['sep-2549-tools-list-caching-hints', 'sep-2549-ttl-non-negative', 'sep-2549-cache-scope-valid'],
+    },
+  },
+};
 
 interface Run {
   code: number | null;
@@ -25,7 +71,7 @@ interface Run {
 function runConformance(args: string[], cwd: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     // The CLI may write results/ into its working directory: a temporary one, never the repository.
-    const child = spawn(process.execPath, [conformanceCli, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: 90_000 });
+    const child = spawn(process.execPath, [conformanceCli, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 });
     let output = '';
     const collect = (chunk: Buffer): void => {
       output += chunk.toString('utf8');
@@ -37,9 +83,16 @@ function runConformance(args: string[], cwd: string): Promise<Run> {
   });
 }
 
-/** The scenario names of the `server:` list of the baseline file (a flat list of names). */
-function baselineScenarios(yaml: string): string[] {
-  return [...yaml.matchAll(/^\s+-\s+([a-z0-9-]+)\s*$/gm)].map((match) => match[1] ?? '');
+/** The entries of the `server:` list of a baseline file: whole scenarios, and checks by scenario. */
+function baselineEntries(yaml: string): { scenarios: string[]; checks: Map<string, string[]> } {
+  const scenarios: string[] = [];
+  const checks = new Map<string, string[]>();
+  for (const [, entry = ''] of yaml.matchAll(/^\s+-\s+([a-z0-9:-]+)\s*$/gm)) {
+    const [scenario = '', check] = entry.split(':');
+    if (check === undefined) scenarios.push(scenario);
+    else checks.set(scenario, [...(checks.get(scenario) ?? []), check]);
+  }
+  return { scenarios, checks };
 }
 
 interface ScenarioSummary {
@@ -58,7 +111,15 @@ function summary(output: string): Map<string, ScenarioSummary> {
   return lines;
 }
 
-describe('MCP conformance suite against /api/mcp', () => {
+/** Each check's status in the results the CLI saved for a scenario (`-o`: one `server-<scenario>-<time>/checks.json`). */
+async function checkStatuses(outputDir: string, scenario: string): Promise<Map<string, string>> {
+  const folder = (await readdir(outputDir)).find((name) => name.startsWith(`server-${scenario}-2`));
+  if (folder === undefined) throw new Error(`no saved results for ${scenario}`);
+  const checks = JSON.parse(await readFile(join(outputDir, folder, 'checks.json'), 'utf8')) as { id: string; status: string }[];
+  return new Map(checks.map((check) => [check.id, check.status]));
+}
+
+describe(`MCP conformance suite ${SUITE_VERSION} against /api/mcp, in both revisions`, () => {
   let app: Embedded;
   let workDir: string;
 
@@ -72,27 +133,38 @@ describe('MCP conformance suite against /api/mcp', () => {
     await rm(workDir, { recursive: true, force: true });
   });
 
-  it('passes every scenario that applies to a tools-only server, and fails only the listed ones', async () => {
-    const expectedFailures = baselineScenarios(await readFile(baselineFile, 'utf8'));
-    expect(expectedFailures.length).toBeGreaterThan(0);
-    expect(expectedFailures.filter((name) => APPLICABLE.includes(name))).toEqual([]);
+  it(`runs the suite release the baselines name (${SUITE_VERSION})`, () => {
+    expect(conformanceVersion).toBe(SUITE_VERSION);
+  });
 
-    // The whole active suite in one run: a regression in an applicable scenario, or a listed one
-    // that starts to pass (a stale entry), exits 1.
-    const run = await runConformance(['server', '--url', `${app.urls.apiUrl}/mcp`, '--expected-failures', baselineFile], workDir);
-    expect(run.code, run.output).toBe(0);
-    expect(run.output).toContain('Baseline check passed: all failures are expected.');
-    expect(run.output).not.toMatch(/Unexpected failures|Stale baseline entries|Failed to run scenario/);
+  for (const [revision, { baseline, applicable, checks }] of Object.entries(REVISIONS)) {
+    it(`passes every ${revision} scenario that applies to a tools-only server, and fails only the listed ones`, async () => {
+      const expected = baselineEntries(await readFile(baseline, 'utf8'));
+      expect(expected.scenarios.length).toBeGreaterThan(0);
+      expect(expected.scenarios.filter((name) => applicable.includes(name))).toEqual([]);
+      for (const [scenario, names] of Object.entries(checks)) expect(names.filter((name) => expected.checks.get(scenario)?.includes(name))).toEqual([]);
 
-    const scenarios = summary(run.output);
-    // Every scenario the suite ran is accounted for: it applies, or the baseline says why not.
-    expect([...scenarios.keys()].sort()).toEqual([...APPLICABLE, ...expectedFailures].sort());
-    for (const name of APPLICABLE) {
-      const result = scenarios.get(name);
-      expect(result, name).toMatchObject({ ok: true, failed: 0 });
-      expect(result?.passed, name).toBeGreaterThan(0);
-    }
-    // Both checks: a foreign Host/Origin is refused, the deployment's own is accepted.
-    expect(scenarios.get('dns-rebinding-protection')).toEqual({ ok: true, passed: 2, failed: 0 });
-  }, 120_000);
+      // The revision's whole requirement set in one run, at its own wire: a regression in an
+      // applicable scenario or check, or a listed one that starts to pass (a stale entry), exits 1.
+      const outputDir = join(workDir, revision);
+      const run = await runConformance(
+        ['server', '--url', `${app.urls.apiUrl}/mcp`, '--requirements', revision, '--expected-failures', baseline, '-o', outputDir],
+        workDir,
+      );
+      expect(run.code, run.output).toBe(0);
+      expect(run.output).toContain('Baseline check passed: all failures are expected.');
+      expect(run.output).not.toMatch(/Unexpected failures|Stale baseline entries|Failed to run scenario/);
+
+      const scenarios = summary(run.output);
+      // Every scenario the suite ran is accounted for: it applies, or the baseline says why not (whole or check by check).
+      expect([...scenarios.keys()].sort()).toEqual([...applicable, ...expected.scenarios, ...expected.checks.keys()].sort());
+      for (const name of applicable) expect(scenarios.get(name), name).toMatchObject({ ok: true, failed: 0 });
+      // Both checks: a foreign Host/Origin is refused, the deployment's own is accepted.
+      expect(scenarios.get('dns-rebinding-protection')).toEqual({ ok: true, passed: 2, failed: 0 });
+      for (const [scenario, names] of Object.entries(checks)) {
+        const statuses = await checkStatuses(outputDir, scenario);
+        for (const name of names) expect(statuses.get(name), `${scenario}:${name}`).toBe('SUCCESS');
+      }
+    }, 300_000);
+  }
 });
