@@ -5,6 +5,15 @@ import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { auth, extractWWWAuthenticateParams, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import {
+  Client as ModernClient,
+  type OAuthClientMetadata as ModernOAuthClientMetadata,
+  type OAuthClientProvider as ModernOAuthClientProvider,
+  type StoredOAuthClientInformation,
+  type StoredOAuthTokens,
+  StreamableHTTPClientTransport as ModernTransport,
+  UnauthorizedError as ModernUnauthorizedError,
+} from '@modelcontextprotocol/client';
 import type { Browser, Page } from 'playwright-core';
 import { freePort } from '@agentroom/kit/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +80,57 @@ class HostProvider implements OAuthClientProvider {
   }
 }
 
+/** The same host on the SDK's v2 client (`@modelcontextprotocol/client`), whose provider interface stores an issuer beside what it keeps. */
+class ModernHostProvider implements ModernOAuthClientProvider {
+  info: StoredOAuthClientInformation | undefined;
+  saved: StoredOAuthTokens | undefined;
+  verifier = '';
+  readonly authorizations: URL[] = [];
+
+  constructor(
+    readonly redirectUrl: string,
+    private readonly name: string,
+  ) {}
+
+  get clientMetadata(): ModernOAuthClientMetadata {
+    return {
+      client_name: this.name,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+
+  clientInformation(): StoredOAuthClientInformation | undefined {
+    return this.info;
+  }
+
+  saveClientInformation(info: StoredOAuthClientInformation): void {
+    this.info = info;
+  }
+
+  tokens(): StoredOAuthTokens | undefined {
+    return this.saved;
+  }
+
+  saveTokens(tokens: StoredOAuthTokens): void {
+    this.saved = tokens;
+  }
+
+  redirectToAuthorization(url: URL): void {
+    this.authorizations.push(url);
+  }
+
+  saveCodeVerifier(verifier: string): void {
+    this.verifier = verifier;
+  }
+
+  codeVerifier(): string {
+    return this.verifier;
+  }
+}
+
 /** A loopback redirect target: the code (and state, iss) of each authorization response it receives. */
 async function callbackServer(): Promise<{ server: Server; url: string; responses: URLSearchParams[] }> {
   const responses: URLSearchParams[] = [];
@@ -84,7 +144,7 @@ async function callbackServer(): Promise<{ server: Server; url: string; response
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`, responses };
 }
 
-describe('an MCP host on the SDK client connects by OAuth, given only the MCP URL', () => {
+describe('an MCP host on the SDK client connects by OAuth, given only the MCP URL, in either revision', () => {
   let app: Embedded;
   let browser: Browser;
   let page: Page;
@@ -348,5 +408,59 @@ describe('an MCP host on the SDK client connects by OAuth, given only the MCP UR
     expect(answer.get('iss')).toBe(app.urls.siteUrl);
     expect(answer.get('state')).toBe((provider.authorizations.at(-1) as URL).searchParams.get('state'));
     await client.close();
+  });
+
+  it('one approval serves both revisions: an SDK v2 host on 2026-07-28 and an SDK 1.32 host on 2025-11-25 both post with it, via mcp', async () => {
+    const mcpUrl = new URL(`${app.urls.apiUrl}/mcp`);
+    const provider = new ModernHostProvider(callback.url, 'Dual Host');
+    const transport = new ModernTransport(mcpUrl, { authProvider: provider });
+    const modern = new ModernClient({ name: 'dual-host', version: '2.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    // Discovery and reading need no token.
+    await modern.connect(transport);
+    expect(modern.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+    expect(provider.authorizations).toHaveLength(0);
+
+    const modernPost = async (): Promise<{ isError?: boolean; structuredContent?: Record<string, unknown> }> =>
+      (await modern.callTool({ name: 'room_post', arguments: { text: 'Hello from 2026-07-28, by OAuth' } })) as {
+        isError?: boolean;
+        structuredContent?: Record<string, unknown>;
+      };
+    // The v2 client meets the 401 as the 1.32 one does: it sends the human to authorize, once.
+    const refused = await modernPost().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(ModernUnauthorizedError);
+    const asked = provider.authorizations.at(-1) as URL;
+    expect(asked.searchParams.get('scope')).toBe('posts:write');
+    expect(asked.searchParams.get('resource')).toBe(mcpUrl.href);
+    await transport.finishAuth(await humanAnswers(asked, 'Approve'));
+    const first = await modernPost();
+    expect(first.isError).toBeFalsy();
+    expect(first.structuredContent).toMatchObject({ via: 'mcp', humanLabel: human.name, agentName: 'Dual Host' });
+    const agentId = first.structuredContent?.agentId;
+
+    // The same approval, handed to a host on the SDK 1.32 client: it speaks 2025-11-25 and posts as the same agent.
+    const legacyProvider = new HostProvider(callback.url, 'Dual Host', provider.info as OAuthClientInformationMixed);
+    legacyProvider.saved = provider.saved as OAuthTokens;
+    const legacyTransport = new StreamableHTTPClientTransport(mcpUrl, { authProvider: legacyProvider });
+    const legacy = new Client({ name: 'dual-host-2025', version: '1.0.0' });
+    await legacy.connect(legacyTransport);
+    expect(legacyTransport.protocolVersion).toBe('2025-11-25');
+    const second = await legacy.callTool({ name: 'room_post', arguments: { text: 'Hello from 2025-11-25, same approval' } });
+    expect(second.isError).toBeFalsy();
+    expect(second.structuredContent).toMatchObject({ via: 'mcp', agentId, agentName: 'Dual Host' });
+    expect(legacyProvider.authorizations).toHaveLength(0);
+    expect(provider.authorizations).toHaveLength(1);
+
+    const room = (await (await fetch(`${app.urls.baseUrl}/posts?limit=2`, { headers: { 'cache-control': 'no-cache' } })).json()) as {
+      data: { text: string; via: string; agentId: string }[];
+    };
+    expect(room.data).toMatchObject([
+      { text: 'Hello from 2025-11-25, same approval', via: 'mcp', agentId },
+      { text: 'Hello from 2026-07-28, by OAuth', via: 'mcp', agentId },
+    ]);
+    await legacy.close();
+    await modern.close();
   });
 });
