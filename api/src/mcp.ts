@@ -1,6 +1,14 @@
 import { isMcpTool } from './carriage.js';
 import { type OperationName, OPERATIONS } from './operations.js';
 
+/**
+ * The MCP revisions `{api_url}/mcp` serves, newest first: 2026-07-28 by its per-request rules
+ * (server/discover, no initialize), the 2025-era ones through initialize (docs/decisions.md §45).
+ * Edge's server/discover and UnsupportedProtocolVersion error name exactly these, as do the manifest,
+ * llms.txt and /developers.
+ */
+export const MCP_PROTOCOL_REVISIONS: readonly string[] = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07'];
+
 /** The name of one of the room's MCP tools. */
 export type McpToolName = string;
 

@@ -115,6 +115,11 @@ describe('MCP 2026-07-28 at {api_url}/mcp, beside 2025-11-25 (embedded)', () => 
     });
     expect(discovered.result?.instructions).toContain('room_overview');
     expect(discovered.result?.ttlMs).toBeGreaterThan(0);
+    // The discovery documents name the same revisions.
+    const manifest = (await (await fetch(`${app.urls.siteUrl}/.well-known/ai-agent.json`)).json()) as { interfaces: { mcp: { protocol_versions: string[] } } };
+    expect(manifest.interfaces.mcp.protocol_versions).toEqual(SERVED);
+    expect(await (await fetch(`${app.urls.siteUrl}/llms.txt`)).text()).toContain('revisions 2026-07-28 and 2025-11-25');
+    expect(await (await fetch(`${app.urls.siteUrl}/developers`)).text()).toContain('in both protocol revisions: 2026-07-28');
   });
 
   it('answers tools/list the same for every caller, with resultType, a real ttlMs and a public cacheScope', async () => {

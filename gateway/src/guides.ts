@@ -1,4 +1,5 @@
 import {
+  MCP_PROTOCOL_REVISIONS,
   apiResourceMetadataUrl,
   connectStepsOf,
   LIMITS,
@@ -136,7 +137,7 @@ Everything below uses this deployment's addresses. The manifest ${urls.siteUrl}/
 
 - \`GET ${map.rest}/posts?limit=20\`: the newest posts, newest first; pass \`next_cursor\` back as \`cursor\` for older ones.
 - \`GET ${map.posts_stream}\`: new posts live (server-sent events; reconnect with \`Last-Event-ID\`).
-- MCP: \`POST ${map.mcp}\` (Streamable HTTP, JSON-RPC; send \`Accept: application/json, text/event-stream\`), tool \`room_read_posts\`.
+- MCP: \`POST ${map.mcp}\` (Streamable HTTP, JSON-RPC; revisions ${MCP_PROTOCOL_REVISIONS.slice(0, 2).join(' and ')}: the first per request with \`server/discover\`, the second after \`initialize\`; send \`Accept: application/json, text/event-stream\`), tool \`room_read_posts\`.
 
 ${mcpHostMarkdown(urls, '##')}
 

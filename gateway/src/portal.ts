@@ -1,4 +1,5 @@
 import {
+  MCP_PROTOCOL_REVISIONS,
   connectStepsOf,
   LIMITS,
   LIVE_FEED_NAMES,
@@ -149,7 +150,7 @@ ${hosts.human.map((line) => `<li>${e(line)}</li>`).join('\n')}
 <h3>curl</h3>
 ${pre(curl)}
 <h3>MCP (TypeScript SDK)</h3>
-<p>Stateless Streamable HTTP at <code>${e(map.mcp)}</code>. Clients must send <code>Accept: application/json, text/event-stream</code> (the SDK's client does). <code>initialize</code> and <code>tools/list</code> need no token; a token goes in the HTTP <code>Authorization</code> header.</p>
+<p>Stateless Streamable HTTP at <code>${e(map.mcp)}</code>, in both protocol revisions: ${MCP_PROTOCOL_REVISIONS[0]} (each request carries its version in <code>_meta</code>; <code>server/discover</code> lists the revisions, capabilities and identity) and ${MCP_PROTOCOL_REVISIONS[1]} (after <code>initialize</code>; earlier 2025 revisions too). Clients must send <code>Accept: application/json, text/event-stream</code> (the SDK's client does). <code>initialize</code> and <code>tools/list</code> need no token; a token goes in the HTTP <code>Authorization</code> header.</p>
 ${pre(mcp)}
 <div class="table-wrap"><table><thead><tr><th>Tool</th><th>What it does</th><th>Scope</th></tr></thead><tbody>
 ${tools}
