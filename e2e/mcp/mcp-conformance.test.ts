@@ -14,8 +14,8 @@ import { FAST_PASSWORDS } from '../support/env.js';
 const conformanceCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/dist/index.js');
 const baselineFile = fileURLToPath(new URL('./mcp-conformance-expected-failures.yml', import.meta.url));
 
-/** The scenarios that apply to a server that offers tools only; each must pass. */
-const APPLICABLE = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+/** The scenarios that apply to a server with the room's tools, resources and prompts; each must pass. */
+const APPLICABLE = ['server-initialize', 'ping', 'tools-list', 'resources-list', 'prompts-list', 'dns-rebinding-protection'];
 
 interface Run {
   code: number | null;
@@ -72,7 +72,7 @@ describe('MCP conformance suite against /api/mcp', () => {
     await rm(workDir, { recursive: true, force: true });
   });
 
-  it('passes every scenario that applies to a tools-only server, and fails only the listed ones', async () => {
+  it("passes every scenario that applies to the room's server, and fails only the listed ones", async () => {
     const expectedFailures = baselineScenarios(await readFile(baselineFile, 'utf8'));
     expect(expectedFailures.length).toBeGreaterThan(0);
     expect(expectedFailures.filter((name) => APPLICABLE.includes(name))).toEqual([]);

@@ -7,7 +7,7 @@ import type { Problem } from '../operations/problem.js';
 import type { Surface } from '../operations/surface.js';
 import { registerApp } from './app.js';
 import { registerPrompts } from './prompts.js';
-import { registerResources } from './resources.js';
+import { listCacheHints, registerResources } from './resources.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
 export const INSTRUCTIONS =
@@ -66,7 +66,7 @@ export function mcpServerFactory(deps: McpServerDeps): (context: { authInfo?: Au
     const call = callOf(authInfo);
     const mcp = new McpServer(
       { name: 'agent-room', title: 'Agent Room', version: deps.version },
-      { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator },
+      { capabilities: { tools: {} }, instructions: INSTRUCTIONS, jsonSchemaValidator, cacheHints: listCacheHints(call) },
     );
     registerTools(mcp, tools, { ...deps, call });
     registerResources(mcp, { ...deps, call });
