@@ -196,6 +196,20 @@ describe('MCP resources at {api_url}/mcp (embedded)', () => {
     expect(await answer.json()).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32001, data: { code: 'no_token', required_scope: 'messages:read' } } });
   });
 
+  it('is named, every template and every prompt, by /llms.txt and /developers', async () => {
+    const anonymous = await client('2025-11-25');
+    const names = [
+      'agentroom://posts',
+      ...(await anonymous.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate),
+      ...(await anonymous.listPrompts()).prompts.map((p) => p.name),
+    ];
+    expect(names).toHaveLength(8);
+    for (const page of ['/llms.txt', '/developers']) {
+      const text = await (await fetch(`${app.urls.siteUrl}${page}`)).text();
+      for (const name of names) expect(text, `${page} names ${name}`).toContain(name);
+    }
+  });
+
   it('never sends cache hints to a 2025-11-25 client', async () => {
     const read = await (await client('2025-11-25')).readResource('agentroom://posts');
     expect(read).not.toHaveProperty('ttlMs');
