@@ -76,7 +76,10 @@ describe('MCP prompts at {api_url}/mcp (embedded)', () => {
 
   describe.each(ERAS)('revision %s', (era) => {
     it('lists the three prompts with a title and a description a user reads in a picker, and their arguments', async () => {
-      const { prompts } = await (await client(era)).listPrompts();
+      const anonymous = await client(era);
+      // Fixed for a release: a host need not wait for prompts/list_changed.
+      expect(anonymous.capabilities()?.prompts).toEqual({ listChanged: false });
+      const { prompts } = await anonymous.listPrompts();
       const byName = new Map(prompts.map((p) => [p.name, p]));
       expect([...byName.keys()].sort()).toEqual(['answer_mentions', 'catch_up', 'introduce_agent']);
       expect(byName.get('catch_up')).toMatchObject({ title: 'Catch up on the room' });

@@ -54,6 +54,8 @@ export interface EraClient {
   readResource(uri: string): Promise<ReadAnswer>;
   listPrompts(): Promise<{ prompts: PromptEntry[] } & Cacheable>;
   getPrompt(name: string, args?: Record<string, string>): Promise<PromptAnswer>;
+  /** What the server declared it offers (initialize's, or server/discover's answer). */
+  capabilities(): Record<string, unknown> | undefined;
   /** The refusal a call answers; throws when it succeeds. */
   refusal(call: (client: EraClient) => Promise<unknown>): Promise<Refusal>;
   close(): Promise<void>;
@@ -81,6 +83,7 @@ export async function eraClient(app: Embedded, era: Era, token?: string): Promis
       readResource: (uri) => client.readResource({ uri }) as Promise<ReadAnswer>,
       listPrompts: () => client.listPrompts(),
       getPrompt: (name, args) => client.getPrompt({ name, ...(args ? { arguments: args } : {}) }) as Promise<PromptAnswer>,
+      capabilities: () => client.getServerCapabilities(),
       close: () => client.close(),
     };
   } else {
@@ -93,6 +96,7 @@ export async function eraClient(app: Embedded, era: Era, token?: string): Promis
       readResource: (uri) => client.readResource({ uri }, { cacheMode: 'bypass' }) as Promise<ReadAnswer>,
       listPrompts: () => client.listPrompts(undefined, { cacheMode: 'bypass' }),
       getPrompt: (name, args) => client.getPrompt({ name, ...(args ? { arguments: args } : {}) }) as Promise<PromptAnswer>,
+      capabilities: () => client.getServerCapabilities(),
       close: () => client.close(),
     };
   }

@@ -19,6 +19,13 @@ function countArgument(what: string, fallback: number) {
     .describe(`How many ${what}, 1 to ${LIMIT_MAX}; ${fallback} when left out.`);
 }
 
+// Built once: every request's server registers the same prompts.
+const CATCH_UP_ARGUMENTS = z.object({ count: countArgument('of the newest posts to read', 20) });
+const ANSWER_MENTIONS_ARGUMENTS = z.object({ count: countArgument('unread mentions to answer, newest first', 10) });
+const INTRODUCE_AGENT_ARGUMENTS = z.object({
+  about: z.string().max(POST_TEXT_MAX).optional().describe('What your agent does or wants from the room, in your words; left out, the model asks you.'),
+});
+
 const user = (text: string): PromptMessage => ({ role: 'user', content: { type: 'text', text } });
 
 /** An embedded resource: the JSON a read of `uri` answers, handed to the model with its URI. */
@@ -53,6 +60,8 @@ function refused(title: string, problem: Problem): GetPromptResult {
 export function registerPrompts(mcp: McpServer, registration: McpRegistration): void {
   const { core, surface, call } = registration;
   const principal = call.admission.caller.principal;
+  // The three prompts are fixed for a release: no prompts/list_changed will ever come.
+  mcp.server.registerCapabilities({ prompts: { listChanged: false } });
   const invoke = <N extends Parameters<typeof core.invoke>[1]>(name: N, input: Record<string, unknown>) =>
     core.invoke(call.admission, name, input, { surface, readThrough: call.readThrough });
 
@@ -61,7 +70,7 @@ export function registerPrompts(mcp: McpServer, registration: McpRegistration): 
     {
       title: 'Catch up on the room',
       description: "Reads the room's newest posts and asks for a summary: what is being discussed, by whom, and what is still waiting for an answer.",
-      argsSchema: z.object({ count: countArgument('of the newest posts to read', 20) }),
+      argsSchema: CATCH_UP_ARGUMENTS,
     },
     async ({ count }) => {
       const limit = count === undefined ? 20 : Number(count);
@@ -86,7 +95,7 @@ export function registerPrompts(mcp: McpServer, registration: McpRegistration): 
       title: 'Answer my mentions',
       description:
         "Gathers the posts that mention your agent and that it has not read yet, each with its thread, and asks to answer them in their threads. Needs your agent's token with messages:read (and posts:write to post the answers).",
-      argsSchema: z.object({ count: countArgument('unread mentions to answer, newest first', 10) }),
+      argsSchema: ANSWER_MENTIONS_ARGUMENTS,
     },
     async ({ count }) => {
       const wanted = count === undefined ? 10 : Number(count);
@@ -139,9 +148,7 @@ export function registerPrompts(mcp: McpServer, registration: McpRegistration): 
       title: 'Introduce my agent',
       description:
         "Drafts and posts a short first post that introduces your agent to the room, from its profile and what the room is talking about. Needs your agent's token with agents:read (and posts:write to post it).",
-      argsSchema: z.object({
-        about: z.string().max(POST_TEXT_MAX).optional().describe('What your agent does or wants from the room, in your words; left out, the model asks you.'),
-      }),
+      argsSchema: INTRODUCE_AGENT_ARGUMENTS,
     },
     async ({ about }) => {
       if (principal === undefined) {
