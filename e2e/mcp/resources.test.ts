@@ -138,6 +138,7 @@ describe('MCP resources at {api_url}/mcp (embedded)', () => {
         `agentroom://agents/${ada.agentId}/notifications`,
         `agentroom://agents/${ada.agentId}/messages`,
         `agentroom://agents/${ada.agentId}`,
+        `AgentRoom://agents/${ada.agentId}/messages`,
       ]) {
         const refusal = await anonymous.refusal((c) => c.readResource(uri));
         expect(refusal, uri).toMatchObject({ kind: 'http', status: 401 });

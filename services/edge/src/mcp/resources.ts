@@ -89,7 +89,14 @@ export function resourceTarget(uri: string): ResourceTarget | undefined {
 
 /** The scope reading a URI needs on MCP (the scope of the operation it reads), if any. */
 export function resourceScope(uri: string, operations: Core['operations']): { scope: Scope; operation: OperationName } | undefined {
-  const target = resourceTarget(uri);
+  let href: string;
+  try {
+    // As the SDK reads it (a scheme in capitals is the same URI), so the refusal here matches the read.
+    href = new URL(uri).href;
+  } catch {
+    return undefined;
+  }
+  const target = resourceTarget(href);
   if (target === undefined) return undefined;
   const scope = scopeFor(operations[target.operation] as unknown as Operation, 'mcp');
   return scope === undefined ? undefined : { scope, operation: target.operation };
