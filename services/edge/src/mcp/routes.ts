@@ -15,6 +15,7 @@ import type { PipelineRoute, RequestPipeline } from '../http/pipeline.js';
 import type { HostPolicy } from './hosts.js';
 import { mcpFastCalls } from './fast.js';
 import { mcpChanges } from './changes.js';
+import { legacyResourceNotFound, resourceScope } from './resources.js';
 import { authInfoFor, mcpServerFactory } from './server.js';
 import { MODERN_REVISIONS, SERVED_REVISIONS } from './revisions.js';
 import { TOOLS_BY_NAME } from './tools.js';
@@ -84,12 +85,15 @@ async function discoveringEveryRevision(response: WebResponse, body: unknown): P
   return globalThis.Response.json(answer, { status: response.status, headers });
 }
 
-/** The tools/call requests of a body whose tool needs a scope (MCP's token tools). */
+/** The tools/call requests of a body whose tool needs a scope (MCP's token tools), and the resources/read of a token resource. */
 function scopedCalls(body: unknown, operations: Core['operations']): ScopedCall[] {
   const calls: ScopedCall[] = [];
   for (const message of messagesOf(body)) {
     if (typeof message !== 'object' || message === null) continue;
-    const { method, params, id } = message as { method?: unknown; params?: { name?: unknown }; id?: unknown };
+    const { method, params, id } = message as { method?: unknown; params?: { name?: unknown; uri?: unknown }; id?: unknown };
+    // A token resource is refused as a token tool is (docs/decisions.md §46).
+    const resource = method === 'resources/read' && typeof params?.uri === 'string' ? resourceScope(params.uri, operations) : undefined;
+    if (resource !== undefined) calls.push({ id, ...resource });
     if (method !== 'tools/call' || typeof params?.name !== 'string') continue;
     const tool = TOOLS_BY_NAME.get(params.name);
     const scope = tool === undefined ? undefined : scopeFor(operations[tool.operation] as unknown as Operation, 'mcp');
@@ -122,6 +126,9 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   const legacy = async (req: IncomingMessage & { auth?: AuthInfo }, res: Response, body: unknown): Promise<void> => {
     const server = factory({ authInfo: req.auth });
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // 2025-11-25's code for an unknown resource, which the SDK no longer emits (docs/decisions.md §46).
+    const send = transport.send.bind(transport);
+    transport.send = (message, sendOptions) => send(legacyResourceNotFound(message), sendOptions);
     res.on('close', () => {
       void transport.close();
       void server.close();

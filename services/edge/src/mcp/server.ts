@@ -7,7 +7,7 @@ import type { Problem } from '../operations/problem.js';
 import type { Surface } from '../operations/surface.js';
 import { registerApp } from './app.js';
 import { registerPrompts } from './prompts.js';
-import { registerResources } from './resources.js';
+import { listCacheHints, registerResources } from './resources.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
 export const INSTRUCTIONS =
@@ -78,7 +78,7 @@ export function mcpServerFactory(deps: McpServerDeps): (context: { authInfo?: Au
     // listChanged false: the tools are the operation table's, fixed for the process (McpServer says true unless told).
     const mcp = new McpServer(
       { name: 'agent-room', title: 'Agent Room', version: deps.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator, cacheHints: CACHE_HINTS },
+      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator, cacheHints: { ...CACHE_HINTS, ...listCacheHints(call) } },
     );
     registerTools(mcp, tools, { ...deps, call });
     registerResources(mcp, { ...deps, call });
