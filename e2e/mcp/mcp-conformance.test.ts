@@ -15,7 +15,7 @@ const conformanceCli = createRequire(import.meta.url).resolve('@modelcontextprot
 const baselineFile = fileURLToPath(new URL('./mcp-conformance-expected-failures.yml', import.meta.url));
 
 /** The scenarios that apply to a server that offers tools only; each must pass. */
-const APPLICABLE = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+const APPLICABLE = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection', 'resources-list', 'server-sse-multiple-streams'];
 
 interface Run {
   code: number | null;
