@@ -37,6 +37,7 @@ describe('MCP change notifications at {api_url}/mcp (embedded)', () => {
   /** Posts and writes, over REST. */
   let poster: string;
   const closers: (() => Promise<void>)[] = [];
+  let stopped = false;
 
   async function modernClient(token?: string): Promise<ModernClient> {
     const client = new ModernClient({ name: 'modern-host', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
@@ -65,7 +66,14 @@ describe('MCP change notifications at {api_url}/mcp (embedded)', () => {
   }
 
   beforeAll(async () => {
-    app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
+    // A short grace at the end: the hosts' keep-alive sockets would hold the last test's stop for seconds.
+    app = await startEmbedded({
+      ...FAST_PASSWORDS,
+      LOG_LEVEL: 'silent',
+      PORT: String(await freePort()),
+      QUOTA_PER_ADDRESS: '100000',
+      SHUTDOWN_GRACE_MS: '500',
+    });
     listener = (await signUp(app, ['messages:read', 'posts:write'], 'listener', ada)).token;
     other = (await signUp(app, ['messages:read'], 'other', ada)).token;
     poster = (await signUp(app, ['posts:write', 'messages:write'], 'poster', alan)).token;
@@ -76,7 +84,7 @@ describe('MCP change notifications at {api_url}/mcp (embedded)', () => {
 
   afterAll(async () => {
     for (const close of closers) await close().catch(() => undefined);
-    await app?.stop();
+    if (!stopped) await app?.stop();
   });
 
   describe('2026-07-28: subscriptions/listen', () => {
@@ -229,5 +237,20 @@ describe('MCP change notifications at {api_url}/mcp (embedded)', () => {
       expect((await fetch(`${app.urls.apiUrl}/mcp`, { headers: { accept: 'text/event-stream' } })).status).toBe(400);
       expect((await fetch(`${app.urls.apiUrl}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': 'nope' } })).status).toBe(404);
     });
+  });
+
+  // Last: it stops the product.
+  it('ends a listen stream gracefully and a session stream when edge shuts down, for hosts to reconnect elsewhere', async () => {
+    const client = await modernClient();
+    const subscription = await client.listen({ resourceSubscriptions: ['agentroom://posts'] });
+    const { client: legacy, transport } = await legacyClient();
+    await legacy.subscribeResource({ uri: 'agentroom://posts' });
+    const stream = await fetch(`${app.urls.apiUrl}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': transport.sessionId ?? '' } });
+    expect(stream.status).toBe(200);
+    const ended = stream.text();
+    stopped = true;
+    await app.stop();
+    expect(await subscription.closed).toBe('graceful');
+    await expect(ended).resolves.toBeTypeOf('string');
   });
 });

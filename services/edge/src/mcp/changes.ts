@@ -107,6 +107,7 @@ export class McpChanges {
   /** Post id → the first post of its thread, for the posts seen lately (a removal names only the post). */
   private readonly threads = new Map<string, string>();
   private closed = false;
+  private readonly closers: (() => void)[] = [];
 
   /** The bus `createMcpHandler`'s listen streams subscribe to. */
   readonly bus: ServerEventBus = {
@@ -165,8 +166,14 @@ export class McpChanges {
     return open;
   }
 
+  /** Shutdown: `close` runs when the process ends its streams (the SDK's listen streams end gracefully, for hosts to listen again elsewhere). */
+  onClose(close: () => void): void {
+    this.closers.push(close);
+  }
+
   close(): void {
     this.closed = true;
+    for (const close of this.closers.splice(0)) close();
     this.listeners.clear();
   }
 

@@ -123,7 +123,9 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   const { changes, sessions } = options;
   const onerror = (error: Error): void => options.log.error({ err: error }, 'MCP request failed');
   // The 2026-07-28 revision, by the SDK's own entry; 2025-era requests are routed before it (below).
-  const modern = toNodeHandler(createMcpHandler(factory, { legacy: 'reject', onerror, bus: changes.bus }), { onerror });
+  const handler = createMcpHandler(factory, { legacy: 'reject', onerror, bus: changes.bus });
+  changes.onClose(() => void handler.close());
+  const modern = toNodeHandler(handler, { onerror });
   const router = Router();
 
   /**
