@@ -112,7 +112,8 @@ function scopedCalls(body: unknown, operations: Core['operations']): ScopedCall[
 
 /**
  * `{api_url}/mcp`: MCP over stateless Streamable HTTP. Every POST gets a new server and transport
- * (no session: any edge replica answers any request) over tool definitions built once from the
+ * (any edge replica answers any request; a 2025-11-25 session holds only subscriptions, in the store:
+ * docs/decisions.md §47) over tool definitions built once from the
  * operation table; each tool call goes through the same pipeline as REST and A2A. The POST is a
  * route of edge's request pipeline, which counted it and reads its body; a single call of a reading
  * tool is answered without the SDK (mcp/fast.ts), with the same bytes.
