@@ -289,7 +289,7 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     expect((await rpc(app, initialize)).status).toBe(200);
   });
 
-  it('answers a missing Accept with a 406 problem that says what to send, GET or DELETE without a session with 400, and PUT with 405', async () => {
+  it('answers a missing Accept with a 406 problem that says what to send, GET or DELETE without a session with 400, and PUT or HEAD with 405', async () => {
     const response = await rpc(app, initialize, { accept: 'application/json' });
     expect(response.status).toBe(406);
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -303,10 +303,12 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
       expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('Mcp-Session-Id');
       expect(refused.headers.get('ratelimit-remaining')).not.toBeNull();
     }
-    const refused = await fetch(`${app.urls.apiUrl}/mcp`, { method: 'PUT', headers: { accept: 'text/event-stream' } });
-    expect(refused.status).toBe(405);
-    expect(refused.headers.get('allow')).toBe('POST, GET, DELETE');
-    expect(refused.headers.get('ratelimit-remaining')).not.toBeNull();
+    for (const method of ['PUT', 'HEAD']) {
+      const refused = await fetch(`${app.urls.apiUrl}/mcp`, { method, headers: { accept: 'text/event-stream', 'mcp-session-id': 'A'.repeat(22) } });
+      expect(refused.status, method).toBe(405);
+      expect(refused.headers.get('allow')).toBe('POST, GET, DELETE');
+      expect(refused.headers.get('ratelimit-remaining')).not.toBeNull();
+    }
   });
 
   it('refuses a foreign Host or Origin with 403 (DNS rebinding), and accepts its own loopback names', async () => {

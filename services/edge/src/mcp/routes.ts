@@ -242,7 +242,8 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
         }
       }
     } catch (error) {
-      if (error instanceof DomainError) return refuse(res, error);
+      // The live hub or a notification feed could not be opened for a listen stream (503).
+      if (error instanceof DomainError && !res.headersSent) return refuse(res, error);
       options.log.error({ err: error }, 'MCP request failed');
       if (!res.headersSent)
         res.status(500).json({ jsonrpc: '2.0', error: { code: ProtocolErrorCode.InternalError, message: 'Internal server error' }, id: null });
@@ -285,7 +286,9 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   };
 
   // The GET stream of a 2025-11-25 session: where that revision tells a subscriber of a change.
-  router.get('/', async (req, res) => {
+  router.get('/', async (req, res, next) => {
+    // HEAD would open a stream it never reads: it is one of the other methods.
+    if (req.method === 'HEAD') return next();
     const id = sessionOf(req, res);
     if (id === undefined) return;
     const accept = req.headers.accept ?? '';

@@ -331,7 +331,13 @@ export class LegacySessions {
     res.setHeader('X-Accel-Buffering', 'no');
     res.setHeader('Mcp-Session-Id', id);
     res.flushHeaders();
-    await this.take(stream, record);
+    try {
+      await this.take(stream, record);
+    } catch (error) {
+      // The hub or a notification feed could not be opened: the host opens the stream again.
+      this.log.warn({ err: error }, 'an MCP session stream could not follow its subscriptions; ending it for the host to reopen');
+      this.finish(stream);
+    }
   }
 
   /** Shutdown: every stream ends, for its host to open it again on another replica. */
