@@ -2,7 +2,21 @@
 import { type Servers } from './servers.js';
 
 /** What `npm run bench -- <key> ...` selects benchmarks by; nothing selects all. */
-export const KEYS = ['baseline', 'list', 'cursor', 'create', 'idempotency', 'sse', 'mentions', 'webhooks', 'memory', 'search', 'record', 'reference'] as const;
+export const KEYS = [
+  'baseline',
+  'list',
+  'cursor',
+  'create',
+  'idempotency',
+  'sse',
+  'mentions',
+  'mcp-changes',
+  'webhooks',
+  'memory',
+  'search',
+  'record',
+  'reference',
+] as const;
 export type Key = (typeof KEYS)[number];
 
 /** The bare node:http baseline's row: every HTTP row's rate is shown as a share of its. */

@@ -9,6 +9,7 @@ import { HTTP_BENCHMARKS } from './http-rows.js';
 import { idempotencyRow } from './idempotency.js';
 import { LOAD } from './load.js';
 import { memoryRow } from './memory-row.js';
+import { mcpChangesRow } from './mcp-changes-row.js';
 import { mentionRow } from './mention-row.js';
 import { PAGE_SIZE, SEEDED_POSTS } from './pages.js';
 import { recordClusterRow } from './record-cluster-row.js';
@@ -39,6 +40,13 @@ const BENCHMARKS: readonly Benchmark[] = [
     label: `a post mentioning ${MENTIONS_MAX} agents, to each one's notification feed, cluster`,
     comparesToBare: false,
     run: mentionRow,
+  },
+  {
+    id: 'mcp-changes',
+    key: 'mcp-changes',
+    label: 'MCP: a mention to resources/updated, 2026-07-28 listen and 2025-11-25 session, cluster',
+    comparesToBare: false,
+    run: mcpChangesRow,
   },
   {
     id: `webhooks-${MENTIONS_MAX}`,
@@ -103,6 +111,7 @@ const NOTES = [
   '  cluster: launcher, room, record, messaging, delivery, auth, edge-1, router (Envoy on the rows behind it), redis-server and postgres (its postmaster); embedded, bare, Express: their one process. The load generator (and SSE subscribers) are not counted.',
   '  behind Envoy: the real Envoy (.venv/bin/envoy) in place of the router, with its coarse guard (1,000 req/s by default) lifted; its own access line per request is logged too.',
   '  SSE: per delivery, over the measured rounds. Mentions: one post naming 20 agents by id, 20 rounds after a warm-up, each agent on its own notification stream; per notification.',
+  "  MCP changes: one agent's notifications URI, subscribed by a 2026-07-28 host (subscriptions/listen) and a 2025-11-25 host (its session's GET stream), a post mentioning it, 20 rounds after a warm-up; per mention.",
   `  Webhooks: ${WEBHOOKS.agents} agents with an endpoint each on a receiver in the bench (127.0.0.1, 204, every ${WEBHOOKS.verifyEvery}th delivery verified), posts naming all ${WEBHOOKS.agents} at a steady rate`,
   `  (${WEBHOOKS.offeredPerSecond} deliveries/s offered), ${WEBHOOKS.warmupSeconds} s warm-up, then ${WEBHOOKS.measureSeconds} s measured: deliveries/s arrived in the window; p50/p99 from when each post was due to each of its deliveries; per delivery.`,
   '  record: search, 8 two-word queries (common to rare words) by relevance and newest, 12 rounds, one gRPC SearchPosts at a time to a record process; deep pages: ListArchivedPosts from 400 cursors spread over the archive;',

@@ -2,16 +2,17 @@ import { type LocalRedis, startRedisServer } from '@agentroom/kit/local';
 import { afterAll, beforeAll } from 'vitest';
 import { type RunningCluster, startCluster } from '@agentroom/testkit';
 import { firstPageSuite } from './replicas/first-page.js';
+import { mcpSessionsSuite } from './replicas/mcp-sessions.js';
 import { revocationSuite } from './replicas/revocation.js';
 import { rolloutSuite } from './replicas/rollout.js';
 import { metricAt, type Replicas } from '../support/replicas.js';
 
 /**
  * Replicas on one Redis, as Kubernetes runs them: two edges and two auth replicas behind the
- * router, each process also addressed directly. One cluster serves the three suites, in this
- * order, since the later ones restart processes: what each edge keeps in memory (the first page,
- * token answers) stays true across replicas, then each edge leaves and comes back under load.
- * A cluster costs seconds of CPU to start, so they share it rather than start three.
+ * router, each process also addressed directly. One cluster serves the four suites, in this
+ * order, since the last one restarts processes: what each edge keeps in memory (the first page,
+ * token answers) and an MCP session stay true across replicas, then each edge leaves and comes back under load.
+ * A cluster costs seconds of CPU to start, so they share it rather than start four.
  */
 let redis: LocalRedis;
 let cluster: RunningCluster;
@@ -41,4 +42,5 @@ afterAll(async () => {
 const replicas = (): Replicas => shared;
 firstPageSuite(replicas);
 revocationSuite(replicas);
+mcpSessionsSuite(replicas);
 rolloutSuite(replicas);

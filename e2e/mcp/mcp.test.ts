@@ -289,17 +289,24 @@ describe('MCP at {api_url}/mcp (embedded)', () => {
     expect((await rpc(app, initialize)).status).toBe(200);
   });
 
-  it('answers a missing Accept with a 406 problem that says what to send, and GET or DELETE with 405', async () => {
+  it('answers a missing Accept with a 406 problem that says what to send, GET or DELETE without a session with 400, and PUT or HEAD with 405', async () => {
     const response = await rpc(app, initialize, { accept: 'application/json' });
     expect(response.status).toBe(406);
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const problem = (await response.json()) as { remedy: string; parameter: string };
     expect(problem.remedy).toContain('Accept: application/json, text/event-stream');
     expect(problem.parameter).toBe('Accept');
+    // GET and DELETE are a 2025-11-25 session's (its stream, its end: docs/decisions.md §47).
     for (const method of ['GET', 'DELETE']) {
       const refused = await fetch(`${app.urls.apiUrl}/mcp`, { method, headers: { accept: 'text/event-stream' } });
-      expect(refused.status).toBe(405);
-      expect(refused.headers.get('allow')).toBe('POST');
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('Mcp-Session-Id');
+      expect(refused.headers.get('ratelimit-remaining')).not.toBeNull();
+    }
+    for (const method of ['PUT', 'HEAD']) {
+      const refused = await fetch(`${app.urls.apiUrl}/mcp`, { method, headers: { accept: 'text/event-stream', 'mcp-session-id': 'A'.repeat(22) } });
+      expect(refused.status, method).toBe(405);
+      expect(refused.headers.get('allow')).toBe('POST, GET, DELETE');
       expect(refused.headers.get('ratelimit-remaining')).not.toBeNull();
     }
   });

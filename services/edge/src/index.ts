@@ -24,6 +24,8 @@ import { operationTable } from './operations/table.js';
 import { PostsHub } from './live/posts-hub.js';
 import { messagingFeeds } from './live/routes.js';
 import { LiveStreams } from './live/sse.js';
+import { McpChanges } from './mcp/changes.js';
+import { LegacySessions, MemorySessionStore, RedisSessionStore } from './mcp/sessions.js';
 
 export { edgeEnv, type EdgeConfig } from './config.js';
 export { createEdgeApp } from './server.js';
@@ -84,8 +86,15 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
   const record = serviceClient(recordProto().RecordService, config.RECORD_ADDR, deadline);
   const hub = new PostsHub(room, log, undefined, config.POSTS_RETENTION);
   const live = new LiveStreams({ heartbeatMs: config.LIVE_HEARTBEAT_MS, maxBufferedBytes: config.LIVE_MAX_BUFFERED_BYTES }, log);
+  const feeds = messagingFeeds(messaging);
+  // MCP's change notifications hear the same hub and feeds; a 2025 session lives in the shared store (docs/decisions.md §47).
+  const changes = new McpChanges({ hub, watchNotifications: feeds.watchNotifications, log });
+  const sessionStore = redis ? new RedisSessionStore(redis, config.REDIS_KEY_PREFIX) : new MemorySessionStore();
+  const sessions = new LegacySessions(sessionStore, changes, log);
   const endLiveStreams = (): void => {
     live.closeAll();
+    void sessions.close();
+    changes.close();
     hub.close();
   };
   const urls = publicUrls(config);
@@ -133,8 +142,9 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
     live: {
       hub,
       live,
-      ...messagingFeeds(messaging),
+      ...feeds,
     },
+    mcpChanges: { changes, sessions },
   });
   let server: Server | undefined;
   let port: number | undefined;
@@ -168,6 +178,7 @@ export async function start(config: EdgeConfig, options: EdgeStartOptions): Prom
       messaging.close();
       delivery.close();
       record.close();
+      await sessionStore.close();
       await redis?.quit();
     },
   };

@@ -9,7 +9,9 @@ import type { Request, RequestHandler } from 'express';
 import { a2aRoutes, a2aSurface } from './a2a/routes.js';
 import { liveRoutes, type LiveDeps } from './live/routes.js';
 import { HostPolicy } from './mcp/hosts.js';
+import type { McpChanges } from './mcp/changes.js';
 import { mcpRoutes } from './mcp/routes.js';
+import type { LegacySessions } from './mcp/sessions.js';
 import { mcpSurface } from './mcp/tools.js';
 import { oauthRoutes } from './oauth/routes.js';
 import type { Core } from './operations/core.js';
@@ -35,6 +37,8 @@ export interface EdgeAppOptions {
   mcpAllowedOrigins: readonly string[];
   /** The live feeds: the posts hub, the open streams, and how to watch an inbox. */
   live: Pick<LiveDeps, 'hub' | 'live'> & Partial<Pick<LiveDeps, 'watchInbox' | 'watchNotifications'>>;
+  /** MCP's change notifications, fed from the same hub and feeds (docs/decisions.md §47). */
+  mcpChanges: { changes: McpChanges; sessions: LegacySessions };
 }
 
 /**
@@ -117,6 +121,7 @@ export function createEdgeApp(options: EdgeAppOptions): (req: IncomingMessage, r
     hosts: new HostPolicy(urls, options.mcpAllowedOrigins),
     version: options.version,
     log: options.log,
+    ...options.mcpChanges,
     pipeline,
     path: `${apiPath}/mcp`,
   });

@@ -89,6 +89,13 @@ export const liveSubscribers = new client.Gauge({
   registers: [registry],
 });
 
+export const mcpChangeWatches = new client.Gauge({
+  name: 'agentroom_mcp_change_watches',
+  help: 'What MCP change notifications hold open now: notification feeds watched (one per agent subscribed through this edge), and 2025-11-25 session streams.',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
 export const liveFanoutDuration = new client.Histogram({
   name: 'agentroom_live_fanout_seconds',
   help: 'Time to hand one new post to every posts-stream subscriber of this process (the writes to their sockets).',

@@ -14,10 +14,11 @@ import { admissionOf, asksNoCache, otherMethods, sendProblem } from '../http/ans
 import type { PipelineRoute, RequestPipeline } from '../http/pipeline.js';
 import type { HostPolicy } from './hosts.js';
 import { mcpFastCalls } from './fast.js';
-import { mcpChanges } from './changes.js';
+import { type McpChanges, subscribedUri } from './changes.js';
 import { legacyResourceNotFound, resourceScope } from './resources.js';
 import { authInfoFor, mcpServerFactory } from './server.js';
 import { MODERN_REVISIONS, SERVED_REVISIONS } from './revisions.js';
+import { isSessionId, type LegacySessions, newSessionId, SessionRefusal } from './sessions.js';
 import { TOOLS_BY_NAME } from './tools.js';
 
 export interface McpOptions {
@@ -26,6 +27,9 @@ export interface McpOptions {
   hosts: HostPolicy;
   version: string;
   log: Logger;
+  /** Change notifications: the bus of `subscriptions/listen`, and the 2025 sessions that subscribe (docs/decisions.md §47). */
+  changes: McpChanges;
+  sessions: LegacySessions;
 }
 
 /** Where MCP is served: edge's request pipeline, and the path of `{api_url}/mcp` in it. */
@@ -61,7 +65,34 @@ function isToolCall(body: unknown): boolean {
 interface ScopedCall {
   id: unknown;
   scope: Scope;
-  operation: OperationName;
+  operation?: OperationName;
+  /** A subscription to an agent's own URI: only that agent's token may take it. */
+  agentId?: string;
+  uri?: string;
+}
+
+/** The scope an agent's notifications and messages are read with, as their live feeds. */
+const AGENT_URI_SCOPE: Scope = 'messages:read';
+
+/** The URIs a message subscribes to: 2026-07-28 `subscriptions/listen`'s filter, or 2025-11-25 `resources/subscribe`. */
+function subscribedUris(message: unknown): string[] {
+  if (typeof message !== 'object' || message === null) return [];
+  const { method, params } = message as { method?: unknown; params?: { uri?: unknown; notifications?: { resourceSubscriptions?: unknown } } };
+  if (method === 'resources/subscribe') return typeof params?.uri === 'string' ? [params.uri] : [];
+  if (method !== 'subscriptions/listen') return [];
+  const uris = params?.notifications?.resourceSubscriptions;
+  return Array.isArray(uris) ? uris.filter((uri): uri is string => typeof uri === 'string') : [];
+}
+
+/** The URIs a 2026-07-28 body's `subscriptions/listen` streams hear. */
+function listenedUris(body: unknown): string[] {
+  return messagesOf(body).flatMap((message) =>
+    typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'subscriptions/listen' ? subscribedUris(message) : [],
+  );
+}
+
+function isInitialize(body: unknown): boolean {
+  return messagesOf(body).some((message) => typeof message === 'object' && message !== null && (message as { method?: unknown }).method === 'initialize');
 }
 
 /** The id of a single JSON-RPC request, to echo on an error; null for anything else. */
@@ -99,23 +130,31 @@ function scopedCalls(body: unknown, operations: Core['operations']): ScopedCall[
     const scope = tool === undefined ? undefined : scopeFor(operations[tool.operation] as unknown as Operation, 'mcp');
     if (tool !== undefined && scope !== undefined) calls.push({ id, scope, operation: tool.operation });
   }
+  for (const message of messagesOf(body)) {
+    for (const uri of subscribedUris(message)) {
+      const parsed = subscribedUri(uri);
+      if (parsed.kind === 'agent') calls.push({ id: (message as { id?: unknown }).id, scope: AGENT_URI_SCOPE, agentId: parsed.agentId, uri });
+    }
+  }
   return calls;
 }
 
 /**
  * `{api_url}/mcp`: MCP over stateless Streamable HTTP. Every POST gets a new server and transport
- * (no session: any edge replica answers any request) over tool definitions built once from the
+ * (any edge replica answers any request; a 2025-11-25 session holds only subscriptions, in the store:
+ * docs/decisions.md §47) over tool definitions built once from the
  * operation table; each tool call goes through the same pipeline as REST and A2A. The POST is a
  * route of edge's request pipeline, which counted it and reads its body; a single call of a reading
  * tool is answered without the SDK (mcp/fast.ts), with the same bytes.
  */
 export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint {
   const { core, surface, hosts, pipeline } = options;
-  const factory = mcpServerFactory({ core, surface, version: options.version, log: options.log });
-  const changes = mcpChanges();
+  const factory = mcpServerFactory({ core, surface, version: options.version, log: options.log, sessions: options.sessions });
+  const { changes, sessions } = options;
   const onerror = (error: Error): void => options.log.error({ err: error }, 'MCP request failed');
   // The 2026-07-28 revision, by the SDK's own entry; 2025-era requests are routed before it (below).
-  const handler = createMcpHandler(factory, { legacy: 'reject', onerror, ...(changes.bus ? { bus: changes.bus } : {}) });
+  const handler = createMcpHandler(factory, { legacy: 'reject', onerror, bus: changes.bus });
+  changes.onClose(() => void handler.close());
   const modern = toNodeHandler({ fetch: async (request, init) => discoveringEveryRevision(await handler.fetch(request, init), init?.parsedBody) }, { onerror });
   const router = Router();
 
@@ -124,6 +163,8 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
    * stateless Streamable HTTP transport, answering JSON as before (the fast path's bytes).
    */
   const legacy = async (req: IncomingMessage & { auth?: AuthInfo }, res: Response, body: unknown): Promise<void> => {
+    // A session only for what needs one: its GET stream and subscriptions (mcp/sessions.ts).
+    if (isInitialize(body)) res.setHeader('Mcp-Session-Id', newSessionId());
     const server = factory({ authInfo: req.auth });
     const transport = new NodeStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     // 2025-11-25's code for an unknown resource, which the SDK no longer emits (docs/decisions.md §46).
@@ -169,7 +210,19 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
     // step-up), so a host knows to authorize; the problem rides in the JSON-RPC error for anyone else.
     for (const call of scopedCalls(req.body, core.operations)) {
       try {
-        core.authorize(admission, call.scope, { servedWhenStorageFails: true });
+        const principal = core.authorize(admission, call.scope, { servedWhenStorageFails: true });
+        // Another agent's notifications or messages: refused in the JSON-RPC answer, naming whose they are.
+        if (call.agentId !== undefined && principal?.agentId !== call.agentId) {
+          res.status(200).json({
+            jsonrpc: '2.0',
+            id: call.id ?? null,
+            error: {
+              code: ProtocolErrorCode.InvalidParams,
+              message: `${call.uri ?? ''} is agent ${call.agentId}'s own: only a token of that agent may subscribe to it (this token speaks for ${principal?.agentId ?? 'nobody'}).`,
+            },
+          });
+          return;
+        }
       } catch (error) {
         const problem = core.problem(error, surface, call.operation);
         if (problem.status !== 401 && problem.status !== 403) continue;
@@ -191,11 +244,16 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
       }
     }
     const incoming = req as IncomingMessage & { auth?: AuthInfo };
-    incoming.auth = authInfoFor({ admission, readThrough: asksNoCache(req.headers['cache-control']) });
     const header = (name: string): string | undefined => {
       const value = req.headers[name];
       return typeof value === 'string' ? value : undefined;
     };
+    const session = header('mcp-session-id');
+    incoming.auth = authInfoFor({
+      admission,
+      readThrough: asksNoCache(req.headers['cache-control']),
+      ...(isSessionId(session) ? { session } : {}),
+    });
     const era = classifyInboundRequest({
       httpMethod: 'POST',
       body: req.body,
@@ -212,8 +270,19 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
     }
     try {
       if (era.kind === 'legacy') await legacy(incoming, res, req.body);
-      else await modern(incoming, res, req.body);
+      else {
+        // A listen stream's URIs are told from the hub and from each agent's feed, held while it is open.
+        const listened = listenedUris(req.body);
+        const release = listened.length === 0 ? undefined : await changes.retain(listened);
+        try {
+          await modern(incoming, res, req.body);
+        } finally {
+          release?.();
+        }
+      }
     } catch (error) {
+      // The live hub or a notification feed could not be opened for a listen stream (503).
+      if (error instanceof DomainError && !res.headersSent) return refuse(res, error);
       options.log.error({ err: error }, 'MCP request failed');
       if (!res.headersSent)
         res.status(500).json({ jsonrpc: '2.0', error: { code: ProtocolErrorCode.InternalError, message: 'Internal server error' }, id: null });
@@ -221,10 +290,66 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   };
   router.post('/', post);
 
-  // Stateless: no server-initiated stream to GET, no session to DELETE.
+  /** A 2025-11-25 session's request (GET its stream, DELETE it): the session named, or the JSON-RPC error the transport would answer. */
+  const sessionOf = (req: Request, res: Response): string | undefined => {
+    if (!hosts.allowsHost(req.headers.host) || !hosts.allowsOrigin(req.headers.origin)) {
+      refuse(
+        res,
+        new DomainError('host-not-allowed', {
+          detail: `Host ${JSON.stringify(req.headers.host ?? '')} or Origin ${JSON.stringify(req.headers.origin ?? '')} is not one of this deployment's.`,
+        }),
+      );
+      return undefined;
+    }
+    const admission = admissionOf(res);
+    try {
+      core.authorize(admission);
+    } catch (error) {
+      refuse(res, core.problem(error, surface).error);
+      return undefined;
+    }
+    const id = req.headers['mcp-session-id'];
+    if (typeof id !== 'string') {
+      res.status(400).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: Mcp-Session-Id header is required' }, id: null });
+      return undefined;
+    }
+    if (!isSessionId(id)) {
+      res.status(404).json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+      return undefined;
+    }
+    return id;
+  };
+  const sessionRefused = (res: Response, error: unknown): void => {
+    if (!(error instanceof SessionRefusal)) throw error;
+    res.status(error.status).json({ jsonrpc: '2.0', error: { code: error.status === 404 ? -32001 : -32000, message: error.message }, id: null });
+  };
+
+  // The GET stream of a 2025-11-25 session: where that revision tells a subscriber of a change.
+  router.get('/', async (req, res, next) => {
+    // HEAD would open a stream it never reads: it is one of the other methods.
+    if (req.method === 'HEAD') return next();
+    const id = sessionOf(req, res);
+    if (id === undefined) return;
+    const accept = req.headers.accept ?? '';
+    if (!accept.includes('text/event-stream')) {
+      res.status(406).json({ jsonrpc: '2.0', error: { code: -32000, message: 'Not Acceptable: Client must accept text/event-stream' }, id: null });
+      return;
+    }
+    try {
+      await sessions.stream(id, admissionOf(res).caller.principal?.agentId ?? '', req, res);
+    } catch (error) {
+      sessionRefused(res, error);
+    }
+  });
+  router.delete('/', async (req, res) => {
+    const id = sessionOf(req, res);
+    if (id === undefined) return;
+    await sessions.end(id);
+    res.status(200).end();
+  });
   router.all(
     '/',
-    otherMethods(core, surface, ['POST'], (method) => `${method} is not served here: this MCP endpoint is stateless.`),
+    otherMethods(core, surface, ['POST', 'GET', 'DELETE'], (method) => `${method} is not served here: MCP is POST, and GET or DELETE of a 2025-11-25 session.`),
   );
 
   const fast = mcpFastCalls({ core, surface, hosts, pipeline });

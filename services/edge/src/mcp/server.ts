@@ -8,6 +8,7 @@ import type { Surface } from '../operations/surface.js';
 import { registerApp } from './app.js';
 import { registerPrompts } from './prompts.js';
 import { listCacheHints, registerResources } from './resources.js';
+import { type LegacySessions, registerSubscriptions } from './sessions.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
 export const INSTRUCTIONS =
@@ -18,6 +19,8 @@ export interface McpCall {
   admission: Admission;
   /** The POST said `Cache-Control: no-cache`, which reading tools and resources honour as REST does. */
   readThrough: boolean;
+  /** The 2025-11-25 session the request names (`Mcp-Session-Id`), for its subscriptions (docs/decisions.md §47). */
+  session?: string;
 }
 
 /** Everything a server instance is built from: fixed for the process. */
@@ -26,6 +29,8 @@ export interface McpServerDeps {
   surface: Surface;
   version: string;
   log: Logger;
+  /** The 2025-11-25 sessions that `resources/subscribe` and `resources/unsubscribe` change. */
+  sessions?: LegacySessions;
 }
 
 /** What each slice's `register…` receives: the process's dependencies and the request's caller. */
@@ -68,22 +73,30 @@ export function toolError(problem: Problem): CallToolResult {
  * (docs/decisions.md §45). Tools come from the operation table with their schemas prebuilt, and the
  * pipeline validates arguments itself so a bad one is a problem document naming it.
  */
-export function mcpServerFactory(deps: McpServerDeps): (context: { authInfo?: AuthInfo }) => McpServer {
+export function mcpServerFactory(deps: McpServerDeps): (context: { authInfo?: AuthInfo; era?: 'legacy' | 'modern' }) => McpServer {
   const { core } = deps;
   const tools: Tool[] = toolDefinitions(core.operations);
   // Each server would build its own Ajv (with formats): one, shared, serves every request.
   const jsonSchemaValidator = new AjvJsonSchemaValidator();
-  return ({ authInfo }) => {
+  return ({ authInfo, era }) => {
     const call = callOf(authInfo);
     // listChanged false: the tools are the operation table's, fixed for the process (McpServer says true unless told).
     const mcp = new McpServer(
       { name: 'agent-room', title: 'Agent Room', version: deps.version },
-      { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator, cacheHints: { ...CACHE_HINTS, ...listCacheHints(call) } },
+      // resources: changes to a resource are told (subscribe); the list's own changes are not (docs/decisions.md §47).
+      {
+        capabilities: { tools: { listChanged: false }, resources: { subscribe: true, listChanged: false } },
+        instructions: INSTRUCTIONS,
+        jsonSchemaValidator,
+        cacheHints: { ...CACHE_HINTS, ...listCacheHints(call) },
+      },
     );
     registerTools(mcp, tools, { ...deps, call });
     registerResources(mcp, { ...deps, call });
     registerPrompts(mcp, { ...deps, call });
     registerApp(mcp, { ...deps, call });
+    // 2026-07-28 has no resources/subscribe: its subscriptions/listen is served by the SDK's entry.
+    if (era !== 'modern') registerSubscriptions(mcp, { ...deps, call });
     return mcp;
   };
 }
