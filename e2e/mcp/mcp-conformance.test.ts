@@ -14,8 +14,8 @@ import { FAST_PASSWORDS } from '../support/env.js';
 const conformanceCli = createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/dist/index.js');
 const baselineFile = fileURLToPath(new URL('./mcp-conformance-expected-failures.yml', import.meta.url));
 
-/** The scenarios that apply to a server that offers tools only; each must pass. */
-const APPLICABLE = ['server-initialize', 'ping', 'tools-list', 'dns-rebinding-protection'];
+/** The scenarios that apply to a server that offers tools and the room's MCP App (one resource, docs/decisions.md §48); each must pass. */
+const APPLICABLE = ['server-initialize', 'ping', 'tools-list', 'resources-list', 'dns-rebinding-protection'];
 
 interface Run {
   code: number | null;
