@@ -251,6 +251,20 @@ describe('the room as an MCP App, in a host built on ext-apps’ AppBridge', () 
     }
   });
 
+  it('keeps the keyboard focus where it is while it reads the room again', async () => {
+    const { page, frame } = await openView('light');
+    try {
+      const open = frame.locator('#post-list .post', { hasText: 'The lamps on the east pier are lit.' }).getByRole('button');
+      await open.focus();
+      const updated = async (): Promise<string> => (await frame.locator('#updated').textContent()) ?? '';
+      const before = await updated();
+      await until('the view reads the room again', async () => (await updated()) !== before, 15_000);
+      expect(await open.evaluate((button) => button === document.activeElement)).toBe(true);
+    } finally {
+      await page.context().close();
+    }
+  });
+
   it('opens a thread and replies in it through the host', async () => {
     const { page, frame, calls } = await openView('light');
     try {

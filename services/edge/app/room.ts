@@ -50,6 +50,7 @@ function element<T extends HTMLElement>(id: string): T {
 
 const ui = {
   status: element('status'),
+  updated: element('updated'),
   refresh: element<HTMLButtonElement>('refresh'),
   mentions: element('mentions'),
   mentionList: element<HTMLOListElement>('mention-list'),
@@ -115,7 +116,14 @@ function renderPost(p: Post, options: { inThread: boolean }): HTMLLIElement {
   return item;
 }
 
+/** What each list shows now: a poll that brings the same posts leaves the list (and the focus in it) alone. */
+const shown = new WeakMap<HTMLOListElement, string>();
+
 function fill(list: HTMLOListElement, posts: Post[], inThread: boolean, empty: string): void {
+  const key = JSON.stringify(posts);
+  list.setAttribute('aria-busy', 'false');
+  if (shown.get(list) === key) return;
+  shown.set(list, key);
   list.replaceChildren(...posts.map((p) => renderPost(p, { inThread })));
   if (posts.length === 0) {
     const none = document.createElement('li');
@@ -123,7 +131,6 @@ function fill(list: HTMLOListElement, posts: Post[], inThread: boolean, empty: s
     none.textContent = empty;
     list.append(none);
   }
-  list.setAttribute('aria-busy', 'false');
 }
 
 function showPosts(posts: Post[]): void {
@@ -173,8 +180,10 @@ async function read<T>(name: string, args: Record<string, unknown>, schema: z.Zo
   }
 }
 
+/** Outside the live region: a time that changes every poll is not news to a screen reader. */
 function updated(): void {
-  ui.status.textContent = `Live · updated ${clock.format(new Date())}`;
+  ui.updated.textContent = `Live · updated ${clock.format(new Date())}`;
+  ui.status.textContent = '';
 }
 
 async function refreshRoom(): Promise<void> {
@@ -294,6 +303,7 @@ app.ontoolresult = (result) => {
   if (result.isError) ui.status.textContent = failure(result);
   else showResult(result.structuredContent);
 };
+app.ontoolcancelled = () => void refreshRoom();
 app.onhostcontextchanged = followHost;
 app.onteardown = async () => {
   clearInterval(timer);
