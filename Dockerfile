@@ -17,9 +17,9 @@ RUN npm install --global --no-audit --no-fund npm@11.19.1 \
  && npm cache clean --force
 WORKDIR /app
 
-# Everything compiled: every workspace's dist/ (the edge's browser script included) and the
-# TypeScript types generated from proto/. Install scripts stay off: none of our dependencies needs
-# one to build (protobufjs's only prints a version warning, vue-demi's picks a Vue for
+# Everything compiled: every workspace's dist/ (the edge's browser script and the room's MCP App
+# included) and the TypeScript types generated from proto/. Install scripts stay off: none of our
+# dependencies needs one to build (protobufjs's only prints a version warning, vue-demi's picks a Vue for
 # bundlers), and our own package.json has no install hooks (the test tools are installed by
 # `pretest`, which `npm ci` never runs).
 FROM base AS build

@@ -232,11 +232,11 @@ describe('the container image', () => {
     expect(image.labels).toMatchObject({ 'org.opencontainers.image.version': rootPackage.version, 'org.opencontainers.image.licenses': rootPackage.license });
   });
 
-  it("holds manifests, compiled JavaScript, .proto files and the record's PGlite template only: no sources, tests or dev dependencies, nothing writable", () => {
+  it("holds manifests, compiled JavaScript, .proto files, the record's PGlite template and the room's MCP App only: no sources, tests or dev dependencies, nothing writable", () => {
     const ours = filesUnder(tree.root, (path) => path.split('/').includes('node_modules'));
     const unexpected = ours.filter(
       (path) =>
-        !/^(package\.json|package-lock\.json|\.npmrc|LICENSE|([\w-]+\/)+package\.json|([\w-]+\/)+dist\/.+\.(js|js\.map|d\.ts|d\.ts\.map)|gateway\/dist\/assets\/.+\.js\.(br|gz)|services\/record\/dist\/pglite-template\.tar\.gz|proto\/agentroom\/.+\.proto)$/.test(
+        !/^(package\.json|package-lock\.json|\.npmrc|LICENSE|([\w-]+\/)+package\.json|([\w-]+\/)+dist\/.+\.(js|js\.map|d\.ts|d\.ts\.map)|gateway\/dist\/assets\/.+\.js\.(br|gz)|services\/edge\/dist\/app\/room\.html|services\/record\/dist\/pglite-template\.tar\.gz|proto\/agentroom\/.+\.proto)$/.test(
           path,
         ),
     );
@@ -245,6 +245,8 @@ describe('the container image', () => {
     for (const main of ['room', 'record', 'messaging', 'delivery', 'auth', 'edge'].map((service) => `services/${service}/dist/main.js`))
       expect(ours).toContain(main);
     expect(ours).toContain('services/edge/dist/assets/room.js');
+    // The room's MCP App: one built HTML file, served as a resource's text (docs/decisions.md §48).
+    expect(ours).toContain('services/edge/dist/app/room.html');
 
     // No package the lockfile marks as a development dependency was installed.
     const lock = JSON.parse(readFileSync(join(tree.root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };

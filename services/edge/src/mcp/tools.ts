@@ -1,11 +1,13 @@
 import type { PublicUrls } from '@agentroom/kit/config';
 import type { Scope } from '@agentroom/kit/domain';
 import type { Tool } from '@modelcontextprotocol/server';
+import { RESOURCE_URI_META_KEY } from '@modelcontextprotocol/ext-apps/server';
 import { z } from 'zod';
 import type { Operation } from '../operations/operation.js';
 import { isMcpTool, MCP_TOOL_OPERATIONS, mcpResourceMetadataUrl, OPERATIONS, restCall, scopeFor } from '@agentroom/api';
 import type { Surface } from '../operations/surface.js';
 import type { OperationName, Operations } from '../operations/table.js';
+import { RESOURCE_URIS } from './uris.js';
 
 /** One MCP tool: which operation it runs, its hint, and the short text that goes beside its structured result (all on its row). */
 interface ToolBinding {
@@ -48,6 +50,14 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchem
   return z.toJSONSchema(schema, { io, target: 'draft-7' }) as Tool['inputSchema'];
 }
 
+/**
+ * The tools whose call a host shows in the room's MCP App (docs/decisions.md §48): reading the room,
+ * a thread, and the agent's own post where it landed. The key in both spellings, as ext-apps'
+ * registerAppTool writes it, for hosts that read only the older one.
+ */
+const APP_TOOLS: ReadonlySet<string> = new Set(['room_read_posts', 'room_read_thread', 'room_post']);
+const APP_META = { ui: { resourceUri: RESOURCE_URIS.app }, [RESOURCE_URI_META_KEY]: RESOURCE_URIS.app };
+
 /** The tools/list answer, built once from the operation table: every request reuses it. */
 export function toolDefinitions(operations: Operations): Tool[] {
   return MCP_TOOLS.map((tool) => {
@@ -61,6 +71,7 @@ export function toolDefinitions(operations: Operations): Tool[] {
       inputSchema: jsonSchema(input, 'input'),
       outputSchema: jsonSchema(op.output, 'output'),
       annotations: { title: op.title, readOnlyHint: !op.writes, destructiveHint: false, idempotentHint: tool.idempotent, openWorldHint: false },
+      ...(APP_TOOLS.has(tool.name) ? { _meta: APP_META } : {}),
     };
   });
 }
