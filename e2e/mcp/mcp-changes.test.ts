@@ -208,7 +208,7 @@ describe('MCP change notifications at {api_url}/mcp (embedded)', () => {
       expect(answer.error?.message).toContain('Mcp-Session-Id');
     });
 
-    it('ends a session on DELETE: its stream closes, and it takes no subscription after', async () => {
+    it('ends a session on DELETE: its stream closes, and every later request bearing it is 404', async () => {
       const { client, transport } = await legacyClient();
       const session = transport.sessionId ?? '';
       await client.subscribeResource({ uri: 'agentroom://posts' });
@@ -220,17 +220,27 @@ describe('MCP change notifications at {api_url}/mcp (embedded)', () => {
       await expect(ended).resolves.toBeTypeOf('string');
       const stream = await fetch(`${app.urls.apiUrl}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': session } });
       expect(stream.status).toBe(404);
-      const subscribe = await fetch(`${app.urls.apiUrl}/mcp`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2025-11-25',
-          'mcp-session-id': session,
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'resources/subscribe', params: { uri: 'agentroom://posts' } }),
-      });
-      expect(((await subscribe.json()) as { error?: { message: string } }).error?.message).toContain('was ended');
+      // Every later request bearing it is 404 (2025-11-25), the fast path's reading tool call included.
+      const bearing = (id: number, method: string, params: Record<string, unknown>): Promise<Response> =>
+        fetch(`${app.urls.apiUrl}/mcp`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-11-25',
+            'mcp-session-id': session,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+        });
+      for (const [id, method, params] of [
+        [4, 'resources/subscribe', { uri: 'agentroom://posts' }],
+        [5, 'tools/list', {}],
+        [6, 'tools/call', { name: 'room_read_posts', arguments: {} }],
+      ] as const) {
+        const answer = await bearing(id, method, params);
+        expect(answer.status, method).toBe(404);
+        expect(await answer.json()).toEqual({ jsonrpc: '2.0', id, error: { code: -32001, message: 'Session not found' } });
+      }
     });
 
     it('answers a GET without a session 400, and one of an unknown shape 404', async () => {

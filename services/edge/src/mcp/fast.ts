@@ -18,6 +18,8 @@ export interface McpFastOptions {
   hosts: HostPolicy;
   /** Edge's request pipeline, whose steps (count, body, headers) ran before and write the answer's head. */
   pipeline: RequestPipeline;
+  /** Whether the 2025-11-25 session a request names was ended (undefined: not a session we mint); an ended one is the route's to refuse. */
+  sessionEnded?: (id: string) => Promise<boolean> | undefined;
 }
 
 /** One tools/call this path answers itself: a reading tool that needs no scope. */
@@ -107,6 +109,8 @@ export function mcpFastCalls(options: McpFastOptions): (exchange: Exchange, body
     const { headers } = exchange.req;
     const call = fastCall(exchange.req, body, admission);
     if (call === undefined) return false;
+    const session = headers['mcp-session-id'];
+    if (typeof session === 'string' && (await options.sessionEnded?.(session)) === true) return false;
     const outcome = await core.invoke(admission, call.name, call.args, { surface, readThrough: asksNoCache(headers['cache-control']) });
     const result = outcome.ok ? resultOf(call, outcome.output) : errorOf(outcome.problem);
     const end = `,"jsonrpc":"2.0","id":${JSON.stringify(call.id)}}`;

@@ -158,6 +158,11 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
   const modern = toNodeHandler({ fetch: async (request, init) => discoveringEveryRevision(await handler.fetch(request, init), init?.parsedBody) }, { onerror });
   const router = Router();
 
+  /** A request bearing a session that was ended: the transport's own 404 for an unknown session. */
+  const sessionGone = (res: Response, body: unknown): void => {
+    res.status(404).json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: requestIdOf(body) });
+  };
+
   /**
    * A 2025-era request (no per-request envelope): a fresh instance from the same factory on the
    * stateless Streamable HTTP transport, answering JSON as before (the fast path's bytes).
@@ -268,6 +273,8 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
       res.status(400).json({ jsonrpc: '2.0', id: requestIdOf(req.body), error: { code: error.code, message: error.message, data: error.data } });
       return;
     }
+    // A session ended by DELETE: 2025-11-25 answers every later request bearing it 404.
+    if (era.kind === 'legacy' && isSessionId(session) && (await sessions.ended(session))) return sessionGone(res, req.body);
     try {
       if (era.kind === 'legacy') await legacy(incoming, res, req.body);
       else {
@@ -352,7 +359,7 @@ export function mcpRoutes(options: McpOptions & McpPipelineOptions): McpEndpoint
     otherMethods(core, surface, ['POST', 'GET', 'DELETE'], (method) => `${method} is not served here: MCP is POST, and GET or DELETE of a 2025-11-25 session.`),
   );
 
-  const fast = mcpFastCalls({ core, surface, hosts, pipeline });
+  const fast = mcpFastCalls({ core, surface, hosts, pipeline, sessionEnded: (id) => (isSessionId(id) ? sessions.ended(id) : undefined) });
   const route: PipelineRoute = {
     path: options.path,
     methods: ['POST'],

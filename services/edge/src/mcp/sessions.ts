@@ -38,6 +38,9 @@ export interface SessionStore {
   close(): Promise<void>;
 }
 
+/** How many ended sessions a process remembers without asking the store. */
+const ENDED_IDS_KEPT = 10_000;
+
 /** A session's record outlives its last write by this long (a host that never says DELETE). */
 export const SESSION_TTL_SECONDS = 24 * 60 * 60;
 
@@ -253,6 +256,8 @@ export class SessionRefusal extends Error {
 /** The sessions of this edge process: the GET streams it serves, and subscribe, unsubscribe and end for any session. */
 export class LegacySessions {
   private readonly streams = new Map<string, Set<SessionStream>>();
+  /** Sessions known to be ended, oldest first. */
+  private readonly endedIds = new Set<string>();
   private readonly timer: NodeJS.Timeout;
   private following: Promise<() => void> | undefined;
   private closing = false;
@@ -284,9 +289,28 @@ export class LegacySessions {
     await this.readLocal(id);
   }
 
+  /**
+   * Whether a session was ended (DELETE): a request bearing it is then answered 404, as 2025-11-25
+   * requires. Ending is final, so an ended id is remembered here and the store is asked only of
+   * sessions still open (one read of a request that names a session).
+   */
+  async ended(id: string): Promise<boolean> {
+    if (this.endedIds.has(id)) return true;
+    if (!(await this.store.read(id)).ended) return false;
+    this.remember(id);
+    return true;
+  }
+
+  private remember(id: string): void {
+    this.endedIds.add(id);
+    // Bounded: the oldest go first; one that goes is read from the store again.
+    if (this.endedIds.size > ENDED_IDS_KEPT) this.endedIds.delete(this.endedIds.values().next().value as string);
+  }
+
   /** DELETE: the session ends on every replica; its streams close. */
   async end(id: string): Promise<void> {
     await this.store.end(id);
+    this.remember(id);
     await this.readLocal(id);
   }
 
