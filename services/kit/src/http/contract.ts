@@ -48,7 +48,17 @@ export interface HttpContractOptions {
 }
 
 /** Request headers a browser on another origin may send to the public API. */
-export const CORS_ALLOW_HEADERS = ['Authorization', 'Content-Type', 'Idempotency-Key', 'Mcp-Protocol-Version', 'Last-Event-ID', 'A2A-Version'];
+export const CORS_ALLOW_HEADERS = [
+  'Authorization',
+  'Content-Type',
+  'Idempotency-Key',
+  'Mcp-Protocol-Version',
+  'Mcp-Session-Id',
+  'Mcp-Method',
+  'Mcp-Name',
+  'Last-Event-ID',
+  'A2A-Version',
+];
 /** Answer headers a browser on another origin may read. */
 export const CORS_EXPOSE_HEADERS = [
   'RateLimit-Limit',
