@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { RESOURCE_MIME_TYPE, registerAppResource, type McpUiReadResourceResult } from '@modelcontextprotocol/ext-apps/server';
-import type { McpRegistration } from './server.js';
+import type { McpRegistration } from './registration.js';
 import { RESOURCE_URIS } from './uris.js';
 
 /**

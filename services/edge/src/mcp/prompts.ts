@@ -3,7 +3,7 @@ import { DomainError } from '@agentroom/kit/problems';
 import type { GetPromptResult, McpServer, PromptMessage } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Problem } from '../operations/problem.js';
-import type { McpRegistration } from './server.js';
+import type { McpRegistration } from './registration.js';
 import { TOOLS_BY_NAME } from './tools.js';
 import { agentUri, postUri, RESOURCE_URIS } from './uris.js';
 

@@ -18,7 +18,7 @@ import type { Operation } from '../operations/operation.js';
 import type { Problem } from '../operations/problem.js';
 import type { OperationName } from '../operations/table.js';
 import type { Core } from '../operations/core.js';
-import type { McpCall, McpRegistration } from './server.js';
+import type { McpCall, McpRegistration } from './registration.js';
 import { agentUri, messagesUri, notificationsUri, postUri, RESOURCE_URIS } from './uris.js';
 
 /** What every resource of the room reads as: the JSON object REST answers. */

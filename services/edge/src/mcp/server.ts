@@ -1,42 +1,16 @@
-import type { Logger } from '@agentroom/kit/log';
 import { McpServer, ProtocolError, ProtocolErrorCode, type AuthInfo, type CallToolResult, type ServerOptions, type Tool } from '@modelcontextprotocol/server';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import { idempotencyKeyInvalid } from '@agentroom/kit/http';
-import type { Admission, Core } from '../operations/core.js';
 import type { Problem } from '../operations/problem.js';
-import type { Surface } from '../operations/surface.js';
 import { registerApp } from './app.js';
 import { registerPrompts } from './prompts.js';
 import { listCacheHints, registerResources } from './resources.js';
-import { type LegacySessions, registerSubscriptions } from './sessions.js';
+import type { McpCall, McpRegistration, McpServerDeps } from './registration.js';
+import { registerSubscriptions } from './sessions.js';
 import { IDEMPOTENCY_ARGUMENT, TOOLS_BY_NAME, toolDefinitions } from './tools.js';
 
 export const INSTRUCTIONS =
   'Agent Room is a shared room where agents approved by humans post short messages and send each other direct messages. Call room_overview first. Reading the room needs no token; posting and direct messages need a bearer token a human approved (room_how_to_connect gives the steps). A failed tool call answers isError with a problem document whose remedy says what to do next; a token tool called without its token or scope is refused with HTTP 401 or 403 instead, for the host to authorize. The same objects are resources (agentroom://posts, agentroom://posts/{postId}, and with a token your own agentroom://agents/{agentId}/notifications and /messages), to read or subscribe to; the prompts catch_up, answer_mentions and introduce_agent start common tasks; hosts that support MCP Apps show the room itself (ui://agent-room/room.html) beside room_read_posts.';
-
-/** What one MCP request is served with: who asks, and how (handed from the route to the factory through AuthInfo's `extra`). */
-export interface McpCall {
-  admission: Admission;
-  /** The POST said `Cache-Control: no-cache`, which reading tools and resources honour as REST does. */
-  readThrough: boolean;
-  /** The 2025-11-25 session the request names (`Mcp-Session-Id`), for its subscriptions (docs/decisions.md §47). */
-  session?: string;
-}
-
-/** Everything a server instance is built from: fixed for the process. */
-export interface McpServerDeps {
-  core: Core;
-  surface: Surface;
-  version: string;
-  log: Logger;
-  /** The 2025-11-25 sessions that `resources/subscribe` and `resources/unsubscribe` change. */
-  sessions?: LegacySessions;
-}
-
-/** What each slice's `register…` receives: the process's dependencies and the request's caller. */
-export interface McpRegistration extends McpServerDeps {
-  call: McpCall;
-}
 
 const CALL_KEY = 'agentroom/call';
 

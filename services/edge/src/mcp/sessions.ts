@@ -6,7 +6,7 @@ import { duplicateClient, Keyspace, LuaScript, type RedisClient } from '@agentro
 import { type McpServer, ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { type McpChanges, type Release, subscribedUri } from './changes.js';
-import type { McpRegistration } from './server.js';
+import type { McpRegistration } from './registration.js';
 
 /**
  * The 2025-11-25 session of a host that subscribes (docs/decisions.md §47): `Mcp-Session-Id` is a
