@@ -142,7 +142,8 @@ describe('methods, the index and the challenges of every URL (embedded, memory s
       ['baseUrl', '/agents/a_123', 'GET, HEAD'],
       ['apiUrl', '/agent/signup/start', 'POST'],
       ['apiUrl', '/oauth/token', 'POST'],
-      ['apiUrl', '/mcp', 'POST'],
+      // GET and DELETE: a 2025-11-25 session's stream and its end.
+      ['apiUrl', '/mcp', 'POST, GET, DELETE'],
     ] as const;
 
     it.each(cases)('answers OPTIONS on {%s}%s, not a preflight, with 204 and Allow: %s; a preflight as before', async (root, path, allow) => {
