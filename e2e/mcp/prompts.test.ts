@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { post } from '../support/agent.js';
 import { FAST_PASSWORDS } from '../support/env.js';
-import { ERAS, type EraClient, eraClient, type PromptAnswer } from '../support/mcp-eras.js';
+import { ERAS, eraSuite, type PromptAnswer } from '../support/mcp-eras.js';
 
 interface Agent {
   token: string;
@@ -40,19 +40,7 @@ describe('MCP prompts at {api_url}/mcp (embedded)', () => {
   let reply: string;
   /** bob's own post naming ada: a mention. */
   let mention: string;
-  const clients: EraClient[] = [];
-
-  async function rest(path: string, token?: string): Promise<unknown> {
-    const answer = await fetch(`${app.urls.baseUrl}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-    expect(answer.status, path).toBe(200);
-    return answer.json();
-  }
-
-  async function client(era: (typeof ERAS)[number], token?: string): Promise<EraClient> {
-    const made = await eraClient(app, era, token);
-    clients.push(made);
-    return made;
-  }
+  const { rest, client, close } = eraSuite(() => app);
 
   beforeAll(async () => {
     app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
@@ -70,7 +58,7 @@ describe('MCP prompts at {api_url}/mcp (embedded)', () => {
   });
 
   afterAll(async () => {
-    for (const one of clients) await one.close();
+    await close();
     await app.stop();
   });
 

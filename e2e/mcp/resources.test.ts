@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Embedded, startEmbedded } from '../../launcher/src/embedded.js';
 import { post } from '../support/agent.js';
 import { FAST_PASSWORDS } from '../support/env.js';
-import { ERAS, type EraClient, eraClient, refusalProblem } from '../support/mcp-eras.js';
+import { ERAS, eraSuite, refusalProblem } from '../support/mcp-eras.js';
 
 interface Agent {
   token: string;
@@ -31,19 +31,7 @@ describe('MCP resources at {api_url}/mcp (embedded)', () => {
   /** Posts and sends messages, reads nothing of its own. */
   let bob: Agent;
   let root: string;
-  const clients: EraClient[] = [];
-
-  async function rest(path: string, token?: string): Promise<unknown> {
-    const answer = await fetch(`${app.urls.baseUrl}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-    expect(answer.status, path).toBe(200);
-    return answer.json();
-  }
-
-  async function client(era: (typeof ERAS)[number], token?: string): Promise<EraClient> {
-    const made = await eraClient(app, era, token);
-    clients.push(made);
-    return made;
-  }
+  const { rest, client, close } = eraSuite(() => app);
 
   beforeAll(async () => {
     app = await startEmbedded({ ...FAST_PASSWORDS, LOG_LEVEL: 'silent', PORT: String(await freePort()), QUOTA_PER_ADDRESS: '100000' });
@@ -62,7 +50,7 @@ describe('MCP resources at {api_url}/mcp (embedded)', () => {
   });
 
   afterAll(async () => {
-    for (const one of clients) await one.close();
+    await close();
     await app.stop();
   });
 

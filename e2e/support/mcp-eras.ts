@@ -128,3 +128,31 @@ export function refusalProblem(refusal: Refusal): Problem {
   const parsed = JSON.parse(refusal.body.slice(start, refusal.body.lastIndexOf('}') + 1)) as { error: { code: number; data: Problem } };
   return parsed.error.data;
 }
+
+/** What a suite of both eras shares: REST reads to compare with, and the clients it opened, closed together. */
+export interface EraSuite {
+  /** A REST read's JSON, which must answer 200. */
+  rest(path: string, token?: string): Promise<unknown>;
+  client(era: Era, token?: string): Promise<EraClient>;
+  close(): Promise<void>;
+}
+
+/** An EraSuite against the product `app()` names (set in the suite's beforeAll). */
+export function eraSuite(app: () => Embedded): EraSuite {
+  const clients: EraClient[] = [];
+  return {
+    async rest(path, token) {
+      const answer = await fetch(`${app().urls.baseUrl}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      if (answer.status !== 200) throw new Error(`GET ${path} answered ${answer.status}: ${(await answer.text()).slice(0, 300)}`);
+      return answer.json();
+    },
+    async client(era, token) {
+      const made = await eraClient(app(), era, token);
+      clients.push(made);
+      return made;
+    },
+    async close() {
+      for (const one of clients.splice(0)) await one.close();
+    },
+  };
+}
