@@ -12,7 +12,7 @@ function goBin(): string {
   }
 }
 
-/** The path of a Go-built tool scripts/install-tools.sh builds (helm, kubectl-validate, k6); throws, saying how to build it, when it is missing. */
+/** The path of a Go-built tool scripts/install-tools.sh builds (helm, kubectl-validate, k6, promtool, jaeger); throws, saying how to build it, when it is missing. */
 export function goTool(name: string): string {
   const path = join(goBin(), name);
   if (!existsSync(path)) throw new Error(`${path} is missing: build it with \`bash scripts/install-tools.sh\` (about 15 minutes the first time)`);
