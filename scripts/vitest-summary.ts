@@ -1,6 +1,12 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Ends the run with one plain line, `tests: N passed, N failed, N skipped`, that any CI can read (and the files whose setup failed). */
+/** How many of the slowest files the summary names: where to look first when the suite grows slower. */
+const SLOWEST = 8;
+
+/**
+ * Ends the run with one plain line, `tests: N passed, N failed, N skipped`, that any CI can read (and
+ * the files whose setup failed), after the slowest files of a run of more than one file.
+ */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     let passed = 0;
@@ -16,6 +22,13 @@ export default class SummaryReporter implements Reporter {
         else if (state === 'failed') failed += 1;
         else skipped += 1;
       }
+    }
+    if (testModules.length > SLOWEST) {
+      const slowest = [...testModules]
+        .map((module) => ({ file: module.relativeModuleId, ms: module.diagnostic().duration + module.diagnostic().collectDuration }))
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, SLOWEST);
+      process.stdout.write(`\nslowest files:\n${slowest.map(({ file, ms }) => `  ${(ms / 1000).toFixed(1).padStart(6)} s  ${file}`).join('\n')}\n`);
     }
     const broken = brokenFiles === 0 ? '' : `; ${brokenFiles} test files failed outside their tests (a setup hook)`;
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped${broken}\n`);
