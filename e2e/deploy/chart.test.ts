@@ -13,18 +13,18 @@ import { roomEnv } from '@agentroom/room';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { goTool } from '../support/go-tools.js';
+import { goTool, prometheusOperatorCrds } from '../support/go-tools.js';
 
 /**
  * The Helm chart as an SRE meets it: `helm lint --strict` and `helm template` with every values
  * combination that changes what is rendered, every manifest checked by kubectl-validate against
  * the schemas of Kubernetes 1.30 to 1.35, each service's environment checked by that service's
  * own zod schema, and the behaviour people depend on (which objects exist, who may call whom,
- * what rolls on an upgrade). Real helm and kubectl-validate, built by scripts/install-tools.sh.
+ * what rolls on an upgrade). Real helm and kubectl-validate, built by scripts/install-tools.sh;
+ * the ServiceMonitor against the Prometheus Operator's own CRDs.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const chart = join(root, 'charts/agent-room');
-const crds = join(root, 'e2e/fixtures/chart/crds');
 const RELEASE = 'room';
 const NAMESPACE = 'agent-room';
 const FULLNAME = 'room-agent-room';
@@ -288,6 +288,8 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
 };
 
 let work: string;
+/** The Prometheus Operator's CRDs, for kubectl-validate. */
+let crds: string;
 const rendered = new Map<string, Rendered>();
 
 async function readObjects(dir: string): Promise<z.output<typeof object>[]> {
@@ -333,6 +335,7 @@ function of(name: string): Rendered {
 beforeAll(async () => {
   goTool('helm');
   goTool('kubectl-validate');
+  crds = prometheusOperatorCrds();
   work = await mkdtemp(join(tmpdir(), 'agentroom-chart-'));
   await Promise.all(Object.entries(COMBINATIONS).map(async ([name, values]) => rendered.set(name, await render(name, values))));
 });
