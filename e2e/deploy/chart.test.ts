@@ -21,7 +21,7 @@ import { goTool, prometheusOperatorCrds } from '../support/go-tools.js';
  * the schemas of Kubernetes 1.30 to 1.35, each service's environment checked by that service's
  * own zod schema, and the behaviour people depend on (which objects exist, who may call whom,
  * what rolls on an upgrade). Real helm and kubectl-validate, built by scripts/install-tools.sh;
- * the ServiceMonitor against the Prometheus Operator's own CRDs.
+ * the ServiceMonitor and PrometheusRule against the Prometheus Operator's own CRDs.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const chart = join(root, 'charts/agent-room');
@@ -238,7 +238,7 @@ const EXTERNAL_DATABASE_READ_URL = 'postgres://room:pg-replica-s3cret@db-replica
 const COMBINATIONS: Record<string, Record<string, unknown>> = {
   /** Out of the box: bundled Redis and PostgreSQL, fixed replicas, no Ingress, NetworkPolicies, no ServiceMonitor. */
   defaults: {},
-  /** External Redis (a cluster) and PostgreSQL (with a read replica) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor. */
+  /** External Redis (a cluster) and PostgreSQL (with a read replica) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor and the PrometheusRule. */
   'external-url': {
     redis: { external: { url: EXTERNAL_URL }, waitReplicas: 1 },
     postgresql: { external: { url: EXTERNAL_DATABASE_URL, readUrl: EXTERNAL_DATABASE_READ_URL } },
@@ -252,6 +252,11 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     ingress: { enabled: true, className: 'nginx', hosts: ['room.example.com'], tls: [{ secretName: 'room-tls', hosts: ['room.example.com'] }] },
     networkPolicy: { enabled: false },
     serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+    prometheusRules: {
+      enabled: true,
+      labels: { release: 'kube-prometheus-stack' },
+      runbookBaseUrl: 'https://git.example.com/agent-room/blob/main/docs/runbooks',
+    },
   },
   /** External Redis, PostgreSQL (with a read replica) and the cursor key from Secrets you manage, Ingress without TLS, a LoadBalancer, restricted Envoy callers. */
   'external-secret': {
@@ -362,7 +367,7 @@ describe('helm lint and kubectl-validate', () => {
       results.filter((r) => r.status !== 'Success').map((r) => `${file.replace(work, '')}: ${r.message}`),
     );
     expect(failures).toEqual([]);
-    // Every object was looked at, the ServiceMonitor included.
+    // Every object was looked at, the ServiceMonitor and PrometheusRule included.
     const checked = Object.values(report).reduce((n, results) => n + results.length, 0);
     expect(checked).toBe([...rendered.values()].reduce((n, r) => n + r.objects.length, 0));
   });
