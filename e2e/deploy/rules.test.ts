@@ -27,6 +27,8 @@ const RELEASE = 'room';
 const NAMESPACE = 'agent-room';
 const RUNBOOK_BASE = 'https://git.example.com/agent-room/blob/main/docs/runbooks';
 const ON = { prometheusRules: { enabled: true, runbookBaseUrl: RUNBOOK_BASE }, serviceMonitor: { enabled: true } };
+/** The promtool unit-test files of e2e/fixtures/rules/. */
+const UNIT_TESTS = ['causes.test.yaml', 'slo-availability.test.yaml', 'slo-latency.test.yaml'];
 
 const run = promisify(execFile);
 
@@ -111,10 +113,10 @@ describe('the PrometheusRule, checked and unit-tested by promtool', () => {
   });
 
   it('the unit-test files of e2e/fixtures/rules are the ones run below', () => {
-    expect(testFiles).toEqual(['causes.test.yaml', 'slo-availability.test.yaml', 'slo-latency.test.yaml']);
+    expect(testFiles).toEqual(UNIT_TESTS);
   });
 
-  it.concurrent.each(['causes.test.yaml', 'slo-availability.test.yaml', 'slo-latency.test.yaml'])('promtool test rules %s passes', async (name) => {
+  it.concurrent.each(UNIT_TESTS)('promtool test rules %s passes', async (name) => {
     const result = await run(goTool('promtool'), ['test', 'rules', join(work, name)]).catch((error: { stdout?: string; stderr?: string }) => ({
       stdout: `${error.stdout ?? ''}${error.stderr ?? String(error)}`,
     }));
@@ -176,13 +178,19 @@ describe('alerts and their runbooks', () => {
     expect(selectors.filter((expr) => expr.includes('agentroom_')).every((expr) => expr.includes(`namespace="${NAMESPACE}"`))).toBe(true);
   });
 
-  it('off by default, and refused without runbookBaseUrl when on', async () => {
+  it('off by default; refused without runbookBaseUrl, or with alert labels that would replace the severity', async () => {
     expect((await render({})).filter((o) => o.kind === 'PrometheusRule')).toEqual([]);
     const refused = await render({ prometheusRules: { enabled: true } }).then(
       () => '',
       (error: { stderr?: string }) => error.stderr ?? String(error),
     );
     expect(refused).toContain('prometheusRules.runbookBaseUrl is required');
+    // The severity is the chart's to set: Alertmanager's routes depend on page and ticket.
+    const overridden = await render({ prometheusRules: { ...ON.prometheusRules, alertLabels: { severity: 'critical' } } }).then(
+      () => '',
+      (error: { stderr?: string }) => error.stderr ?? String(error),
+    );
+    expect(overridden).toContain('/prometheusRules/alertLabels');
   });
 });
 
