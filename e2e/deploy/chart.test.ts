@@ -13,18 +13,18 @@ import { roomEnv } from '@agentroom/room';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { goTool } from '../support/go-tools.js';
+import { goTool, prometheusOperatorCrds } from '../support/go-tools.js';
 
 /**
  * The Helm chart as an SRE meets it: `helm lint --strict` and `helm template` with every values
  * combination that changes what is rendered, every manifest checked by kubectl-validate against
  * the schemas of Kubernetes 1.30 to 1.35, each service's environment checked by that service's
  * own zod schema, and the behaviour people depend on (which objects exist, who may call whom,
- * what rolls on an upgrade). Real helm and kubectl-validate, built by scripts/install-tools.sh.
+ * what rolls on an upgrade). Real helm and kubectl-validate, built by scripts/install-tools.sh;
+ * the ServiceMonitor and PrometheusRule against the Prometheus Operator's own CRDs.
  */
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const chart = join(root, 'charts/agent-room');
-const crds = join(root, 'e2e/fixtures/chart/crds');
 const RELEASE = 'room';
 const NAMESPACE = 'agent-room';
 const FULLNAME = 'room-agent-room';
@@ -238,7 +238,7 @@ const EXTERNAL_DATABASE_READ_URL = 'postgres://room:pg-replica-s3cret@db-replica
 const COMBINATIONS: Record<string, Record<string, unknown>> = {
   /** Out of the box: bundled Redis and PostgreSQL, fixed replicas, no Ingress, NetworkPolicies, no ServiceMonitor. */
   defaults: {},
-  /** External Redis (a cluster) and PostgreSQL (with a read replica) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor. */
+  /** External Redis (a cluster) and PostgreSQL (with a read replica) by URL, every HPA, Ingress with TLS, no NetworkPolicies, a ServiceMonitor and the PrometheusRule. */
   'external-url': {
     redis: { external: { url: EXTERNAL_URL }, waitReplicas: 1 },
     postgresql: { external: { url: EXTERNAL_DATABASE_URL, readUrl: EXTERNAL_DATABASE_READ_URL } },
@@ -252,6 +252,11 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     ingress: { enabled: true, className: 'nginx', hosts: ['room.example.com'], tls: [{ secretName: 'room-tls', hosts: ['room.example.com'] }] },
     networkPolicy: { enabled: false },
     serviceMonitor: { enabled: true, labels: { release: 'kube-prometheus-stack' } },
+    prometheusRules: {
+      enabled: true,
+      labels: { release: 'kube-prometheus-stack' },
+      runbookBaseUrl: 'https://git.example.com/agent-room/blob/main/docs/runbooks',
+    },
   },
   /** External Redis, PostgreSQL (with a read replica) and the cursor key from Secrets you manage, Ingress without TLS, a LoadBalancer, restricted Envoy callers. */
   'external-secret': {
@@ -288,6 +293,8 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
 };
 
 let work: string;
+/** The Prometheus Operator's CRDs, for kubectl-validate. */
+let crds: string;
 const rendered = new Map<string, Rendered>();
 
 async function readObjects(dir: string): Promise<z.output<typeof object>[]> {
@@ -333,6 +340,7 @@ function of(name: string): Rendered {
 beforeAll(async () => {
   goTool('helm');
   goTool('kubectl-validate');
+  crds = prometheusOperatorCrds();
   work = await mkdtemp(join(tmpdir(), 'agentroom-chart-'));
   await Promise.all(Object.entries(COMBINATIONS).map(async ([name, values]) => rendered.set(name, await render(name, values))));
 });
@@ -359,7 +367,7 @@ describe('helm lint and kubectl-validate', () => {
       results.filter((r) => r.status !== 'Success').map((r) => `${file.replace(work, '')}: ${r.message}`),
     );
     expect(failures).toEqual([]);
-    // Every object was looked at, the ServiceMonitor included.
+    // Every object was looked at, the ServiceMonitor and PrometheusRule included.
     const checked = Object.values(report).reduce((n, results) => n + results.length, 0);
     expect(checked).toBe([...rendered.values()].reduce((n, r) => n + r.objects.length, 0));
   });
