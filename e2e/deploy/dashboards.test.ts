@@ -147,6 +147,22 @@ describe('the Grafana dashboards in the chart', () => {
     }
   });
 
+  it("names as job only the services the chart's ServiceMonitor scrapes (its job label is the component's name)", async () => {
+    const { objects } = await render('scraped', { serviceMonitor: { enabled: true } });
+    const scraped = new Set(
+      objects
+        .map((o) => o as { kind?: string; metadata?: { labels?: Record<string, string> } })
+        .filter((o) => o.kind === 'Service' && o.metadata?.labels?.['agent-room.dev/metrics'] === 'true')
+        .map((o) => o.metadata?.labels?.['app.kubernetes.io/component']),
+    );
+    expect(scraped.size).toBe(6);
+    const named = new Set<string>();
+    for (const file of files)
+      for (const match of (await readFile(join(dashboardsDir, file), 'utf8')).matchAll(/job=\\"([^\\"]+)\\"/g)) named.add(match[1] ?? '');
+    expect(named.size).toBeGreaterThan(0);
+    for (const job of named) expect(scraped, `job="${job}"`).toContain(job);
+  });
+
   it('passes helm lint --strict and kubectl-validate when on', async () => {
     const { dir } = await render('validate', ON);
     const { stdout } = await run(goTool('helm'), ['lint', '--strict', chart, '--namespace', NAMESPACE, '--values', join(work, 'validate', 'values.json')]);
