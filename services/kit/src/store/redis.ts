@@ -154,7 +154,8 @@ function reportConnectionTrouble(redis: RedisClient, name: string, log?: Logger)
 /**
  * `agentroom_redis_up{service=name}` follows the client's state: 1 while it is ready, 0 from the
  * moment its connection closes (reconnecting, or quit) until it is ready again. A cluster client
- * closes once it has lost every node it was connected to; one master lost shows in its commands' 503s.
+ * closes once it has lost every node it was connected to; one master lost shows in its commands' 503s
+ * (docs/decisions.md §52).
  */
 function reportReadiness(redis: RedisClient, name: string): void {
   const up = redisUp.labels(name);
