@@ -193,6 +193,14 @@ export class MemoryDeliveryStore implements DeliveryStore {
     return Promise.resolve(this.entries.size + this.scheduled.length);
   }
 
+  oldestAgeMs(now: number): Promise<number> {
+    // Entries keep the order they were queued in, and an entry's id starts with its time (as Redis's).
+    const [first] = this.entries.keys();
+    const since = [first === undefined ? Infinity : Number(first.split('-')[0]), ...this.scheduled.map((item) => item.dueAt)];
+    const oldest = Math.min(...since);
+    return Promise.resolve(oldest <= now ? now - oldest : 0);
+  }
+
   acquireLease(owner: string, ttlMs: number): Promise<boolean> {
     return this.lease.acquireLease(owner, ttlMs);
   }

@@ -292,6 +292,20 @@ export class RedisDeliveryStore implements DeliveryStore {
     return length + scheduled;
   }
 
+  async oldestAgeMs(now: number): Promise<number> {
+    // Two reads of one element each, as cheap as depth's: the stream's first entry (its id is the
+    // time Redis queued it) and the earliest scheduled retry (its score is when it falls due).
+    const [first, earliest] = await Promise.all([
+      this.redis.xrange(this.streamKey, '-', '+', 'COUNT', 1),
+      this.redis.zrange(this.scheduledKey, 0, '0', 'WITHSCORES') as Promise<string[]>,
+    ]);
+    const queuedAt = first[0] === undefined ? Infinity : Number(first[0][0].split('-')[0]);
+    const dueAt = earliest[1] === undefined ? Infinity : Number(earliest[1]);
+    const oldest = Math.min(queuedAt, dueAt);
+    // Redis's clock and ours may differ by a little: never a negative age.
+    return oldest <= now ? now - oldest : 0;
+  }
+
   acquireLease(owner: string, ttlMs: number): Promise<boolean> {
     return this.lease.acquireLease(owner, ttlMs);
   }

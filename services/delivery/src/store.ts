@@ -61,6 +61,11 @@ export interface DeliveryStore extends LeaseStore {
   promoteDue(now: number, limit: number): Promise<number>;
   /** Jobs waiting: queued (in flight included) plus scheduled. */
   depth(): Promise<number>;
+  /**
+   * How long (ms) the oldest job waiting has waited at `now`: a queued one (in flight included) since
+   * it was queued, a scheduled retry since it fell due; 0 when none waits.
+   */
+  oldestAgeMs(now: number): Promise<number>;
   /** Throws when storage cannot be reached. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { fetchGuarded, type OutboundPolicy, OutboundRefusal, type ResolvedAddress } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
-import { webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth } from '@agentroom/kit/metrics';
+import { webhookDeliveries, webhookDeliveryLatency, webhookQueueDepth, webhookQueueOldestAge } from '@agentroom/kit/metrics';
 import { pauseUnlessAborted as sleep } from '@agentroom/kit/process';
 import { Webhook as Signer } from 'standardwebhooks';
 import { currentBody, type RemovalLookup } from './removals.js';
@@ -108,13 +108,15 @@ export class DeliveryWorker {
     this.slotFreed?.();
   }
 
-  /** Moves due retries back to the queue, and reports the queue's depth. */
+  /** Moves due retries back to the queue, and reports the queue's depth and the age of its oldest job. */
   private async tend(): Promise<void> {
     const stop = this.stopping.signal;
     while (!stop.aborted) {
       try {
         while ((await this.store.promoteDue(Date.now(), 100)) === 100 && !stop.aborted);
-        webhookQueueDepth.set(await this.store.depth());
+        const [depth, oldestMs] = await Promise.all([this.store.depth(), this.store.oldestAgeMs(Date.now())]);
+        webhookQueueDepth.set(depth);
+        webhookQueueOldestAge.set(oldestMs / 1000);
       } catch {
         // Storage unreachable: the reading loop reports it.
       }

@@ -188,6 +188,36 @@ describe.each(implementations)('DeliveryStore contract, queue: %s', (_name, make
     expect(await store.claim('worker-c', 5, 200, 0)).toEqual([]);
   });
 
+  it('says how long its oldest job has waited: one queued (in flight too) since it was queued, a retry since it fell due, 0 when none', async () => {
+    const store = makeStore();
+    expect(await store.oldestAgeMs(Date.now())).toBe(0);
+    const before = Date.now();
+    await store.enqueue([job(1), job(2)]);
+    const after = Date.now();
+    await sleep(200);
+    let now = Date.now();
+    // Each queued at a time between before and after: its age now lies between.
+    expect(await store.oldestAgeMs(now)).toBeGreaterThanOrEqual(now - after);
+    expect(await store.oldestAgeMs(now)).toBeLessThanOrEqual(now - before);
+    const taken = await store.claim('worker-a', 2, 60_000, 0);
+    now = Date.now();
+    expect(await store.oldestAgeMs(now)).toBeGreaterThanOrEqual(now - after);
+    await store.ack(taken[0]!.entryId);
+    now = Date.now();
+    expect(await store.oldestAgeMs(now)).toBeGreaterThanOrEqual(now - after);
+    // A retry due later waits for its time, not for a worker: it has no age yet.
+    await store.reschedule(taken[1]!.entryId, { ...taken[1]!.job, attempt: 2 }, Date.now() + 60_000);
+    expect(await store.oldestAgeMs(Date.now())).toBe(0);
+    // One due a second ago and not moved back yet has waited that second.
+    await store.enqueue([job(3)]);
+    const [third] = await store.claim('worker-a', 1, 60_000, 0);
+    const due = Date.now() - 1_000;
+    await store.reschedule(third!.entryId, third!.job, due);
+    now = Date.now();
+    expect(await store.oldestAgeMs(now)).toBe(now - due);
+    expect(await store.oldestAgeMs(due - 10)).toBe(0);
+  });
+
   it('wakes a waiting consumer as soon as a job is queued', async () => {
     const store = makeStore();
     await store.claim('worker-a', 1, 60_000, 0); // the group exists

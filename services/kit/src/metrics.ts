@@ -76,6 +76,13 @@ export const unreplicatedWrites = new client.Counter({
   registers: [registry],
 });
 
+export const redisUp = new client.Gauge({
+  name: 'agentroom_redis_up',
+  help: "1 while this process's Redis connection (or Redis Cluster client) is ready for commands, 0 while it is lost and reconnecting, by service.",
+  labelNames: ['service'] as const,
+  registers: [registry],
+});
+
 export const feedbackReceived = new client.Counter({
   name: 'agentroom_feedback_received_total',
   help: 'Reports received through POST {api_url}/agent/feedback.',
@@ -160,6 +167,12 @@ export const notifierLag = new client.Histogram({
 export const webhookQueueDepth = new client.Gauge({
   name: 'agentroom_webhook_queue_depth',
   help: "Webhook deliveries waiting in delivery's queue: ready to be attempted (the stream's length, those in flight included) plus retries scheduled for later.",
+  registers: [registry],
+});
+
+export const webhookQueueOldestAge = new client.Gauge({
+  name: 'agentroom_webhook_queue_oldest_age_seconds',
+  help: 'Seconds the oldest webhook delivery waiting to be attempted has waited (since it was queued, or since its retry fell due; one in flight counts until it ends); 0 when none waits.',
   registers: [registry],
 });
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Cluster, type ClusterNode, Redis } from 'ioredis';
 import { redisClusterNodes, withoutPassword } from '../config.js';
 import type { Logger } from '../log.js';
-import { unreplicatedWrites } from '../metrics.js';
+import { redisUp, unreplicatedWrites } from '../metrics.js';
 import { StartupError } from '../startup.js';
 
 export { Cluster, Redis } from 'ioredis';
@@ -152,6 +152,19 @@ function reportConnectionTrouble(redis: RedisClient, name: string, log?: Logger)
 }
 
 /**
+ * `agentroom_redis_up{service=name}` follows the client's state: 1 while it is ready, 0 from the
+ * moment its connection closes (reconnecting, or quit) until it is ready again. A cluster client
+ * closes once it has lost every node it was connected to; one master lost shows in its commands' 503s
+ * (docs/decisions.md §52).
+ */
+function reportReadiness(redis: RedisClient, name: string): void {
+  const up = redisUp.labels(name);
+  up.set(redis.status === 'ready' ? 1 : 0);
+  redis.on('ready', () => up.set(1));
+  for (const down of ['close', 'end']) redis.on(down, () => up.set(0));
+}
+
+/**
  * Connects and checks that Redis answers, and is 7.0 or newer, so a service with a wrong REDIS_URL
  * refuses to start with one line that says what is wrong (nothing listens, the password is refused,
  * the server is too old…) and what to do, instead of failing its first requests. Nothing is logged
@@ -192,6 +205,7 @@ export async function openRedis(url: string, name: string, log?: Logger, options
   }
   redis.off('error', remember);
   reportConnectionTrouble(redis, name, log);
+  reportReadiness(redis, name);
   if (options.replicaWait && replicas > 0) {
     replicaWaits.set(redis, new ReplicaWait(replicas, options.replicaWait.timeoutMs, name, log));
     log?.info(
