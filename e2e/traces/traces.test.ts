@@ -109,10 +109,14 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
    */
   const traceWith = async (traceId: string, service: string, name: string, callerSpanId?: string): Promise<JaegerTrace> => {
     let trace: JaegerTrace | undefined;
-    await until(`${service}'s span ${name} in the trace`, async () => {
-      trace = await jaeger.trace(traceId);
-      return trace?.spans.some((span) => span.service === service && span.name === name) ?? false;
-    });
+    await until(
+      `${service}'s span ${name} in the trace`,
+      async () => {
+        trace = await jaeger.trace(traceId);
+        return trace?.spans.some((span) => span.service === service && span.name === name) ?? false;
+      },
+      10_000,
+    );
     if (callerSpanId !== undefined) {
       await until(
         'every parent in the trace',
@@ -168,13 +172,17 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
     const trace = await traceWith(caller.traceId, 'edge', 'createPost');
     const spanIds = new Set(trace.spans.map((span) => span.spanId));
     let line: { trace_id?: string; span_id?: string; service?: string } | undefined;
-    await until('a log line of the request', () => {
-      line = cluster.lines
-        .filter((text) => text.includes(caller.traceId))
-        .map((text) => JSON.parse(text) as { trace_id?: string; span_id?: string; service?: string })
-        .find((parsed) => parsed.trace_id === caller.traceId);
-      return Promise.resolve(line !== undefined);
-    });
+    await until(
+      'a log line of the request',
+      () => {
+        line = cluster.lines
+          .filter((text) => text.includes(caller.traceId))
+          .map((text) => JSON.parse(text) as { trace_id?: string; span_id?: string; service?: string })
+          .find((parsed) => parsed.trace_id === caller.traceId);
+        return Promise.resolve(line !== undefined);
+      },
+      10_000,
+    );
     expect(line?.span_id).toMatch(/^[0-9a-f]{16}$/);
     expect(spanIds.has(line?.span_id ?? '')).toBe(true);
   });
