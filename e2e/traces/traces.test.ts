@@ -39,12 +39,13 @@ function only(trace: JaegerTrace | undefined, service: string, name: string): Ja
 }
 
 /** A webhook receiver on loopback: answers 204 and keeps what it got. */
-async function receiver(): Promise<{ server: Server; url: string; received: number }> {
-  const state = { received: 0 };
+async function receiver(): Promise<{ server: Server; url: string; received: number; traceparents: string[] }> {
+  const state = { received: 0, traceparents: [] as string[] };
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       state.received += 1;
+      if (typeof req.headers.traceparent === 'string') state.traceparents.push(req.headers.traceparent);
       res.writeHead(204).end();
     });
   });
@@ -55,6 +56,7 @@ async function receiver(): Promise<{ server: Server; url: string; received: numb
     get received() {
       return state.received;
     },
+    traceparents: state.traceparents,
   };
 }
 
@@ -164,6 +166,8 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
     expect(linksOf(attempt)).toEqual([notify.spanId]);
     expect(attempt.attributes).toMatchObject({ 'http.response.status_code': 204, 'agentroom.webhook.outcome': 'delivered', 'server.address': '127.0.0.1' });
     expect(hook.received).toBeGreaterThanOrEqual(1);
+    // The request itself carries the trace on, from the attempt's HTTP client span.
+    expect(hook.traceparents.some((traceparent) => traceparent.split('-')[1] === caller.traceId)).toBe(true);
   });
 
   it('a log line written within the request carries its trace id and a span id of it', async () => {
