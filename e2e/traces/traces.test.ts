@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { approvedAgent, type RunningCluster, startCluster, until } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Jaeger, type JaegerSpan, type JaegerTrace, startJaeger } from '../support/jaeger.js';
+import { MODERN_REVISION, modernMeta } from '../support/mcp.js';
 
 /** A W3C `traceparent` of our own, sampled, so that the test knows the trace id before it asks. */
 function callerContext(): { traceId: string; spanId: string; traceparent: string } {
@@ -240,5 +241,28 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
     const http = await traceWith(header.traceId, 'edge', 'POST');
     const server = http.spans.find((span) => span.service === 'edge' && span.name === 'POST');
     expect(tool.links).toContainEqual({ traceId: header.traceId, spanId: server?.spanId });
+  });
+
+  it("a 2026-07-28 tools/call's _meta, beside the revision's own envelope, puts the tool call in the caller's trace too", async () => {
+    const meta = callerContext();
+    const response = await fetch(`${cluster.origin}/api/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN_REVISION,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'room_read_posts',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'room_read_posts', arguments: {}, _meta: modernMeta({ traceparent: meta.traceparent }) },
+      }),
+    });
+    expect(response.status).toBe(200);
+    const tool = only(await traceWith(meta.traceId, 'edge', 'tools/call room_read_posts'), 'edge', 'tools/call room_read_posts');
+    expect(parentOf(tool)).toBe(meta.spanId);
   });
 });
