@@ -16,6 +16,7 @@ export const KEYS = [
   'search',
   'record',
   'reference',
+  'tracing',
 ] as const;
 export type Key = (typeof KEYS)[number];
 
@@ -53,6 +54,8 @@ export interface Context {
   servers: Servers;
   /** req/s of a row measured earlier in this run, by id. */
   rateOf(id: string): number | undefined;
+  /** A row measured earlier in this run, by id. */
+  rowOf(id: string): Row | undefined;
 }
 
 /** What a benchmark measures: its row but for the names, which the benchmark carries. */
@@ -64,6 +67,8 @@ export interface Benchmark {
   label: string;
   /** Its targets are shares of the bare baseline's rate: selecting it measures the baselines too. */
   comparesToBare: boolean;
+  /** Rows it states its cost against, by id: selecting it measures them too, before it. */
+  comparesToRows?: readonly string[];
   run(context: Context): Promise<Measurement>;
 }
 

@@ -17,7 +17,7 @@ import { referenceRow } from './reference-row.js';
 import { RECORD_SIZES, searchPGliteRow, searchPostgresRow } from './search-rows.js';
 import { elapsedSeconds, progress } from './progress.js';
 import { describeMachine, machine, writeReport } from './report.js';
-import { type Benchmark, type Key, KEYS, type Row } from './row.js';
+import { BARE_ID, type Benchmark, type Key, KEYS, type Row } from './row.js';
 import { Servers } from './servers.js';
 import { sseRow } from './sse-row.js';
 import { formatTable } from './table.js';
@@ -85,8 +85,10 @@ function selected(argv: readonly string[]): Benchmark[] {
   const unknown = argv.filter((arg) => !(KEYS as readonly string[]).includes(arg));
   if (unknown.length > 0) throw new Error(`unknown benchmark ${unknown.join(', ')}: choose from ${KEYS.join(', ')} (or none for all)`);
   const keys = new Set<Key>(argv.length === 0 ? KEYS : (argv as Key[]));
-  if (BENCHMARKS.some((benchmark) => keys.has(benchmark.key) && benchmark.comparesToBare)) keys.add('baseline');
-  return BENCHMARKS.filter((benchmark) => keys.has(benchmark.key));
+  const ids = new Set(BENCHMARKS.filter((benchmark) => keys.has(benchmark.key)).flatMap((benchmark) => [benchmark.id, ...(benchmark.comparesToRows ?? [])]));
+  if (BENCHMARKS.some((benchmark) => ids.has(benchmark.id) && benchmark.comparesToBare)) ids.add(BARE_ID);
+  if (ids.has(BARE_ID)) keys.add('baseline');
+  return BENCHMARKS.filter((benchmark) => keys.has(benchmark.key) || ids.has(benchmark.id));
 }
 
 /** A row that could not be measured still has its line, saying so; the reason goes to the problems. */
@@ -126,10 +128,11 @@ async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]
   const host = machine();
   progress(`${benchmarks.length} rows: ${benchmarks.map((benchmark) => benchmark.id).join(', ')}`);
   const rows: Row[] = [];
-  const rateOf = (id: string): number | undefined => rows.find((row) => row.id === id)?.reqPerSec;
+  const rowOf = (id: string): Row | undefined => rows.find((row) => row.id === id);
+  const rateOf = (id: string): number | undefined => rowOf(id)?.reqPerSec;
   for (const [i, benchmark] of benchmarks.entries()) {
     progress(`row ${i + 1}/${benchmarks.length}: ${benchmark.label}`);
-    const row = await benchmark.run({ servers, rateOf }).then(
+    const row = await benchmark.run({ servers, rateOf, rowOf }).then(
       (measured): Row => ({ id: benchmark.id, label: benchmark.label, ...measured }),
       (error: unknown) => notMeasured(benchmark, error),
     );

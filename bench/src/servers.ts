@@ -46,6 +46,37 @@ export class Servers {
     );
   }
 
+  /**
+   * The same cluster behind Envoy with tracing on: every process and Envoy export spans over OTLP/HTTP
+   * to the bench's receiver (otlp-sink.ts), `ratio` of requests sampled (OTEL_TRACES_SAMPLER
+   * `parentbased_traceidratio`, Envoy's random sampling at the same share), as the chart sets them.
+   */
+  clusterBehindEnvoyTraced(ratio: number): Promise<ServerChild> {
+    return this.once(`cluster-envoy-traced-${ratio}`, async () => {
+      const receiver = await this.otlpReceiver();
+      return this.product(
+        `cluster-envoy-traced-${ratio}`,
+        './cluster-server.js',
+        `npm run cluster -- --envoy with tracing at ${ratio * 100} % to the bench's OTLP receiver`,
+        {
+          BENCH_CLUSTER_FRONT: 'envoy',
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+          OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: String(ratio),
+        },
+      );
+    });
+  }
+
+  /** The OTLP/HTTP receiver the traced cluster sends its spans to: answers, counts, keeps nothing. */
+  otlpReceiver(): Promise<ServerChild> {
+    return this.once('otlp-receiver', () => {
+      progress("starting the bench's OTLP receiver…");
+      return this.start('otlp-receiver', './otlp-sink.js', withoutTracing(process.env));
+    });
+  }
+
   /** A bare node:http server answering every request with the embedded product's first page of posts. */
   bare(): Promise<ServerChild> {
     return this.once('bare', () => this.baseline('bare', './bare-server.js'));
@@ -86,7 +117,8 @@ export class Servers {
   /** A product: embedded ones with `npm start`'s flags, as users run it; the cluster's launcher with a service's. */
   private async product(name: string, script: string, what: string, env: NodeJS.ProcessEnv = {}, flags?: readonly string[]): Promise<ServerChild> {
     progress(`starting ${what}…`);
-    const server = await this.start(name, script, { ...process.env, ...env }, flags);
+    // Tracing is off unless the row asks for it, whatever the shell that runs the bench has set.
+    const server = await this.start(name, script, { ...withoutTracing(process.env), ...env }, flags);
     if (server.room === undefined) throw new Error(`${name} did not say where its room listens`);
     progress(`seeding ${SEEDED_POSTS.toLocaleString('en-US')} posts through room's gRPC API at ${server.room}…`);
     await seedRoom(server.room, SEEDED_POSTS);
@@ -100,6 +132,11 @@ export class Servers {
     await assertReplays(server, response);
     return server;
   }
+}
+
+/** An environment without the OpenTelemetry SDK's variables: no process of it exports spans. */
+function withoutTracing(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('OTEL_')));
 }
 
 /** A baseline is only fair if it sends exactly what the product sent. */
