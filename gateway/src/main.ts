@@ -3,10 +3,15 @@ import './node-version.js';
 import { loadConfigOrExit, publicUrls } from '@agentroom/kit/config';
 import { createLogger } from '@agentroom/kit/log';
 import { closeHttpServer, exitOnStartupFailure, leaveKeepAlive, runUntilSignal } from '@agentroom/kit/process';
+import { startTelemetry } from '@agentroom/kit/telemetry';
 import { routerEnv } from './config.js';
-import { endLiveStreams, startRouter } from './router.js';
-import { resolveRoutes } from './routes.js';
-import { discoveryDocuments } from './discovery.js';
+
+// Tracing (when OTEL_* turns it on) starts before the router's modules load, so that its calls to
+// edge and auth over node:http are patched and carry the trace on (docs/decisions.md §49).
+await startTelemetry('router');
+const { endLiveStreams, startRouter } = await import('./router.js');
+const { resolveRoutes } = await import('./routes.js');
+const { discoveryDocuments } = await import('./discovery.js');
 
 const config = loadConfigOrExit(routerEnv, 'router');
 const log = createLogger('router', config.LOG_LEVEL, config.LOG_FORMAT);

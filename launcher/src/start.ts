@@ -4,10 +4,15 @@ import { setFlagsFromString } from 'node:v8';
 import { loadConfigOrExit } from '@agentroom/kit/config';
 import { createLogger, quietStartup } from '@agentroom/kit/log';
 import { assertPortFree, closeHttpServer, exitOnSignal, exitOnStartupFailure, startAdminServer } from '@agentroom/kit/process';
+import { startTelemetry } from '@agentroom/kit/telemetry';
 import { banner } from './banner.js';
 import { embeddedEnv } from './config.js';
-import { seedDemo } from './demo.js';
-import { startEmbedded } from './embedded.js';
+
+// One SDK for the whole process, `service.name` agent-room (OTEL_SERVICE_NAME names it otherwise),
+// started before the services' modules load so that their libraries are patched (docs/decisions.md §49).
+await startTelemetry('agent-room');
+const { seedDemo } = await import('./demo.js');
+const { startEmbedded } = await import('./embedded.js');
 
 // V8 lets its heap grow to up to four times what survived its last full collection when the
 // machine has memory to spare: under a steady stream of posts, this process then held four to five

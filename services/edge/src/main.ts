@@ -1,7 +1,12 @@
 import { loadConfigOrExit } from '@agentroom/kit/config';
 import { createLogger } from '@agentroom/kit/log';
 import { exitOnStartupFailure, runUntilSignal } from '@agentroom/kit/process';
-import { edgeEnv, start } from './index.js';
+import { startTelemetry } from '@agentroom/kit/telemetry';
+
+// Tracing (when OTEL_* turns it on) starts before the service's modules load: its instrumentations
+// patch express, gRPC, ioredis and pg as they are imported (docs/decisions.md §49).
+await startTelemetry('edge');
+const { edgeEnv, start } = await import('./index.js');
 
 const config = loadConfigOrExit(edgeEnv, 'edge');
 const log = createLogger('edge', config.LOG_LEVEL, config.LOG_FORMAT);

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { type Dependency, Probes, startAdminServer } from './admin.js';
 import type { Logger } from './log.js';
 import { onParentGone, type ParentWatch } from './parent.js';
+import { stopTelemetry } from './telemetry.js';
 
 /**
  * Closes an HTTP server gracefully: stop accepting, let in-flight requests finish, drop idle
@@ -65,16 +66,19 @@ export function exitOnSignal(log: Logger, stop: () => Promise<void>, parent: Par
   const shutDown = (why: Record<string, unknown>, message: string): void => {
     stopping = true;
     log.info(why, message);
-    stop().then(
-      () => {
-        log.info('stopped');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    // The spans of the last requests are sent before the process exits (nothing to do when tracing is off).
+    stop()
+      .then(stopTelemetry)
+      .then(
+        () => {
+          log.info('stopped');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          log.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) {

@@ -1,6 +1,7 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import { currentContext } from './context.js';
+import { activeTraceIds } from './trace.js';
 
 export type { DestinationStream, Logger } from 'pino';
 
@@ -26,13 +27,15 @@ function prettyDestination(): DestinationStream {
   if (prettyStdout) return prettyStdout;
   const render = prettyFactory({
     translateTime: 'SYS:HH:MM:ss.l',
-    ignore: 'pid,hostname,service,requestId,http',
+    ignore: 'pid,hostname,service,requestId,http,trace_id,span_id',
     singleLine: true,
     messageFormat: (log, messageKey) => {
       const service = typeof log.service === 'string' ? `${log.service}: ` : '';
       const message = log[messageKey];
       const requestId = typeof log.requestId === 'string' ? ` (request ${log.requestId})` : '';
-      return `${service}${typeof message === 'string' ? message : ''}${requestId}`;
+      // 8 hex digits tell traces apart by eye and find the JSON lines, which carry it whole.
+      const traceId = typeof log.trace_id === 'string' ? ` (trace ${log.trace_id.slice(0, 8)})` : '';
+      return `${service}${typeof message === 'string' ? message : ''}${requestId}${traceId}`;
     },
   });
   prettyStdout = {
@@ -74,7 +77,8 @@ function jsonStdout(): DestinationStream {
 }
 
 /**
- * Logs to stdout with `service` on every line and the current `requestId` when there is one: JSON
+ * Logs to stdout with `service` on every line, the current `requestId` when there is one and the
+ * current span's `trace_id` and `span_id` when tracing is on: JSON
  * (`format` `json`, the default) or readable lines (`pretty`, see LOG_FORMAT). A destination
  * stream instead of a format receives the JSON lines (tests).
  * Secrets never reach a log line: the paths below are redacted wherever they appear.
@@ -88,9 +92,10 @@ export function createLogger(service: string, level = 'info', output: LogFormat 
       paths: ['authorization', '*.authorization', 'headers.authorization', 'password', '*.password', 'token', '*.token'],
       censor: '[redacted]',
     },
+    // The trace of the current span, when tracing is on and a span is current: a line leads to its trace.
     mixin() {
       const context = currentContext();
-      return context ? { requestId: context.requestId } : {};
+      return { ...(context ? { requestId: context.requestId } : {}), ...activeTraceIds() };
     },
   };
   return pino(options, logDestination(output));
