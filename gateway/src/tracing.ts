@@ -1,10 +1,12 @@
 // Envoy's tracing from the standard OpenTelemetry variables the services read, so that one set of
 // OTEL_* settings turns on every span of a request, Envoy's first one included (docs/decisions.md §50).
+import { telemetryEnv, tracingEnabled } from '@agentroom/kit/telemetry';
 import { z } from 'zod';
 import type { EnvoyTracing } from './envoy.js';
 
 const blankIsUnset = (value: unknown): unknown => (typeof value === 'string' && value.trim() === '' ? undefined : value);
 
+/** An OTLP receiver Envoy can send to: the URL the services take, over plain HTTP. */
 const otlpUrl = z.preprocess(
   blankIsUnset,
   z
@@ -15,31 +17,17 @@ const otlpUrl = z.preprocess(
     .optional(),
 );
 
-const protocol = z.preprocess(blankIsUnset, z.enum(['http/protobuf', 'http/json', 'grpc']).optional());
-
-/** The OpenTelemetry SDK's own variables (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/) that decide Envoy's tracing. */
-export const tracingEnv = z.object({
-  OTEL_SDK_DISABLED: z.preprocess(blankIsUnset, z.enum(['true', 'false']).optional()),
-  OTEL_TRACES_EXPORTER: z.preprocess(blankIsUnset, z.string().optional()),
-  OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl,
-  OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: protocol,
-  OTEL_TRACES_SAMPLER: z.preprocess(
-    blankIsUnset,
-    z.enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']).optional(),
-  ),
-  OTEL_TRACES_SAMPLER_ARG: z.preprocess(blankIsUnset, z.coerce.number().min(0).max(1).optional()),
-});
+/**
+ * The OpenTelemetry SDK's variables as the services read them (kit's telemetryEnv), with the
+ * receivers Envoy can reach: one set of OTEL_* settings for Envoy and every process.
+ */
+export const tracingEnv = telemetryEnv.extend({ OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpUrl });
 
 export type TracingEnv = z.output<typeof tracingEnv>;
 
-/** Whether the services export spans: as their SDK decides, an OTLP exporter named or an OTLP endpoint set, unless the SDK is disabled. */
+/** Whether the services export spans, as their SDK decides (an OTLP exporter or endpoint, unless disabled). */
 export function tracesExported(env: TracingEnv): boolean {
-  if (env.OTEL_SDK_DISABLED === 'true') return false;
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((name) => name.trim());
-  if (exporters.includes('none')) return false;
-  return exporters.includes('otlp') || env.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+  return tracingEnabled(env);
 }
 
 /**
