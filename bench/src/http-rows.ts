@@ -5,8 +5,7 @@ import { approvedToken } from '@agentroom/testkit';
 import { type LoadRun, measure, measureAtRate } from './load.js';
 import { mcpReadPosts } from './mcp.js';
 import { cursorPaths, LIST_POSTS_PATH, page } from './pages.js';
-import { z } from 'zod';
-import { atMostCheck, BARE_ID, type Benchmark, type Check, type Context, figure, type Key, percent, reported, type Row, shareCheck } from './row.js';
+import { atMostCheck, BARE_ID, type Benchmark, type Check, type Context, type Key, shareCheck } from './row.js';
 import { type Servers } from './servers.js';
 import { type LoadTarget } from './target.js';
 
@@ -26,8 +25,6 @@ interface HttpBenchmark {
   maxCpuMsPerRequest?: number;
   /** Then a run at half the measured rate, whose p99 must stay under this. */
   maxHalfRateP99Ms?: number;
-  /** A row with tracing on: its cost stated against the same row with tracing off, by id, and the spans its receiver got. */
-  tracedAgainst?: string;
 }
 
 /** A measured HTTP row: a warm-up, the measured run, and a run at half its rate when asked for. */
@@ -36,15 +33,11 @@ function http(spec: HttpBenchmark): Benchmark {
     id: spec.id,
     key: spec.key,
     label: spec.label,
-    comparesToBare: spec.id !== BARE_ID && spec.tracedAgainst === undefined,
-    ...(spec.tracedAgainst === undefined ? {} : { comparesToRows: [spec.tracedAgainst] }),
-    async run({ servers, rateOf, rowOf }: Context) {
+    comparesToBare: spec.id !== BARE_ID,
+    async run({ servers, rateOf }: Context) {
       const server = await spec.server(servers);
       const target = await spec.target(server);
-      const receiver = spec.tracedAgainst === undefined ? undefined : await servers.otlpReceiver();
-      const before = receiver && (await receiverStats(receiver));
       const full = await measure(spec.label, target, server.pids);
-      const spans = receiver && before && difference(await receiverStats(receiver), before);
       let half: LoadRun | undefined;
       if (spec.maxHalfRateP99Ms !== undefined)
         half = await measureAtRate(`${spec.label} at half rate`, target, server.pids, Math.max(1, Math.round(full.reqPerSec / 2)));
@@ -55,67 +48,21 @@ function http(spec: HttpBenchmark): Benchmark {
       if (spec.maxCpuMsPerRequest !== undefined) checks.push(atMostCheck('CPU', full.cpuMsPerRequest, spec.maxCpuMsPerRequest, 'ms/req'));
       if (half && spec.maxHalfRateP99Ms !== undefined)
         checks.push(atMostCheck('p99 at ½ rate', half.p99Ms, spec.maxHalfRateP99Ms, 'ms', ` at ${Math.round(half.reqPerSec).toLocaleString('en-US')} req/s`));
-      const problems = [...full.problems, ...(half?.problems ?? [])];
-      if (spec.tracedAgainst !== undefined) {
-        checks.push(...tracingCost(full, rowOf(spec.tracedAgainst)));
-        // Spans that never left would make tracing look free: Envoy and the services must both have exported.
-        if (spans === undefined || spans.exports === 0) problems.push(`${spec.label}: no span reached the OTLP receiver during the run`);
-        else if (Object.keys(spans.byAgent).length < 2)
-          problems.push(`${spec.label}: only ${Object.keys(spans.byAgent).join(', ')} exported spans (Envoy and the services should both)`);
-      }
       return {
         reqPerSec: full.reqPerSec,
         p50Ms: full.p50Ms,
         p99Ms: full.p99Ms,
         cpuMsPerRequest: full.cpuMsPerRequest,
         checks,
-        problems,
-        details: {
-          url: target.url,
-          method: target.method ?? 'GET',
-          processes: Object.keys(server.pids),
-          full,
-          ...(half ? { halfRate: half } : {}),
-          ...(spans ? { otlpReceived: spans } : {}),
-        },
+        problems: [...full.problems, ...(half?.problems ?? [])],
+        details: { url: target.url, method: target.method ?? 'GET', processes: Object.keys(server.pids), full, ...(half ? { halfRate: half } : {}) },
       };
     },
   };
 }
 
-const receiverStatsShape = z.object({ exports: z.number(), bytes: z.number(), byAgent: z.record(z.string(), z.number()) });
-type ReceiverStats = z.infer<typeof receiverStatsShape>;
-
-async function receiverStats(receiver: ServerChild): Promise<ReceiverStats> {
-  return receiverStatsShape.parse(await (await fetch(`${receiver.origin}/stats`)).json());
-}
-
-function difference(after: ReceiverStats, before: ReceiverStats): ReceiverStats {
-  const byAgent = Object.fromEntries(
-    Object.entries(after.byAgent)
-      .map(([agent, count]) => [agent, count - (before.byAgent[agent] ?? 0)] as const)
-      .filter(([, count]) => count > 0),
-  );
-  return { exports: after.exports - before.exports, bytes: after.bytes - before.bytes, byAgent };
-}
-
-/** What tracing costs a row: its rate and CPU time per request beside the same row's with tracing off, measured earlier in the run. */
-function tracingCost(traced: LoadRun, off: Row | undefined): Check[] {
-  const change = (value: number, base: number | undefined): string =>
-    base === undefined || base === 0 ? 'n/a' : `${value >= base ? '+' : '−'}${percent(Math.abs(value / base - 1))}`;
-  return [
-    reported('req/s vs tracing off', change(traced.reqPerSec, off?.reqPerSec)),
-    reported(
-      'CPU vs tracing off',
-      off?.cpuMsPerRequest === undefined
-        ? 'n/a'
-        : `${change(traced.cpuMsPerRequest, off.cpuMsPerRequest)} (${figure(off.cpuMsPerRequest)} → ${figure(traced.cpuMsPerRequest)} ms/req)`,
-    ),
-  ];
-}
-
 /** The first page of posts: checked to hold a full page, then loaded as is. */
-async function firstPage(server: ServerChild): Promise<LoadTarget> {
+export async function firstPage(server: ServerChild): Promise<LoadTarget> {
   await page(server.origin);
   return { url: `${server.origin}${LIST_POSTS_PATH}` };
 }
@@ -133,8 +80,8 @@ export async function createPost(server: ServerChild): Promise<LoadTarget> {
   return { url, method: 'POST', headers, body, uniqueIdempotencyKey: true };
 }
 
-/** MCP's first page, checked against REST's first page on the same server. */
-async function mcpFirstPage(server: ServerChild): Promise<LoadTarget> {
+/** MCP's first page, checked to answer the posts REST's first page answers on the same server. */
+export async function mcpFirstPage(server: ServerChild): Promise<LoadTarget> {
   return mcpReadPosts(server, (await page(server.origin)).ids);
 }
 
@@ -152,7 +99,7 @@ export const HTTP_BENCHMARKS: readonly Benchmark[] = [
     key: 'list',
     label: 'MCP room_read_posts first page, embedded',
     server: (s) => s.embedded(),
-    target: async (server) => mcpReadPosts(server, (await page(server.origin)).ids),
+    target: mcpFirstPage,
     shareOfRow: { id: LIST_EMBEDDED, label: 'listPosts', share: 0.5 },
   }),
   http({
@@ -189,44 +136,5 @@ export const HTTP_BENCHMARKS: readonly Benchmark[] = [
     server: (s) => s.clusterBehindEnvoy(),
     target: createPost,
     ...CREATE_TARGETS,
-  }),
-  // Tracing's cost (docs/decisions.md §50): MCP over the cluster behind Envoy with tracing off, then
-  // the three rows again with tracing on at 10 % and at 100 % of requests sampled.
-  http({
-    id: 'mcp-cluster-envoy',
-    key: 'tracing',
-    label: 'MCP room_read_posts first page, cluster behind Envoy',
-    server: (s) => s.clusterBehindEnvoy(),
-    target: mcpFirstPage,
-  }),
-  ...[0.1, 1].flatMap((ratio) => {
-    const traced = `tracing ${ratio * 100} %`;
-    const server = (s: Servers) => s.clusterBehindEnvoyTraced(ratio);
-    return [
-      http({
-        id: `list-cluster-envoy-traced-${ratio * 100}`,
-        key: 'tracing',
-        label: `listPosts first page, cluster behind Envoy, ${traced}`,
-        server,
-        target: firstPage,
-        tracedAgainst: 'list-cluster-envoy',
-      }),
-      http({
-        id: `create-cluster-envoy-traced-${ratio * 100}`,
-        key: 'tracing',
-        label: `createPost, cluster behind Envoy, ${traced}`,
-        server,
-        target: createPost,
-        tracedAgainst: 'create-cluster-envoy',
-      }),
-      http({
-        id: `mcp-cluster-envoy-traced-${ratio * 100}`,
-        key: 'tracing',
-        label: `MCP room_read_posts first page, cluster behind Envoy, ${traced}`,
-        server,
-        target: mcpFirstPage,
-        tracedAgainst: 'mcp-cluster-envoy',
-      }),
-    ];
   }),
 ];

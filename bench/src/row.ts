@@ -54,8 +54,6 @@ export interface Context {
   servers: Servers;
   /** req/s of a row measured earlier in this run, by id. */
   rateOf(id: string): number | undefined;
-  /** A row measured earlier in this run, by id. */
-  rowOf(id: string): Row | undefined;
 }
 
 /** What a benchmark measures: its row but for the names, which the benchmark carries. */
@@ -67,8 +65,6 @@ export interface Benchmark {
   label: string;
   /** Its targets are shares of the bare baseline's rate: selecting it measures the baselines too. */
   comparesToBare: boolean;
-  /** Rows it states its cost against, by id: selecting it measures them too, before it. */
-  comparesToRows?: readonly string[];
   run(context: Context): Promise<Measurement>;
 }
 

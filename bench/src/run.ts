@@ -17,10 +17,11 @@ import { referenceRow } from './reference-row.js';
 import { RECORD_SIZES, searchPGliteRow, searchPostgresRow } from './search-rows.js';
 import { elapsedSeconds, progress } from './progress.js';
 import { describeMachine, machine, writeReport } from './report.js';
-import { BARE_ID, type Benchmark, type Key, KEYS, type Row } from './row.js';
+import { type Benchmark, type Key, KEYS, type Row } from './row.js';
 import { Servers } from './servers.js';
 import { sseRow } from './sse-row.js';
 import { formatTable } from './table.js';
+import { TRACING_BENCHMARKS } from './tracing-rows.js';
 import { WEBHOOKS, webhookRow } from './webhook-row.js';
 
 /** Every row, in the order measured and printed: the baselines first, then embedded, then cluster. */
@@ -78,6 +79,7 @@ const BENCHMARKS: readonly Benchmark[] = [
     comparesToBare: false,
     run: referenceRow,
   },
+  ...TRACING_BENCHMARKS,
 ];
 
 /** The benchmarks `argv` names by key (all for none), and the baselines if any of them needs bare's rate. */
@@ -85,10 +87,8 @@ function selected(argv: readonly string[]): Benchmark[] {
   const unknown = argv.filter((arg) => !(KEYS as readonly string[]).includes(arg));
   if (unknown.length > 0) throw new Error(`unknown benchmark ${unknown.join(', ')}: choose from ${KEYS.join(', ')} (or none for all)`);
   const keys = new Set<Key>(argv.length === 0 ? KEYS : (argv as Key[]));
-  const ids = new Set(BENCHMARKS.filter((benchmark) => keys.has(benchmark.key)).flatMap((benchmark) => [benchmark.id, ...(benchmark.comparesToRows ?? [])]));
-  if (BENCHMARKS.some((benchmark) => ids.has(benchmark.id) && benchmark.comparesToBare)) ids.add(BARE_ID);
-  if (ids.has(BARE_ID)) keys.add('baseline');
-  return BENCHMARKS.filter((benchmark) => keys.has(benchmark.key) || ids.has(benchmark.id));
+  if (BENCHMARKS.some((benchmark) => keys.has(benchmark.key) && benchmark.comparesToBare)) keys.add('baseline');
+  return BENCHMARKS.filter((benchmark) => keys.has(benchmark.key));
 }
 
 /** A row that could not be measured still has its line, saying so; the reason goes to the problems. */
@@ -121,6 +121,8 @@ const NOTES = [
   '  record, cluster: createPost at full rate, GetRecordStatus every 50 ms, lag = first poll holding a post − its creation; catch-up: the record SIGSTOPped, 20,000 posts made, SIGCONT; CPU: the record process per post archived.',
   '  API reference: chromium (headless) against the embedded product, a fresh context per load (nothing cached), the median of 5 loads from the navigation to the first frame',
   '  with the first operation laid out; p50 is /developers/reference (HTML), the interactive one (Scalar) is in the measured column, also with its bundle cached.',
+  '  tracing: listPosts, MCP room_read_posts, then createPost over three clusters behind Envoy alike but for tracing (off; on at 10 % and 100 % of requests sampled, every process exporting',
+  "  to the bench's OTLP/HTTP receiver, which keeps nothing), measured in turn for 2 rounds; each row the mean of its rounds, a traced row's cost against tracing off's.",
 ];
 
 async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]> {
@@ -128,11 +130,10 @@ async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]
   const host = machine();
   progress(`${benchmarks.length} rows: ${benchmarks.map((benchmark) => benchmark.id).join(', ')}`);
   const rows: Row[] = [];
-  const rowOf = (id: string): Row | undefined => rows.find((row) => row.id === id);
-  const rateOf = (id: string): number | undefined => rowOf(id)?.reqPerSec;
+  const rateOf = (id: string): number | undefined => rows.find((row) => row.id === id)?.reqPerSec;
   for (const [i, benchmark] of benchmarks.entries()) {
     progress(`row ${i + 1}/${benchmarks.length}: ${benchmark.label}`);
-    const row = await benchmark.run({ servers, rateOf, rowOf }).then(
+    const row = await benchmark.run({ servers, rateOf }).then(
       (measured): Row => ({ id: benchmark.id, label: benchmark.label, ...measured }),
       (error: unknown) => notMeasured(benchmark, error),
     );

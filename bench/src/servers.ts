@@ -8,6 +8,8 @@ import { page, SEEDED_POSTS } from './pages.js';
 import { progress } from './progress.js';
 import { seedRoom } from './seed.js';
 
+const OTLP_RECEIVER = 'otlp-receiver';
+
 /** Starting the cluster takes a few seconds, more on a busy machine; a hung child must not hang us. */
 const READY_TIMEOUT_MS = 60_000;
 
@@ -71,9 +73,9 @@ export class Servers {
 
   /** The OTLP/HTTP receiver the traced cluster sends its spans to: answers, counts, keeps nothing. */
   otlpReceiver(): Promise<ServerChild> {
-    return this.once('otlp-receiver', () => {
+    return this.once(OTLP_RECEIVER, () => {
       progress("starting the bench's OTLP receiver…");
-      return this.start('otlp-receiver', './otlp-sink.js', withoutTracing(process.env));
+      return this.start(OTLP_RECEIVER, './otlp-sink.js', withoutTracing(process.env));
     });
   }
 
@@ -95,8 +97,11 @@ export class Servers {
     });
   }
 
-  stop(): Promise<void> {
-    return Promise.all(this.children.map((child) => child.stop())).then(() => undefined);
+  /** Every child, the OTLP receiver last: the traced clusters send their last spans to it as they stop. */
+  async stop(): Promise<void> {
+    const last = (child: ServerChild): boolean => child.name === OTLP_RECEIVER;
+    await Promise.all(this.children.filter((child) => !last(child)).map((child) => child.stop()));
+    await Promise.all(this.children.filter(last).map((child) => child.stop()));
   }
 
   private once(name: string, start: () => Promise<ServerChild>): Promise<ServerChild> {

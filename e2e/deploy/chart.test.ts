@@ -1443,7 +1443,7 @@ describe('Tracing', () => {
       host: 'otel-collector.observability.svc',
       port: 4318,
       tracesUrl: 'http://otel-collector.observability.svc:4318/v1/traces',
-      samplingPercent: 25,
+      samplingPerMillion: 250_000,
     });
     const file = await readFile(join(root, CHART_ENVOY_TRACING_FILE), 'utf8');
     expect(bootstrapOf(r)).toBe(
@@ -1452,7 +1452,7 @@ describe('Tracing', () => {
         authHost: `${FULLNAME}-auth`,
         quotaLimit: 5_000,
         trustedProxyHops: 0,
-        otlp: { host: expected!.host, port: Number(expected!.port), tracesUrl: expected!.tracesUrl, samplingPercent: Number(expected!.samplingPercent) },
+        otlp: { host: expected!.host, port: Number(expected!.port), tracesUrl: expected!.tracesUrl, samplingPerMillion: Number(expected!.samplingPerMillion) },
       }).trimEnd()}\n`,
     );
     // A receiver without a port is on 80; a ratio becomes Envoy's percentage without rounding noise.
@@ -1460,7 +1460,7 @@ describe('Tracing', () => {
     const traced = bootstrapOf(other);
     expect(traced).toContain('uri: http://10.1.2.3/v1/traces');
     expect(traced).toContain('socket_address: { address: 10.1.2.3, port_value: 80 }');
-    expect(traced).toContain('random_sampling: { value: 10 }');
+    expect(traced).toContain('sampling_percentage: { numerator: 100000, denominator: MILLION }');
     expect(otelOf(other, 'room').OTEL_TRACES_SAMPLER_ARG).toBe('0.1');
     // A new sampling rolls Envoy, whose bootstrap it changes.
     const checksum = (x: Rendered) => x.deployment('envoy').spec.template.metadata.annotations['checksum/config'];
@@ -1482,6 +1482,22 @@ describe('Tracing', () => {
     expect(await renderFails(['--set', 'tracing.otlpEndpoint=collector:4318'])).toContain('/tracing/otlpEndpoint');
     expect(await renderFails(['--set', 'tracing.sampling=2'])).toContain('/tracing/sampling');
     expect(await renderFails(['--set-json', 'tracing.sampling=-0.5'])).toContain('/tracing/sampling');
+    expect(await renderFails(['--set', 'tracing.sampling=0.5x'])).toContain('/tracing/sampling');
+    // --set passes a ratio as a string: taken as the number it writes.
+    const { stdout } = await run(goTool('helm'), [
+      'template',
+      RELEASE,
+      chart,
+      '--namespace',
+      NAMESPACE,
+      '--set',
+      'tracing.enabled=true',
+      '--set',
+      'tracing.sampling=0.05',
+      '--show-only',
+      'templates/envoy-configmap.yaml',
+    ]);
+    expect(stdout).toContain('sampling_percentage: { numerator: 50000, denominator: MILLION }');
   });
 });
 

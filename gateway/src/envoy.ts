@@ -70,10 +70,11 @@ export interface EnvoyTracing {
   /** OTLP over HTTP: the URL spans are POSTed to on that receiver, `/v1/traces` below its base URL. */
   tracesUrl: string;
   /**
-   * The share of requests, in percent (0 to 100), that start a sampled trace here; a request that
-   * comes with a `traceparent` keeps its own decision. A string is a placeholder the chart fills.
+   * The share of new traces sampled here, in millionths (0 to 1,000,000), by their trace id as the
+   * services' `parentbased_traceidratio` does; a request that comes with a `traceparent` keeps its
+   * own decision. A string is a placeholder the chart fills.
    */
-  samplingPercent: number | string;
+  samplingPerMillion: number | string;
 }
 
 export const ENVOY_DEFAULTS = {
@@ -117,6 +118,8 @@ const TYPE = {
   previousHosts: 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
   connections: 'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig',
   openTelemetry: 'type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig',
+  parentBased: 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig',
+  traceIdRatio: 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig',
 } as const;
 
 /** The cluster Envoy sends its spans to, when it traces. */
@@ -437,7 +440,7 @@ function accessLog(traced: boolean): Json[] {
             level: 'info',
             service: 'envoy',
             requestId: '%REQ(X-REQUEST-ID)%',
-            // The trace this answer belongs to, as the services' lines carry theirs ("-" when not sampled).
+            // The trace id Envoy passed on (sampled or not), as the services' lines carry theirs.
             ...(traced ? { traceId: '%TRACE_ID%' } : {}),
             // The path without its query, which may carry a device code.
             msg: '%REQ(:METHOD)% %PATH(NQ:PATH)% %RESPONSE_CODE% %DURATION% ms',
@@ -602,8 +605,11 @@ function httpConnectionManager(context: RenderContext): JsonObject {
 
 /**
  * The connection manager's tracing: a sampled request gets Envoy's server span, a client span for
- * its call to edge or auth, and a W3C `traceparent` on that call; requests come in at `random_sampling`
- * percent unless they bring a decision of their own in a `traceparent` (docs/decisions.md §50).
+ * its call to edge or auth, and a W3C `traceparent` on that call. The tracer's own sampler decides,
+ * as the services' SDK does (`parentbased_traceidratio`): the decision of a `traceparent` the
+ * request brings, else its trace id against the ratio. Not the connection manager's
+ * `random_sampling`, which works from the request id: with ids left as clients send them, every
+ * request would be traced (docs/decisions.md §50).
  */
 function hcmTracing(tracing: EnvoyTracing): JsonObject {
   const exporter: JsonObject =
@@ -617,9 +623,25 @@ function hcmTracing(tracing: EnvoyTracing): JsonObject {
   return {
     provider: {
       name: 'envoy.tracers.opentelemetry',
-      typed_config: { '@type': TYPE.openTelemetry, service_name: TRACING_SERVICE_NAME, ...exporter },
+      typed_config: {
+        '@type': TYPE.openTelemetry,
+        service_name: TRACING_SERVICE_NAME,
+        ...exporter,
+        sampler: {
+          name: 'envoy.tracers.opentelemetry.samplers.parent_based',
+          typed_config: {
+            '@type': TYPE.parentBased,
+            wrapped_sampler: {
+              name: 'envoy.tracers.opentelemetry.samplers.trace_id_ratio_based',
+              typed_config: {
+                '@type': TYPE.traceIdRatio,
+                sampling_percentage: { numerator: tracing.samplingPerMillion, denominator: 'MILLION' },
+              },
+            },
+          },
+        },
+      },
     },
-    random_sampling: { value: tracing.samplingPercent },
     spawn_upstream_span: true,
     // The request id the access log and the services' log lines carry, on Envoy's span (OpenTelemetry's name for a captured header).
     custom_tags: [{ tag: 'http.request.header.x-request-id', request_header: { name: 'x-request-id' } }],
@@ -791,11 +813,11 @@ export const CHART_AUTH_HOST = '__AUTH_HOST__';
 /** What the chart's ConfigMap replaces with edge's `QUOTA_PER_ADDRESS` and `envoy.trustedProxyHops`. */
 export const CHART_QUOTA_LIMIT = '__QUOTA_PER_ADDRESS__';
 export const CHART_TRUSTED_PROXY_HOPS = '__TRUSTED_PROXY_HOPS__';
-/** What the chart's ConfigMap replaces, with `tracing.enabled`, by the OTLP receiver of `tracing.otlpEndpoint` and `tracing.sampling` in percent. */
+/** What the chart's ConfigMap replaces, with `tracing.enabled`, by the OTLP receiver of `tracing.otlpEndpoint` and `tracing.sampling` in millionths. */
 export const CHART_OTLP_HOST = '__OTLP_HOST__';
 export const CHART_OTLP_PORT = '__OTLP_PORT__';
 export const CHART_OTLP_TRACES_URL = '__OTLP_TRACES_URL__';
-export const CHART_SAMPLING_PERCENT = '__TRACING_SAMPLING_PERCENT__';
+export const CHART_SAMPLING_PER_MILLION = '__TRACING_SAMPLING_PER_MILLION__';
 /** Where the chart's init container writes the documents, in the Envoy pod. */
 export const CHART_DOCS_DIR = '/etc/agent-room/docs';
 
@@ -823,7 +845,7 @@ export function chartBootstrap(traced = false): JsonObject {
             host: CHART_OTLP_HOST,
             port: CHART_OTLP_PORT,
             tracesUrl: CHART_OTLP_TRACES_URL,
-            samplingPercent: CHART_SAMPLING_PERCENT,
+            samplingPerMillion: CHART_SAMPLING_PER_MILLION,
           },
         }
       : {}),
@@ -838,7 +860,7 @@ export function fillChartPlaceholders(
     authHost: string;
     quotaLimit: number;
     trustedProxyHops: number;
-    otlp?: { host: string; port: number; tracesUrl: string; samplingPercent: number };
+    otlp?: { host: string; port: number; tracesUrl: string; samplingPerMillion: number };
   },
 ): string {
   const otlp = values.otlp;
@@ -849,7 +871,7 @@ export function fillChartPlaceholders(
           .replaceAll(CHART_OTLP_TRACES_URL, otlp.tracesUrl)
           .replaceAll(CHART_OTLP_HOST, otlp.host)
           .replaceAll(CHART_OTLP_PORT, String(otlp.port))
-          .replaceAll(CHART_SAMPLING_PERCENT, String(otlp.samplingPercent));
+          .replaceAll(CHART_SAMPLING_PER_MILLION, String(otlp.samplingPerMillion));
   return traced
     .replaceAll(CHART_EDGE_HOST, values.edgeHost)
     .replaceAll(CHART_AUTH_HOST, values.authHost)

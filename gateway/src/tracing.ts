@@ -31,21 +31,20 @@ export function tracesExported(env: TracingEnv): boolean {
 }
 
 /**
- * The share of new traces the sampler starts, as a percentage for Envoy's `random_sampling`: a ratio
- * sampler's OTEL_TRACES_SAMPLER_ARG (1 when absent), all or none for the others. The SDK's default is
- * `parentbased_always_on`. Envoy keeps the decision of a request that brings a `traceparent`, as the
- * `parentbased_` samplers do.
+ * The share of new traces the sampler starts, in millionths, for Envoy's trace id ratio sampler: a
+ * ratio sampler's OTEL_TRACES_SAMPLER_ARG (1 when absent), all or none for the others (the SDK's
+ * default is `parentbased_always_on`). Envoy's sampler is parent-based whatever the variable says:
+ * a request that brings a `traceparent` keeps its decision, as the services' `parentbased_` do.
  */
-export function samplingPercent(env: TracingEnv): number {
+export function samplingPerMillion(env: TracingEnv): number {
   const sampler = env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on';
-  if (sampler.endsWith('always_on')) return 100;
+  if (sampler.endsWith('always_on')) return 1_000_000;
   if (sampler.endsWith('always_off')) return 0;
-  // Rounded so that a ratio of 0.1 is 10 %, not 10.000000000000002.
-  return Math.round((env.OTEL_TRACES_SAMPLER_ARG ?? 1) * 100 * 1e6) / 1e6;
+  return Math.round((env.OTEL_TRACES_SAMPLER_ARG ?? 1) * 1_000_000);
 }
 
 /** Envoy's tracing for these variables, or undefined when the services export no spans. */
-export function envoyTracing(env: TracingEnv): EnvoyTracing | undefined {
+export function envoyTracing(env: TracingEnv): (EnvoyTracing & { port: number; samplingPerMillion: number }) | undefined {
   if (!tracesExported(env)) return undefined;
   const grpc = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL) === 'grpc';
   // As the SDK: the traces endpoint is the whole URL; the general one is a base, under which spans go to /v1/traces.
@@ -58,6 +57,6 @@ export function envoyTracing(env: TracingEnv): EnvoyTracing | undefined {
     host: receiver.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: receiver.port === '' ? 80 : Number(receiver.port),
     tracesUrl,
-    samplingPercent: samplingPercent(env),
+    samplingPerMillion: samplingPerMillion(env),
   };
 }

@@ -293,9 +293,22 @@ describe("the chart's bootstrap with Envoy's tracer", () => {
           '@type': 'type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig',
           service_name: 'envoy',
           http_service: { http_uri: { uri: '__OTLP_TRACES_URL__', cluster: 'otlp', timeout: '5s' } },
+          // As the services' parentbased_traceidratio: a parent's decision, else the trace id against the ratio.
+          sampler: {
+            name: 'envoy.tracers.opentelemetry.samplers.parent_based',
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig',
+              wrapped_sampler: {
+                name: 'envoy.tracers.opentelemetry.samplers.trace_id_ratio_based',
+                typed_config: {
+                  '@type': 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig',
+                  sampling_percentage: { numerator: '__TRACING_SAMPLING_PER_MILLION__', denominator: 'MILLION' },
+                },
+              },
+            },
+          },
         },
       },
-      random_sampling: { value: '__TRACING_SAMPLING_PERCENT__' },
       spawn_upstream_span: true,
       custom_tags: [{ tag: 'http.request.header.x-request-id', request_header: { name: 'x-request-id' } }],
     });
@@ -323,7 +336,7 @@ describe("the chart's bootstrap with Envoy's tracer", () => {
       authHost: 'auth.example',
       quotaLimit: 5_000,
       trustedProxyHops: 0,
-      otlp: { host: 'collector.observability', port: 4318, tracesUrl: 'http://collector.observability:4318/v1/traces', samplingPercent: 12.5 },
+      otlp: { host: 'collector.observability', port: 4318, tracesUrl: 'http://collector.observability:4318/v1/traces', samplingPerMillion: 125_000 },
     }).replaceAll(CHART_DOCS_DIR, docsDir);
     expect(filled).not.toMatch(/__[A-Z_]+__/);
     writeFileSync(file, filled);
@@ -401,8 +414,13 @@ describe('render.js', () => {
     expect(rendered.status, rendered.stderr).toBe(0);
     validate(traced);
     expect(tracingOf(traced)).toMatchObject({
-      provider: { typed_config: { service_name: 'envoy', http_service: { http_uri: { uri: 'http://127.0.0.1:4318/v1/traces', cluster: 'otlp' } } } },
-      random_sampling: { value: 25 },
+      provider: {
+        typed_config: {
+          service_name: 'envoy',
+          http_service: { http_uri: { uri: 'http://127.0.0.1:4318/v1/traces', cluster: 'otlp' } },
+          sampler: { typed_config: { wrapped_sampler: { typed_config: { sampling_percentage: { numerator: 250_000, denominator: 'MILLION' } } } } },
+        },
+      },
     });
   });
 

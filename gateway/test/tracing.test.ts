@@ -16,7 +16,7 @@ describe("Envoy's tracing from the OTEL_* variables the services read", () => {
       host: 'localhost',
       port: 4318,
       tracesUrl: 'http://localhost:4318/v1/traces',
-      samplingPercent: 100,
+      samplingPerMillion: 1_000_000,
     });
   });
 
@@ -43,14 +43,15 @@ describe("Envoy's tracing from the OTEL_* variables the services read", () => {
     });
   });
 
-  it("samples new traces at the sampler's ratio, in percent; all or none for the other samplers", () => {
+  it("samples new traces at the sampler's ratio, in millionths; all or none for the other samplers", () => {
     const percent = (sampler: string, arg?: string) =>
       tracingOf({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: sampler, ...(arg === undefined ? {} : { OTEL_TRACES_SAMPLER_ARG: arg }) })
-        ?.samplingPercent;
-    expect(percent('parentbased_traceidratio', '0.1')).toBe(10);
-    expect(percent('traceidratio', '0.005')).toBe(0.5);
-    expect(percent('parentbased_traceidratio')).toBe(100);
-    expect(percent('always_on', '0.1')).toBe(100);
+        ?.samplingPerMillion;
+    expect(percent('parentbased_traceidratio', '0.1')).toBe(100_000);
+    expect(percent('traceidratio', '0.005')).toBe(5_000);
+    expect(percent('parentbased_traceidratio', '0.0000004')).toBe(0);
+    expect(percent('parentbased_traceidratio')).toBe(1_000_000);
+    expect(percent('always_on', '0.1')).toBe(1_000_000);
     expect(percent('parentbased_always_off')).toBe(0);
   });
 

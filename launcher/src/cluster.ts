@@ -550,7 +550,9 @@ try {
     ...(postgres?.pid === undefined ? {} : { postgres: postgres.pid }),
   };
   // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
-  const traced = tracing ? `; spans to ${tracing.host}:${tracing.port} over OTLP (${tracing.protocol}), ${tracing.samplingPercent} % of requests sampled` : '';
+  const traced = tracing
+    ? `; spans to ${tracing.host}:${tracing.port} over OTLP (${tracing.protocol}), ${tracing.samplingPerMillion / 10_000} % of requests sampled`
+    : '';
   const privateTargets = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS
     ? '; webhooks may target private and loopback addresses (WEBHOOKS_ALLOW_PRIVATE_TARGETS=true)'
     : '';
@@ -578,7 +580,9 @@ try {
       ...(envoy ? { envoy } : {}),
       redis: redisUrl,
       database: redactUrl(databaseUrl),
-      ...(tracing ? { tracing: { protocol: tracing.protocol, receiver: `${tracing.host}:${tracing.port}`, samplingPercent: tracing.samplingPercent } } : {}),
+      ...(tracing
+        ? { tracing: { protocol: tracing.protocol, receiver: `${tracing.host}:${tracing.port}`, samplingPercent: tracing.samplingPerMillion / 10_000 } }
+        : {}),
       metrics,
       pids,
       provision,
