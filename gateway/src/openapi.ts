@@ -58,6 +58,11 @@ const problem = problemFields.extend({
   code: z.enum(Object.keys(PROBLEM_CODES) as [keyof typeof PROBLEM_CODES, ...(keyof typeof PROBLEM_CODES)[]]),
   detail: z.string().optional().describe('What went wrong in this case.'),
   remedy: z.string().describe('What to do next, naming the URL, scope or parameter that fixes it.'),
+  trace_id: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .optional()
+    .describe('The W3C trace id of this request, when the deployment traces it (OpenTelemetry) and kept its trace: quote it with X-Request-Id.'),
 });
 
 /** Headers every answer carries (docs/product.md, "Quotas"). */

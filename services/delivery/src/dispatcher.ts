@@ -94,6 +94,7 @@ export class Dispatcher {
           body,
           createdAt: notification.createdAt,
           attempt: 1,
+          ...(event.traceparent === '' ? {} : { traceparent: event.traceparent }),
         });
       }
     }

@@ -117,6 +117,7 @@ const jobSchema = z.object({
   body: z.string(),
   createdAt: z.string(),
   attempt: z.number().int().min(1),
+  traceparent: z.string().max(64).optional(),
 });
 
 function parse<T>(schema: z.ZodType<T>, json: string | null | undefined): T | undefined {

@@ -68,6 +68,8 @@ export interface DeliveryJob {
   createdAt: string;
   /** The number of the attempt to make next: 1, then 2, ... */
   attempt: number;
+  /** The W3C traceparent of the span that appended the notification, when tracing was on: each attempt's span links to it. */
+  traceparent?: string;
 }
 
 export function newWebhookId(): string {

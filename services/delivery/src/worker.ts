@@ -8,6 +8,7 @@ import { Webhook as Signer } from 'standardwebhooks';
 import { currentBody, type RemovalLookup } from './removals.js';
 import type { AttemptOutcome, DeliveryStore, QueuedJob } from './store.js';
 import { type AttemptRecord, type DeliveryJob, MAX_FAILURES_IN_A_ROW, RETRY_DELAYS_MS, type WebhookRecord } from './webhooks.js';
+import { inLinkedSpan, setSpanAttributes, SpanKind } from '@agentroom/kit/telemetry';
 
 export const USER_AGENT = 'AgentRoom-Webhooks/1';
 
@@ -180,7 +181,30 @@ export class DeliveryWorker {
   }
 
   /** One attempt of one job to its endpoint (as read when the job was), recorded, then acked or rescheduled. */
-  private async attempt({ entryId, job }: QueuedJob, endpoint: Promise<WebhookRecord | undefined>): Promise<void> {
+  /**
+   * One attempt in a span of its own, a child of the span that appended the notification and linked
+   * to it (docs/decisions.md §49): a post's trace shows its webhooks' attempts, retries included.
+   */
+  private attempt(queued: QueuedJob, endpoint: Promise<WebhookRecord | undefined>): Promise<void> {
+    const { job } = queued;
+    return inLinkedSpan(
+      job.traceparent === undefined ? undefined : { traceparent: job.traceparent },
+      'webhook delivery',
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'messaging.message.id': job.messageId,
+          'agentroom.webhook.id': job.webhookId,
+          'agentroom.webhook.event_type': job.eventType,
+          'agentroom.webhook.attempt': job.attempt,
+        },
+      },
+      () => this.attemptOnce(queued, endpoint),
+    );
+  }
+
+  private async attemptOnce({ entryId, job }: QueuedJob, endpoint: Promise<WebhookRecord | undefined>): Promise<void> {
     const webhook = await endpoint;
     if (!webhook?.enabled) {
       // Deleted or disabled since it was queued: dropped.
@@ -230,6 +254,12 @@ export class DeliveryWorker {
     }
     const durationMs = Math.round(performance.now() - started);
     const outcome: AttemptOutcome = status >= 200 && status <= 299 ? 'delivered' : status === 410 ? 'gone' : 'failed';
+    // The endpoint's host, not its URL, whose path or query may hold a receiver's secret.
+    setSpanAttributes({
+      'server.address': new URL(webhook.url).hostname,
+      'agentroom.webhook.outcome': outcome,
+      ...(status === 0 ? { 'error.type': 'request_failed' } : { 'http.response.status_code': status }),
+    });
     const record: AttemptRecord = { messageId: job.messageId, eventType: job.eventType, status, error, at: at.toISOString(), attempt: job.attempt, durationMs };
     const recorded = await this.store.recordAttempt(job.agentId, job.webhookId, record, outcome, MAX_FAILURES_IN_A_ROW);
     const context = { messageId: job.messageId, webhookId: job.webhookId, attempt: job.attempt, status };

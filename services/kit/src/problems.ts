@@ -11,6 +11,7 @@ import {
   WEBHOOKS_MAX,
 } from './limits.js';
 import { SCOPES } from './scopes.js';
+import { recordedTraceId } from './trace.js';
 
 /** The body limit in KiB, as the problems' words give it. */
 const KIB = BODY_LIMIT_BYTES / 1024;
@@ -490,8 +491,12 @@ export interface ProblemDocument {
   [extension: string]: unknown;
 }
 
-/** The problem document of an error, with the remedy its surface worded. */
+/**
+ * The problem document of an error, with the remedy its surface worded, and `trace_id` (an RFC 9457
+ * extension member) when the request is traced and sampled: the trace an SRE opens for it.
+ */
 export function problemDocument(error: DomainError, siteUrl: string, remedy: string): ProblemDocument {
+  const traceId = recordedTraceId();
   return {
     type: `${siteUrl}/problems/${error.slug}`,
     title: error.title,
@@ -500,6 +505,7 @@ export function problemDocument(error: DomainError, siteUrl: string, remedy: str
     ...(error.detail === undefined ? {} : { detail: error.detail }),
     remedy,
     ...error.fields,
+    ...(traceId === undefined ? {} : { trace_id: traceId }),
   };
 }
 

@@ -25,9 +25,9 @@ export const telemetryEnv = z.object({
   /** `otlp` turns tracing on (to the default endpoint, http://localhost:4318, when none is set); `none` off. */
   OTEL_TRACES_EXPORTER: optional(z.enum(['otlp', 'none'])),
   /** The collector's base URL (`/v1/traces` is appended for HTTP); setting it turns tracing on. */
-  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url()),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url({ protocol: /^https?$/ })),
   /** The full URL spans are sent to; setting it turns tracing on. */
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(z.url()),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(z.url({ protocol: /^https?$/ })),
   OTEL_EXPORTER_OTLP_PROTOCOL: optional(z.enum(OTLP_PROTOCOLS)).default('http/protobuf'),
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optional(z.enum(OTLP_PROTOCOLS)),
   /** `service.name` of every span; by default the service's own (`edge`, `room`, ...). */

@@ -14,7 +14,7 @@ import {
   TraceFlags,
 } from '@opentelemetry/api';
 
-export { SpanKind };
+export { SpanKind, SpanStatusCode };
 export type { Attributes, Span };
 
 /** The tracer of the product's own spans (the instrumentations have theirs). */
@@ -58,6 +58,11 @@ export async function inSpan<T>(name: string, options: SpanOptions, work: (span:
   });
 }
 
+/** Adds attributes to the current span, if any (none when tracing is off). */
+export function setSpanAttributes(attributes: Attributes): void {
+  trace.getActiveSpan()?.setAttributes(attributes);
+}
+
 /** W3C trace-context fields (`traceparent`, `tracestate`) that an item carries across an asynchronous hop. */
 export interface TraceCarrier {
   traceparent?: string;
@@ -74,6 +79,28 @@ export function traceCarrier(): TraceCarrier {
   };
 }
 
+/** `traceCarrier()`'s traceparent alone, as an optional field of an item: `{}` when there is no span. */
+export function currentTraceparent(): { traceparent?: string } {
+  const { traceparent } = traceCarrier();
+  return traceparent === undefined ? {} : { traceparent };
+}
+
+/**
+ * `inSpan` for the work done later on an item that carried `carrier` (a post its notifications, a
+ * notification its webhook): the span is a child of the item's span, so a post's trace shows what
+ * came of it, and links to it, as OpenTelemetry's messaging conventions have a consumer's span do
+ * (docs/decisions.md §49). Without a valid carrier (tracing off then, or an item older than it), a
+ * span of its own.
+ */
+export async function inLinkedSpan<T>(carrier: TraceCarrier | undefined, name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
+  const links = linkTo(carrier);
+  const producer = links[0];
+  if (producer === undefined) return inSpan(name, options, work);
+  return context.with(trace.setSpanContext(ROOT_CONTEXT, producer.context), () =>
+    inSpan(name, { ...options, links: [...(options.links ?? []), ...links] }, work),
+  );
+}
+
 /**
  * A link to the span whose context an item carried (`traceCarrier`), for the span of the work done
  * on it later: linked, not a child, as OpenTelemetry's messaging conventions have it. None when the
@@ -85,12 +112,24 @@ export function linkTo(carrier: TraceCarrier | undefined): Link[] {
   return spanContext && isSpanContextValid(spanContext) ? [{ context: spanContext }] : [];
 }
 
-/** The context a caller's W3C fields name, for spans that must be its children (MCP's `_meta`). */
-export function contextFrom(carrier: TraceCarrier): ReturnType<typeof context.active> {
-  return propagation.extract(context.active(), carrier);
+/** A message's own W3C fields (MCP's `params._meta`), when it carries a `traceparent` string; the propagator checks its format. */
+export function carrierOf(meta: unknown): TraceCarrier | undefined {
+  if (typeof meta !== 'object' || meta === null) return undefined;
+  const { traceparent, tracestate } = meta as Record<string, unknown>;
+  if (typeof traceparent !== 'string') return undefined;
+  return { traceparent, ...(typeof tracestate === 'string' ? { tracestate } : {}) };
 }
 
-/** Runs `work` with `parent` as the current context. */
-export function withContext<T>(parent: ReturnType<typeof context.active>, work: () => T): T {
-  return context.with(parent, work);
+/**
+ * `inSpan`, but the span's parent is the context a message carried (`carrier`) when it names a
+ * valid one, with a link to the span current here (the HTTP request that brought the message);
+ * otherwise the span is the current span's child, as `inSpan`'s.
+ */
+export async function inSpanUnder<T>(carrier: TraceCarrier | undefined, name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> {
+  const parent = carrier === undefined ? undefined : propagation.extract(ROOT_CONTEXT, carrier);
+  const parentSpan = parent === undefined ? undefined : trace.getSpanContext(parent);
+  if (parent === undefined || parentSpan === undefined || !isSpanContextValid(parentSpan)) return inSpan(name, options, work);
+  const here = trace.getActiveSpan()?.spanContext();
+  const links = [...(options.links ?? []), ...(here && isSpanContextValid(here) ? [{ context: here }] : [])];
+  return context.with(parent, () => inSpan(name, { ...options, links }, work));
 }

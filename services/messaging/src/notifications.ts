@@ -58,6 +58,8 @@ export interface EventRecord {
   id: string;
   agentId: string;
   notification: NotificationRecord;
+  /** The W3C traceparent of the span that appended it, when tracing is on: delivery's attempts link to it. */
+  traceparent?: string;
 }
 
 /** How many events the global events feed keeps (`MAXLEN ~`): about a day of a busy room. */

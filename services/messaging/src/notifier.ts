@@ -1,6 +1,7 @@
 import { VIAS, type Via } from '@agentroom/kit/domain';
 import type { Logger } from '@agentroom/kit/log';
 import { notificationsAppended, notifierLag } from '@agentroom/kit/metrics';
+import { inLinkedSpan, SpanKind } from '@agentroom/kit/telemetry';
 import { FOLLOWER_LEASE_MS, LeasedFollower, type LeasedFollowerOptions, type LeaseStore } from '@agentroom/kit/store';
 import type { Post__Output, PostRemoval__Output, WatchPostsResponse__Output } from '@agentroom/proto';
 import { AGENT_ID } from './messages.js';
@@ -131,8 +132,31 @@ export class Notifier {
     }
   }
 
-  /** A post's notifications, appended. Throws only when the room or storage fails (the post is then handled again). */
-  private async handle(post: Post__Output): Promise<void> {
+  /**
+   * A post's notifications, in a span of their own, a child of the CreatePost that made the post and
+   * linked to it (docs/decisions.md §49); its events carry this span on to delivery.
+   */
+  private handle(post: Post__Output): Promise<void> {
+    return inLinkedSpan(
+      post.traceparent === '' ? undefined : { traceparent: post.traceparent },
+      'notify post',
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.operation.type': 'process',
+          'messaging.operation.name': 'notify',
+          'messaging.destination.name': 'posts',
+          'messaging.message.id': post.id,
+        },
+      },
+      async (span) => {
+        span.setAttribute('agentroom.notifications', await this.notify(post));
+      },
+    );
+  }
+
+  /** A post's notifications, appended; answers how many. Throws only when the room or storage fails (the post is then handled again). */
+  private async notify(post: Post__Output): Promise<number> {
     let notified = notifiedPost(post);
     const removal = this.removed.get(notified.id);
     if (removal && !notified.removal) notified = { ...notified, text: '', mentions: [], removal };
@@ -143,9 +167,10 @@ export class Notifier {
     // The agents that block the author when the post was made hear nothing of it (docs/decisions.md §40).
     const muted = new Set(post.mutedFor);
     const targets = postTargets(notified, (id) => AGENT_ID.test(id) && !muted.has(id));
-    if (targets.length === 0) return;
+    if (targets.length === 0) return 0;
     const { appended } = await this.store.notifyPost(notified, targets);
     for (const notification of appended) notificationsAppended.inc({ type: notification.type });
     if (appended.length > 0) notifierLag.observe(Math.max(0, Date.now() - Date.parse(notified.createdAt)) / 1000);
+    return appended.length;
   }
 }

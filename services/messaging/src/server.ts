@@ -236,7 +236,13 @@ export function messagingHandlers(server: GrpcServer, options: MessagingHandlers
       await followFeed(
         redactedEvents(store),
         request.afterId || undefined,
-        (event) => call.write({ id: event.id, agentId: event.agentId, notification: toProtoNotification(event.notification, undefined) }),
+        (event) =>
+          call.write({
+            id: event.id,
+            agentId: event.agentId,
+            notification: toProtoNotification(event.notification, undefined),
+            traceparent: event.traceparent ?? '',
+          }),
         signal,
         { onPositioned: () => call.sendMetadata(new Metadata()), drained: drainedOf(call, signal) },
       );

@@ -14,6 +14,7 @@ import {
   type ReadMarker,
 } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, SENT_MAX, type Sent } from './store.js';
+import { currentTraceparent } from '@agentroom/kit/telemetry';
 
 /** One agent's log (its inbox, or its feed), oldest first, capped, with its live followers. */
 class Log<T extends FeedItem> {
@@ -121,7 +122,7 @@ export class MemoryMessagingStore implements MessagingStore {
 
   /** Appends a notification's event to the global events feed and tells its followers: in the same step as the notification. */
   private appendEvent(agentId: string, notification: NotificationRecord): void {
-    const event: EventRecord = { id: this.eventIds.next(), agentId, notification };
+    const event: EventRecord = { id: this.eventIds.next(), agentId, notification, ...currentTraceparent() };
     this.eventLog.append(event);
     this.eventLog.tell(event);
   }

@@ -28,6 +28,7 @@ import {
   type ReadMarker,
 } from './notifications.js';
 import { INBOX_MAX, type MessagingStore, type NewMessage, type Page, type PostNotified, SENT_MAX, type Sent } from './store.js';
+import { currentTraceparent } from '@agentroom/kit/telemetry';
 
 /**
  * Lua: appends a notification to the stream `feed` (capped at `cap`), numbering it in the feed's
@@ -69,16 +70,22 @@ return { id, nid }
 `);
 
 // A notification's event to the global events stream KEYS[1] (capped at ARGV[1]), published on
-// ARGV[2] as `<event id> <agent id> <notification id> <type> <message id or -> <JSON>`. ARGV: cap,
-// channel, agent id, notification id, type, message id or '-', the post's or message's JSON.
+// ARGV[2] as `<event id> <agent id> <notification id> <type> <message id or -> <traceparent or -> <JSON>`.
+// ARGV: cap, channel, agent id, notification id, type, message id or '-', the post's or message's
+// JSON, the W3C traceparent of the span appending it or '-' (tracing off: no `traceparent` field).
 const APPEND_EVENT = new LuaScript(`
-local id
+local fields
 if ARGV[6] == '-' then
-  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'agentId', ARGV[3], 'nid', ARGV[4], 'type', ARGV[5], 'post', ARGV[7])
+  fields = { 'agentId', ARGV[3], 'nid', ARGV[4], 'type', ARGV[5], 'post', ARGV[7] }
 else
-  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'agentId', ARGV[3], 'nid', ARGV[4], 'type', ARGV[5], 'messageId', ARGV[6], 'message', ARGV[7])
+  fields = { 'agentId', ARGV[3], 'nid', ARGV[4], 'type', ARGV[5], 'messageId', ARGV[6], 'message', ARGV[7] }
 end
-redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7])
+if ARGV[8] ~= '-' then
+  table.insert(fields, 'traceparent')
+  table.insert(fields, ARGV[8])
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(fields))
+redis.call('PUBLISH', ARGV[2], id .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[8] .. ' ' .. ARGV[7])
 return id
 `);
 
@@ -219,7 +226,8 @@ function toEvents(entries: StreamEntry[]): EventRecord[] {
     const map = streamFields(fields);
     const agentId = map.get('agentId');
     const notification = toNotification(map.get('nid') ?? '', map.get('type'), map.get('messageId'), map.get('post') ?? map.get('message'));
-    return agentId === undefined || notification === undefined ? [] : [{ id, agentId, notification }];
+    const traceparent = map.get('traceparent');
+    return agentId === undefined || notification === undefined ? [] : [{ id, agentId, notification, ...(traceparent === undefined ? {} : { traceparent }) }];
   });
 }
 
@@ -487,7 +495,12 @@ export class RedisMessagingStore implements MessagingStore {
    */
   private async appendEvent(agentId: string, notificationId: string, type: string, messageId: string, json: string): Promise<void> {
     try {
-      await APPEND_EVENT.run(this.redis, [this.eventsKey], [String(this.eventsMaxLength), this.eventsChannel, agentId, notificationId, type, messageId, json]);
+      const traceparent = currentTraceparent().traceparent ?? '-';
+      await APPEND_EVENT.run(
+        this.redis,
+        [this.eventsKey],
+        [String(this.eventsMaxLength), this.eventsChannel, agentId, notificationId, type, messageId, json, traceparent],
+      );
     } catch {
       notificationEventsLost.inc();
     }
@@ -498,10 +511,10 @@ export class RedisMessagingStore implements MessagingStore {
       latest: () => this.latest(this.eventsKey),
       readAfter: async (afterId, count) => toEvents((await this.redis.xrange(this.eventsKey, `(${afterId}`, '+', 'COUNT', count)) as StreamEntry[]),
       parse: (payload) => {
-        const [id, agentId, notificationId, type, messageId, json] = words(payload, 5) ?? [];
+        const [id, agentId, notificationId, type, messageId, traceparent, json] = words(payload, 6) ?? [];
         if (id === undefined || agentId === undefined || notificationId === undefined) return undefined;
         const notification = toNotification(notificationId, type, messageId, json);
-        return notification && { id, agentId, notification };
+        return notification && { id, agentId, notification, ...(traceparent === undefined || traceparent === '-' ? {} : { traceparent }) };
       },
     });
   }

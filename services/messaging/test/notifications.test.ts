@@ -206,8 +206,10 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     expect(notification?.id).toMatch(/^\d+-\d+$/);
     // The post as CreatePost answered it, mentions and reply fields included: listing needs no call to the room.
     // (Save whom it was muted for: the room's own knowledge, which no notification carries.)
-    const { mutedFor, ...notified } = made;
+    // Internal fields of the room's post, which no notification shows: whom it mutes, and its trace (none: tracing is off here).
+    const { mutedFor, traceparent, ...notified } = made;
     expect(mutedFor).toEqual([]);
+    expect(traceparent).toBe('');
     expect(notification?.post).toEqual(notified);
     expect(made.mentions).toEqual([{ agentId: bob, agentName: expect.stringMatching(/^bob/) }]);
     expect((await api.list(bob)).notifications).toEqual(watcher.seen);
@@ -421,7 +423,7 @@ describe.each([['memory'], ['redis']])('notifications over gRPC, from a real roo
     const removal = removed.post?.removal;
     expect(removal).toMatchObject({ postId: made.id, by: 'moderator' });
     // A notification keeps the post's fields but the room's internal muted_for.
-    const { mutedFor: _mutedFor, ...fields } = made;
+    const { mutedFor: _mutedFor, traceparent: _traceparent, ...fields } = made;
     const tombstone = { ...fields, text: '', mentions: [], removal };
     // The notifier hears the removal from the room's watch.
     await expect.poll(async () => (await api.list(bob)).notifications[0]?.post, POLL).toEqual(tombstone);

@@ -251,6 +251,7 @@ describe('a streamed post as the record keeps it', () => {
     replyToAgentId: '',
     removal: null,
     mutedFor: [],
+    traceparent: '',
   };
 
   it('keeps the room fields, and no reply fields on a post that answers none', () => {

@@ -46,6 +46,8 @@ export interface PostRecord {
   mutedFor?: string[];
   /** Set once the post was removed: then `text` is '' and `mentions` empty (a tombstone). */
   removal?: RemovalRecord;
+  /** The W3C traceparent of the call that made it, when that call was traced: the notifier's span links to it. */
+  traceparent?: string;
 }
 
 /** Why a post's text is gone: who removed it (kit's ACTORS) and when (RFC 3339). */

@@ -5,6 +5,7 @@ import { checkCallKey, drainedOf, GrpcServer } from '@agentroom/kit/grpc';
 import { CursorSigner, grpcLimit, invalidCursor, PostsCursors } from '@agentroom/kit/http';
 import type { Logger } from '@agentroom/kit/log';
 import { DomainError } from '@agentroom/kit/problems';
+import { currentTraceparent } from '@agentroom/kit/telemetry';
 import { followFeed, nextUtcMidnight, STREAM_ID, utcDay } from '@agentroom/kit/store';
 import { type Agent, type Block, type Post, roomProto, type RoomServiceHandlers } from '@agentroom/proto';
 import { AGENT_ID, agentNotFound, type AgentRecord, checkAgent, contactPolicyOf, contactRefused, newAgentId, revokedAtOf } from './agents.js';
@@ -31,6 +32,7 @@ function toProtoPost(post: PostRecord, cursor = ''): Post {
     replyToAgentId: post.replyToAgentId ?? '',
     removal: post.removal ?? null,
     mutedFor: post.mutedFor ?? [],
+    traceparent: post.traceparent ?? '',
   };
 }
 
@@ -192,6 +194,8 @@ export function roomHandlers(server: GrpcServer, options: RoomHandlersOptions): 
         replyTo: request.replyTo,
         callKey: request.callKey,
         day: utcDay(at),
+        // This call's span, for the notifier's to link to (docs/observability.md, Traces); none when tracing is off.
+        ...currentTraceparent(),
       });
       if ('missing' in appended) throw appended.missing === 'agent' ? agentNotFound(request.agentId) : postNotFound(request.replyTo, 'reply_to');
       if ('refused' in appended) throw refusal(appended, at);

@@ -24,6 +24,8 @@ interface StoredPost {
   readonly reply: { replyTo: string; threadId: string; replyToAgentId: string } | undefined;
   /** Undefined when no agent it notifies blocks its author. */
   readonly mutedFor: string[] | undefined;
+  /** Undefined when the call that made it was not traced. */
+  readonly traceparent: string | undefined;
 }
 
 /** The post as the store interface has it, with the reply count of the thread it starts when asked. */
@@ -40,6 +42,7 @@ function recordOf(post: StoredPost, replyCount = 0): PostRecord {
     ...(replyCount > 0 ? { replyCount } : {}),
     mentions: post.mentions ?? [],
     ...(post.mutedFor === undefined ? {} : { mutedFor: [...post.mutedFor] }),
+    ...(post.traceparent === undefined ? {} : { traceparent: post.traceparent }),
   };
 }
 
@@ -149,6 +152,7 @@ export class MemoryRoomStore implements RoomStore {
       mentions: mentions.length === 0 ? undefined : mentions,
       reply,
       mutedFor: mutedFor.length === 0 ? undefined : mutedFor,
+      traceparent: post.traceparent,
     };
     this.posts.push(stored);
     replies?.push(stored);

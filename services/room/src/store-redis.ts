@@ -100,7 +100,10 @@ return 1
  * post is gone (retention) is written to no more. The reply carries the author of the post it
  * answers (replyToAgentId), read from that post in the same step.
  *
- * ARGV[10..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
+ * ARGV[10] is the W3C traceparent of the call, kept as the entry's `traceparent` field ('' for none:
+ * no field, when tracing is off).
+ *
+ * ARGV[11..] are the text's mention candidates, two arguments each (posts.ts mentionCandidates): the
  * run when it has an agent id's form (else empty), then its name key, looked up in the name index
  * KEYS[3] (name key → JSON array of the active agents of that name). More than ARGV[6] distinct
  * agents found answer { 'too-many-mentions', count }, and nothing is written.
@@ -151,7 +154,7 @@ if replyTo ~= '' then
   table.insert(fields, replyToAgentId)
 end
 local mentions, seen = {}, {}
-for i = 10, #ARGV - 1, 2 do
+for i = 11, #ARGV - 1, 2 do
   local id, mentioned = nil, nil
   if ARGV[i] ~= '' then
     local record = redis.call('HGET', KEYS[1], ARGV[i])
@@ -210,6 +213,10 @@ if #mentions > 0 then
   encoded = cjson.encode(mentions)
   table.insert(fields, 'mentions')
   table.insert(fields, encoded)
+end
+if ARGV[10] ~= '' then
+  table.insert(fields, 'traceparent')
+  table.insert(fields, ARGV[10])
 end
 local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
 if ARGV[8] ~= '0' then redis.call('SET', KEYS[6], id, 'PX', ARGV[8]) end
@@ -365,6 +372,7 @@ function toPost([id, fields]: StreamEntry, replyCount?: string | null, removal?:
   const replyTo = map.get('replyTo');
   const threadId = map.get('threadId');
   const replyToAgentId = map.get('replyToAgentId');
+  const traceparent = map.get('traceparent');
   const count = Number(replyCount ?? 0);
   const post: PostRecord = {
     id,
@@ -380,6 +388,7 @@ function toPost([id, fields]: StreamEntry, replyCount?: string | null, removal?:
     ...(count > 0 ? { replyCount: count } : {}),
     mentions: mentionsOf(map.get('mentions')),
     ...mutedForOf(map.get('mutedFor')),
+    ...(traceparent === undefined ? {} : { traceparent }),
   };
   return tombstoneOf(post, removalOf(removal));
 }
@@ -500,6 +509,7 @@ export class RedisRoomStore implements RoomStore {
       String(this.retention),
       post.callKey ? String(CALL_KEY_MS) : '0',
       String(FIRST_CONTACTS_PER_DAY),
+      post.traceparent ?? '',
       ...candidates,
     ];
     // Acknowledged once the replicas asked for have it (docs/decisions.md §20).
@@ -530,6 +540,7 @@ export class RedisRoomStore implements RoomStore {
         ...(replyTo === '' ? {} : { replyTo, threadId, replyToAgentId }),
         mentions: mentionsOf(mentions),
         ...mutedForOf(mutedFor),
+        ...(post.traceparent === undefined ? {} : { traceparent: post.traceparent }),
       },
     };
   }

@@ -17,6 +17,8 @@ export interface NewPost {
   callKey?: string;
   /** The UTC day (kit's utcDay) whose first-contact budget the post counts against; today when absent. */
   day?: string;
+  /** The W3C traceparent of the call that makes it, kept with the post when tracing is on (PostRecord.traceparent). */
+  traceparent?: string;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { McpServer, ProtocolError, ProtocolErrorCode, type AuthInfo, type CallToolResult, type ServerOptions, type Tool } from '@modelcontextprotocol/server';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import { idempotencyKeyInvalid } from '@agentroom/kit/http';
+import { carrierOf, inSpanUnder, SpanKind } from '@agentroom/kit/telemetry';
 import type { Problem } from '../operations/problem.js';
 import { registerApp } from './app.js';
 import { registerPrompts } from './prompts.js';
@@ -84,7 +85,14 @@ function registerTools(mcp: McpServer, tools: Tool[], registration: McpRegistrat
     if (!tool) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
     const { [IDEMPOTENCY_ARGUMENT]: key, ...args } = request.params.arguments ?? {};
     if (key !== undefined && typeof key !== 'string') return toolError(core.problem(idempotencyKeyInvalid(IDEMPOTENCY_ARGUMENT), surface, tool.operation));
-    const outcome = await core.invoke(call.admission, tool.operation, args, { surface, idempotencyKey: key, readThrough: call.readThrough });
+    // The MCP span (OpenTelemetry's conventions): under the caller's trace when `_meta` names one (SEP-414), linked to
+    // the HTTP request's; `_meta` wins over the traceparent header, which names the hops in between (docs/decisions.md §49).
+    const outcome = await inSpanUnder(
+      carrierOf(request.params._meta),
+      `tools/call ${tool.name}`,
+      { kind: SpanKind.SERVER, attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': tool.name, 'gen_ai.operation.name': 'execute_tool' } },
+      () => core.invoke(call.admission, tool.operation, args, { surface, idempotencyKey: key, readThrough: call.readThrough }),
+    );
     if (!outcome.ok) return toolError(outcome.problem);
     return {
       content: [{ type: 'text', text: tool.text(outcome.output) }],

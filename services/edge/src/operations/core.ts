@@ -6,6 +6,7 @@ import type { Logger } from '@agentroom/kit/log';
 import { operationDuration, quotaRejections } from '@agentroom/kit/metrics';
 import { DomainError, unavailable } from '@agentroom/kit/problems';
 import { type BeginResult, type CountedClaim, type IdempotencyStore, keyBesideQuota, type QuotaState, type QuotaStore } from '@agentroom/kit/store';
+import { inSpan, type Span, SpanStatusCode } from '@agentroom/kit/telemetry';
 import { fieldRuleOf, scopeFor } from '@agentroom/api';
 import type { z } from 'zod';
 import type { Principal, Suspension } from '../gateways/token-cache.js';
@@ -170,6 +171,19 @@ export class Core {
     input: unknown,
     options: InvokeOptions,
   ): Promise<{ admission: Admission; outcome: Outcome<OutputOf<N>> }> {
+    return inSpan(name, operationSpan(name, options), async (span) => {
+      const answer = await this.admitAndRun(credentials, name, input, options);
+      endOperationSpan(span, answer.outcome);
+      return answer;
+    });
+  }
+
+  private async admitAndRun<N extends OperationName>(
+    credentials: Credentials,
+    name: N,
+    input: unknown,
+    options: InvokeOptions,
+  ): Promise<{ admission: Admission; outcome: Outcome<OutputOf<N>> }> {
     const identified = await this.identify(credentials);
     const started = process.hrtime.bigint();
     const op = this.options.operations[name] as unknown as Operation;
@@ -193,7 +207,10 @@ export class Core {
       admission = await this.count(identified);
     } else {
       try {
-        const counted = await consumeAndBegin(identified.subject, identified.limit, prepared.storeKey, prepared.fingerprint);
+        const { storeKey, fingerprint } = prepared;
+        const counted = await inSpan('quota and idempotency', { attributes: { 'agentroom.quota.subject': subjectKind(identified.subject) } }, () =>
+          consumeAndBegin(identified.subject, identified.limit, storeKey, fingerprint),
+        );
         admission = this.admitted(identified, counted.quota);
         begun = counted.begun;
       } catch (error) {
@@ -207,6 +224,12 @@ export class Core {
 
   /** Step 1: who is calling, and which quota bucket the call counts against. Never throws: a bad token is kept as the refusal. */
   private async identify(credentials: Credentials): Promise<Identified> {
+    if (credentials.authorization === undefined) return this.identifyUntraced(credentials);
+    // The token's check: auth's answer, or edge's token cache when it holds the token (no auth span then).
+    return inSpan('authenticate', {}, () => this.identifyUntraced(credentials));
+  }
+
+  private async identifyUntraced(credentials: Credentials): Promise<Identified> {
     const caller: Caller = { address: credentials.address };
     let tokenRefusal: DomainError | undefined;
     if (credentials.authorization !== undefined) {
@@ -240,7 +263,10 @@ export class Core {
   /** Step 3: one count against the caller's quota. Never throws. */
   private async count(identified: Identified): Promise<Admission> {
     try {
-      return this.admitted(identified, await this.options.quota.consume(identified.subject, identified.limit));
+      const quota = await inSpan('quota', { attributes: { 'agentroom.quota.subject': subjectKind(identified.subject) } }, () =>
+        this.options.quota.consume(identified.subject, identified.limit),
+      );
+      return this.admitted(identified, quota);
     } catch (error) {
       return this.countFailed(identified, error);
     }
@@ -291,10 +317,13 @@ export class Core {
 
   /** Runs one operation for an admitted call, on behalf of `options.surface`'s protocol. */
   async invoke<N extends OperationName>(admission: Admission, name: N, input: unknown, options: InvokeOptions): Promise<Outcome<OutputOf<N>>> {
-    const started = process.hrtime.bigint();
-    const outcome = await this.steps(admission, name, input, options);
-    this.observe(name, options, outcome, started);
-    return outcome;
+    return inSpan(name, operationSpan(name, options), async (span) => {
+      const started = process.hrtime.bigint();
+      const outcome = await this.steps(admission, name, input, options);
+      this.observe(name, options, outcome, started);
+      endOperationSpan(span, outcome);
+      return outcome;
+    });
   }
 
   private observe(name: OperationName, options: InvokeOptions, outcome: Outcome<unknown>, started: bigint): void {
@@ -345,7 +374,7 @@ export class Core {
       let begun = claimed?.begun;
       if (begun === undefined) {
         try {
-          begun = await this.options.idempotency.begin(storeKey, fingerprint);
+          begun = await inSpan('idempotency', {}, () => this.options.idempotency.begin(storeKey, fingerprint));
         } catch (error) {
           return fail(error);
         }
@@ -409,6 +438,27 @@ export class Core {
     if (domain.slug === 'internal') this.options.log.error({ err: error }, 'operation failed');
     return domain;
   }
+}
+
+/** The span of one operation of the core: named after it (`createPost`), with the protocol that carried it. */
+function operationSpan(name: OperationName, options: InvokeOptions): { attributes: Record<string, string> } {
+  return { attributes: { 'agentroom.operation': name, 'agentroom.protocol': options.surface.protocol } };
+}
+
+/** How the operation ended, as the metric's `outcome` label says it; a failure's slug is its `error.type` too, a server's fault its status. */
+function endOperationSpan(span: Span, outcome: Outcome<unknown>): void {
+  if (outcome.ok) {
+    span.setAttribute('agentroom.outcome', outcome.replayed ? 'replayed' : 'ok');
+    return;
+  }
+  const { slug } = outcome.problem.error;
+  span.setAttributes({ 'agentroom.outcome': slug, 'error.type': slug });
+  if (outcome.problem.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: slug });
+}
+
+/** Which kind of bucket a call counts against (`token` or `address`), never the token id or the address itself. */
+function subjectKind(subject: string): string {
+  return subject.startsWith('tok:') ? 'token' : 'address';
 }
 
 /** Whether a suspended caller's call of `op` is refused: a write, unless the row allows it (docs/decisions.md §43). */
