@@ -212,7 +212,7 @@ export async function startJaeger(): Promise<Jaeger> {
         'query.service_name': service,
         'query.start_time_min': new Date(now - 3_600_000).toISOString(),
         'query.start_time_max': new Date(now + 60_000).toISOString(),
-        'query.search_depth': String(limit),
+        'query.num_traces': String(limit),
       });
       return query(`/api/v3/traces?${window}`);
     },

@@ -19,8 +19,11 @@ import {
   envoyBootstrap,
   envoyYaml,
   fillChartPlaceholders,
+  type EnvoyTracing,
   type Json,
 } from '../src/envoy.js';
+import { startJaeger } from '../../e2e/support/jaeger.js';
+import { envoyTracing, tracingEnv } from '../src/tracing.js';
 import { resolveRoutes } from '../src/routes.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -478,7 +481,7 @@ async function runEnvoy(file: string, port: number, adminPort: number, urls: Pub
 }
 
 /** A real Envoy on the rendered bootstrap, in front of upstreams that are down. */
-async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: number }): Promise<RunningEnvoy> {
+async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: number }, tracing?: EnvoyTracing): Promise<RunningEnvoy> {
   const [port, adminPort, edgePort, authPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const urls = publicUrls({ PORT: port, SITE_URL: undefined, API_URL: undefined });
   const docsDir = join(scratch, `${name}-docs`);
@@ -496,6 +499,7 @@ async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: 
         edge: down(edgePort),
         auth: down(authPort),
         ...(rateLimit ? { rateLimit } : {}),
+        ...(tracing ? { tracing } : {}),
       }),
       name,
     ),
@@ -626,6 +630,58 @@ describe('Envoy on the rendered bootstrap', () => {
     expect(await response.json()).toMatchObject({ status: 431, code: 'invalid_request', remedy: expect.stringContaining('16 KiB') });
     expectOwnHeaders(response);
   });
+});
+
+describe("Envoy's tracer, sending to a real Jaeger", () => {
+  it('samples as the services do: none at ratio 0 but what a sampled traceparent asks for, every request at ratio 1', async () => {
+    const jaeger = await startJaeger();
+    const envoys: RunningEnvoy[] = [];
+    try {
+      const tracingAt = (ratio: string): EnvoyTracing =>
+        envoyTracing(
+          tracingEnv.parse({
+            OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+            OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: ratio,
+          }),
+        )!;
+      const none = await startEnvoy('traced-none', undefined, tracingAt('0'));
+      const all = await startEnvoy('traced-all', undefined, tracingAt('1'));
+      envoys.push(none, all);
+      const ask = (envoy: RunningEnvoy, id: string, traceparent?: string) =>
+        fetch(`${envoy.origin}/.well-known/ai-agent.json`, { headers: { 'x-request-id': id, ...(traceparent ? { traceparent } : {}) } });
+      const run = Date.now().toString(16);
+      for (let i = 0; i < 10; i += 1) {
+        expect((await ask(none, `none-${run}-${i}`)).status).toBe(200);
+        expect((await ask(all, `all-${run}-${i}`)).status).toBe(200);
+      }
+      // A client's sampled trace is kept at ratio 0; its unsampled one is not at ratio 1.
+      const kept = `${'1'.repeat(16)}${run.padStart(16, '0')}`;
+      const dropped = `${'2'.repeat(16)}${run.padStart(16, '0')}`;
+      await ask(none, `kept-${run}`, `00-${kept}-00f067aa0ba902b7-01`);
+      await ask(all, `dropped-${run}`, `00-${dropped}-00f067aa0ba902b7-00`);
+
+      // Envoy flushes its spans every 5 s: wait for the ten of ratio 1 and the client's, then look at all.
+      const requestIds = async (): Promise<string[]> =>
+        (await jaeger.traces('envoy', 100)).flatMap((trace) => trace.spans.map((span) => String(span.attributes['http.request.header.x-request-id'])));
+      for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 250))) {
+        const ids = await requestIds();
+        if (ids.filter((id) => id.startsWith(`all-${run}`)).length === 10 && ids.includes(`kept-${run}`)) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5_500));
+      const ids = new Set(await requestIds());
+      expect([...ids].filter((id) => id.startsWith(`all-${run}`)).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `all-${run}-${i}`).sort());
+      expect([...ids].filter((id) => id.startsWith(`none-${run}`))).toEqual([]);
+      expect(ids.has(`kept-${run}`)).toBe(true);
+      expect(ids.has(`dropped-${run}`)).toBe(false);
+      // Envoy's own span, named as the tracer names it, under the client's span and in its trace.
+      const trace = await jaeger.trace(kept);
+      expect(trace?.spans.map((span) => [span.service, span.name, span.parentSpanId])).toEqual([['envoy', 'ingress', '00f067aa0ba902b7']]);
+    } finally {
+      await Promise.all(envoys.map((envoy) => envoy.stop()));
+      await jaeger.stop();
+    }
+  }, 60_000);
 });
 
 describe("Envoy's guard", () => {
