@@ -39,12 +39,13 @@ function only(trace: JaegerTrace | undefined, service: string, name: string): Ja
 }
 
 /** A webhook receiver on loopback: answers 204 and keeps what it got. */
-async function receiver(): Promise<{ server: Server; url: string; received: number }> {
-  const state = { received: 0 };
+async function receiver(): Promise<{ server: Server; url: string; received: number; traceparents: string[] }> {
+  const state = { received: 0, traceparents: [] as string[] };
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       state.received += 1;
+      if (typeof req.headers.traceparent === 'string') state.traceparents.push(req.headers.traceparent);
       res.writeHead(204).end();
     });
   });
@@ -55,6 +56,7 @@ async function receiver(): Promise<{ server: Server; url: string; received: numb
     get received() {
       return state.received;
     },
+    traceparents: state.traceparents,
   };
 }
 
@@ -109,10 +111,14 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
    */
   const traceWith = async (traceId: string, service: string, name: string, callerSpanId?: string): Promise<JaegerTrace> => {
     let trace: JaegerTrace | undefined;
-    await until(`${service}'s span ${name} in the trace`, async () => {
-      trace = await jaeger.trace(traceId);
-      return trace?.spans.some((span) => span.service === service && span.name === name) ?? false;
-    });
+    await until(
+      `${service}'s span ${name} in the trace`,
+      async () => {
+        trace = await jaeger.trace(traceId);
+        return trace?.spans.some((span) => span.service === service && span.name === name) ?? false;
+      },
+      10_000,
+    );
     if (callerSpanId !== undefined) {
       await until(
         'every parent in the trace',
@@ -160,6 +166,8 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
     expect(linksOf(attempt)).toEqual([notify.spanId]);
     expect(attempt.attributes).toMatchObject({ 'http.response.status_code': 204, 'agentroom.webhook.outcome': 'delivered', 'server.address': '127.0.0.1' });
     expect(hook.received).toBeGreaterThanOrEqual(1);
+    // The request itself carries the trace on, from the attempt's HTTP client span.
+    expect(hook.traceparents.some((traceparent) => traceparent.split('-')[1] === caller.traceId)).toBe(true);
   });
 
   it('a log line written within the request carries its trace id and a span id of it', async () => {
@@ -168,13 +176,17 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
     const trace = await traceWith(caller.traceId, 'edge', 'createPost');
     const spanIds = new Set(trace.spans.map((span) => span.spanId));
     let line: { trace_id?: string; span_id?: string; service?: string } | undefined;
-    await until('a log line of the request', () => {
-      line = cluster.lines
-        .filter((text) => text.includes(caller.traceId))
-        .map((text) => JSON.parse(text) as { trace_id?: string; span_id?: string; service?: string })
-        .find((parsed) => parsed.trace_id === caller.traceId);
-      return Promise.resolve(line !== undefined);
-    });
+    await until(
+      'a log line of the request',
+      () => {
+        line = cluster.lines
+          .filter((text) => text.includes(caller.traceId))
+          .map((text) => JSON.parse(text) as { trace_id?: string; span_id?: string; service?: string })
+          .find((parsed) => parsed.trace_id === caller.traceId);
+        return Promise.resolve(line !== undefined);
+      },
+      10_000,
+    );
     expect(line?.span_id).toMatch(/^[0-9a-f]{16}$/);
     expect(spanIds.has(line?.span_id ?? '')).toBe(true);
   });

@@ -5,12 +5,13 @@ import { loadConfigOrExit } from '@agentroom/kit/config';
 import { createLogger, quietStartup } from '@agentroom/kit/log';
 import { assertPortFree, closeHttpServer, exitOnSignal, exitOnStartupFailure, startAdminServer } from '@agentroom/kit/process';
 import { startTelemetry } from '@agentroom/kit/telemetry';
-import { banner } from './banner.js';
-import { embeddedEnv } from './config.js';
 
 // One SDK for the whole process, `service.name` agent-room (OTEL_SERVICE_NAME names it otherwise),
-// started before the services' modules load so that their libraries are patched (docs/decisions.md §49).
+// started before the services' modules load so that their libraries are patched (docs/decisions.md §49):
+// this file's own modules too, since the configuration's schemas come from the gateway and the record.
 await startTelemetry('agent-room');
+const { banner } = await import('./banner.js');
+const { embeddedEnv } = await import('./config.js');
 const { seedDemo } = await import('./demo.js');
 const { startEmbedded } = await import('./embedded.js');
 
