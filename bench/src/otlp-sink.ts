@@ -1,4 +1,4 @@
-// Child process: the OTLP/HTTP receiver of the tracing rows (docs/benchmarks.md, docs/decisions.md
+// Child process: an OTLP/HTTP receiver of the tracing rows, one per traced cluster (docs/benchmarks.md, docs/decisions.md
 // §50). It answers each export as a collector does (200, an empty ExportTraceServiceResponse) and
 // keeps no span, so that what the rows measure is what tracing costs the product (making, batching,
 // encoding and sending spans), not what a trace store costs the two cores it shares with it.

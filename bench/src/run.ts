@@ -122,7 +122,7 @@ const NOTES = [
   '  API reference: chromium (headless) against the embedded product, a fresh context per load (nothing cached), the median of 5 loads from the navigation to the first frame',
   '  with the first operation laid out; p50 is /developers/reference (HTML), the interactive one (Scalar) is in the measured column, also with its bundle cached.',
   '  tracing: listPosts, MCP room_read_posts, then createPost over three clusters behind Envoy alike but for tracing (off; on at 10 % and 100 % of requests sampled, every process exporting',
-  "  to the bench's OTLP/HTTP receiver, which keeps nothing), measured in turn for 2 rounds; each row the mean of its rounds, a traced row's cost against tracing off's.",
+  "  to the bench's OTLP/HTTP receiver, which keeps nothing), measured in turn for 3 rounds; each row the mean of its rounds, a traced row's cost against tracing off's.",
 ];
 
 async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]> {

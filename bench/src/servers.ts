@@ -55,7 +55,7 @@ export class Servers {
    */
   clusterBehindEnvoyTraced(ratio: number): Promise<ServerChild> {
     return this.once(`cluster-envoy-traced-${ratio}`, async () => {
-      const receiver = await this.otlpReceiver();
+      const receiver = await this.otlpReceiver(ratio);
       return this.product(
         `cluster-envoy-traced-${ratio}`,
         './cluster-server.js',
@@ -71,11 +71,12 @@ export class Servers {
     });
   }
 
-  /** The OTLP/HTTP receiver the traced cluster sends its spans to: answers, counts, keeps nothing. */
-  otlpReceiver(): Promise<ServerChild> {
-    return this.once(OTLP_RECEIVER, () => {
-      progress("starting the bench's OTLP receiver…");
-      return this.start(OTLP_RECEIVER, './otlp-sink.js', withoutTracing(process.env));
+  /** The OTLP/HTTP receiver the cluster traced at `ratio` sends its spans to (one each): answers, counts, keeps nothing. */
+  otlpReceiver(ratio: number): Promise<ServerChild> {
+    const name = `${OTLP_RECEIVER}-${ratio}`;
+    return this.once(name, () => {
+      progress(`starting the bench's OTLP receiver for tracing at ${ratio * 100} %…`);
+      return this.start(name, './otlp-sink.js', withoutTracing(process.env));
     });
   }
 
@@ -99,7 +100,7 @@ export class Servers {
 
   /** Every child, the OTLP receiver last: the traced clusters send their last spans to it as they stop. */
   async stop(): Promise<void> {
-    const last = (child: ServerChild): boolean => child.name === OTLP_RECEIVER;
+    const last = (child: ServerChild): boolean => child.name.startsWith(OTLP_RECEIVER);
     await Promise.all(this.children.filter((child) => !last(child)).map((child) => child.stop()));
     await Promise.all(this.children.filter(last).map((child) => child.stop()));
   }

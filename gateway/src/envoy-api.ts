@@ -16,6 +16,7 @@ export {
   type EnvoyTracing,
 } from './envoy.js';
 export { discoveryDocuments } from './discovery.js';
+export { envoyTracing, tracingEnv } from './tracing.js';
 
 /**
  * What Envoy in front reads from the environment: as the router would, the quota its own answers

@@ -17,7 +17,7 @@ import { freePort, type LocalPostgres, type LocalRedis, NODE_FLAGS, reservePort,
 import { createLogger } from '@agentroom/kit/log';
 import { assertPortFree, exitingWithParent, exitOnStartupFailure, onParentGone, startupProblem } from '@agentroom/kit/process';
 import { openRedis } from '@agentroom/kit/store';
-import { envoyTracing, tracesExported, tracingEnv } from '@agentroom/gateway/tracing';
+import { telemetryEnv, tracingEnabled } from '@agentroom/kit/telemetry';
 import { databaseEnv, openDatabase, redactUrl } from '@agentroom/record';
 import { z } from 'zod';
 
@@ -66,18 +66,18 @@ const clusterEnv = z.object({
   ...logEnv.shape,
   ...cursorSecretEnv.shape,
   ...databaseEnv.shape,
-  // Tracing: the OpenTelemetry SDK's own variables, passed to every process, and Envoy's tracer with --envoy.
-  ...tracingEnv.shape,
+  // Tracing: the OpenTelemetry SDK's own variables, passed to every process (and Envoy's tracer with --envoy).
+  ...telemetryEnv.shape,
 });
 
 const config = loadConfigOrExit(clusterEnv, 'cluster');
 // Envoy's rendering is loaded only when asked for; its variables (the router's) are checked now, before anything starts.
 const gateway = withEnvoy ? await import('@agentroom/gateway/envoy') : undefined;
 const envoyConfig = gateway ? loadConfigOrExit(gateway.envoyEnv, 'cluster') : undefined;
+// Envoy's spans, when the services export theirs, to the same receiver if Envoy can reach it (plain HTTP): docs/decisions.md §50.
+const tracing = gateway ? gateway.envoyTracing(loadConfigOrExit(gateway.tracingEnv, 'cluster')) : undefined;
 const log = createLogger('cluster', config.LOG_LEVEL, config.LOG_FORMAT);
 const urls = publicUrls(config);
-/** Envoy's spans, when the services export theirs (docs/decisions.md §50). */
-const tracing = envoyTracing(config);
 let redis: LocalRedis | undefined;
 /** The PostgreSQL the launcher started for the record, when DATABASE_URL names none. */
 let postgres: LocalPostgres | undefined;
@@ -168,7 +168,7 @@ async function launch(name: string, script: string, env: Record<string, string>)
  */
 function tracingEnvOf(name: string): NodeJS.ProcessEnv {
   const { OTEL_SERVICE_NAME: _shared, ...env } = process.env;
-  if (!tracesExported(config)) return env;
+  if (!tracingEnabled(config)) return env;
   const attributes = env.OTEL_RESOURCE_ATTRIBUTES ?? '';
   if (/(^|,)\s*service\.instance\.id\s*=/.test(attributes)) return env;
   return { ...env, OTEL_RESOURCE_ATTRIBUTES: [attributes, `service.instance.id=${name}`].filter((part) => part !== '').join(',') };
@@ -549,10 +549,10 @@ try {
     ...(redis?.pid === undefined ? {} : { 'redis-server': redis.pid }),
     ...(postgres?.pid === undefined ? {} : { postgres: postgres.pid }),
   };
-  // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
   const traced = tracing
-    ? `; spans to ${tracing.host}:${tracing.port} over OTLP (${tracing.protocol}), ${tracing.samplingPerMillion / 10_000} % of requests sampled`
+    ? `; Envoy's spans to ${tracing.host}:${tracing.port} over OTLP (${tracing.protocol}), ${tracing.samplingPerMillion / 10_000} % of new traces sampled`
     : '';
+  // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
   const privateTargets = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS
     ? '; webhooks may target private and loopback addresses (WEBHOOKS_ALLOW_PRIVATE_TARGETS=true)'
     : '';
