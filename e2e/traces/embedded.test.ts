@@ -80,6 +80,8 @@ describe('traces of npm start', () => {
     started.kill('SIGTERM');
     expect(await exited).toBe(0);
     const trace = await jaeger.trace(traceId);
+    // Found by its service as well.
+    expect((await jaeger.traces('agent-room')).map((found) => found.traceId)).toContain(traceId);
     expect(new Set(trace?.spans.map((span) => span.service))).toEqual(new Set(['agent-room']));
     const names = new Set(trace?.spans.map((span) => span.name));
     for (const name of ['createPost', 'grpc.agentroom.room.v1.RoomService/CreatePost', 'notify post']) expect(names).toContain(name);

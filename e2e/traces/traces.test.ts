@@ -1,9 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { approvedAgent, type RunningCluster, startCluster, until } from '@agentroom/testkit';
+import { approvedAgent, LiveFeed, type RunningCluster, startCluster, until } from '@agentroom/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Jaeger, type JaegerSpan, type JaegerTrace, startJaeger } from '../support/jaeger.js';
+import { MODERN_REVISION, modernMeta } from '../support/mcp.js';
 
 /** A W3C `traceparent` of our own, sampled, so that the test knows the trace id before it asks. */
 function callerContext(): { traceId: string; spanId: string; traceparent: string } {
@@ -133,10 +134,15 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
   };
 
   it('a createPost over REST is one trace through the router, edge, auth, room and Redis, then messaging and delivery, each span under its parent', async () => {
+    // Someone follows the live feed: the post is written to their stream too.
+    const feed = new LiveFeed(`${cluster.origin}/api/v1/posts/stream`, {}, (event, data) => (event === 'post' ? (data as { id: string }).id : undefined));
+    await feed.start();
     const caller = callerContext();
     const response = await post({ text: `traced post for @${listener.agentId}` }, caller.traceparent);
     expect(response.status).toBe(201);
     const postId = ((await response.json()) as { id: string }).id;
+    expect(await feed.awaitKeys([postId], 5_000)).toEqual([]);
+    await feed.stop();
     // The last hop: the webhook's attempt, after the post's notifications.
     const full = await traceWith(caller.traceId, 'delivery', 'webhook delivery', caller.spanId);
     expect(new Set(full.spans.map((span) => span.service))).toEqual(new Set(['router', 'edge', 'auth', 'room', 'messaging', 'delivery']));
@@ -161,6 +167,11 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
     expect(parentOf(notify)).toBe(roomCall.spanId);
     expect(linksOf(notify)).toEqual([roomCall.spanId]);
     expect(notify.attributes).toMatchObject({ 'messaging.message.id': postId, 'agentroom.notifications': 1 });
+    // Edge's live fan-out of the post to its streams: the same, within the process that follows the room.
+    const fanOut = only(await traceWith(caller.traceId, 'edge', 'live fan-out'), 'edge', 'live fan-out');
+    expect(parentOf(fanOut)).toBe(roomCall.spanId);
+    expect(linksOf(fanOut)).toEqual([roomCall.spanId]);
+    expect(fanOut.attributes).toMatchObject({ 'messaging.message.id': postId, 'agentroom.subscribers': 1 });
     const attempt = only(full, 'delivery', 'webhook delivery');
     expect(parentOf(attempt)).toBe(notify.spanId);
     expect(linksOf(attempt)).toEqual([notify.spanId]);
@@ -223,16 +234,17 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
       }),
     });
     expect(response.status).toBe(200);
-    const trace = await traceWith(meta.traceId, 'room', 'grpc.agentroom.room.v1.RoomService/ListPosts');
+    const trace = await traceWith(meta.traceId, 'edge', 'listPosts');
     const tool = only(trace, 'edge', 'tools/call room_read_posts');
     expect(parentOf(tool)).toBe(meta.spanId);
     expect(tool.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'room_read_posts' });
     // The operation and its calls to the services are the tool call's.
     expect(parentOf(only(trace, 'edge', 'listPosts'))).toBe(tool.spanId);
     const operation = only(trace, 'edge', 'listPosts');
-    const roomCalls = trace.spans.filter((span) => span.service === 'room' && span.name === 'grpc.agentroom.room.v1.RoomService/ListPosts');
-    expect(roomCalls.length).toBeGreaterThan(0);
-    for (const call of roomCalls) {
+    // Edge answers the first page from its memory once its live feed follows the room (the first test
+    // opened one); any call it made to the room or the record is the operation's.
+    const calls = trace.spans.filter((span) => span.service !== 'edge' && span.name.startsWith('grpc.'));
+    for (const call of calls) {
       const client = trace.spans.find((span) => span.spanId === call.parentSpanId);
       expect(client?.parentSpanId).toBe(operation.spanId);
     }
@@ -240,5 +252,28 @@ describe('traces across the services (OTEL_* on, Jaeger)', () => {
     const http = await traceWith(header.traceId, 'edge', 'POST');
     const server = http.spans.find((span) => span.service === 'edge' && span.name === 'POST');
     expect(tool.links).toContainEqual({ traceId: header.traceId, spanId: server?.spanId });
+  });
+
+  it("a 2026-07-28 tools/call's _meta, beside the revision's own envelope, puts the tool call in the caller's trace too", async () => {
+    const meta = callerContext();
+    const response = await fetch(`${cluster.origin}/api/mcp`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN_REVISION,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'room_read_posts',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'room_read_posts', arguments: {}, _meta: modernMeta({ traceparent: meta.traceparent }) },
+      }),
+    });
+    expect(response.status).toBe(200);
+    const tool = only(await traceWith(meta.traceId, 'edge', 'tools/call room_read_posts'), 'edge', 'tools/call room_read_posts');
+    expect(parentOf(tool)).toBe(meta.spanId);
   });
 });

@@ -101,6 +101,21 @@ export async function inLinkedSpan<T>(carrier: TraceCarrier | undefined, name: s
   );
 }
 
+/** `inLinkedSpan` for synchronous work (a fan-out to listeners): the same parent and link, or a span of its own. */
+export function inLinkedSpanSync<T>(carrier: TraceCarrier | undefined, name: string, options: SpanOptions, work: (span: Span) => T): T {
+  const links = linkTo(carrier);
+  const producer = links[0];
+  const run = (): T =>
+    tracer.startActiveSpan(name, { ...options, links: [...(options.links ?? []), ...links] }, (span) => {
+      try {
+        return work(span);
+      } finally {
+        span.end();
+      }
+    });
+  return producer === undefined ? run() : context.with(trace.setSpanContext(ROOT_CONTEXT, producer.context), run);
+}
+
 /**
  * A link to the span whose context an item carried (`traceCarrier`), for the span of the work done
  * on it later: linked, not a child, as OpenTelemetry's messaging conventions have it. None when the

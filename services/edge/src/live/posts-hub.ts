@@ -4,6 +4,7 @@ import type { Logger } from '@agentroom/kit/log';
 import { liveFanoutDuration } from '@agentroom/kit/metrics';
 import { type DomainError, unavailable as unavailableProblem } from '@agentroom/kit/problems';
 import { compareStreamIds } from '@agentroom/kit/store';
+import { inLinkedSpanSync, SpanKind } from '@agentroom/kit/telemetry';
 import type { Post, PostList } from '@agentroom/api';
 import { toRemoved, tombstonePost } from '@agentroom/api/wire';
 import type { RoomServiceClient } from '@agentroom/proto';
@@ -22,7 +23,8 @@ export interface LiveRemoval {
 type DeliverRemoval = (removal: LiveRemoval) => void;
 
 /** What the room's WatchPosts brings: a post, or a removal. */
-type Watched = { entry: PagedPost; removal?: undefined } | { removal: LiveRemoval; entry?: undefined };
+/** A post streamed with the traceparent of the call that made it ('' without tracing), or a removal. */
+type Watched = { entry: PagedPost; traceparent: string; removal?: undefined } | { removal: LiveRemoval; entry?: undefined };
 
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 5_000;
@@ -177,7 +179,7 @@ export class PostsHub {
    */
   private watchPosts(afterId: string | undefined, withCursors: boolean): UpstreamWatch<Watched> {
     return upstreamWatch(this.room.watch('watchPosts', { afterId: afterId ?? '', withCursors }), (response): Watched | undefined => {
-      if (response.post) return { entry: pagedPost(response.post) };
+      if (response.post) return { entry: pagedPost(response.post), traceparent: response.post.traceparent };
       if (response.removed) return { removal: { id: response.removed.postId, ...toRemoved(response.removed) } };
       return undefined;
     });
@@ -198,7 +200,7 @@ export class PostsHub {
     this.firstPage.seed(entries, newest.hasMore);
     const watch = this.watchPosts(this.position, true);
     this.watch = watch;
-    watch.onItem((item) => (item.entry ? this.receive(item.entry) : this.removed(item.removal)));
+    watch.onItem((item) => (item.entry ? this.receive(item.entry, item.traceparent) : this.removed(item.removal)));
     watch.onEnd((error) => this.dropped(watch, error));
     await watch.positioned;
     // The watch may have ended between its metadata and here: `dropped` took it for lost then (and
@@ -210,7 +212,7 @@ export class PostsHub {
     this.log.info({ position: this.position, subscribers: this.listeners.size }, 'posts hub is live');
   }
 
-  private receive(entry: PagedPost): void {
+  private receive(entry: PagedPost, traceparent: string): void {
     const { post } = entry;
     if (this.position !== undefined && compareStreamIds(post.id, this.position) <= 0) return;
     this.position = post.id;
@@ -218,9 +220,14 @@ export class PostsHub {
     this.buffer.push(post);
     if (this.buffer.length > this.capacity) this.bufferFrom = this.buffer.shift()?.id;
     if (this.listeners.size === 0) return;
-    const started = performance.now();
-    for (const listener of this.listeners) listener(post);
-    liveFanoutDuration.observe((performance.now() - started) / 1_000);
+    const fanOut = (): void => {
+      const started = performance.now();
+      for (const listener of this.listeners) listener(post);
+      liveFanoutDuration.observe((performance.now() - started) / 1_000);
+    };
+    // A span only for a traced post: a child of the call that made it, linked to it (docs/decisions.md §49).
+    if (traceparent === '') return fanOut();
+    inLinkedSpanSync({ traceparent }, 'live fan-out', { kind: SpanKind.CONSUMER, attributes: fanOutAttributes(post.id, this.listeners.size) }, fanOut);
   }
 
   /** A post was removed: its tombstone takes its place in the window and the buffer, and subscribers hear of it. */
@@ -262,6 +269,17 @@ export class PostsHub {
     this.retryTimer.unref();
     this.retryMs = Math.min(this.retryMs * 2, RECONNECT_MAX_MS);
   }
+}
+
+/** The live fan-out's span attributes: the post, and how many streams it was written to. */
+function fanOutAttributes(postId: string, subscribers: number): Record<string, string | number> {
+  return {
+    'messaging.operation.type': 'process',
+    'messaging.operation.name': 'fan-out',
+    'messaging.destination.name': 'posts',
+    'messaging.message.id': postId,
+    'agentroom.subscribers': subscribers,
+  };
 }
 
 function unavailable(): DomainError {
