@@ -123,4 +123,10 @@ for (;;) {
 }
 // The launcher itself supervises (it does little under load), but it is one of the processes.
 processes = { launcher: cluster.pid ?? 0, ...ready.pids };
-announcePort(port, { edges, room: ready.room, ...(ready.record === undefined ? {} : { record: ready.record }), pids: processes });
+announcePort(port, {
+  edges,
+  apiUrl: `http://127.0.0.1:${port}/api`,
+  room: ready.room,
+  ...(ready.record === undefined ? {} : { record: ready.record }),
+  pids: processes,
+});

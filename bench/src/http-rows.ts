@@ -62,7 +62,7 @@ function http(spec: HttpBenchmark): Benchmark {
 }
 
 /** The first page of posts: checked to hold a full page, then loaded as is. */
-async function firstPage(server: ServerChild): Promise<LoadTarget> {
+export async function firstPage(server: ServerChild): Promise<LoadTarget> {
   await page(server.origin);
   return { url: `${server.origin}${LIST_POSTS_PATH}` };
 }
@@ -80,6 +80,11 @@ export async function createPost(server: ServerChild): Promise<LoadTarget> {
   return { url, method: 'POST', headers, body, uniqueIdempotencyKey: true };
 }
 
+/** MCP's first page, checked to answer the posts REST's first page answers on the same server. */
+export async function mcpFirstPage(server: ServerChild): Promise<LoadTarget> {
+  return mcpReadPosts(server, (await page(server.origin)).ids);
+}
+
 const LIST_EMBEDDED = 'list-embedded';
 
 /** createPost in cluster mode, behind either front. */
@@ -94,7 +99,7 @@ export const HTTP_BENCHMARKS: readonly Benchmark[] = [
     key: 'list',
     label: 'MCP room_read_posts first page, embedded',
     server: (s) => s.embedded(),
-    target: async (server) => mcpReadPosts(server, (await page(server.origin)).ids),
+    target: mcpFirstPage,
     shareOfRow: { id: LIST_EMBEDDED, label: 'listPosts', share: 0.5 },
   }),
   http({

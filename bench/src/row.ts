@@ -16,6 +16,7 @@ export const KEYS = [
   'search',
   'record',
   'reference',
+  'tracing',
 ] as const;
 export type Key = (typeof KEYS)[number];
 

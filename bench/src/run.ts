@@ -21,6 +21,7 @@ import { type Benchmark, type Key, KEYS, type Row } from './row.js';
 import { Servers } from './servers.js';
 import { sseRow } from './sse-row.js';
 import { formatTable } from './table.js';
+import { TRACING_BENCHMARKS } from './tracing-rows.js';
 import { WEBHOOKS, webhookRow } from './webhook-row.js';
 
 /** Every row, in the order measured and printed: the baselines first, then embedded, then cluster. */
@@ -78,6 +79,7 @@ const BENCHMARKS: readonly Benchmark[] = [
     comparesToBare: false,
     run: referenceRow,
   },
+  ...TRACING_BENCHMARKS,
 ];
 
 /** The benchmarks `argv` names by key (all for none), and the baselines if any of them needs bare's rate. */
@@ -119,6 +121,8 @@ const NOTES = [
   '  record, cluster: createPost at full rate, GetRecordStatus every 50 ms, lag = first poll holding a post − its creation; catch-up: the record SIGSTOPped, 20,000 posts made, SIGCONT; CPU: the record process per post archived.',
   '  API reference: chromium (headless) against the embedded product, a fresh context per load (nothing cached), the median of 5 loads from the navigation to the first frame',
   '  with the first operation laid out; p50 is /developers/reference (HTML), the interactive one (Scalar) is in the measured column, also with its bundle cached.',
+  '  tracing: listPosts, MCP room_read_posts, then createPost over three clusters behind Envoy alike but for tracing (off; on at 10 % and 100 % of requests sampled, every process exporting',
+  "  to the bench's OTLP/HTTP receiver, which keeps nothing), measured in turn for 3 rounds; each row the mean of its rounds, a traced row's cost against tracing off's.",
 ];
 
 async function main(servers: Servers, benchmarks: Benchmark[]): Promise<string[]> {

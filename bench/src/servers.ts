@@ -8,6 +8,8 @@ import { page, SEEDED_POSTS } from './pages.js';
 import { progress } from './progress.js';
 import { seedRoom } from './seed.js';
 
+const OTLP_RECEIVER = 'otlp-receiver';
+
 /** Starting the cluster takes a few seconds, more on a busy machine; a hung child must not hang us. */
 const READY_TIMEOUT_MS = 60_000;
 
@@ -46,6 +48,38 @@ export class Servers {
     );
   }
 
+  /**
+   * The same cluster behind Envoy with tracing on: every process and Envoy export spans over OTLP/HTTP
+   * to the bench's receiver (otlp-sink.ts), `ratio` of requests sampled (OTEL_TRACES_SAMPLER
+   * `parentbased_traceidratio`, Envoy's random sampling at the same share), as the chart sets them.
+   */
+  clusterBehindEnvoyTraced(ratio: number): Promise<ServerChild> {
+    return this.once(`cluster-envoy-traced-${ratio}`, async () => {
+      const receiver = await this.otlpReceiver(ratio);
+      return this.product(
+        `cluster-envoy-traced-${ratio}`,
+        './cluster-server.js',
+        `npm run cluster -- --envoy with tracing at ${ratio * 100} % to the bench's OTLP receiver`,
+        {
+          BENCH_CLUSTER_FRONT: 'envoy',
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+          OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: String(ratio),
+        },
+      );
+    });
+  }
+
+  /** The OTLP/HTTP receiver the cluster traced at `ratio` sends its spans to (one each): answers, counts, keeps nothing. */
+  otlpReceiver(ratio: number): Promise<ServerChild> {
+    const name = `${OTLP_RECEIVER}-${ratio}`;
+    return this.once(name, () => {
+      progress(`starting the bench's OTLP receiver for tracing at ${ratio * 100} %…`);
+      return this.start(name, './otlp-sink.js', withoutTracing(process.env));
+    });
+  }
+
   /** A bare node:http server answering every request with the embedded product's first page of posts. */
   bare(): Promise<ServerChild> {
     return this.once('bare', () => this.baseline('bare', './bare-server.js'));
@@ -64,8 +98,11 @@ export class Servers {
     });
   }
 
-  stop(): Promise<void> {
-    return Promise.all(this.children.map((child) => child.stop())).then(() => undefined);
+  /** Every child, the OTLP receiver last: the traced clusters send their last spans to it as they stop. */
+  async stop(): Promise<void> {
+    const last = (child: ServerChild): boolean => child.name.startsWith(OTLP_RECEIVER);
+    await Promise.all(this.children.filter((child) => !last(child)).map((child) => child.stop()));
+    await Promise.all(this.children.filter(last).map((child) => child.stop()));
   }
 
   private once(name: string, start: () => Promise<ServerChild>): Promise<ServerChild> {
@@ -86,7 +123,8 @@ export class Servers {
   /** A product: embedded ones with `npm start`'s flags, as users run it; the cluster's launcher with a service's. */
   private async product(name: string, script: string, what: string, env: NodeJS.ProcessEnv = {}, flags?: readonly string[]): Promise<ServerChild> {
     progress(`starting ${what}…`);
-    const server = await this.start(name, script, { ...process.env, ...env }, flags);
+    // Tracing is off unless the row asks for it, whatever the shell that runs the bench has set.
+    const server = await this.start(name, script, { ...withoutTracing(process.env), ...env }, flags);
     if (server.room === undefined) throw new Error(`${name} did not say where its room listens`);
     progress(`seeding ${SEEDED_POSTS.toLocaleString('en-US')} posts through room's gRPC API at ${server.room}…`);
     await seedRoom(server.room, SEEDED_POSTS);
@@ -100,6 +138,11 @@ export class Servers {
     await assertReplays(server, response);
     return server;
   }
+}
+
+/** An environment without the OpenTelemetry SDK's variables: no process of it exports spans. */
+function withoutTracing(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('OTEL_')));
 }
 
 /** A baseline is only fair if it sends exactly what the product sent. */

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { authEnv } from '@agentroom/auth';
 import { deliveryEnv } from '@agentroom/delivery';
 import { edgeEnv } from '@agentroom/edge';
+import { CHART_ENVOY_TRACING_FILE, envoyTracing, fillChartPlaceholders, tracingEnv } from '@agentroom/gateway/envoy';
 import { messagingEnv } from '@agentroom/messaging';
 import { recordEnv } from '@agentroom/record';
 import { roomEnv } from '@agentroom/room';
@@ -290,6 +291,15 @@ const COMBINATIONS: Record<string, Record<string, unknown>> = {
     networkPolicy: { enabled: false },
     image: { repository: 'registry.example.com/agent-room', tag: '1.2.3', pullSecrets: ['registry'] },
   },
+  /** Traces from Envoy and every service to a collector in another namespace, a quarter of requests, with NetworkPolicies. */
+  tracing: {
+    tracing: {
+      enabled: true,
+      otlpEndpoint: 'http://otel-collector.observability.svc:4318/',
+      sampling: 0.25,
+      resourceAttributes: { 'deployment.environment.name': 'staging' },
+    },
+  },
 };
 
 let work: string;
@@ -479,9 +489,9 @@ describe("each service's environment fits its own zod schema", () => {
       const schema = SCHEMAS[svc];
       const known = Object.keys(schema.shape);
       const names = c!.env.map((v) => v.name);
-      // Each variable once, and none the service would ignore.
+      // Each variable once, and none the service would ignore: the OpenTelemetry SDK reads its own (see 'Tracing').
       expect(names.length).toBe(new Set(names).size);
-      expect(names.filter((n) => !known.includes(n))).toEqual([]);
+      expect(names.filter((n) => !known.includes(n) && !n.startsWith('OTEL_'))).toEqual([]);
       // Every variable the schema knows is set, or left to its default on purpose.
       expect(known.filter((k) => !names.includes(k) && !LEFT_TO_DEFAULT[svc].includes(k))).toEqual([]);
       // Required ones (no default) are there.
@@ -595,7 +605,8 @@ describe("each service's environment fits its own zod schema", () => {
     ];
     for (const [name, r] of rendered) {
       const c = r.deployment('record').spec.template.spec.containers[0]!;
-      const names = c.env.map((v) => v.name);
+      // The OpenTelemetry SDK's own variables, with tracing on, are the same for every service (see 'Tracing').
+      const names = c.env.map((v) => v.name).filter((n) => !n.startsWith('OTEL_'));
       // DATABASE_READ_URL only when a read replica is given (the external ones here).
       const wanted = name.startsWith('external-') ? [...base, 'DATABASE_READ_URL'] : base;
       expect(names.length, name).toBe(new Set(names).size);
@@ -1387,6 +1398,113 @@ describe('NetworkPolicies', () => {
         url,
       ).toBe(true);
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('Tracing', () => {
+  const bootstrapOf = (r: Rendered): string => r.get(configMap, 'ConfigMap', `${FULLNAME}-envoy`).data['envoy.yaml']!;
+  const otelOf = (r: Rendered, component: string): Record<string, string> =>
+    Object.fromEntries(
+      r
+        .deployment(component)
+        .spec.template.spec.containers[0]!.env.filter((v) => v.name.startsWith('OTEL_'))
+        .map((v) => [v.name, v.value ?? '']),
+    );
+
+  it('is off by default: no OTEL_* variable in any pod, and Envoy without its tracer', () => {
+    for (const name of ['defaults', 'external-url', 'external-secret', 'bundled-own-secret']) {
+      const r = of(name);
+      for (const w of r.workloads().values()) {
+        for (const c of [...w.spec.template.spec.containers, ...w.spec.template.spec.initContainers]) {
+          expect(
+            c.env.filter((v) => v.name.startsWith('OTEL_')).map((v) => v.name),
+            `${name}: ${c.name}`,
+          ).toEqual([]);
+        }
+      }
+      expect(bootstrapOf(r), name).not.toContain('envoy.tracers.opentelemetry');
+    }
+  });
+
+  it('on, every service exports spans over OTLP/HTTP to the receiver, sampling at the ratio of tracing.sampling after its parent', () => {
+    const r = of('tracing');
+    for (const svc of SERVICES) {
+      expect(otelOf(r, svc), svc).toEqual({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability.svc:4318',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+        OTEL_RESOURCE_ATTRIBUTES: `k8s.namespace.name=${NAMESPACE},deployment.environment.name=staging`,
+      });
+    }
+  });
+
+  it("on, Envoy's bootstrap is the chart's traced one, sending to the same receiver and sampling the same share of requests", async () => {
+    const r = of('tracing');
+    // What Envoy does with the variables the services get is what the ConfigMap rendered: sampling is set in one place.
+    const expected = envoyTracing(tracingEnv.parse(otelOf(r, 'edge')));
+    expect(expected).toEqual({
+      protocol: 'http/protobuf',
+      host: 'otel-collector.observability.svc',
+      port: 4318,
+      tracesUrl: 'http://otel-collector.observability.svc:4318/v1/traces',
+      samplingPerMillion: 250_000,
+    });
+    const file = await readFile(join(root, CHART_ENVOY_TRACING_FILE), 'utf8');
+    expect(bootstrapOf(r)).toBe(
+      `${fillChartPlaceholders(file, {
+        edgeHost: `${FULLNAME}-edge`,
+        authHost: `${FULLNAME}-auth`,
+        quotaLimit: 5_000,
+        trustedProxyHops: 0,
+        otlp: { host: expected!.host, port: Number(expected!.port), tracesUrl: expected!.tracesUrl, samplingPerMillion: Number(expected!.samplingPerMillion) },
+      }).trimEnd()}\n`,
+    );
+    // A receiver without a port is on 80; a ratio becomes Envoy's percentage without rounding noise.
+    const other = await render('tracing-other', { tracing: { enabled: true, otlpEndpoint: 'http://10.1.2.3', sampling: 0.1 } });
+    const traced = bootstrapOf(other);
+    expect(traced).toContain('uri: http://10.1.2.3/v1/traces');
+    expect(traced).toContain('socket_address: { address: 10.1.2.3, port_value: 80 }');
+    expect(traced).toContain('sampling_percentage: { numerator: 100000, denominator: MILLION }');
+    expect(otelOf(other, 'room').OTEL_TRACES_SAMPLER_ARG).toBe('0.1');
+    // A new sampling rolls Envoy, whose bootstrap it changes.
+    const checksum = (x: Rendered) => x.deployment('envoy').spec.template.metadata.annotations['checksum/config'];
+    expect(checksum(other)).not.toBe(checksum(r));
+  });
+
+  it("on, the egress NetworkPolicies let auth, delivery and the record reach the receiver's port", () => {
+    for (const svc of ['auth', 'delivery', 'record']) {
+      expect(egressFlows(of('tracing'), svc), svc).toContain(`${svc} -> any:4318`);
+      expect(
+        egressFlows(of('defaults'), svc).filter((flow) => flow.endsWith(':4318')),
+        svc,
+      ).toEqual([]);
+    }
+  });
+
+  it('refuses a receiver Envoy cannot reach (HTTPS, not a URL) and a sampling ratio outside 0..1', async () => {
+    expect(await renderFails(['--set', 'tracing.otlpEndpoint=https://collector:4318'])).toContain('/tracing/otlpEndpoint');
+    expect(await renderFails(['--set', 'tracing.otlpEndpoint=collector:4318'])).toContain('/tracing/otlpEndpoint');
+    expect(await renderFails(['--set', 'tracing.sampling=2'])).toContain('/tracing/sampling');
+    expect(await renderFails(['--set-json', 'tracing.sampling=-0.5'])).toContain('/tracing/sampling');
+    expect(await renderFails(['--set', 'tracing.sampling=0.5x'])).toContain('/tracing/sampling');
+    // --set passes a ratio as a string: taken as the number it writes.
+    const { stdout } = await run(goTool('helm'), [
+      'template',
+      RELEASE,
+      chart,
+      '--namespace',
+      NAMESPACE,
+      '--set',
+      'tracing.enabled=true',
+      '--set',
+      'tracing.sampling=0.05',
+      '--show-only',
+      'templates/envoy-configmap.yaml',
+    ]);
+    expect(stdout).toContain('sampling_percentage: { numerator: 50000, denominator: MILLION }');
   });
 });
 

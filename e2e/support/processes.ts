@@ -39,13 +39,13 @@ export interface ClusterProcess<Ready> {
 /**
  * Runs what `npm run cluster` runs once it has built (`node launcher/dist/cluster.js`, with `args`;
  * `npm test` builds first) on a free PORT with two edges and a local redis-server, and resolves
- * with its ready line.
+ * with its ready line. `env` adds to its environment (tracing's OTEL_* variables, say).
  */
-export async function startClusterProcess<Ready>(args: string[], timeoutMs: number): Promise<ClusterProcess<Ready>> {
+export async function startClusterProcess<Ready>(args: string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<ClusterProcess<Ready>> {
   const port = await freePort();
   const child = spawn(process.execPath, ['launcher/dist/cluster.js', ...args], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), EDGE_REPLICAS: '2', REDIS_URL: '', LOG_LEVEL: 'info' },
+    env: { ...process.env, PORT: String(port), EDGE_REPLICAS: '2', REDIS_URL: '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];

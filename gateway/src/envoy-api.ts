@@ -5,8 +5,18 @@ import { routerTimeoutsEnv, timeoutsInOrder } from './config.js';
 import { ENVOY_DEFAULTS } from './envoy.js';
 
 export { writeDocuments, documentFileName } from './document-files.js';
-export { envoyBootstrap, envoyYaml, ENVOY_DEFAULTS, type Endpoint, type EnvoyOptions } from './envoy.js';
+export {
+  CHART_ENVOY_TRACING_FILE,
+  envoyBootstrap,
+  envoyYaml,
+  ENVOY_DEFAULTS,
+  fillChartPlaceholders,
+  type Endpoint,
+  type EnvoyOptions,
+  type EnvoyTracing,
+} from './envoy.js';
 export { discoveryDocuments } from './discovery.js';
+export { envoyTracing, tracingEnv } from './tracing.js';
 
 /**
  * What Envoy in front reads from the environment: as the router would, the quota its own answers

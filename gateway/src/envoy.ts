@@ -53,6 +53,28 @@ export interface EnvoyOptions {
    * edge (the default), 1 behind one ingress controller or load balancer that appends the client's address.
    */
   trustedProxyHops?: number | string;
+  /** Envoy's spans and the W3C trace context it sends upstream; without it, Envoy traces nothing. */
+  tracing?: EnvoyTracing;
+}
+
+/**
+ * Envoy's OpenTelemetry tracer (docs/decisions.md §50): the first span of each sampled request, sent
+ * to an OTLP receiver, and a `traceparent` to edge or auth that the services' spans continue.
+ */
+export interface EnvoyTracing {
+  /** OTLP over HTTP (`http/protobuf`, POSTed to `path`) or over gRPC, as OTEL_EXPORTER_OTLP_PROTOCOL says. */
+  protocol: 'http/protobuf' | 'grpc';
+  /** The receiver, over plain HTTP: a host name or an IP, and its port (a string is a placeholder the chart fills). */
+  host: string;
+  port: number | string;
+  /** OTLP over HTTP: the URL spans are POSTed to on that receiver, `/v1/traces` below its base URL. */
+  tracesUrl: string;
+  /**
+   * The share of new traces sampled here, in millionths (0 to 1,000,000), by their trace id as the
+   * services' `parentbased_traceidratio` does; a request that comes with a `traceparent` keeps its
+   * own decision. A string is a placeholder the chart fills.
+   */
+  samplingPerMillion: number | string;
 }
 
 export const ENVOY_DEFAULTS = {
@@ -95,7 +117,15 @@ const TYPE = {
   httpOptions: 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
   previousHosts: 'type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate',
   connections: 'type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig',
+  openTelemetry: 'type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig',
+  parentBased: 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig',
+  traceIdRatio: 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig',
 } as const;
+
+/** The cluster Envoy sends its spans to, when it traces. */
+const OTLP_CLUSTER = 'otlp';
+/** The name Envoy's spans carry (`service.name`), as each service's carry its own. */
+const TRACING_SERVICE_NAME = 'envoy';
 
 /** A problem Envoy answers itself: `about:blank`, since no service is there to name it (docs/decisions.md §2); as the router's. */
 function ownProblem(status: number, title: string, remedy: string, code: string, extra: JsonObject = {}): JsonObject {
@@ -398,7 +428,7 @@ function localReplies(): JsonObject {
 }
 
 /** One JSON line per answer, the request id first among equals, as the services log theirs. */
-function accessLog(): Json[] {
+function accessLog(traced: boolean): Json[] {
   return [
     {
       name: 'envoy.access_loggers.stdout',
@@ -410,6 +440,8 @@ function accessLog(): Json[] {
             level: 'info',
             service: 'envoy',
             requestId: '%REQ(X-REQUEST-ID)%',
+            // The trace id Envoy passed on (sampled or not), as the services' lines carry theirs.
+            ...(traced ? { traceId: '%TRACE_ID%' } : {}),
             // The path without its query, which may carry a device code.
             msg: '%REQ(:METHOD)% %PATH(NQ:PATH)% %RESPONSE_CODE% %DURATION% ms',
             http: { method: '%REQ(:METHOD)%', path: '%PATH(NQ:PATH)%', status: '%RESPONSE_CODE%', durationMs: '%DURATION%' },
@@ -529,7 +561,8 @@ function httpConnectionManager(context: RenderContext): JsonObject {
     // Slow clients (docs/decisions.md §6): the headers within 10 s, the whole request within 30 s, else 408.
     request_headers_timeout: seconds((options.headersTimeoutMs ?? ENVOY_DEFAULTS.headersTimeoutMs) / 1000),
     request_timeout: seconds((options.requestTimeoutMs ?? ENVOY_DEFAULTS.requestTimeoutMs) / 1000),
-    access_log: accessLog(),
+    access_log: accessLog(options.tracing !== undefined),
+    ...(options.tracing === undefined ? {} : { tracing: hcmTracing(options.tracing) }),
     local_reply_config: localReplies(),
     http_filters: [
       {
@@ -567,6 +600,73 @@ function httpConnectionManager(context: RenderContext): JsonObject {
       request_headers_to_remove: ['x-envoy-external-address'],
       virtual_hosts: virtualHosts(context),
     },
+  };
+}
+
+/**
+ * The connection manager's tracing: a sampled request gets Envoy's server span, a client span for
+ * its call to edge or auth, and a W3C `traceparent` on that call. The tracer's own sampler decides,
+ * as the services' SDK does (`parentbased_traceidratio`): the decision of a `traceparent` the
+ * request brings, else its trace id against the ratio. Not the connection manager's
+ * `random_sampling`, which works from the request id: with ids left as clients send them, every
+ * request would be traced (docs/decisions.md §50).
+ */
+function hcmTracing(tracing: EnvoyTracing): JsonObject {
+  const exporter: JsonObject =
+    tracing.protocol === 'grpc'
+      ? { grpc_service: { envoy_grpc: { cluster_name: OTLP_CLUSTER }, timeout: '5s' } }
+      : {
+          http_service: {
+            http_uri: { uri: tracing.tracesUrl, cluster: OTLP_CLUSTER, timeout: '5s' },
+          },
+        };
+  return {
+    provider: {
+      name: 'envoy.tracers.opentelemetry',
+      typed_config: {
+        '@type': TYPE.openTelemetry,
+        service_name: TRACING_SERVICE_NAME,
+        ...exporter,
+        sampler: {
+          name: 'envoy.tracers.opentelemetry.samplers.parent_based',
+          typed_config: {
+            '@type': TYPE.parentBased,
+            wrapped_sampler: {
+              name: 'envoy.tracers.opentelemetry.samplers.trace_id_ratio_based',
+              typed_config: {
+                '@type': TYPE.traceIdRatio,
+                sampling_percentage: { numerator: tracing.samplingPerMillion, denominator: 'MILLION' },
+              },
+            },
+          },
+        },
+      },
+    },
+    spawn_upstream_span: true,
+    // The request id the access log and the services' log lines carry, on Envoy's span (OpenTelemetry's name for a captured header).
+    custom_tags: [{ tag: 'http.request.header.x-request-id', request_header: { name: 'x-request-id' } }],
+  };
+}
+
+/** The OTLP receiver: spans only, a few connections, resolved again every 5 s when it is a name. */
+function otlpCluster(tracing: EnvoyTracing): JsonObject {
+  const resolved = isIP(tracing.host) !== 0;
+  return {
+    name: OTLP_CLUSTER,
+    type: resolved ? 'STATIC' : 'STRICT_DNS',
+    ...(resolved ? {} : { dns_lookup_family: 'V4_PREFERRED' }),
+    connect_timeout: '2s',
+    load_assignment: {
+      cluster_name: OTLP_CLUSTER,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: tracing.host, port_value: tracing.port } } } }] }],
+    },
+    ...(tracing.protocol === 'grpc'
+      ? {
+          typed_extension_protocol_options: {
+            'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': { '@type': TYPE.httpOptions, explicit_http_config: { http2_protocol_options: {} } },
+          },
+        }
+      : {}),
   };
 }
 
@@ -664,7 +764,11 @@ export function envoyBootstrap(options: EnvoyOptions, table: readonly Route[] = 
           filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: httpConnectionManager(context) }] }],
         },
       ],
-      clusters: [cluster('edge', options.edge, maxConnections), cluster('auth', options.auth, maxConnections)],
+      clusters: [
+        cluster('edge', options.edge, maxConnections),
+        cluster('auth', options.auth, maxConnections),
+        ...(options.tracing === undefined ? [] : [otlpCluster(options.tracing)]),
+      ],
     },
     overload_manager: {
       resource_monitors: [
@@ -709,6 +813,11 @@ export const CHART_AUTH_HOST = '__AUTH_HOST__';
 /** What the chart's ConfigMap replaces with edge's `QUOTA_PER_ADDRESS` and `envoy.trustedProxyHops`. */
 export const CHART_QUOTA_LIMIT = '__QUOTA_PER_ADDRESS__';
 export const CHART_TRUSTED_PROXY_HOPS = '__TRUSTED_PROXY_HOPS__';
+/** What the chart's ConfigMap replaces, with `tracing.enabled`, by the OTLP receiver of `tracing.otlpEndpoint` and `tracing.sampling` in millionths. */
+export const CHART_OTLP_HOST = '__OTLP_HOST__';
+export const CHART_OTLP_PORT = '__OTLP_PORT__';
+export const CHART_OTLP_TRACES_URL = '__OTLP_TRACES_URL__';
+export const CHART_SAMPLING_PER_MILLION = '__TRACING_SAMPLING_PER_MILLION__';
 /** Where the chart's init container writes the documents, in the Envoy pod. */
 export const CHART_DOCS_DIR = '/etc/agent-room/docs';
 
@@ -718,7 +827,7 @@ export const CHART_DOCS_DIR = '/etc/agent-room/docs';
  * Services' pods, each checked at `/readyz` on 9090. Rendered for the layout the chart deploys: site
  * and API on one host, the API at `/api` (SITE_URL=https://host, API_URL=https://host/api).
  */
-export function chartBootstrap(): JsonObject {
+export function chartBootstrap(traced = false): JsonObject {
   return envoyBootstrap({
     urls: CHART_URLS,
     docsDir: CHART_DOCS_DIR,
@@ -728,12 +837,42 @@ export function chartBootstrap(): JsonObject {
     auth: [{ host: CHART_AUTH_HOST, port: 8081, healthCheckPort: 9090 }],
     quotaLimit: CHART_QUOTA_LIMIT,
     trustedProxyHops: CHART_TRUSTED_PROXY_HOPS,
+    // The chart speaks OTLP over HTTP, the services' default protocol, to the one receiver they share.
+    ...(traced
+      ? {
+          tracing: {
+            protocol: 'http/protobuf',
+            host: CHART_OTLP_HOST,
+            port: CHART_OTLP_PORT,
+            tracesUrl: CHART_OTLP_TRACES_URL,
+            samplingPerMillion: CHART_SAMPLING_PER_MILLION,
+          },
+        }
+      : {}),
   });
 }
 
 /** The chart's bootstrap with its placeholders filled as the ConfigMap fills them (for checks). */
-export function fillChartPlaceholders(yaml: string, values: { edgeHost: string; authHost: string; quotaLimit: number; trustedProxyHops: number }): string {
-  return yaml
+export function fillChartPlaceholders(
+  yaml: string,
+  values: {
+    edgeHost: string;
+    authHost: string;
+    quotaLimit: number;
+    trustedProxyHops: number;
+    otlp?: { host: string; port: number; tracesUrl: string; samplingPerMillion: number };
+  },
+): string {
+  const otlp = values.otlp;
+  const traced =
+    otlp === undefined
+      ? yaml
+      : yaml
+          .replaceAll(CHART_OTLP_TRACES_URL, otlp.tracesUrl)
+          .replaceAll(CHART_OTLP_HOST, otlp.host)
+          .replaceAll(CHART_OTLP_PORT, String(otlp.port))
+          .replaceAll(CHART_SAMPLING_PER_MILLION, String(otlp.samplingPerMillion));
+  return traced
     .replaceAll(CHART_EDGE_HOST, values.edgeHost)
     .replaceAll(CHART_AUTH_HOST, values.authHost)
     .replaceAll(CHART_QUOTA_LIMIT, String(values.quotaLimit))
@@ -742,11 +881,16 @@ export function fillChartPlaceholders(yaml: string, values: { edgeHost: string; 
 
 /** Where the chart's bootstrap lives, from the repository's root. */
 export const CHART_ENVOY_FILE = 'charts/agent-room/files/envoy.yaml';
+/** The same with Envoy's tracer, which the ConfigMap takes instead with `tracing.enabled`; beside it. */
+export const CHART_ENVOY_TRACING_FILE = 'charts/agent-room/files/envoy-tracing.yaml';
 
-/** The chart's bootstrap file, as `npm run render:envoy` writes it. */
-export function chartEnvoyYaml(): string {
+/**
+ * A chart's bootstrap file, as `npm run render:envoy` writes it: without tracing, or with it
+ * (docs/decisions.md §50: one file each, so that the untraced one stays as it was).
+ */
+export function chartEnvoyYaml(traced = false): string {
   return envoyYaml(
-    chartBootstrap(),
+    chartBootstrap(traced),
     [
       'Envoy bootstrap of the Agent Room chart: the public gateway, rendered from the route table',
       '(gateway/src/routes.ts) by gateway/src/envoy.ts. Do not edit: run `npm run render:envoy`.',
@@ -754,6 +898,12 @@ export function chartEnvoyYaml(): string {
       "quota (for Envoy's own RateLimit headers) and how many proxies in front of Envoy are trusted.",
       `The documents are files in ${CHART_DOCS_DIR} with their index, written in the pod by`,
       '`node gateway/dist/render.js docs`: this file names none of them (docs/decisions.md §31).',
+      ...(traced
+        ? [
+            "With Envoy's OpenTelemetry tracer: the ConfigMap takes this file instead of envoy.yaml when",
+            'tracing.enabled, and fills the OTLP receiver of tracing.otlpEndpoint and tracing.sampling (docs/decisions.md §50).',
+          ]
+        : []),
     ].join('\n'),
   );
 }

@@ -3,13 +3,14 @@
 // deployment's own addresses; `chart` writes the chart's bootstrap, committed with the chart.
 import './node-version.js';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit, port, publicUrls, publicUrlsEnv } from '@agentroom/kit/config';
 import { z } from 'zod';
 import { writeDocuments } from './document-files.js';
-import { CHART_ENVOY_FILE, chartEnvoyYaml, type Endpoint, ENVOY_DEFAULTS, envoyBootstrap, envoyYaml } from './envoy.js';
+import { envoyTracing, tracingEnv } from './tracing.js';
+import { CHART_ENVOY_FILE, CHART_ENVOY_TRACING_FILE, chartEnvoyYaml, type Endpoint, ENVOY_DEFAULTS, envoyBootstrap, envoyYaml } from './envoy.js';
 
 const USAGE = `usage:
   render.js docs --out DIR
@@ -21,9 +22,12 @@ const USAGE = `usage:
                   [--trusted-hops N]
       an Envoy bootstrap for SITE_URL / API_URL, listening on PORT by default; endpoints repeat the flag or are comma-separated,
       each checked at GET /readyz on its HEALTH_PORT (default --health-port, 9090); --trusted-hops 1
-      when an ingress controller or load balancer in front of Envoy appends the client's address
+      when an ingress controller or load balancer in front of Envoy appends the client's address;
+      with Envoy's OpenTelemetry tracer when OTEL_EXPORTER_OTLP_ENDPOINT (or the other OTEL_*
+      variables the services read) says they export spans, sampling as OTEL_TRACES_SAMPLER says
   render.js chart [--out FILE]
-      the chart's bootstrap, ${CHART_ENVOY_FILE} (what \`npm run render:envoy\` runs)`;
+      the chart's bootstraps, ${CHART_ENVOY_FILE} and, beside it, the one with Envoy's tracer,
+      ${basename(CHART_ENVOY_TRACING_FILE)} (what \`npm run render:envoy\` runs)`;
 
 /** A wrong invocation: one line saying what, then the usage; exit status 2. */
 class UsageError extends Error {}
@@ -72,12 +76,14 @@ async function main(argv: string[]): Promise<string> {
   if (command === 'chart') {
     const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } }, strict: true, allowPositionals: false });
     const out = resolve(values.out ?? fileURLToPath(new URL(`../../${CHART_ENVOY_FILE}`, import.meta.url)));
+    const traced = join(dirname(out), basename(CHART_ENVOY_TRACING_FILE));
     await writeText(out, chartEnvoyYaml());
-    return `wrote the chart's Envoy bootstrap to ${out}`;
+    await writeText(traced, chartEnvoyYaml(true));
+    return `wrote the chart's Envoy bootstraps to ${out} and ${traced}`;
   }
   if (command !== 'docs' && command !== 'envoy') throw new UsageError(`unknown command ${JSON.stringify(command)}: expected docs, envoy or chart`);
 
-  const env = loadConfigOrExit(publicUrlsEnv, 'render');
+  const env = loadConfigOrExit(publicUrlsEnv.extend(tracingEnv.shape), 'render');
   const urls = publicUrls(env);
   if (command === 'docs') {
     const { values } = parseArgs({ args: rest, options: { out: { type: 'string' } }, strict: true, allowPositionals: false });
@@ -124,6 +130,7 @@ async function main(argv: string[]): Promise<string> {
       burst: numberOf(count, values['rate-limit-burst'], '--rate-limit-burst', ENVOY_DEFAULTS.rateLimit.burst),
     },
     trustedProxyHops: numberOf(z.coerce.number().int().min(0).max(10), values['trusted-hops'], '--trusted-hops', 0),
+    tracing: envoyTracing(env),
   });
   await writeText(out, envoyYaml(bootstrap, `Envoy bootstrap for ${urls.siteUrl}, rendered by gateway/dist/render.js from the route table.`));
   return `wrote an Envoy bootstrap for ${urls.siteUrl} to ${out} (documents in ${docsDir})`;

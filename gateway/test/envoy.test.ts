@@ -11,7 +11,19 @@ import { parse } from 'yaml';
 import { expectCompressedAsset, expectUncompressedAsset, NEGOTIATIONS, rawRequest } from '../../e2e/support/compression.js';
 import { discoveryDocuments, type ServedDocument } from '../src/discovery.js';
 import { DOCUMENT_INDEX, documentFileName, writeDocuments } from '../src/document-files.js';
-import { CHART_DOCS_DIR, CHART_ENVOY_FILE, chartEnvoyYaml, envoyBootstrap, envoyYaml, fillChartPlaceholders, type Json } from '../src/envoy.js';
+import {
+  CHART_DOCS_DIR,
+  CHART_ENVOY_FILE,
+  CHART_ENVOY_TRACING_FILE,
+  chartEnvoyYaml,
+  envoyBootstrap,
+  envoyYaml,
+  fillChartPlaceholders,
+  type EnvoyTracing,
+  type Json,
+} from '../src/envoy.js';
+import { startJaeger } from '../../e2e/support/jaeger.js';
+import { envoyTracing, tracingEnv } from '../src/tracing.js';
 import { resolveRoutes } from '../src/routes.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -251,6 +263,90 @@ describe('the Envoy bootstrap', () => {
   });
 });
 
+describe("the chart's bootstrap with Envoy's tracer", () => {
+  type Traced = Bootstrap & {
+    static_resources: {
+      listeners: {
+        filter_chains: {
+          filters: {
+            typed_config: { tracing?: Record<string, unknown>; access_log: { typed_config: { log_format: { json_format: Record<string, unknown> } } }[] };
+          }[];
+        }[];
+      }[];
+    };
+  };
+  const hcmOf = (bootstrap: Traced) => bootstrap.static_resources.listeners[0]!.filter_chains[0]!.filters[0]!.typed_config;
+
+  it('is a fresh rendering too, and differs from the untraced one by the tracer, its receiver and the trace id in the access log alone', () => {
+    const committed = join(root, CHART_ENVOY_TRACING_FILE);
+    const fresh = chartEnvoyYaml(true);
+    expect(existsSync(committed), `${CHART_ENVOY_TRACING_FILE} is missing: run \`npm run render:envoy\``).toBe(true);
+    expect(
+      readFileSync(committed, 'utf8') === fresh,
+      `${CHART_ENVOY_TRACING_FILE} differs from a fresh rendering of the route table: run \`npm run render:envoy\` and commit the result`,
+    ).toBe(true);
+
+    const traced = parse(fresh) as Traced;
+    const plain = parse(chartEnvoyYaml()) as Traced;
+    const hcm = hcmOf(traced);
+    expect(hcm.tracing).toEqual({
+      provider: {
+        name: 'envoy.tracers.opentelemetry',
+        typed_config: {
+          '@type': 'type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig',
+          service_name: 'envoy',
+          http_service: { http_uri: { uri: '__OTLP_TRACES_URL__', cluster: 'otlp', timeout: '5s' } },
+          // As the services' parentbased_traceidratio: a parent's decision, else the trace id against the ratio.
+          sampler: {
+            name: 'envoy.tracers.opentelemetry.samplers.parent_based',
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.ParentBasedSamplerConfig',
+              wrapped_sampler: {
+                name: 'envoy.tracers.opentelemetry.samplers.trace_id_ratio_based',
+                typed_config: {
+                  '@type': 'type.googleapis.com/envoy.extensions.tracers.opentelemetry.samplers.v3.TraceIdRatioBasedSamplerConfig',
+                  sampling_percentage: { numerator: '__TRACING_SAMPLING_PER_MILLION__', denominator: 'MILLION' },
+                },
+              },
+            },
+          },
+        },
+      },
+      spawn_upstream_span: true,
+      custom_tags: [{ tag: 'http.request.header.x-request-id', request_header: { name: 'x-request-id' } }],
+    });
+    expect(hcm.access_log[0]!.typed_config.log_format.json_format.traceId).toBe('%TRACE_ID%');
+    expect(traced.static_resources.clusters.map((cluster) => cluster.name)).toEqual(['edge', 'auth', 'otlp']);
+    expect(traced.static_resources.clusters[2]!.load_assignment.endpoints[0]!.lb_endpoints[0]!.endpoint.address.socket_address).toEqual({
+      address: '__OTLP_HOST__',
+      port_value: '__OTLP_PORT__',
+    });
+    // Nothing else: without those, the two are the same bootstrap.
+    delete hcm.tracing;
+    delete hcm.access_log[0]!.typed_config.log_format.json_format.traceId;
+    traced.static_resources.clusters.pop();
+    expect(traced).toEqual(plain);
+    expect(hcmOf(plain).tracing).toBeUndefined();
+  });
+
+  it('is accepted by Envoy once the ConfigMap has filled its receiver and sampling', async () => {
+    const urls = publicUrls({ PORT: 8080, SITE_URL: undefined, API_URL: undefined });
+    const docsDir = join(scratch, 'chart-traced-docs');
+    await writeDocuments(urls, discoveryDocuments(urls), docsDir);
+    const file = join(scratch, 'chart-traced.yaml');
+    const filled = fillChartPlaceholders(chartEnvoyYaml(true), {
+      edgeHost: 'edge.example',
+      authHost: 'auth.example',
+      quotaLimit: 5_000,
+      trustedProxyHops: 0,
+      otlp: { host: 'collector.observability', port: 4318, tracesUrl: 'http://collector.observability:4318/v1/traces', samplingPerMillion: 125_000 },
+    }).replaceAll(CHART_DOCS_DIR, docsDir);
+    expect(filled).not.toMatch(/__[A-Z_]+__/);
+    writeFileSync(file, filled);
+    validate(file);
+  });
+});
+
 describe('render.js', () => {
   const render = join(root, 'gateway/dist/render.js');
   const run = (args: string[], env: Record<string, string> = {}) =>
@@ -296,6 +392,39 @@ describe('render.js', () => {
       bootstrap.static_resources.clusters.find((cluster) => cluster.name === 'auth')?.load_assignment.endpoints[0]?.lb_endpoints[0]?.endpoint
         .health_check_config.port_value,
     ).toBe(9090);
+  });
+
+  it("renders Envoy's tracer when the OTEL_* variables say the services export spans, and none otherwise", () => {
+    const docsDir = join(scratch, 'cli-docs');
+    const env = { SITE_URL: 'https://room.example', API_URL: 'https://room.example/api' };
+    const args = (file: string) => ['envoy', '--out', file, '--docs-dir', docsDir, '--edge', '127.0.0.1:8081', '--auth', '127.0.0.1:8082'];
+    expect(run(['docs', '--out', docsDir], env).status).toBe(0);
+    const tracingOf = (file: string) =>
+      (parse(readFileSync(file, 'utf8')) as { static_resources: { listeners: { filter_chains: { filters: { typed_config: { tracing?: unknown } }[] }[] }[] } })
+        .static_resources.listeners[0]!.filter_chains[0]!.filters[0]!.typed_config.tracing;
+
+    const plain = join(scratch, 'cli-untraced.yaml');
+    expect(run(args(plain), env).status).toBe(0);
+    expect(tracingOf(plain)).toBeUndefined();
+
+    const traced = join(scratch, 'cli-traced.yaml');
+    const rendered = run(args(traced), {
+      ...env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    });
+    expect(rendered.status, rendered.stderr).toBe(0);
+    validate(traced);
+    expect(tracingOf(traced)).toMatchObject({
+      provider: {
+        typed_config: {
+          service_name: 'envoy',
+          http_service: { http_uri: { uri: 'http://127.0.0.1:4318/v1/traces', cluster: 'otlp' } },
+          sampler: { typed_config: { wrapped_sampler: { typed_config: { sampling_percentage: { numerator: 250_000, denominator: 'MILLION' } } } } },
+        },
+      },
+    });
   });
 
   /** render.js's exit status and first line on stderr; the four runs below go at once, each a Node start. */
@@ -352,7 +481,7 @@ async function runEnvoy(file: string, port: number, adminPort: number, urls: Pub
 }
 
 /** A real Envoy on the rendered bootstrap, in front of upstreams that are down. */
-async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: number }): Promise<RunningEnvoy> {
+async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: number }, tracing?: EnvoyTracing): Promise<RunningEnvoy> {
   const [port, adminPort, edgePort, authPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const urls = publicUrls({ PORT: port, SITE_URL: undefined, API_URL: undefined });
   const docsDir = join(scratch, `${name}-docs`);
@@ -370,6 +499,7 @@ async function startEnvoy(name: string, rateLimit?: { perSecond: number; burst: 
         edge: down(edgePort),
         auth: down(authPort),
         ...(rateLimit ? { rateLimit } : {}),
+        ...(tracing ? { tracing } : {}),
       }),
       name,
     ),
@@ -500,6 +630,58 @@ describe('Envoy on the rendered bootstrap', () => {
     expect(await response.json()).toMatchObject({ status: 431, code: 'invalid_request', remedy: expect.stringContaining('16 KiB') });
     expectOwnHeaders(response);
   });
+});
+
+describe("Envoy's tracer, sending to a real Jaeger", () => {
+  it('samples as the services do: none at ratio 0 but what a sampled traceparent asks for, every request at ratio 1', async () => {
+    const jaeger = await startJaeger();
+    const envoys: RunningEnvoy[] = [];
+    try {
+      const tracingAt = (ratio: string): EnvoyTracing =>
+        envoyTracing(
+          tracingEnv.parse({
+            OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+            OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+            OTEL_TRACES_SAMPLER_ARG: ratio,
+          }),
+        )!;
+      const none = await startEnvoy('traced-none', undefined, tracingAt('0'));
+      const all = await startEnvoy('traced-all', undefined, tracingAt('1'));
+      envoys.push(none, all);
+      const ask = (envoy: RunningEnvoy, id: string, traceparent?: string) =>
+        fetch(`${envoy.origin}/.well-known/ai-agent.json`, { headers: { 'x-request-id': id, ...(traceparent ? { traceparent } : {}) } });
+      const run = Date.now().toString(16);
+      for (let i = 0; i < 10; i += 1) {
+        expect((await ask(none, `none-${run}-${i}`)).status).toBe(200);
+        expect((await ask(all, `all-${run}-${i}`)).status).toBe(200);
+      }
+      // A client's sampled trace is kept at ratio 0; its unsampled one is not at ratio 1.
+      const kept = `${'1'.repeat(16)}${run.padStart(16, '0')}`;
+      const dropped = `${'2'.repeat(16)}${run.padStart(16, '0')}`;
+      await ask(none, `kept-${run}`, `00-${kept}-00f067aa0ba902b7-01`);
+      await ask(all, `dropped-${run}`, `00-${dropped}-00f067aa0ba902b7-00`);
+
+      // Envoy flushes its spans every 5 s: wait for the ten of ratio 1 and the client's, then look at all.
+      const requestIds = async (): Promise<string[]> =>
+        (await jaeger.traces('envoy', 100)).flatMap((trace) => trace.spans.map((span) => String(span.attributes['http.request.header.x-request-id'])));
+      for (const deadline = Date.now() + 20_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 250))) {
+        const ids = await requestIds();
+        if (ids.filter((id) => id.startsWith(`all-${run}`)).length === 10 && ids.includes(`kept-${run}`)) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5_500));
+      const ids = new Set(await requestIds());
+      expect([...ids].filter((id) => id.startsWith(`all-${run}`)).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `all-${run}-${i}`).sort());
+      expect([...ids].filter((id) => id.startsWith(`none-${run}`))).toEqual([]);
+      expect(ids.has(`kept-${run}`)).toBe(true);
+      expect(ids.has(`dropped-${run}`)).toBe(false);
+      // Envoy's own span, named as the tracer names it, under the client's span and in its trace.
+      const trace = await jaeger.trace(kept);
+      expect(trace?.spans.map((span) => [span.service, span.name, span.parentSpanId])).toEqual([['envoy', 'ingress', '00f067aa0ba902b7']]);
+    } finally {
+      await Promise.all(envoys.map((envoy) => envoy.stop()));
+      await jaeger.stop();
+    }
+  }, 60_000);
 });
 
 describe("Envoy's guard", () => {

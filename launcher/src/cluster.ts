@@ -17,6 +17,7 @@ import { freePort, type LocalPostgres, type LocalRedis, NODE_FLAGS, reservePort,
 import { createLogger } from '@agentroom/kit/log';
 import { assertPortFree, exitingWithParent, exitOnStartupFailure, onParentGone, startupProblem } from '@agentroom/kit/process';
 import { openRedis } from '@agentroom/kit/store';
+import { telemetryEnv, tracingEnabled } from '@agentroom/kit/telemetry';
 import { databaseEnv, openDatabase, redactUrl } from '@agentroom/record';
 import { z } from 'zod';
 
@@ -65,12 +66,16 @@ const clusterEnv = z.object({
   ...logEnv.shape,
   ...cursorSecretEnv.shape,
   ...databaseEnv.shape,
+  // Tracing: the OpenTelemetry SDK's own variables, passed to every process (and Envoy's tracer with --envoy).
+  ...telemetryEnv.shape,
 });
 
 const config = loadConfigOrExit(clusterEnv, 'cluster');
 // Envoy's rendering is loaded only when asked for; its variables (the router's) are checked now, before anything starts.
 const gateway = withEnvoy ? await import('@agentroom/gateway/envoy') : undefined;
 const envoyConfig = gateway ? loadConfigOrExit(gateway.envoyEnv, 'cluster') : undefined;
+// Envoy's spans, when the services export theirs, to the same receiver if Envoy can reach it (plain HTTP): docs/decisions.md §50.
+const tracing = gateway ? gateway.envoyTracing(loadConfigOrExit(gateway.tracingEnv, 'cluster')) : undefined;
 const log = createLogger('cluster', config.LOG_LEVEL, config.LOG_FORMAT);
 const urls = publicUrls(config);
 let redis: LocalRedis | undefined;
@@ -151,9 +156,22 @@ async function launch(name: string, script: string, env: Record<string, string>)
     name,
     command: process.execPath,
     args: [...NODE_FLAGS, script],
-    env: { ...process.env, ADMIN_PORT: String(metricsPort), ...env },
+    env: { ...tracingEnvOf(name), ADMIN_PORT: String(metricsPort), ...env },
     node: true,
   });
+}
+
+/**
+ * A process's environment, with the launcher's OTEL_* variables as they are but two: no
+ * OTEL_SERVICE_NAME, so that each process names its spans after its own service (edge, room…), and,
+ * while spans are exported, the process's name (room-2…) as `service.instance.id`, to tell replicas apart.
+ */
+function tracingEnvOf(name: string): NodeJS.ProcessEnv {
+  const { OTEL_SERVICE_NAME: _shared, ...env } = process.env;
+  if (!tracingEnabled(config)) return env;
+  const attributes = env.OTEL_RESOURCE_ATTRIBUTES ?? '';
+  if (/(^|,)\s*service\.instance\.id\s*=/.test(attributes)) return env;
+  return { ...env, OTEL_RESOURCE_ATTRIBUTES: [attributes, `service.instance.id=${name}`].filter((part) => part !== '').join(',') };
 }
 
 function supervise(spec: Pick<Supervised, 'name' | 'command' | 'args' | 'env' | 'node'>): ChildProcess {
@@ -198,6 +216,7 @@ async function startEnvoy(edges: { port: number; name: string }[], auths: { port
     rateLimit: { perSecond: envoyConfig.ENVOY_RATE_LIMIT_PER_SECOND, burst: envoyConfig.ENVOY_RATE_LIMIT_BURST },
     headersTimeoutMs: envoyConfig.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: envoyConfig.REQUEST_TIMEOUT_MS,
+    tracing,
   });
   await writeFile(bootstrap, envoyYaml(rendered, `Envoy bootstrap of \`npm run cluster -- --envoy\` for ${urls.siteUrl}, rendered from the route table.`));
   // One Envoy per cluster, and maybe another cluster's beside it: no shared memory for hot restarts.
@@ -530,6 +549,9 @@ try {
     ...(redis?.pid === undefined ? {} : { 'redis-server': redis.pid }),
     ...(postgres?.pid === undefined ? {} : { postgres: postgres.pid }),
   };
+  const traced = tracing
+    ? `; Envoy's spans to ${tracing.host}:${tracing.port} over OTLP (${tracing.protocol}), ${tracing.samplingPerMillion / 10_000} % of new traces sampled`
+    : '';
   // Load testers copy this: approved agents' tokens through auth's gRPC API, for a human registered at /signin.
   const privateTargets = config.WEBHOOKS_ALLOW_PRIVATE_TARGETS
     ? '; webhooks may target private and loopback addresses (WEBHOOKS_ALLOW_PRIVATE_TARGETS=true)'
@@ -558,11 +580,14 @@ try {
       ...(envoy ? { envoy } : {}),
       redis: redisUrl,
       database: redactUrl(databaseUrl),
+      ...(tracing
+        ? { tracing: { protocol: tracing.protocol, receiver: `${tracing.host}:${tracing.port}`, samplingPercent: tracing.samplingPerMillion / 10_000 } }
+        : {}),
       metrics,
       pids,
       provision,
     },
-    `cluster ready at ${urls.siteUrl}: ${counted('room', rooms)}, ${counted('record', records)}, ${counted('messaging', messagings)}, ${counted('delivery', deliveries)}, ${counted('auth', auths)}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis and PostgreSQL${privateTargets}`,
+    `cluster ready at ${urls.siteUrl}: ${counted('room', rooms)}, ${counted('record', records)}, ${counted('messaging', messagings)}, ${counted('delivery', deliveries)}, ${counted('auth', auths)}, ${edgeUrls.length} edge process(es) and ${envoy ? `Envoy (${ENVOY_BIN}, admin ${envoy.admin})` : 'the router'}, on Redis and PostgreSQL${privateTargets}${traced}`,
   );
   log.info({ provision }, `tokens for load tests (load-tests/README.md): ${provision}`);
 } catch (error) {

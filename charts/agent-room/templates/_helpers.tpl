@@ -197,6 +197,41 @@ makes the default SITE_URL, which the chart always sets.
   value: {{ .root.Values.shutdownDelayMs | int | toString | quote }}
 - name: GRPC_DEADLINE_MS
   value: {{ .root.Values.grpc.deadlineMs | int | toString | quote }}
+{{- include "agent-room.env.tracing" .root }}
+{{- end -}}
+
+{{/*
+With tracing.enabled, the OpenTelemetry SDK's own variables: spans over OTLP/HTTP to the receiver,
+the sampling ratio for traces a process starts itself, and a parent's decision kept otherwise (what
+Envoy decided, at the same ratio: docs/decisions.md §50). Starts with a newline; nothing when off.
+*/}}
+{{- define "agent-room.env.tracing" -}}
+{{- if .Values.tracing.enabled }}
+{{- $attributes := list (printf "k8s.namespace.name=%s" .Release.Namespace) -}}
+{{- range $key, $value := .Values.tracing.resourceAttributes -}}
+{{- $attributes = append $attributes (printf "%s=%s" $key $value) -}}
+{{- end }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .Values.tracing.otlpEndpoint | trimSuffix "/" | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: "http/protobuf"
+- name: OTEL_TRACES_SAMPLER
+  value: "parentbased_traceidratio"
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ .Values.tracing.sampling | toString | quote }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ join "," $attributes | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The OTLP receiver of tracing.otlpEndpoint, as Envoy dials it: host, port (80 when the URL has none) and the traces URL, as JSON. */}}
+{{- define "agent-room.tracing.receiver" -}}
+{{- $endpoint := .Values.tracing.otlpEndpoint | trimSuffix "/" -}}
+{{- $url := urlParse $endpoint -}}
+{{- $hostPort := splitList ":" $url.host -}}
+{{- $port := 80 -}}
+{{- if gt (len $hostPort) 1 }}{{ $port = index $hostPort 1 | int }}{{ end -}}
+{{- toJson (dict "host" (first $hostPort) "port" $port "tracesUrl" (printf "%s/v1/traces" $endpoint)) -}}
 {{- end -}}
 
 {{- define "agent-room.env.cursorSecret" -}}
