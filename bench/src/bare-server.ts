@@ -1,10 +1,11 @@
 // Child process: the first baseline, a bare node:http server answering every request with fixed bytes.
 import { createServer } from 'node:http';
-import { cannedResponse, serveCanned } from './canned.js';
+import { cannedResponse } from './canned.js';
+import { serveOnFreePort } from './children.js';
 
 const { status, contentType, body } = cannedResponse();
 
-serveCanned(
+serveOnFreePort(
   createServer((req, res) => {
     // Drain any request body so keep-alive connections stay usable, as a real server would.
     req.resume();

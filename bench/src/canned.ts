@@ -1,7 +1,5 @@
 // The baselines' side of the bench: a response of the product captured byte for byte, handed to a
 // baseline server (bare node:http, or an empty Express app) in its environment, and replayed by it.
-import { type Server } from 'node:http';
-import { announcePort, stopOnSignal } from './children.js';
 
 /** One response, byte for byte, as a baseline must replay it. */
 export interface CapturedResponse {
@@ -34,19 +32,4 @@ export function cannedResponse(): CapturedResponse {
     contentType: process.env[CANNED_ENV.contentType] ?? 'application/octet-stream',
     status: Number(process.env[CANNED_ENV.status] ?? '200'),
   };
-}
-
-/** In a baseline server: listens on a free loopback port, announces it, and closes on a signal. */
-export function serveCanned(server: Server): void {
-  server.listen(0, '127.0.0.1', () => {
-    const address = server.address();
-    announcePort(typeof address === 'object' && address ? address.port : 0);
-  });
-  stopOnSignal(
-    () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  );
 }

@@ -1,4 +1,5 @@
 import { type ChildProcess, type ChildProcessByStdio, spawn } from 'node:child_process';
+import type { Server } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +65,21 @@ export function stopOnSignal(stop: () => Promise<void>): void {
 }
 
 // ---- in the parent -----------------------------------------------------------------------------
+
+/** In a child server (a baseline, the OTLP receiver): listens on a free loopback port, announces it, and closes on a signal. */
+export function serveOnFreePort(server: Server): void {
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address();
+    announcePort(typeof address === 'object' && address ? address.port : 0);
+  });
+  stopOnSignal(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+}
 
 export interface ServerChild {
   name: string;

@@ -2,7 +2,8 @@
 // answering every request with fixed bytes: what the framework costs before any product code runs.
 import { createServer } from 'node:http';
 import express from 'express';
-import { cannedResponse, serveCanned } from './canned.js';
+import { cannedResponse } from './canned.js';
+import { serveOnFreePort } from './children.js';
 
 const { status, contentType, body } = cannedResponse();
 
@@ -10,4 +11,4 @@ const app = express();
 app.use((_req, res) => {
   res.status(status).type(contentType).send(body);
 });
-serveCanned(createServer(app));
+serveOnFreePort(createServer(app));

@@ -4,7 +4,7 @@
 // encoding and sending spans), not what a trace store costs the two cores it shares with it.
 // GET /stats: the exports received so far and their bytes, so a row can tell its spans did arrive.
 import { createServer } from 'node:http';
-import { announcePort, stopOnSignal } from './children.js';
+import { serveOnFreePort } from './children.js';
 
 const stats = { exports: 0, bytes: 0, byAgent: {} as Record<string, number> };
 
@@ -32,14 +32,4 @@ const server = createServer((req, res) => {
 });
 
 server.keepAliveTimeout = 30_000;
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  announcePort(typeof address === 'object' && address ? address.port : 0);
-});
-stopOnSignal(
-  () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
-);
+serveOnFreePort(server);

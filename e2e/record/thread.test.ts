@@ -1,10 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { freePort } from '@agentroom/kit/local';
 import { approvedToken } from '@agentroom/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { root } from '../support/processes.js';
+import { startEmbeddedProcess } from '../support/processes.js';
 
 /**
  * `npm start` (`node launcher/dist/start.js`, built by `npm test`) keeps its record on a worker
@@ -34,35 +33,20 @@ function threadsOf(pid: number): { name: string; cpuTicks: number }[] {
 describe('npm start', () => {
   it('archives posts on a thread of its own, logs its lines with the others and counts them in /metrics, and stops cleanly', async () => {
     const [port, adminPort] = [await freePort(), await freePort()];
-    const started = spawn(process.execPath, ['launcher/dist/start.js'], {
-      cwd: root,
-      env: {
-        ...process.env,
-        PORT: String(port),
-        ADMIN_PORT: String(adminPort),
-        LOG_FORMAT: 'json',
-        LOG_LEVEL: 'info',
-        REDIS_URL: '',
-        DATABASE_URL: '',
-        DATA_DIR: '',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const {
+      child: started,
+      exited,
+      lines,
+    } = await startEmbeddedProcess({
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'info',
+      REDIS_URL: '',
+      DATABASE_URL: '',
+      DATA_DIR: '',
     });
     child = started;
-    const exited = new Promise<number | null>((resolve) => started.once('exit', (code) => resolve(code)));
-    const lines: string[] = [];
-    createInterface({ input: started.stderr }).on('line', (line) => lines.push(line));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`npm start was not running within 60 s:\n${lines.slice(-20).join('\n')}`)), 60_000);
-      createInterface({ input: started.stdout }).on('line', (line) => {
-        lines.push(line);
-        if (line.includes('Agent Room is running')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      void exited.then((code) => reject(new Error(`npm start exited with ${code}:\n${lines.slice(-20).join('\n')}`)));
-    });
     const origin = `http://127.0.0.1:${port}`;
     const token = await approvedToken(origin, ['posts:write'], 'threaded');
     for (let i = 0; i < 3; i += 1) {

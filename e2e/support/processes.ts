@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@agentroom/kit/local';
 
@@ -79,4 +80,40 @@ export async function startClusterProcess<Ready>(args: string[], timeoutMs: numb
       return exited;
     },
   };
+}
+
+export interface StartedProduct {
+  child: ChildProcess;
+  /** Resolves with its exit code once it has exited. */
+  exited: Promise<number | null>;
+  /** Every line it printed so far, stdout's and stderr's. */
+  lines: string[];
+}
+
+/**
+ * Runs what `npm start` runs once it has built (`node launcher/dist/start.js`; `npm test` builds
+ * first) with `env` on top of ours, and resolves once it says `Agent Room is running`.
+ */
+export async function startEmbeddedProcess(env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<StartedProduct> {
+  const child = spawn(process.execPath, ['launcher/dist/start.js'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const lines: string[] = [];
+  createInterface({ input: child.stderr }).on('line', (line) => lines.push(line));
+  const running = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`npm start was not running within ${timeoutMs / 1000} s:\n${lines.slice(-20).join('\n')}`)), timeoutMs);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lines.push(line);
+      if (line.includes('Agent Room is running')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then((code) => reject(new Error(`npm start exited with ${code}:\n${lines.slice(-20).join('\n')}`)));
+  });
+  // A product that did not come up is not left running behind the failed test.
+  await running.catch((error: unknown) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
+  return { child, exited, lines };
 }

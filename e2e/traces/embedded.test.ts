@@ -1,10 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import { freePort } from '@agentroom/kit/local';
 import { approvedAgent, until } from '@agentroom/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { root } from '../support/processes.js';
+import { startEmbeddedProcess } from '../support/processes.js';
 import { type Jaeger, startJaeger } from '../support/jaeger.js';
 
 let child: ChildProcess | undefined;
@@ -27,36 +26,17 @@ describe('traces of npm start', () => {
   it('one SDK for the process: a post and its notification in one trace, sent at SIGTERM though the batch was not due', async () => {
     jaeger = await startJaeger();
     const port = await freePort();
-    const started = spawn(process.execPath, ['launcher/dist/start.js'], {
-      cwd: root,
-      env: {
-        ...process.env,
-        PORT: String(port),
-        LOG_FORMAT: 'json',
-        REDIS_URL: '',
-        DATABASE_URL: '',
-        DATA_DIR: '',
-        OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
-        // No batch is due before the process stops: what Jaeger gets, it gets from the shutdown.
-        OTEL_BSP_SCHEDULE_DELAY: '600000',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { child: started, exited } = await startEmbeddedProcess({
+      PORT: String(port),
+      LOG_FORMAT: 'json',
+      REDIS_URL: '',
+      DATABASE_URL: '',
+      DATA_DIR: '',
+      OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint,
+      // No batch is due before the process stops: what Jaeger gets, it gets from the shutdown.
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
     });
     child = started;
-    const exited = new Promise<number | null>((resolve) => started.once('exit', (code) => resolve(code)));
-    const lines: string[] = [];
-    createInterface({ input: started.stderr }).on('line', (line) => lines.push(line));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`npm start was not running within 60 s:\n${lines.slice(-20).join('\n')}`)), 60_000);
-      createInterface({ input: started.stdout }).on('line', (line) => {
-        lines.push(line);
-        if (line.includes('Agent Room is running')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      void exited.then((code) => reject(new Error(`npm start exited with ${code}:\n${lines.slice(-20).join('\n')}`)));
-    });
     const origin = `http://127.0.0.1:${port}`;
     const writer = await approvedAgent(origin, ['posts:write'], 'writer');
     const listener = await approvedAgent(origin, ['messages:read'], 'listener');
