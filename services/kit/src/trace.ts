@@ -118,8 +118,8 @@ export function inLinkedSpanSync<T>(carrier: TraceCarrier | undefined, name: str
 
 /**
  * A link to the span whose context an item carried (`traceCarrier`), for the span of the work done
- * on it later: linked, not a child, as OpenTelemetry's messaging conventions have it. None when the
- * item carries no valid context.
+ * on it later (which `inLinkedSpan` also makes that span's child). None when the item carries no
+ * valid context.
  */
 export function linkTo(carrier: TraceCarrier | undefined): Link[] {
   if (carrier?.traceparent === undefined) return [];
